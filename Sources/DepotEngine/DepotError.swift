@@ -1,0 +1,121 @@
+/// An error the engine reports to its caller: what failed, where, and how to
+/// fix it.
+///
+/// Every error a user can cause (an unknown entity, a predicate that does not
+/// parse, a refused migration, an expired history token) is a `DepotError`
+/// with a ``Code`` that clients can match on and a ``message`` meant for a
+/// person. Predicate errors also carry the ``position`` of the problem.
+///
+/// For example:
+///
+/// ```swift
+/// do {
+///     _ = try await store.reader.count(FetchDescriptor(entity: "Trip", where: "budget >"))
+/// } catch let error as DepotError where error.code == .invalidPredicate {
+///     print(error.message, error.position ?? 0)
+/// }
+/// ```
+public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What kind of failure this is; stable across releases, used as the
+    /// `code` of the control API's error objects.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case invalidSchema = "invalid_schema"
+            case migrationRefused = "migration_refused"
+            case unknownEntity = "unknown_entity"
+            case unknownField = "unknown_field"
+            case invalidPredicate = "invalid_predicate"
+            case typeMismatch = "type_mismatch"
+            case invalidArgument = "invalid_argument"
+            case conflict = "conflict"
+            case historyExpired = "history_expired"
+            case invalidToken = "invalid_token"
+            case storeClosed = "store_closed"
+            case database = "database"
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The configured entities or fields are not valid.
+        public static let invalidSchema = Code(.invalidSchema)
+        /// The store on disk cannot be migrated to the configured schema.
+        public static let migrationRefused = Code(.migrationRefused)
+        /// No entity of that name in the store.
+        public static let unknownEntity = Code(.unknownEntity)
+        /// No field of that name in the entity.
+        public static let unknownField = Code(.unknownField)
+        /// A predicate did not parse.
+        public static let invalidPredicate = Code(.invalidPredicate)
+        /// A value does not fit the type of the field it is compared with or stored in.
+        public static let typeMismatch = Code(.typeMismatch)
+        /// A request's argument is not valid (a negative limit, an empty field list…).
+        public static let invalidArgument = Code(.invalidArgument)
+        /// A record already exists under the `fail` conflict policy.
+        public static let conflict = Code(.conflict)
+        /// The history after the given token was pruned away.
+        public static let historyExpired = Code(.historyExpired)
+        /// A history token that this store never issued.
+        public static let invalidToken = Code(.invalidToken)
+        /// The store was closed.
+        public static let storeClosed = Code(.storeClosed)
+        /// SQLite reported an error (disk full, I/O error, corruption…).
+        public static let database = Code(.database)
+
+        /// The code as the control API spells it, e.g. `unknown_field`.
+        public var description: String { base.rawValue }
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// What failed, where, and how to fix it, in one sentence or two.
+    public var message: String
+    /// For predicate errors, the 1-based character position of the problem.
+    public var position: Int?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, position: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.position = position
+    }
+
+    /// The message, prefixed with the position when there is one.
+    public var description: String {
+        if let position { return "\(message) (at position \(position))" }
+        return message
+    }
+}
+
+extension DepotError {
+    /// The closest of `candidates` to `name`, for "did you mean" hints.
+    package static func closest(to name: String, in candidates: [String]) -> String? {
+        let lowered = name.lowercased()
+        var best: (String, Int)?
+        for candidate in candidates {
+            let d = editDistance(lowered, candidate.lowercased())
+            if d <= max(2, name.count / 3), d < (best?.1 ?? .max) { best = (candidate, d) }
+        }
+        return best?.0
+    }
+
+    /// " (did you mean "x"?)" or "", for the end of a message.
+    package static func suggestion(for name: String, in candidates: [String]) -> String {
+        guard let c = closest(to: name, in: candidates) else { return "" }
+        return " (did you mean \(JSONText.quoted(c))?)"
+    }
+
+    private static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in stride(from: 1, through: b.count, by: 1) {
+                current[j] = Swift.min(previous[j] + 1, current[j - 1] + 1,
+                                       previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}

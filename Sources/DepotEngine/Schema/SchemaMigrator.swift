@@ -1,0 +1,141 @@
+import Foundation
+import GRDB
+
+/// Creates a store's tables or migrates them to the configured schema.
+///
+/// Runs once, in one transaction, when a store opens. Compatible changes are
+/// applied in place (a new optional field, an optional field made required
+/// when no record holds null in it, added or removed indexes); every
+/// incompatible change of every entity is reported at once and nothing is
+/// changed.
+enum SchemaMigrator {
+    /// The engine's own tables. `depot_transactions` uses AUTOINCREMENT so a
+    /// pruned token is never issued again.
+    static let systemTables = """
+        CREATE TABLE IF NOT EXISTS depot_schema(
+            entity TEXT PRIMARY KEY, definition TEXT NOT NULL) STRICT;
+        CREATE TABLE IF NOT EXISTS depot_meta(key TEXT PRIMARY KEY, value ANY) STRICT;
+        CREATE TABLE IF NOT EXISTS depot_transactions(
+            id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp TEXT NOT NULL,
+            author TEXT NOT NULL, job TEXT) STRICT;
+        CREATE TABLE IF NOT EXISTS depot_changes(
+            id INTEGER PRIMARY KEY, txn INTEGER NOT NULL, entity TEXT NOT NULL,
+            identifier TEXT NOT NULL, kind TEXT NOT NULL, fields TEXT, tombstone TEXT) STRICT;
+        CREATE INDEX IF NOT EXISTS depot_changes_txn ON depot_changes(txn);
+        CREATE TABLE IF NOT EXISTS depot_checkpoints(
+            job TEXT PRIMARY KEY, data BLOB NOT NULL, updated TEXT NOT NULL) STRICT;
+        """
+
+    struct Definition: Codable {
+        var fields: [Field]
+        var identifier: [String]
+    }
+
+    static func migrate(_ db: Database, store: String, entities: [EntitySchema]) throws {
+        try db.execute(sql: systemTables)
+        var problems: [String] = []
+        var work: [() throws -> Void] = []
+        for entity in entities {
+            let stored = try String.fetchOne(db, sql: "SELECT definition FROM depot_schema WHERE entity = ?",
+                                             arguments: [entity.name])
+            let entityName = "entity \(JSONText.quoted(entity.name))"
+            guard let stored else {
+                if try db.tableExists(entity.name) {
+                    problems.append("\(entityName): the store already has a table of that name that Depot did "
+                        + "not create; rename the entity or the table")
+                    continue
+                }
+                work.append { try create(db, entity) }
+                continue
+            }
+            guard let old = try? JSONDecoder().decode(Definition.self, from: Data(stored.utf8)) else {
+                problems.append("\(entityName): the stored schema is unreadable; the store file may be damaged")
+                continue
+            }
+            if old.identifier != entity.identifier {
+                problems.append("\(entityName): the identifier changed from \(old.identifier) to "
+                    + "\(entity.identifier); a store cannot change its identifier: export the records "
+                    + "and import them into a new store")
+            }
+            let oldByName = Dictionary(old.fields.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            for field in old.fields where entity.position(of: field.name) == nil {
+                problems.append("\(entityName): field \(JSONText.quoted(field.name)) is in the store but no "
+                    + "longer declared; declare it again (\(field.name) = \"\(field.type.rawValue)?\" keeps its data)")
+            }
+            for field in entity.fields {
+                let fieldName = "\(entityName), field \(JSONText.quoted(field.name))"
+                guard let before = oldByName[field.name] else {
+                    if field.isOptional {
+                        work.append {
+                            try db.execute(sql: "ALTER TABLE \(entity.table) ADD COLUMN "
+                                + "\(SQL.quote(field.name)) \(field.type.sqlType)")
+                        }
+                    } else {
+                        problems.append("\(fieldName): a new field must be optional so that the stored records "
+                            + "can migrate; declare it as \"\(field.type.rawValue)?\"")
+                    }
+                    continue
+                }
+                if before.type != field.type {
+                    problems.append("\(fieldName): the type changed from \(before.type.rawValue) to "
+                        + "\(field.type.rawValue), which cannot migrate in place; keep \(before.type.rawValue) "
+                        + "or add a new field")
+                } else if before.isOptional && !field.isOptional {
+                    let nulls = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(entity.table) WHERE "
+                        + "\(SQL.quote(field.name)) IS NULL") ?? 0
+                    if nulls > 0 {
+                        problems.append("\(fieldName): it was optional and \(nulls) records hold null in it, "
+                            + "so it cannot become required; keep it optional or fill it first")
+                    }
+                }
+            }
+            work.append { try syncIndexes(db, entity) }
+        }
+        guard problems.isEmpty else {
+            throw DepotError(.migrationRefused, "store \(JSONText.quoted(store)) cannot open with this "
+                + "configuration: " + problems.joined(separator: "; "))
+        }
+        for step in work { try step() }
+        for entity in entities {
+            let definition = Definition(fields: entity.fields, identifier: entity.identifier)
+            let text = String(decoding: try JSONEncoder().encode(definition), as: UTF8.self)
+            try db.execute(sql: "INSERT INTO depot_schema(entity, definition) VALUES (?, ?) "
+                + "ON CONFLICT(entity) DO UPDATE SET definition = excluded.definition",
+                arguments: [entity.name, text])
+        }
+    }
+
+    private static func create(_ db: Database, _ entity: EntitySchema) throws {
+        var columns: [String] = []
+        for field in entity.fields {
+            var column = "\(SQL.quote(field.name)) \(field.type.sqlType)"
+            if entity.identifier.contains(field.name) {
+                column += " NOT NULL"
+                if entity.identifier.count == 1 { column += " UNIQUE" }
+            }
+            columns.append(column)
+        }
+        if entity.identifier.count > 1 {
+            columns.append("UNIQUE(" + entity.identifier.map(SQL.quote).joined(separator: ", ") + ")")
+        }
+        try db.execute(sql: "CREATE TABLE \(entity.table) (\(columns.joined(separator: ", "))) STRICT")
+        try syncIndexes(db, entity)
+    }
+
+    static func indexName(_ entity: EntitySchema, _ fields: [String]) -> String {
+        "depot_idx_\(entity.name)(\(fields.joined(separator: ",")))"
+    }
+
+    private static func syncIndexes(_ db: Database, _ entity: EntitySchema) throws {
+        let wanted = Dictionary(entity.indexes.map { (indexName(entity, $0), $0) }, uniquingKeysWith: { a, _ in a })
+        let existing = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' "
+            + "AND tbl_name = ? AND name LIKE 'depot_idx_%'", arguments: [entity.name])
+        for name in existing where wanted[name] == nil {
+            try db.execute(sql: "DROP INDEX \(SQL.quote(name))")
+        }
+        for (name, fields) in wanted where !existing.contains(name) {
+            try db.execute(sql: "CREATE INDEX \(SQL.quote(name)) ON \(entity.table)("
+                + fields.map(SQL.quote).joined(separator: ", ") + ")")
+        }
+    }
+}

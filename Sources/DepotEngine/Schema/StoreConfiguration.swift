@@ -1,0 +1,41 @@
+/// What a store is: its name, its file, its entities and how it saves.
+///
+/// The SwiftData analog is a `ModelConfiguration` with its schema.
+///
+/// For example:
+///
+/// ```swift
+/// let config = StoreConfiguration(
+///     name: "travel", path: "/var/lib/depot/travel.sqlite", entities: [trip])
+/// let store = try await Store.open(config)
+/// ```
+public struct StoreConfiguration: Sendable {
+    /// The store's name, used by the API and in logs.
+    public var name: String
+    /// The absolute or working-directory-relative path of the SQLite file.
+    public var path: String
+    /// The entities the store holds.
+    public var entities: [EntitySchema]
+    /// A batch operation saves after this many records.
+    public var saveEvery: Int
+    /// A batch operation saves at least this often.
+    public var saveInterval: Duration
+    /// History older than this is pruned; `nil` keeps it all.
+    public var historyRetention: Duration?
+    /// The write connection's page cache, in bytes; sized for the identifier
+    /// indexes that every save rewrites.
+    public var writerCacheBytes: Int
+
+    /// Creates a configuration; the defaults are those of the import benchmark.
+    public init(name: String, path: String, entities: [EntitySchema],
+                saveEvery: Int = 50_000, saveInterval: Duration = .seconds(1),
+                historyRetention: Duration? = nil, writerCacheBytes: Int = 64 << 20) {
+        self.name = name
+        self.path = path
+        self.entities = entities
+        self.saveEvery = saveEvery
+        self.saveInterval = saveInterval
+        self.historyRetention = historyRetention
+        self.writerCacheBytes = writerCacheBytes
+    }
+}

@@ -1,0 +1,65 @@
+import Synchronization
+
+/// Wakes the tasks that wait for the next committed save of a store.
+///
+/// The store bumps it after each commit that changed data; history followers
+/// and live fetches wait on it instead of polling. A waiter reads ``version``
+/// *before* it queries, then waits for a version past that one, so no commit
+/// slips between the query and the wait.
+final class CommitSignal: Sendable {
+    private struct State {
+        var version: UInt64 = 0
+        var closed = false
+        var nextID: UInt64 = 0
+        var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// The number of commits seen so far.
+    var version: UInt64 { state.withLock { $0.version } }
+
+    /// Records a commit and wakes every waiter.
+    func bump() {
+        let waiters = state.withLock { s in
+            s.version += 1
+            defer { s.waiters = [:] }
+            return s.waiters
+        }
+        for w in waiters.values { w.resume(returning: true) }
+    }
+
+    /// Wakes every waiter for good: the store is closing.
+    func close() {
+        let waiters = state.withLock { s in
+            s.closed = true
+            defer { s.waiters = [:] }
+            return s.waiters
+        }
+        for w in waiters.values { w.resume(returning: false) }
+    }
+
+    /// Waits until a commit past `version` happens.
+    ///
+    /// - Returns: `false` when the store closed or the task was cancelled.
+    func wait(after version: UInt64) async -> Bool {
+        let id = state.withLock { s -> UInt64 in
+            s.nextID += 1
+            return s.nextID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                let immediate: Bool? = state.withLock { s in
+                    if s.closed || Task.isCancelled { return false }
+                    if s.version > version { return true }
+                    s.waiters[id] = c
+                    return nil
+                }
+                if let immediate { c.resume(returning: immediate) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume(returning: false)
+        }
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import GRDB
+
+/// One SQLite store and the actor that owns its write connection.
+///
+/// The `@ModelActor` analog: every write to the store goes through this
+/// actor, one save (one SQLite transaction) at a time, in order. Reads go
+/// through ``reader``, on WAL reader connections, and never wait for a save.
+///
+/// For example:
+///
+/// ```swift
+/// let store = try await Store.open(configuration)
+/// var batch = RecordBatch(entity: "Trip", columns: ["id", "name"])
+/// batch.append(["t1", "Paris"])
+/// _ = try await store.save(author: "me") { try $0.write(batch, policy: .upsert) }
+/// let n = try await store.reader.count(FetchDescriptor(entity: "Trip"))
+/// ```
+public actor Store {
+    /// The store's configuration.
+    public nonisolated let configuration: StoreConfiguration
+    /// Reads: fetches, aggregates, duplicates and history, on WAL readers.
+    public nonisolated let reader: StoreReader
+
+    nonisolated let pool: DatabasePool
+    nonisolated let schema: StoreSchema
+    nonisolated let signal: CommitSignal
+    private var isClosed = false
+
+    /// The store's name.
+    public nonisolated var name: String { configuration.name }
+
+    private init(configuration: StoreConfiguration, pool: DatabasePool) {
+        self.configuration = configuration
+        self.pool = pool
+        self.schema = StoreSchema(name: configuration.name, entities: configuration.entities)
+        self.signal = CommitSignal()
+        self.reader = StoreReader(pool: pool, schema: schema, signal: signal)
+    }
+
+    /// Opens a store, creating its file or migrating it to the configured schema.
+    ///
+    /// - Throws: ``DepotError/Code/migrationRefused`` listing every
+    ///   incompatible change; ``DepotError/Code/database`` when the file
+    ///   cannot be opened (its folder missing, no permission, not a database).
+    public static func open(_ configuration: StoreConfiguration) async throws -> Store {
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        config.maximumReaderCount = 8
+        let cachePages = -(configuration.writerCacheBytes / 1024)
+        config.prepareDatabase { db in
+            db.add(function: TextFolding.function)
+            if !db.configuration.readonly {
+                // FULL: a commit reported to a client survives a power loss,
+                // so a file moved to .done/ is never lost with its records.
+                try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA cache_size = \(cachePages)")
+            }
+        }
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: configuration.path, configuration: config)
+        } catch {
+            throw DepotError(.database, "store \(JSONText.quoted(configuration.name)) cannot open "
+                + "\(configuration.path): \(Store.describe(error)); check that its folder exists and is writable")
+        }
+        do {
+            try await pool.write { db in
+                try SchemaMigrator.migrate(db, store: configuration.name, entities: configuration.entities)
+            }
+        } catch {
+            try? pool.close()
+            throw Store.translate(error, store: configuration.name)
+        }
+        return Store(configuration: configuration, pool: pool)
+    }
+
+    /// Runs one save: `body`'s writes commit together, with their history
+    /// transaction, or not at all.
+    ///
+    /// - Parameters:
+    ///   - author: who made the change, recorded in history (`user:alice`, `import`).
+    ///   - job: the job the save belongs to, recorded in history.
+    /// - Returns: `body`'s result and the token of the history transaction,
+    ///   `nil` when the save changed nothing.
+    /// - Throws: what `body` throws (the save then rolls back), or
+    ///   ``DepotError/Code/database`` for SQLite failures such as a full disk.
+    public func save<T: Sendable>(
+        author: String, job: String? = nil,
+        _ body: @escaping @Sendable (SaveContext) throws -> T
+    ) async throws -> SaveOutcome<T> {
+        guard !isClosed else { throw DepotError(.storeClosed, "store \(JSONText.quoted(name)) is closed") }
+        let schema = self.schema
+        let outcome: SaveOutcome<T>
+        do {
+            outcome = try await pool.write { db in
+                let context = SaveContext(db: db, store: schema, author: author, job: job)
+                let value = try body(context)
+                return SaveOutcome(value: value, token: context.transactionID.map(HistoryToken.init),
+                                   entities: context.touchedEntities)
+            }
+        } catch {
+            throw Store.translate(error, store: name)
+        }
+        if outcome.token != nil { signal.bump() }
+        return outcome
+    }
+
+    /// Answers when the store's write connection is responsive; the daemon's
+    /// watchdog asks this before it tells systemd all is well.
+    public func ping() async throws {
+        _ = try await pool.write { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
+    /// Closes the store: followers end, later saves throw ``DepotError/Code/storeClosed``.
+    public func close() throws {
+        guard !isClosed else { return }
+        isClosed = true
+        signal.close()
+        try pool.close()
+    }
+
+    /// The stored checkpoint of `job`, if one was saved.
+    public nonisolated func checkpoint(job: String) async throws -> [UInt8]? {
+        try await reader.read { db in
+            try Data.fetchOne(db, sql: "SELECT data FROM depot_checkpoints WHERE job = ?", arguments: [job])
+                .map { Array($0) }
+        }
+    }
+
+    // MARK: - Errors
+
+    static func describe(_ error: any Error) -> String {
+        if let db = error as? DatabaseError {
+            return "\(db.message ?? "error") (SQLite \(db.extendedResultCode))"
+        }
+        return String(describing: error)
+    }
+
+    /// Turns GRDB's errors into ``DepotError``s; lets ours and cancellation through.
+    static func translate(_ error: any Error, store: String) -> any Error {
+        if error is DepotError || error is CancellationError { return error }
+        if let db = error as? DatabaseError {
+            var hint = ""
+            switch db.resultCode {
+            case .SQLITE_FULL: hint = "; the disk is full: free space, then retry (nothing of this save was kept)"
+            case .SQLITE_READONLY, .SQLITE_PERM, .SQLITE_CANTOPEN:
+                hint = "; check the permissions of the store file and its folder"
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB: hint = "; the store file is damaged or not a Depot store"
+            case .SQLITE_BUSY: hint = "; another process holds the store's write lock"
+            default: break
+            }
+            return DepotError(.database, "store \(JSONText.quoted(store)): \(describe(db))\(hint)")
+        }
+        return DepotError(.database, "store \(JSONText.quoted(store)): \(describe(error))")
+    }
+}
+
+/// What a save returned, and the history transaction it recorded.
+public struct SaveOutcome<T: Sendable>: Sendable {
+    /// What the save's body returned.
+    public var value: T
+    /// The history token of the save, or `nil` when it changed nothing.
+    public var token: HistoryToken?
+    /// The entities whose records the save changed.
+    public var entities: Set<String>
+}

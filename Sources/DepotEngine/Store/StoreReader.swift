@@ -1,0 +1,50 @@
+import GRDB
+
+/// The read side of a store: fetches, aggregates, duplicates and history.
+///
+/// Every call runs on one of the store's WAL reader connections, in a
+/// snapshot of the last commit, so a read never waits for a running save and
+/// never sees half of one. A `StoreReader` is a cheap value; copy it freely.
+///
+/// For example:
+///
+/// ```swift
+/// let paris = try await store.reader.count(
+///     FetchDescriptor(entity: "Trip", where: "destination == $city", arguments: ["city": "Paris"]))
+/// ```
+public struct StoreReader: Sendable {
+    let pool: DatabasePool
+    let schema: StoreSchema
+    let signal: CommitSignal
+
+    /// The store's name.
+    public var storeName: String { schema.name }
+
+    /// The store's entities, in configuration order.
+    public var entities: [EntitySchema] { schema.entities }
+
+    /// The entity called `name`.
+    ///
+    /// - Throws: ``DepotError/Code/unknownEntity`` with the closest name as a hint.
+    public func entity(_ name: String) throws -> EntitySchema { try schema.entity(name) }
+
+    /// The number of commits this process has seen on the store; changes
+    /// whenever a save commits. Live queries compare it to know when to rerun.
+    public var commitCount: UInt64 { signal.version }
+
+    /// Waits until a save commits after `commitCount` was `version`.
+    ///
+    /// - Returns: `false` when the store closed or the task was cancelled.
+    public func waitForCommit(after version: UInt64) async -> Bool {
+        await signal.wait(after: version)
+    }
+
+    /// Runs `body` in a read-only snapshot, translating database errors.
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch {
+            throw Store.translate(error, store: schema.name)
+        }
+    }
+}

@@ -1,0 +1,183 @@
+import GRDB
+import GRDBSQLite
+
+/// Writes the rows of batches of one entity, one column set and one policy.
+///
+/// This is the import's hot path, written against the SQLite C API on GRDB's
+/// cached statements: per row, one indexed lookup of the stored record, then
+/// an insert, an update of the provided fields, or nothing when every value
+/// is equal (unchanged records are neither written nor logged).
+final class RowWriter {
+    private let context: SaveContext
+    private let entity: EntitySchema
+    private let policy: ConflictPolicy
+    private let columns: [String]
+    /// For each batch column, its field.
+    private let columnFields: [Field]
+    /// The batch positions of the identifier's fields.
+    private let identifierColumns: [Int]
+    /// The batch positions of the fields that are not part of the identifier.
+    private let valueColumns: [Int]
+    /// For each value column, its column in the lookup's result.
+    private let valuePositions: [Int32]
+    /// Required fields the batch does not provide.
+    private let missingRequired: [String]
+    /// For `replace`: for each entity field, its batch position or nil.
+    private let fieldToColumn: [Int?]
+
+    private let lookupSQL: String
+    private let insertSQL: String
+    private let updateSQL: String?
+
+    init(context: SaveContext, entity: EntitySchema, columns: [String], policy: ConflictPolicy) throws {
+        self.context = context
+        self.entity = entity
+        self.policy = policy
+        self.columns = columns
+        var fields: [Field] = []
+        var seen: Set<String> = []
+        for name in columns {
+            fields.append(try entity.field(named: name))
+            guard seen.insert(name).inserted else {
+                throw DepotError(.invalidArgument, "field \(JSONText.quoted(name)) is given twice")
+            }
+        }
+        self.columnFields = fields
+        var idColumns: [Int] = []
+        for name in entity.identifier {
+            guard let i = columns.firstIndex(of: name) else {
+                throw DepotError(.invalidArgument, "records of \(JSONText.quoted(entity.name)) must give "
+                    + "identifier field \(JSONText.quoted(name))")
+            }
+            idColumns.append(i)
+        }
+        self.identifierColumns = idColumns
+        self.valueColumns = columns.indices.filter { !idColumns.contains($0) }
+        self.valuePositions = valueColumns.map { Int32(entity.position(of: columns[$0])! + 1) }
+        self.missingRequired = entity.fields.filter { !$0.isOptional && !columns.contains($0.name) }.map(\.name)
+        self.fieldToColumn = entity.fields.map { columns.firstIndex(of: $0.name) }
+
+        let table = entity.table
+        lookupSQL = "SELECT rowid, " + entity.fields.map { SQL.quote($0.name) }.joined(separator: ", ")
+            + " FROM \(table) WHERE " + entity.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ")
+        insertSQL = "INSERT INTO \(table) (" + columns.map(SQL.quote).joined(separator: ", ") + ") VALUES ("
+            + SQL.markers(columns.count) + ")"
+        let updated: [String] = policy == .replace
+            ? entity.fields.map(\.name).filter { !entity.identifier.contains($0) }
+            : valueColumns.map { columns[$0] }
+        updateSQL = updated.isEmpty ? nil
+            : "UPDATE \(table) SET " + updated.map { "\(SQL.quote($0)) = ?" }.joined(separator: ", ")
+                + " WHERE rowid = ?"
+    }
+
+    func write(_ batch: RecordBatch) throws -> WriteCounts {
+        let db = context.db
+        let lookup = try db.cachedStatement(sql: lookupSQL).sqliteStatement
+        let insert = try db.cachedStatement(sql: insertSQL).sqliteStatement
+        let update = try updateSQL.map { try db.cachedStatement(sql: $0).sqliteStatement }
+        var counts = WriteCounts()
+        let width = columns.count
+        var changed: [String] = []
+        try batch.values.withUnsafeBufferPointer { all in
+            rows: for r in 0..<batch.count {
+                let row = UnsafeBufferPointer(rebasing: all[r * width ..< (r + 1) * width])
+                // Null identifier or required field: refuse the record.
+                for c in 0..<width where row[c].isNull && !columnFields[c].isOptional {
+                    let what = identifierColumns.contains(c) ? "identifier field" : "required field"
+                    counts.rejected.append(Rejection(row: r, field: columns[c],
+                        reason: "\(what) \(JSONText.quoted(columns[c])) is null"))
+                    continue rows
+                }
+                for (k, c) in identifierColumns.enumerated() {
+                    SQL.bind(row[c], to: lookup, at: Int32(k + 1))
+                }
+                defer { sqlite3_reset(lookup) }
+                guard try SQL.step(lookup, db) else {
+                    if let field = missingRequired.first {
+                        counts.rejected.append(Rejection(row: r, field: field,
+                            reason: "new record lacks required field \(JSONText.quoted(field))"))
+                        continue rows
+                    }
+                    for c in 0..<width { SQL.bind(row[c], to: insert, at: Int32(c + 1)) }
+                    try SQL.step(insert, db)
+                    sqlite3_reset(insert)
+                    try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .insert)
+                    counts.inserted += 1
+                    continue rows
+                }
+                switch policy {
+                case .skip:
+                    counts.skipped += 1
+                    continue rows
+                case .fail:
+                    throw DepotError(.conflict, "record \(identifierJSON(row)) of \(JSONText.quoted(entity.name)) "
+                        + "already exists and the conflict policy is fail; nothing of this save was kept")
+                case .upsert:
+                    changed.removeAll(keepingCapacity: true)
+                    for (c, position) in zip(valueColumns, valuePositions)
+                    where !SQL.columnEquals(lookup, position, row[c]) {
+                        changed.append(columns[c])
+                    }
+                case .replace:
+                    if let field = missingRequired.first {
+                        counts.rejected.append(Rejection(row: r, field: field,
+                            reason: "a replacing record lacks required field \(JSONText.quoted(field))"))
+                        continue rows
+                    }
+                    changed.removeAll(keepingCapacity: true)
+                    for (f, field) in entity.fields.enumerated() where !entity.identifierIndexes.contains(f) {
+                        let value = fieldToColumn[f].map { row[$0] } ?? .null
+                        if !SQL.columnEquals(lookup, Int32(f + 1), value) { changed.append(field.name) }
+                    }
+                }
+                if changed.isEmpty {
+                    counts.unchanged += 1
+                    continue rows
+                }
+                let rowid = sqlite3_column_int64(lookup, 0)
+                sqlite3_reset(lookup)
+                guard let update else { continue rows }
+                var index: Int32 = 1
+                if policy == .replace {
+                    for (f, _) in entity.fields.enumerated() where !entity.identifierIndexes.contains(f) {
+                        SQL.bind(fieldToColumn[f].map { row[$0] } ?? .null, to: update, at: index)
+                        index += 1
+                    }
+                } else {
+                    for c in valueColumns {
+                        SQL.bind(row[c], to: update, at: index)
+                        index += 1
+                    }
+                }
+                sqlite3_bind_int64(update, index, rowid)
+                try SQL.step(update, db)
+                sqlite3_reset(update)
+                var fieldsJSON = "["
+                for (i, name) in changed.enumerated() {
+                    if i > 0 { fieldsJSON.append(",") }
+                    JSONText.appendQuoted(name, to: &fieldsJSON)
+                }
+                fieldsJSON.append("]")
+                try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .update,
+                                      fields: fieldsJSON)
+                counts.updated += 1
+            }
+        }
+        return counts
+    }
+
+    private func identifierJSON(_ row: UnsafeBufferPointer<Value>) -> String {
+        var out = ""
+        if identifierColumns.count == 1 {
+            JSONText.append(row[identifierColumns[0]], to: &out)
+            return out
+        }
+        out.append("[")
+        for (i, c) in identifierColumns.enumerated() {
+            if i > 0 { out.append(",") }
+            JSONText.append(row[c], to: &out)
+        }
+        out.append("]")
+        return out
+    }
+}

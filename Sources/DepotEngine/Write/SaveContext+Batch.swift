@@ -1,0 +1,108 @@
+import GRDB
+import GRDBSQLite
+
+extension SaveContext {
+    /// Deletes the records whose rowids `select` returns (at most `limit`),
+    /// logging a tombstone for each.
+    ///
+    /// - Returns: how many were deleted.
+    func deleteRows(_ entity: EntitySchema, select: SQLFragment, limit: Int) throws -> Int {
+        let rowids = try fetchRowids(select, limit: limit)
+        let returning = (entity.identifierIndexes + entity.preserveIndexes.filter { !entity.identifierIndexes.contains($0) })
+        let delete = try db.cachedStatement(sql: "DELETE FROM \(entity.table) WHERE rowid = ? RETURNING "
+            + returning.map { SQL.quote(entity.fields[$0].name) }.joined(separator: ", ")).sqliteStatement
+        for rowid in rowids {
+            sqlite3_bind_int64(delete, 1, rowid)
+            guard try SQL.step(delete, db) else { sqlite3_reset(delete); continue }
+            var values: [Int: Value] = [:]
+            for (i, f) in returning.enumerated() {
+                values[f] = SQL.column(delete, Int32(i), as: entity.fields[f].type)
+            }
+            while try SQL.step(delete, db) {}
+            sqlite3_reset(delete)
+            var identifier = ""
+            Identifier.appendJSON(entity.identifierIndexes.map { values[$0]! }, to: &identifier)
+            var tombstone = "{"
+            for (i, f) in returning.enumerated() {
+                if i > 0 { tombstone.append(",") }
+                JSONText.appendQuoted(entity.fields[f].name, to: &tombstone)
+                tombstone.append(":")
+                JSONText.append(values[f]!, rawJSON: entity.fields[f].type == .json, to: &tombstone)
+            }
+            tombstone.append("}")
+            try logChange(entity: entity.name, identifier: identifier, kind: .delete, tombstone: tombstone)
+        }
+        return rowids.count
+    }
+
+    /// Sets `assignments` on the records matching `predicate` with a rowid
+    /// above `after`, at most `limit` of them, in rowid order.
+    ///
+    /// - Returns: the counts, the last rowid visited, and whether more may follow.
+    func updateRows(_ entity: EntitySchema, predicate: SQLFragment, assignments: [(Int, Value)],
+                    after: Int64, limit: Int) throws -> (WriteCounts, Int64, Bool) {
+        let idColumns = entity.identifierIndexes
+        let selected = idColumns + assignments.map(\.0)
+        let preparedSelect = try db.makeStatement(sql: "SELECT rowid, "
+            + selected.map { SQL.quote(entity.fields[$0].name) }.joined(separator: ", ")
+            + " FROM \(entity.table) WHERE rowid > ? AND \(predicate.sql) ORDER BY rowid LIMIT \(limit)")
+        defer { withExtendedLifetime(preparedSelect) {} }
+        let select = preparedSelect.sqliteStatement
+        sqlite3_bind_int64(select, 1, after)
+        for (i, v) in predicate.arguments.enumerated() { SQL.bind(v, to: select, at: Int32(i + 2)) }
+        var pending: [(Int64, String, [String])] = []
+        var last = after
+        var visited = 0
+        var counts = WriteCounts()
+        while try SQL.step(select, db) {
+            visited += 1
+            last = sqlite3_column_int64(select, 0)
+            var changed: [String] = []
+            for (k, (field, value)) in assignments.enumerated()
+            where !SQL.columnEquals(select, Int32(1 + idColumns.count + k), value) {
+                changed.append(entity.fields[field].name)
+            }
+            if changed.isEmpty {
+                counts.unchanged += 1
+                continue
+            }
+            var identifier = ""
+            Identifier.appendJSON(idColumns.indices.map {
+                SQL.column(select, Int32(1 + $0), as: entity.fields[idColumns[$0]].type)
+            }, to: &identifier)
+            pending.append((last, identifier, changed))
+        }
+        sqlite3_reset(select)
+        if !pending.isEmpty {
+            let update = try db.cachedStatement(sql: "UPDATE \(entity.table) SET "
+                + assignments.map { "\(SQL.quote(entity.fields[$0.0].name)) = ?" }.joined(separator: ", ")
+                + " WHERE rowid = ?").sqliteStatement
+            for (rowid, identifier, changed) in pending {
+                for (k, (_, value)) in assignments.enumerated() { SQL.bind(value, to: update, at: Int32(k + 1)) }
+                sqlite3_bind_int64(update, Int32(assignments.count + 1), rowid)
+                try SQL.step(update, db)
+                sqlite3_reset(update)
+                var fields = "["
+                for (i, name) in changed.enumerated() {
+                    if i > 0 { fields.append(",") }
+                    JSONText.appendQuoted(name, to: &fields)
+                }
+                fields.append("]")
+                try logChange(entity: entity.name, identifier: identifier, kind: .update, fields: fields)
+                counts.updated += 1
+            }
+        }
+        return (counts, last, visited == limit)
+    }
+
+    private func fetchRowids(_ select: SQLFragment, limit: Int) throws -> [Int64] {
+        let preparedStatement = try db.makeStatement(sql: select.sql + " LIMIT \(limit)")
+        defer { withExtendedLifetime(preparedStatement) {} }
+        let statement = preparedStatement.sqliteStatement
+        for (i, v) in select.arguments.enumerated() { SQL.bind(v, to: statement, at: Int32(i + 1)) }
+        var rowids: [Int64] = []
+        while try SQL.step(statement, db) { rowids.append(sqlite3_column_int64(statement, 0)) }
+        sqlite3_reset(statement)
+        return rowids
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// The writes of one save: one SQLite transaction with its history.
+///
+/// A `SaveContext` exists only inside ``Store/save(author:job:_:)``. Every
+/// record it writes, updates or deletes logs one change in the save's history
+/// transaction; a save that changes nothing logs nothing. A checkpoint set
+/// here commits atomically with the records.
+///
+/// For example:
+///
+/// ```swift
+/// let outcome = try await store.save(author: "import", job: "j42") { save in
+///     let counts = try save.write(batch, policy: .upsert)
+///     try save.setCheckpoint(job: "j42", data: checkpointBytes)
+///     return counts
+/// }
+/// ```
+public final class SaveContext {
+    let db: Database
+    let store: StoreSchema
+    let author: String
+    let job: String?
+    private(set) var transactionID: Int64?
+    private(set) var touchedEntities: Set<String> = []
+    private var writers: [WriterKey: RowWriter] = [:]
+
+    init(db: Database, store: StoreSchema, author: String, job: String?) {
+        self.db = db
+        self.store = store
+        self.author = author
+        self.job = job
+    }
+
+    /// Writes a batch of records under a conflict policy.
+    ///
+    /// - Returns: what happened to the records, with the rows refused and why
+    ///   (a null identifier or required field, a required field missing from
+    ///   a new record).
+    /// - Throws: ``DepotError/Code/conflict`` under ``ConflictPolicy/fail``
+    ///   when a record exists (the whole save rolls back);
+    ///   ``DepotError/Code/unknownEntity`` or ``DepotError/Code/unknownField``
+    ///   for a batch that does not fit the schema.
+    public func write(_ batch: RecordBatch, policy: ConflictPolicy) throws -> WriteCounts {
+        guard !batch.isEmpty else { return WriteCounts() }
+        let key = WriterKey(entity: batch.entity, columns: batch.columns, policy: policy)
+        let writer: RowWriter
+        if let cached = writers[key] {
+            writer = cached
+        } else {
+            writer = try RowWriter(context: self, entity: store.entity(batch.entity),
+                                   columns: batch.columns, policy: policy)
+            writers[key] = writer
+        }
+        return try writer.write(batch)
+    }
+
+    /// Saves a job's checkpoint in this save's transaction.
+    public func setCheckpoint(job: String, data: [UInt8]) throws {
+        try db.execute(sql: "INSERT INTO depot_checkpoints(job, data, updated) VALUES (?, ?, ?) "
+            + "ON CONFLICT(job) DO UPDATE SET data = excluded.data, updated = excluded.updated",
+            arguments: [job, Data(data), Timestamp.now()])
+    }
+
+    /// Removes a job's checkpoint in this save's transaction.
+    public func removeCheckpoint(job: String) throws {
+        try db.execute(sql: "DELETE FROM depot_checkpoints WHERE job = ?", arguments: [job])
+    }
+
+    // MARK: - History
+
+    /// The id of this save's history transaction, created on the first change.
+    func historyTransaction() throws -> Int64 {
+        if let transactionID { return transactionID }
+        try db.execute(sql: "INSERT INTO depot_transactions(timestamp, author, job) VALUES (?, ?, ?)",
+                       arguments: [Timestamp.now(), author, job])
+        let id = db.lastInsertedRowID
+        transactionID = id
+        return id
+    }
+
+    /// Logs one change; `identifier` and `extra` are JSON text.
+    func logChange(entity: String, identifier: String, kind: ChangeKind,
+                   fields: String? = nil, tombstone: String? = nil) throws {
+        let txn = try historyTransaction()
+        touchedEntities.insert(entity)
+        let statement = try db.cachedStatement(sql: "INSERT INTO depot_changes"
+            + "(txn, entity, identifier, kind, fields, tombstone) VALUES (?, ?, ?, ?, ?, ?)").sqliteStatement
+        sqlite3_bind_int64(statement, 1, txn)
+        SQL.bindText(entity, to: statement, at: 2)
+        SQL.bindText(identifier, to: statement, at: 3)
+        SQL.bindText(kind.rawValue, to: statement, at: 4)
+        SQL.bind(fields.map(Value.string) ?? .null, to: statement, at: 5)
+        SQL.bind(tombstone.map(Value.string) ?? .null, to: statement, at: 6)
+        try SQL.step(statement, db)
+        sqlite3_reset(statement)
+    }
+
+    private struct WriterKey: Hashable {
+        var entity: String
+        var columns: [String]
+        var policy: ConflictPolicy
+    }
+}
+
+/// The wall clock as history timestamps show it.
+enum Timestamp {
+    /// Now, as canonical UTC text with milliseconds.
+    static func now() -> String {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return format(epochMillis: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000))
+    }
+
+    static func format(epochMillis: Int64) -> String {
+        let days = Int(epochMillis >= 0 ? epochMillis / 86_400_000 : (epochMillis - 86_399_999) / 86_400_000)
+        let ms = Int(epochMillis - Int64(days) * 86_400_000)
+        let (y, m, d) = DateValue.civilFromDays(days)
+        let s = ms / 1000
+        return DateValue.pad(y, 4) + "-" + DateValue.pad(m, 2) + "-" + DateValue.pad(d, 2) + "T"
+            + DateValue.pad(s / 3600, 2) + ":" + DateValue.pad(s / 60 % 60, 2) + ":" + DateValue.pad(s % 60, 2)
+            + "." + DateValue.pad(ms % 1000, 3) + "Z"
+    }
+
+    /// The epoch milliseconds of a canonical timestamp, `now` minus `age`.
+    static func ago(_ age: Duration) -> String {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let now = Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000)
+        let (seconds, attos) = age.components
+        return format(epochMillis: now - seconds * 1000 - attos / 1_000_000_000_000_000)
+    }
+}
