@@ -60,6 +60,12 @@ public struct AggregateResult: Sendable, Hashable {
         public var groups: [Value]
         /// The functions' results, in ``AggregateResult/functions`` order.
         public var values: [Value]
+
+        /// Creates a row.
+        public init(groups: [Value], values: [Value]) {
+            self.groups = groups
+            self.values = values
+        }
     }
 
     /// The grouping fields.

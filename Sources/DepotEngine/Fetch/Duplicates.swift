@@ -7,6 +7,12 @@ public struct DuplicateGroup: Sendable, Hashable {
     public var values: [Value]
     /// The identifiers of the group's records, in storage order (first stored first).
     public var identifiers: [Identifier]
+
+    /// Creates a group.
+    public init(values: [Value], identifiers: [Identifier]) {
+        self.values = values
+        self.identifiers = identifiers
+    }
 }
 
 extension StoreReader {

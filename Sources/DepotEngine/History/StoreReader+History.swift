@@ -71,10 +71,15 @@ public struct HistoryFollower: AsyncSequence, Sendable {
         /// store closed or the task was cancelled.
         public mutating func next() async throws -> HistoryTransaction? {
             while buffer.isEmpty {
-                if Task.isCancelled { return nil }
+                if Task.isCancelled || follower.reader.signal.isClosed { return nil }
                 let version = follower.reader.signal.version
-                let page = try await follower.reader.history(after: last, entity: follower.entity,
+                let page: [HistoryTransaction]
+                do {
+                    page = try await follower.reader.history(after: last, entity: follower.entity,
                                                              author: follower.author, limit: 100)
+                } catch where follower.reader.signal.isClosed {
+                    return nil  // the store closed under the read
+                }
                 if let newest = page.last {
                     buffer = page.reversed()
                     last = newest.token

@@ -19,6 +19,9 @@ final class CommitSignal: Sendable {
     /// The number of commits seen so far.
     var version: UInt64 { state.withLock { $0.version } }
 
+    /// Whether the store has closed.
+    var isClosed: Bool { state.withLock { $0.closed } }
+
     /// Records a commit and wakes every waiter.
     func bump() {
         let waiters = state.withLock { s in

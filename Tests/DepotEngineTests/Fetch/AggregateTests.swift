@@ -1,0 +1,78 @@
+import DepotEngine
+import Testing
+
+@Suite("Aggregates and duplicates")
+struct AggregateTests {
+    @Test("count, sum, avg, min and max of a field over all records")
+    func ungrouped() async throws {
+        let t = try await TemporaryStore()
+        try await t.insertSample()
+        let result = try await t.store.reader.aggregate(AggregateRequest(entity: "Trip", field: "budget"))
+        #expect(result.functions == [.count, .sum, .avg, .min, .max])
+        // 1500 + 900 + 700 + 0 + 2500.5 + 1000
+        #expect(result.rows == [.init(groups: [], values: [6, .double(6600.5), .double(6600.5 / 6), .double(0),
+                                                           .double(2500.5)])])
+        let notes = try await t.store.reader.aggregate(AggregateRequest(entity: "Trip", field: "notes",
+                                                                        functions: [.count]))
+        #expect(notes.rows[0].values == [4])
+        let dates = try await t.store.reader.aggregate(AggregateRequest(entity: "Trip", field: "startDate",
+                                                                        functions: [.min, .max]))
+        #expect(dates.rows[0].values == ["2024-12-31", "2026-01-05"])
+        let records = try await t.store.reader.aggregate(AggregateRequest(entity: "Trip"))
+        #expect(records.rows[0].values == [6])
+    }
+
+    @Test("grouped and filtered inside SQLite")
+    func grouped() async throws {
+        let t = try await TemporaryStore()
+        try await t.insertSample()
+        let result = try await t.store.reader.aggregate(AggregateRequest(
+            entity: "Trip", field: "budget", functions: [.count, .sum], groupBy: ["destination"], where: "budget > 0"))
+        #expect(result.rows.map(\.groups) == [["Paris"], ["Rome"], ["Zürich"], ["zurich"]])
+        #expect(result.rows.map(\.values) == [[2, .double(4000.5)], [1, .double(700)], [1, .double(900)],
+                                              [1, .double(1000)]])
+        let byTwo = try await t.store.reader.aggregate(AggregateRequest(
+            entity: "Trip", functions: [.count], groupBy: ["isFavorite", "destination"]))
+        #expect(byTwo.rows.first?.groups == [false, .null])
+        #expect(byTwo.rows.count == 6)
+        await #expect(throws: DepotError.self) {
+            try await t.store.reader.aggregate(AggregateRequest(entity: "Trip", field: "name", functions: [.sum]))
+        }
+        await #expect(throws: DepotError.self) {
+            try await t.store.reader.aggregate(AggregateRequest(entity: "Trip", field: "budget", groupBy: ["nope"]))
+        }
+    }
+
+    @Test("duplicate groups list identifiers in storage order; nulls are never duplicates")
+    func duplicates() async throws {
+        let t = try await TemporaryStore()
+        try await t.insertSample()
+        let byDestination = try await t.store.reader.duplicates(entity: "Trip", by: ["destination"])
+        #expect(byDestination == [DuplicateGroup(values: ["Paris"], identifiers: [Identifier(["t1"]), Identifier(["t5"])])])
+        let byFavorite = try await t.store.reader.duplicates(entity: "Trip", by: ["isFavorite"])
+        #expect(byFavorite.map { $0.identifiers.map(\.json) } == [[#""t2""#, #""t4""#, #""t5""#],
+                                                                  [#""t1""#, #""t3""#, #""t6""#]])
+        let limited = try await t.store.reader.duplicates(entity: "Trip", by: ["isFavorite"], where: "budget > 800",
+                                                          limit: 1)
+        #expect(limited.map { $0.identifiers.map(\.json) } == [[#""t2""#, #""t5""#]])
+        await #expect(throws: DepotError.self) { try await t.store.reader.duplicates(entity: "Trip", by: []) }
+    }
+
+    @Test("resolving duplicates keeps the first or last stored and logs the deletes")
+    func resolve() async throws {
+        let t = try await TemporaryStore()
+        try await t.insertSample()
+        let first = try await t.store.resolveDuplicates(entity: "Trip", by: ["destination"], keep: .keepFirst,
+                                                        author: "dedupe")
+        #expect(first.deleted == 1)
+        #expect(try await t.ids("TRUEPREDICATE") == ["t1", "t2", "t3", "t4", "t6"])
+        let last = try await t.store.resolveDuplicates(entity: "Trip", by: ["isFavorite"], keep: .keepLast,
+                                                       author: "dedupe", batchSize: 1)
+        #expect(last.deleted == 3)
+        #expect(try await t.ids("TRUEPREDICATE") == ["t4", "t6"])
+        let log = try await t.store.reader.history(author: "dedupe").flatMap(\.changes)
+        #expect(log.map { "\($0.kind.rawValue) \($0.identifier)" }
+            == [#"delete "t5""#, #"delete "t1""#, #"delete "t2""#, #"delete "t3""#])
+        #expect(try await t.store.reader.duplicates(entity: "Trip", by: ["isFavorite"]).isEmpty)
+    }
+}
