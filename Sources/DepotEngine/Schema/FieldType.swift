@@ -76,6 +76,7 @@ public struct Field: Sendable, Hashable, Codable {
 }
 
 extension String {
+    /// The string without leading and trailing white space.
     package func trimmingWhitespace() -> String {
         var s = Substring(self)
         while let f = s.first, f.isWhitespace { s.removeFirst() }

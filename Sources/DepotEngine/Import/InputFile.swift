@@ -1,0 +1,47 @@
+import Foundation
+
+/// A file read sequentially in large chunks from a byte offset.
+///
+/// Hand-written on `read(2)` rather than `FileHandle` so that readers reuse
+/// one buffer and never allocate per chunk.
+final class InputFile {
+    let path: String
+    private let fd: Int32
+    /// The file's size when it was opened.
+    let size: Int64
+
+    /// Opens `path` for reading at `offset`.
+    ///
+    /// - Throws: ``DepotError/Code/invalidArgument`` saying why the file cannot be read.
+    init(path: String, offset: Int64 = 0) throws {
+        self.path = path
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            throw DepotError(.invalidArgument, "cannot read \(path): \(reason)")
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw DepotError(.invalidArgument, "cannot read \(path): not a regular file")
+        }
+        self.fd = fd
+        self.size = Int64(st.st_size)
+        if offset > 0, lseek(fd, off_t(offset), SEEK_SET) < 0 {
+            close(fd)
+            throw DepotError(.invalidArgument, "cannot read \(path) from byte \(offset): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Reads up to `count` bytes into `buffer`; 0 at the end of the file.
+    func read(into buffer: UnsafeMutableRawPointer, count: Int) throws -> Int {
+        while true {
+            let n = Foundation.read(fd, buffer, count)
+            if n >= 0 { return n }
+            if errno == EINTR { continue }
+            throw DepotError(.invalidArgument, "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+}
