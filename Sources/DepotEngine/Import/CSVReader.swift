@@ -55,6 +55,9 @@ final class CSVReader {
     /// The byte offset just after the last record: where a resumed read starts.
     private(set) var offset: Int64
 
+    /// The line on which the next record starts: where a resumed read starts counting.
+    var resumeLine: Int { nextLine }
+
     /// The number of fields of the last record.
     var fieldCount: Int { slots.count }
 

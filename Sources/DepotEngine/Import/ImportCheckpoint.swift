@@ -1,0 +1,111 @@
+import Foundation
+
+/// Where an import stands after a save: committed in the same transaction as
+/// the save's records, so a restarted job resumes exactly there.
+struct ImportCheckpoint: Codable, Sendable {
+    var fingerprint: InputFingerprint
+    /// The byte offset of the first record not yet saved.
+    var offset: Int64
+    /// The line on which that record starts.
+    var line: Int
+    /// The rejects file's length after the save.
+    var rejectsLength: Int64
+    var progress: ImportProgress
+
+    var encoded: [UInt8] { Array((try? JSONEncoder().encode(self)) ?? Data()) }
+
+    static func decode(_ bytes: [UInt8]) -> ImportCheckpoint? {
+        try? JSONDecoder().decode(ImportCheckpoint.self, from: Data(bytes))
+    }
+}
+
+/// What identifies an input's content cheaply: its size, its modification
+/// time and a hash of its first 64 KiB.
+struct InputFingerprint: Codable, Sendable, Hashable {
+    var size: Int64
+    var modified: Int64
+    var headHash: UInt64
+
+    init(path: String) throws {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            throw DepotError(.invalidArgument, "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        size = Int64(st.st_size)
+        modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        let file = try InputFile(path: path)
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 8)
+        defer { buffer.deallocate() }
+        var total = 0
+        while total < buffer.count {
+            let n = try file.read(into: buffer.baseAddress! + total, count: buffer.count - total)
+            if n == 0 { break }
+            total += n
+        }
+        for byte in buffer[0..<total] { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        headHash = hash
+    }
+}
+
+/// The rejects file of a job: one JSON object per rejected record, with its
+/// line, field and reason.
+///
+/// Written only inside saves, and cut back to the checkpoint's length when a
+/// job resumes, so a record is never listed twice.
+final class RejectsFile: @unchecked Sendable {
+    // Safe without a lock: used by one import at a time, and written only
+    // inside that import's saves, which the store runs one after another.
+    private let fd: Int32
+    let path: String
+    private(set) var length: Int64
+
+    init(path: String, truncateTo length: Int64) throws {
+        self.path = path
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o640)
+        guard fd >= 0 else {
+            throw DepotError(.invalidArgument, "cannot write the rejects file \(path): \(String(cString: strerror(errno)))")
+        }
+        self.fd = fd
+        guard ftruncate(fd, off_t(length)) == 0, lseek(fd, off_t(length), SEEK_SET) >= 0 else {
+            close(fd)
+            throw DepotError(.invalidArgument, "cannot write the rejects file \(path): \(String(cString: strerror(errno)))")
+        }
+        self.length = length
+    }
+
+    deinit { close(fd) }
+
+    /// Appends lines and flushes them to disk, before the save that counts them commits.
+    func append(_ lines: [String]) throws {
+        guard !lines.isEmpty else { return }
+        var text = lines.joined(separator: "\n")
+        text.append("\n")
+        try text.withUTF8 { buf in
+            var done = 0
+            while done < buf.count {
+                let n = write(fd, buf.baseAddress! + done, buf.count - done)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw DepotError(.database, "cannot write the rejects file \(path): \(String(cString: strerror(errno)))")
+                }
+                done += n
+            }
+            length += Int64(buf.count)
+        }
+        fsync(fd)
+    }
+
+    static func line(_ line: Int, field: String?, reason: String, value: String?) -> String {
+        var out = "{\"line\":\(line),\"field\":"
+        if let field { JSONText.appendQuoted(field, to: &out) } else { out += "null" }
+        out += ",\"reason\":"
+        JSONText.appendQuoted(reason, to: &out)
+        if let value {
+            out += ",\"value\":"
+            JSONText.appendQuoted(value, to: &out)
+        }
+        out += "}"
+        return out
+    }
+}

@@ -1,0 +1,186 @@
+import DepotEngine
+import Foundation
+import Testing
+
+@Suite("Importer")
+struct ImporterTests {
+    static let csv = #"""
+        id,name,destination,startDate,endDate,budget,isFavorite,notes,extra
+        a1,Paris trip,Paris,2025-04-01,2025-04-08,1500,true,"Louvre, ""Orsay""",x
+        a2,Rome,Rome,2025-05-02,,700.5,false,,x
+        a3,Bad budget,Rome,2025-05-02,,cheap,false,,x
+        a4,Bad date,Rome,2025-02-30,,1,false,,x
+        a5,Short row
+        a6,"Line
+        break",Oslo,2025-06-01T10:00:00+02:00,,3,1,"",x
+        ,No id,Oslo,2025-06-01,,3,1,,x
+        a2,Rome again,Rome,2025-05-02,,700.5,false,,x
+
+        """#
+
+    func write(_ text: String, in folder: URL, name: String = "in.csv") throws -> String {
+        let path = folder.appendingPathComponent(name).path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test("good records are imported, bad ones rejected one by one with line, field and reason")
+    func importsAndRejects() async throws {
+        let t = try await TemporaryStore()
+        let path = try write(Self.csv, in: t.folder)
+        let rejectsPath = t.folder.appendingPathComponent("j1.rejects").path
+        let request = ImportRequest(job: "j1", entity: "Trip", path: path, rejectsPath: rejectsPath)
+        let result = try await Importer.run(request, into: t.store)
+        #expect(result.read == 8)
+        #expect(result.inserted == 3)
+        #expect(result.updated == 1)
+        #expect(result.rejected == 4)
+        #expect(result.finished)
+        #expect(result.bytesRead == result.bytesTotal)
+        let rows = try await t.store.reader.fetch(FetchDescriptor(entity: "Trip", sort: [.init("id")]))
+        #expect(rows.rows.map { $0[0] } == ["a1", "a2", "a6"])
+        #expect(rows.value("notes", row: 0) == "Louvre, \"Orsay\"")
+        #expect(rows.value("endDate", row: 1) == .null)         // empty unquoted: null
+        #expect(rows.value("notes", row: 2) == "")              // quoted empty: empty string
+        #expect(rows.value("name", row: 2) == "Line\nbreak")
+        #expect(rows.value("startDate", row: 2) == "2025-06-01T08:00:00.000Z")
+        #expect(rows.value("name", row: 1) == "Rome again")
+        let rejects = try String(contentsOfFile: rejectsPath, encoding: .utf8).split(separator: "\n")
+        #expect(rejects.count == 4)
+        #expect(rejects[0] == #"{"line":4,"field":"budget","reason":"field \"budget\" is double, but the value is not a number","value":"cheap"}"#)
+        #expect(rejects[1].contains(#""line":5,"field":"startDate""#))
+        #expect(rejects[2].contains(#""line":6,"field":null,"reason":"the record has 2 fields, the header has 9""#))
+        #expect(rejects[3].contains(#""line":9,"field":"id""#))
+        // Running the finished job again changes nothing and returns its counters.
+        var again = try await Importer.run(request, into: t.store)
+        again.elapsed = result.elapsed
+        #expect(again == result)
+        #expect(try await t.store.reader.history().count == 1)
+    }
+
+    @Test("importing the same file as a new job changes and logs nothing")
+    func reimport() async throws {
+        let t = try await TemporaryStore()
+        // Without the in-file duplicate of a2, whose two versions would be
+        // written again in turn (see the closing note of issue 3).
+        let path = try write(Self.csv.replacingOccurrences(of: "a2,Rome again,Rome,2025-05-02,,700.5,false,,x\n", with: ""),
+                             in: t.folder)
+        _ = try await Importer.run(ImportRequest(job: "j1", entity: "Trip", path: path,
+                                                 rejectsPath: t.folder.appendingPathComponent("r1").path), into: t.store)
+        let before = try await t.store.reader.history().count
+        let again = try await Importer.run(ImportRequest(job: "j2", entity: "Trip", path: path,
+                                                         rejectsPath: t.folder.appendingPathComponent("r2").path),
+                                           into: t.store)
+        #expect(again.inserted == 0 && again.updated == 0)
+        #expect(again.unchanged == 3)
+        #expect(try await t.store.reader.history().count == before)
+    }
+
+    @Test("a header that does not fit the entity fails the job before anything is written")
+    func badHeaders() async throws {
+        let t = try await TemporaryStore()
+        let noID = try write("name,budget\nx,1\n", in: t.folder, name: "a.csv")
+        let error = await #expect(throws: DepotError.self) {
+            try await Importer.run(ImportRequest(job: "a", entity: "Trip", path: noID,
+                                                 rejectsPath: t.folder.appendingPathComponent("ra").path), into: t.store)
+        }
+        #expect(error?.message.contains("no column for identifier field \"id\"") == true)
+        let unknown = try write("id,budgett\nx,1\n", in: t.folder, name: "b.csv")
+        var options = ImportOptions()
+        options.refuseUnknownColumns = true
+        let unknownError = await #expect(throws: DepotError.self) {
+            try await Importer.run(ImportRequest(job: "b", entity: "Trip", path: unknown,
+                                                 rejectsPath: t.folder.appendingPathComponent("rb").path,
+                                                 options: options), into: t.store)
+        }
+        #expect(unknownError?.message.contains("\"budgett\" (did you mean \"budget\"?)") == true)
+        let missing = t.folder.appendingPathComponent("nope.csv").path
+        let missingError = await #expect(throws: DepotError.self) {
+            try await Importer.run(ImportRequest(job: "c", entity: "Trip", path: missing,
+                                                 rejectsPath: t.folder.appendingPathComponent("rc").path), into: t.store)
+        }
+        #expect(missingError?.message.contains("No such file or directory") == true)
+        #expect(try await t.store.reader.count(FetchDescriptor(entity: "Trip")) == 0)
+    }
+
+    @Test("max_rejects fails the job; what was saved stays")
+    func maxRejects() async throws {
+        let t = try await TemporaryStore()
+        let path = try write(Self.csv, in: t.folder)
+        let request = ImportRequest(job: "m", entity: "Trip", path: path,
+                                    rejectsPath: t.folder.appendingPathComponent("rm").path,
+                                    options: ImportOptions(maxRejects: .count(2), saveEvery: 4))
+        let error = await #expect(throws: DepotError.self) { try await Importer.run(request, into: t.store) }
+        #expect(error?.message.contains("the import rejected 4 records, more than max_rejects (2)") == true)
+        // Both saves of 4 records committed their good records (a1 and a2,
+        // then a6 and a2 again) before the limit was judged after the second.
+        #expect(try await t.store.reader.count(FetchDescriptor(entity: "Trip")) == 3)
+    }
+
+    /// A file of `count` generated trips, some ids repeated, some rows bad.
+    static func generated(_ count: Int) -> String {
+        var text = "id,name,destination,startDate,budget,isFavorite\n"
+        for i in 0..<count {
+            let id = i % 10 == 9 ? i - 5 : i
+            let budget = i % 17 == 3 ? "n/a" : "\(i % 1000).25"
+            text += "g\(id),\"Trip \(i), \"\"quoted\"\"\",City \(i % 7),2025-01-\(10 + i % 18),\(budget),\(i % 2 == 0)\n"
+        }
+        return text
+    }
+
+    @Test("an import cancelled after a save resumes exactly: same records, history and counters as one run")
+    func resumeIsExact() async throws {
+        let clean = try await TemporaryStore()
+        let resumed = try await TemporaryStore()
+        let text = Self.generated(500)
+        let cleanPath = try write(text, in: clean.folder)
+        let resumedPath = try write(text, in: resumed.folder)
+        let options = ImportOptions(saveEvery: 37)
+        let cleanResult = try await Importer.run(
+            ImportRequest(job: "j", entity: "Trip", path: cleanPath,
+                          rejectsPath: clean.folder.appendingPathComponent("r").path, options: options),
+            into: clean.store)
+        let request = ImportRequest(job: "j", entity: "Trip", path: resumedPath,
+                                    rejectsPath: resumed.folder.appendingPathComponent("r").path, options: options)
+        // Interrupt three times, each after a few more saves.
+        for stopAfter in [1, 3, 6] {
+            let (saves, savesContinuation) = AsyncStream<Int>.makeStream()
+            let store = resumed.store
+            let run = Task { try await Importer.run(request, into: store) { savesContinuation.yield($0.saves) } }
+            for await n in saves where n >= stopAfter { break }
+            run.cancel()
+            _ = await run.result
+        }
+        let resumedResult = try await Importer.run(request, into: resumed.store)
+        var a = cleanResult, b = resumedResult
+        a.elapsed = 0
+        b.elapsed = 0
+        #expect(a == b)
+        let cleanRows = try await clean.store.reader.fetch(FetchDescriptor(entity: "Trip", sort: [.init("id")]))
+        let resumedRows = try await resumed.store.reader.fetch(FetchDescriptor(entity: "Trip", sort: [.init("id")]))
+        #expect(cleanRows == resumedRows)
+        let cleanChanges = try await clean.store.reader.history(limit: 10_000).flatMap(\.changes)
+        let resumedChanges = try await resumed.store.reader.history(limit: 10_000).flatMap(\.changes)
+        #expect(cleanChanges == resumedChanges)
+        #expect(try String(contentsOfFile: clean.folder.appendingPathComponent("r").path, encoding: .utf8)
+            == String(contentsOfFile: resumed.folder.appendingPathComponent("r").path, encoding: .utf8))
+    }
+
+    @Test("a job whose input changed since it started fails with that reason")
+    func changedInput() async throws {
+        let t = try await TemporaryStore()
+        let path = try write(Self.generated(100), in: t.folder)
+        let request = ImportRequest(job: "c", entity: "Trip", path: path,
+                                    rejectsPath: t.folder.appendingPathComponent("r").path,
+                                    options: ImportOptions(saveEvery: 10))
+        let (saves, savesContinuation) = AsyncStream<Int>.makeStream()
+        let store = t.store
+        let run = Task { try await Importer.run(request, into: store) { savesContinuation.yield($0.saves) } }
+        for await _ in saves { break }
+        run.cancel()
+        _ = await run.result
+        _ = try write(Self.generated(120), in: t.folder)
+        let error = await #expect(throws: DepotError.self) { try await Importer.run(request, into: t.store) }
+        #expect(error?.message.contains("changed since job c started") == true)
+    }
+}
