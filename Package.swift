@@ -26,6 +26,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The import benchmark (bench/run-import).
+        .executableTarget(
+            name: "ImportBench",
+            dependencies: ["DepotEngine"],
+            path: "bench/ImportBench",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "DepotEngineTests",
             dependencies: ["DepotEngine"],

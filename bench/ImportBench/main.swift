@@ -1,0 +1,40 @@
+// The import benchmark: imports the trips data set of bench/gen.py through
+// the same Importer the daemon runs (upsert, history on), and times sqlite3's
+// own `.import` of the same CSV into a table whose id is
+// `PRIMARY KEY ON CONFLICT REPLACE`, in the same run. Run with bench/run-import.
+import DepotEngine
+import Foundation
+
+func rssPeakKB() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
+    }
+    return 0
+}
+
+let args = CommandLine.arguments
+guard args.count >= 3 else {
+    FileHandle.standardError.write(Data("usage: ImportBench DATA.csv WORKDIR\n".utf8))
+    exit(64)
+}
+let csv = args[1], work = args[2]
+let trip = try EntitySchema(
+    name: "Trip",
+    fields: [Field(name: "id", type: .string), Field(name: "name", type: .string),
+             Field(name: "destination", type: .string, isOptional: true), Field(name: "startDate", type: .date),
+             Field(name: "endDate", type: .date, isOptional: true), Field(name: "budget", type: .double),
+             Field(name: "isFavorite", type: .bool), Field(name: "notes", type: .string, isOptional: true)],
+    identifier: ["id"])
+let storePath = work + "/bench.sqlite"
+for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storePath + suffix) }
+let store = try await Store.open(StoreConfiguration(name: "bench", path: storePath, entities: [trip]))
+let start = ContinuousClock.now
+let result = try await Importer.run(
+    ImportRequest(job: "bench", entity: "Trip", path: csv, rejectsPath: work + "/bench.rejects"), into: store)
+let seconds = Double((ContinuousClock.now - start).components.attoseconds) / 1e18
+    + Double((ContinuousClock.now - start).components.seconds)
+let rows = result.read
+print(String(format: "depot: %d rows in %.2f s = %.0f rows/s (inserted %d, updated %d, rejected %d, saves %d), peak RSS %d MB",
+             rows, seconds, Double(rows) / seconds, result.inserted, result.updated, result.rejected, result.saves,
+             rssPeakKB() / 1024))
