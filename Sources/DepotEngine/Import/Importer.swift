@@ -57,7 +57,6 @@ public enum Importer {
             state.offset = batcher.reader.offset
             state.line = batcher.reader.resumeLine
         }
-        let resumedRead = state.progress.read
         let policy = options.onConflict
         let job = request.job
 
@@ -105,7 +104,6 @@ public enum Importer {
            Double(state.progress.rejected) > f * Double(state.progress.read) {
             throw tooManyRejects(state.progress, limit: "\(f * 100)% of \(state.progress.read)", request: request)
         }
-        _ = resumedRead
         return state.progress
     }
 
