@@ -36,6 +36,8 @@ let package = Package(
         .testTarget(
             name: "DepotEngineTests",
             dependencies: ["DepotEngine"],
+            // Third-party corpora, read by path from the tests (see Fixtures/README.md).
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
     ],
