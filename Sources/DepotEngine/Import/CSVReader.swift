@@ -120,7 +120,6 @@ final class CSVReader {
                     // Only an unterminated quote leaves bytes behind at EOF.
                     let start = nextLine
                     consume(to: end, lines: 0)
-                    offset = bufferOffset + Int64(end)
                     return .malformed(line: start, reason: "a quoted field is not closed before the end of the file")
                 }
                 try fill()
@@ -271,9 +270,6 @@ final class CSVReader {
         let s = slots[i]
         return !s.quoted && s.start == s.end
     }
-
-    /// Whether field `i` was quoted.
-    func isQuoted(_ i: Int) -> Bool { slots[i].quoted }
 
     /// Calls `body` with the bytes of field `i` of the last record.
     func withBytes<T>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {

@@ -12,7 +12,7 @@ struct ImportCheckpoint: Codable, Sendable {
     var rejectsLength: Int64
     var progress: ImportProgress
 
-    var encoded: [UInt8] { Array((try? JSONEncoder().encode(self)) ?? Data()) }
+    func encoded() throws -> [UInt8] { Array(try JSONEncoder().encode(self)) }
 
     static func decode(_ bytes: [UInt8]) -> ImportCheckpoint? {
         try? JSONDecoder().decode(ImportCheckpoint.self, from: Data(bytes))
@@ -27,13 +27,9 @@ struct InputFingerprint: Codable, Sendable, Hashable {
     var headHash: UInt64
 
     init(path: String) throws {
-        var st = stat()
-        guard stat(path, &st) == 0 else {
-            throw DepotError(.invalidArgument, "cannot read \(path): \(String(cString: strerror(errno)))")
-        }
-        size = Int64(st.st_size)
-        modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
         let file = try InputFile(path: path)
+        size = file.size
+        modified = file.modified
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 8)
         defer { buffer.deallocate() }

@@ -84,7 +84,7 @@ public enum Importer {
                 next.progress.bytesRead = current.endOffset
                 next.progress.saves += 1
                 next.progress.finished = current.atEnd
-                try save.setCheckpoint(job: job, data: next.encoded)
+                try save.setCheckpoint(job: job, data: next.encoded())
                 return next
             }.value
             // Parse the next batch while this one saves.

@@ -9,6 +9,8 @@ final class InputFile {
     private let fd: Int32
     /// The file's size when it was opened.
     let size: Int64
+    /// The file's modification time when it was opened, in nanoseconds since the epoch.
+    let modified: Int64
 
     /// Opens `path` for reading at `offset`.
     ///
@@ -27,6 +29,7 @@ final class InputFile {
         }
         self.fd = fd
         self.size = Int64(st.st_size)
+        self.modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
         if offset > 0, lseek(fd, off_t(offset), SEEK_SET) < 0 {
             close(fd)
             throw DepotError(.invalidArgument, "cannot read \(path) from byte \(offset): \(String(cString: strerror(errno)))")

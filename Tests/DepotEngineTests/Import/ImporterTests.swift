@@ -1,5 +1,6 @@
 import DepotEngine
 import Foundation
+import Synchronization
 import Testing
 
 @Suite("Importer")
@@ -117,6 +118,23 @@ struct ImporterTests {
         #expect(try await t.store.reader.count(FetchDescriptor(entity: "Trip")) == 3)
     }
 
+    /// Runs `request` and cancels it from its own progress callback after save
+    /// number `stop`; expects the run to end in cancellation.
+    ///
+    /// - Returns: the counters of the last save.
+    static func run(_ request: ImportRequest, into store: Store, cancellingAfterSave stop: Int) async -> ImportProgress {
+        let last = Mutex(ImportProgress())
+        let run = Task {
+            try await Importer.run(request, into: store) { progress in
+                last.withLock { $0 = progress }
+                if progress.saves >= stop { withUnsafeCurrentTask { $0?.cancel() } }
+            }
+        }
+        let result = await run.result
+        #expect(throws: CancellationError.self) { try result.get() }
+        return last.withLock { $0 }
+    }
+
     /// A file of `count` generated trips, some ids repeated, some rows bad.
     static func generated(_ count: Int) -> String {
         var text = "id,name,destination,startDate,budget,isFavorite\n"
@@ -142,14 +160,12 @@ struct ImporterTests {
             into: clean.store)
         let request = ImportRequest(job: "j", entity: "Trip", path: resumedPath,
                                     rejectsPath: resumed.folder.appendingPathComponent("r").path, options: options)
-        // Interrupt three times, each after a few more saves.
+        // Interrupt three times, each after a few more saves: the progress
+        // callback runs in the import's task after a save commits, so
+        // cancelling there stops the job at exactly that save boundary.
         for stopAfter in [1, 3, 6] {
-            let (saves, savesContinuation) = AsyncStream<Int>.makeStream()
-            let store = resumed.store
-            let run = Task { try await Importer.run(request, into: store) { savesContinuation.yield($0.saves) } }
-            for await n in saves where n >= stopAfter { break }
-            run.cancel()
-            _ = await run.result
+            let interrupted = await Self.run(request, into: resumed.store, cancellingAfterSave: stopAfter)
+            #expect(interrupted.saves == stopAfter)
         }
         let resumedResult = try await Importer.run(request, into: resumed.store)
         var a = cleanResult, b = resumedResult
@@ -173,12 +189,7 @@ struct ImporterTests {
         let request = ImportRequest(job: "c", entity: "Trip", path: path,
                                     rejectsPath: t.folder.appendingPathComponent("r").path,
                                     options: ImportOptions(saveEvery: 10))
-        let (saves, savesContinuation) = AsyncStream<Int>.makeStream()
-        let store = t.store
-        let run = Task { try await Importer.run(request, into: store) { savesContinuation.yield($0.saves) } }
-        for await _ in saves { break }
-        run.cancel()
-        _ = await run.result
+        #expect(await Self.run(request, into: t.store, cancellingAfterSave: 1).saves == 1)
         _ = try write(Self.generated(120), in: t.folder)
         let error = await #expect(throws: DepotError.self) { try await Importer.run(request, into: t.store) }
         #expect(error?.message.contains("changed since job c started") == true)
