@@ -11,9 +11,17 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "DepotEngine", targets: ["DepotEngine"]),
+        .executable(name: "depotd", targets: ["depotd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         // The engine: schema, stores, the store actor, fetch and predicates,
@@ -26,11 +34,48 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // libsystemd: sd_notify, sd_listen_fds, the journal.
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+        // The service: configuration, jobs, control API, watched folders, systemd.
+        .target(
+            name: "DepotDaemon",
+            dependencies: [
+                "DepotEngine",
+                "CSystemd",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "depotd",
+            dependencies: [
+                "DepotDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The import benchmark (bench/run-import).
         .executableTarget(
             name: "ImportBench",
             dependencies: ["DepotEngine"],
             path: "bench/ImportBench",
+            swiftSettings: swiftSettings
+        ),
+        // The child process the crash test kills (Tests/DepotEngineTests/Import/ImportCrashTests.swift).
+        .executableTarget(
+            name: "ImportChild",
+            dependencies: ["DepotEngine"],
+            path: "Tests/ImportChild",
             swiftSettings: swiftSettings
         ),
         .testTarget(

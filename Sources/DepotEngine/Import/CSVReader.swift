@@ -91,24 +91,7 @@ final class CSVReader {
     /// Moves the unconsumed bytes to the front and reads more; grows the
     /// buffer when one record fills it.
     private func fill() throws {
-        if begin > 0 {
-            let count = end - begin
-            if count > 0 {
-                buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + begin, byteCount: count)
-            }
-            bufferOffset += Int64(begin)
-            end = count
-            begin = 0
-        }
-        if end == buffer.count {
-            let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 16)
-            bigger.baseAddress!.copyMemory(from: buffer.baseAddress!, byteCount: end)
-            buffer.deallocate()
-            buffer = bigger
-        }
-        let n = try file.read(into: buffer.baseAddress! + end, count: buffer.count - end)
-        if n == 0 { atEOF = true }
-        end += n
+        if try file.refill(&buffer, begin: &begin, end: &end, bufferOffset: &bufferOffset) { atEOF = true }
     }
 
     /// Reads the next record; `nil` at the end of the file.

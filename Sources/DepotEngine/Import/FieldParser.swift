@@ -31,13 +31,10 @@ enum FieldParser {
             }
             return .string(d)
         case .json:
-            guard let s = String(validating: bytes, as: UTF8.self) else {
-                throw Failure(reason: "is not valid UTF-8")
+            if let (offset, reason) = JSONSyntax.validate(bytes) {
+                throw Failure(reason: "is not valid JSON (at byte \(offset + 1): \(reason))")
             }
-            guard (try? JSONSerialization.jsonObject(with: Data(s.utf8), options: [.fragmentsAllowed])) != nil else {
-                throw Failure(reason: "is not valid JSON")
-            }
-            return .string(s)
+            return .string(String(decoding: bytes, as: UTF8.self))
         }
     }
 

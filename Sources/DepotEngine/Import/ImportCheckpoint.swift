@@ -10,6 +10,9 @@ struct ImportCheckpoint: Codable, Sendable {
     var line: Int
     /// The rejects file's length after the save.
     var rejectsLength: Int64
+    /// The entity's greatest rowid when the job started: rows above it came
+    /// from this job's input, so meeting one again is an in-file duplicate.
+    var rowidFloor: Int64
     var progress: ImportProgress
 
     func encoded() throws -> [UInt8] { Array(try JSONEncoder().encode(self)) }

@@ -14,6 +14,23 @@ public struct ImportOptions: Sendable, Hashable {
         case csv
         /// Tab-separated values with a header row, quoted like CSV.
         case tsv
+        /// One JSON object per line.
+        case ndjson
+        /// A JSON array of objects, or NDJSON: told by the first byte.
+        case json
+
+        /// The format a file name's extension names, if any
+        /// (`.csv`, `.tsv`/`.tab`, `.ndjson`/`.jsonl`, `.json`).
+        public init?(fileName: String) {
+            let ext = fileName.split(separator: ".").last.map { $0.lowercased() } ?? ""
+            switch ext {
+            case "csv": self = .csv
+            case "tsv", "tab": self = .tsv
+            case "ndjson", "jsonl": self = .ndjson
+            case "json": self = .json
+            default: return nil
+            }
+        }
     }
 
     /// How many rejected records fail the job.
@@ -69,6 +86,8 @@ public struct ImportProgress: Sendable, Hashable, Codable {
     public var unchanged = 0
     /// Records kept under `skip`.
     public var skipped = 0
+    /// Records whose identifier came earlier in the file (see ``WriteCounts/duplicates``).
+    public var duplicates = 0
     /// Records rejected.
     public var rejected = 0
     /// Bytes of the input read so far.

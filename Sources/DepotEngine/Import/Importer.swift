@@ -1,3 +1,6 @@
+import GRDB
+import Synchronization
+
 /// Imports a file into an entity of a store: streaming, saving periodically,
 /// resuming exactly after a crash.
 ///
@@ -44,28 +47,45 @@ public enum Importer {
                 throw DepotError(.invalidArgument, "the input \(request.path) changed since job \(request.job) "
                     + "started, so it cannot resume; import the new file as a new job")
             }
-            if saved.progress.finished { return saved.progress }
+            if saved.progress.finished {
+                progress?(saved.progress)
+                return saved.progress
+            }
             state = saved
         } else {
             var fresh = ImportProgress()
             fresh.bytesTotal = fingerprint.size
-            state = ImportCheckpoint(fingerprint: fingerprint, offset: 0, line: 1, rejectsLength: 0, progress: fresh)
+            let table = entity.table
+            let floor = try await store.reader.read { db in
+                try Int64.fetchOne(db, sql: "SELECT max(rowid) FROM \(table)") ?? 0
+            }
+            state = ImportCheckpoint(fingerprint: fingerprint, offset: 0, line: 1, rejectsLength: 0,
+                                     rowidFloor: floor, progress: fresh)
         }
         let rejects = try RejectsFile(path: request.rejectsPath, truncateTo: state.rejectsLength)
-        var batcher = try CSVBatcher(request: request, entity: entity, from: state)
+        var batcher: any RecordBatcher = switch options.format {
+        case .csv, .tsv: try CSVBatcher(request: request, entity: entity, from: state)
+        case .ndjson, .json: try JSONBatcher(request: request, entity: entity, from: state)
+        }
         if state.offset == 0 {
-            state.offset = batcher.reader.offset
-            state.line = batcher.reader.resumeLine
+            state.offset = batcher.startOffset
+            state.line = batcher.startLine
         }
         let policy = options.onConflict
         let job = request.job
+        let floor = state.rowidFloor
+        // Events at least once a second, also while a long save runs.
+        let ticker = ProgressTicker(started: started, emit: progress)
+        ticker.update(state.progress)
+        let tickerTask = Task { await ticker.run() }
+        defer { tickerTask.cancel() }
 
         var parsed = try batcher.next(max: saveEvery, until: clock.now + saveInterval)
         while true {
             let current = parsed
             let before = state
             async let saved: ImportCheckpoint = store.save(author: request.author, job: job) { save in
-                let counts = try save.write(current.batch, policy: policy)
+                let counts = try save.write(current.batch, policy: policy, sourceRowidFloor: floor)
                 var lines = current.rejects
                 for r in counts.rejected {
                     lines.append(RejectsFile.line(current.lines[r.row], field: r.field, reason: r.reason, value: nil))
@@ -80,6 +100,7 @@ public enum Importer {
                 next.progress.updated += counts.updated
                 next.progress.unchanged += counts.unchanged
                 next.progress.skipped += counts.skipped
+                next.progress.duplicates += counts.duplicates
                 next.progress.rejected += current.rejects.count + counts.rejected.count
                 next.progress.bytesRead = current.endOffset
                 next.progress.saves += 1
@@ -90,8 +111,8 @@ public enum Importer {
             // Parse the next batch while this one saves.
             let upcoming = current.atEnd ? nil : try batcher.next(max: saveEvery, until: clock.now + saveInterval)
             state = try await saved
-            let elapsed = clock.now - started
-            state.progress.elapsed = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            state.progress.elapsed = ProgressTicker.seconds(clock.now - started)
+            ticker.update(state.progress)
             progress?(state.progress)
             if case .count(let limit) = options.maxRejects, state.progress.rejected > limit {
                 throw tooManyRejects(state.progress, limit: "\(limit)", request: request)
@@ -107,10 +128,43 @@ public enum Importer {
         return state.progress
     }
 
+    /// Runs (or resumes) an import as a sequence of progress events: one
+    /// after each save and at least one a second; the last one has
+    /// ``ImportProgress/finished`` set. Ending the iteration early (or
+    /// cancelling the iterating task) cancels the import at its next save.
+    ///
+    /// ```swift
+    /// for try await p in Importer.events(request, into: store) {
+    ///     print("\(p.read) rows, \(Int(p.rate)) rows/s")
+    /// }
+    /// ```
+    public static func events(_ request: ImportRequest, into store: Store) -> AsyncThrowingStream<ImportProgress, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    _ = try await run(request, into: store) { continuation.yield($0) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
     static func tooManyRejects(_ p: ImportProgress, limit: String, request: ImportRequest) -> DepotError {
         DepotError(.invalidArgument, "the import rejected \(p.rejected) records, more than max_rejects (\(limit)); "
             + "the records saved so far stay saved; see \(request.rejectsPath) for each record's line and reason")
     }
+}
+
+/// Reads an input batch by batch, converting records to an entity's fields.
+protocol RecordBatcher {
+    /// Where the first record starts (after a header), for a fresh job.
+    var startOffset: Int64 { get }
+    var startLine: Int { get }
+    /// Reads up to `max` records, or until `deadline`.
+    mutating func next(max: Int, until deadline: ContinuousClock.Instant) throws -> ParsedBatch
 }
 
 /// A batch of parsed records and what it took from the input.
@@ -127,122 +181,50 @@ struct ParsedBatch: Sendable {
     var atEnd: Bool
 }
 
-/// Reads CSV records and converts them to an entity's fields, batch by batch.
-struct CSVBatcher {
-    let reader: CSVReader
-    private let columns: [(input: Int, field: Field)]
-    private let headerCount: Int
-    private let entity: EntitySchema
 
-    init(request: ImportRequest, entity: EntitySchema, from state: ImportCheckpoint) throws {
-        let delimiter = request.options.delimiter ?? (request.options.format == .tsv ? 9 : UInt8(ascii: ","))
-        let header = try CSVReader(path: request.path, delimiter: delimiter,
-                                   lenientQuotes: request.options.lenientQuotes)
-        guard let first = try header.next() else {
-            throw DepotError(.invalidArgument, "\(request.path) is empty: a CSV import needs a header row "
-                + "naming the fields")
-        }
-        if case .malformed(let line, let reason) = first {
-            throw DepotError(.invalidArgument, "the header row of \(request.path) (line \(line)) is not valid CSV: \(reason)")
-        }
-        var names: [String] = []
-        for i in 0..<header.fieldCount { names.append(header.string(i) ?? "") }
-        var columns: [(Int, Field)] = []
-        var unknown: [String] = []
-        var seen: Set<String> = []
-        for (i, name) in names.enumerated() {
-            guard seen.insert(name).inserted else {
-                throw DepotError(.invalidArgument, "the header of \(request.path) names column "
-                    + "\(JSONText.quoted(name)) twice")
-            }
-            if let p = entity.position(of: name) { columns.append((i, entity.fields[p])) } else { unknown.append(name) }
-        }
-        if !unknown.isEmpty && request.options.refuseUnknownColumns {
-            throw DepotError(.unknownField, "the header of \(request.path) has columns that are not fields of "
-                + "\(JSONText.quoted(entity.name)): " + unknown.map {
-                    JSONText.quoted($0) + DepotError.suggestion(for: $0, in: entity.fields.map(\.name))
-                }.joined(separator: ", "))
-        }
-        for id in entity.identifier where !names.contains(id) {
-            throw DepotError(.invalidArgument, "the header of \(request.path) has no column for identifier "
-                + "field \(JSONText.quoted(id)) of \(JSONText.quoted(entity.name))")
-        }
-        self.columns = columns
-        self.headerCount = names.count
-        self.entity = entity
-        if state.offset > header.offset {
-            reader = try CSVReader(path: request.path, delimiter: delimiter, lenientQuotes: request.options.lenientQuotes,
-                                   offset: state.offset, line: state.line)
-        } else {
-            reader = header
+/// Sends the latest progress again, with its elapsed time brought up to
+/// date, when a second passes without a save: a long save (a big page cache
+/// being written out) must not leave a progress bar silent.
+final class ProgressTicker: Sendable {
+    private struct State {
+        var progress = ImportProgress()
+        var lastEmit: ContinuousClock.Instant
+    }
+    private let state: Mutex<State>
+    private let started: ContinuousClock.Instant
+    private let emit: (@Sendable (ImportProgress) -> Void)?
+
+    init(started: ContinuousClock.Instant, emit: (@Sendable (ImportProgress) -> Void)?) {
+        self.started = started
+        self.emit = emit
+        state = Mutex(State(lastEmit: started))
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    /// Records progress that was just sent.
+    func update(_ progress: ImportProgress) {
+        state.withLock {
+            $0.progress = progress
+            $0.lastEmit = .now
         }
     }
 
-    /// Reads up to `max` records, or until `deadline`.
-    mutating func next(max: Int, until deadline: ContinuousClock.Instant) throws -> ParsedBatch {
-        var batch = RecordBatch(entity: entity.name, columns: columns.map(\.field.name), reservingCapacity: max)
-        var lines: [Int] = []
-        lines.reserveCapacity(max)
-        var rejects: [String] = []
-        var read = 0
-        var row: [Value] = []
-        row.reserveCapacity(columns.count)
-        var atEnd = false
-        let clock = ContinuousClock()
-        while batch.count + rejects.count < max {
-            if read & 1023 == 1023, clock.now >= deadline { break }
-            guard let item = try reader.next() else {
-                atEnd = true
-                break
+    func run() async {
+        guard let emit else { return }
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: .milliseconds(250)) } catch { return }
+            let now = ContinuousClock.now
+            let due: ImportProgress? = state.withLock {
+                guard now - $0.lastEmit >= .milliseconds(900) else { return nil }
+                $0.lastEmit = now
+                var p = $0.progress
+                p.elapsed = Self.seconds(now - started)
+                return p
             }
-            read += 1
-            switch item {
-            case .malformed(let line, let reason):
-                rejects.append(RejectsFile.line(line, field: nil, reason: reason, value: nil))
-                continue
-            case .record:
-                break
-            }
-            guard reader.fieldCount == headerCount else {
-                rejects.append(RejectsFile.line(reader.line, field: nil,
-                    reason: "the record has \(reader.fieldCount) fields, the header has \(headerCount)", value: nil))
-                continue
-            }
-            row.removeAll(keepingCapacity: true)
-            var failure: String?
-            for (input, field) in columns {
-                if reader.isNull(input) {
-                    if !field.isOptional {
-                        failure = RejectsFile.line(reader.line, field: field.name,
-                            reason: "required field \(JSONText.quoted(field.name)) is empty", value: nil)
-                        break
-                    }
-                    row.append(.null)
-                    continue
-                }
-                let parsed = reader.withBytes(input) { bytes -> Result<Value, FieldParser.Failure> in
-                    do throws(FieldParser.Failure) { return .success(try FieldParser.parse(bytes, as: field.type)) }
-                    catch { return .failure(error) }
-                }
-                switch parsed {
-                case .success(let value):
-                    row.append(value)
-                case .failure(let error):
-                    let value = reader.withBytes(input) { String(decoding: $0, as: UTF8.self) }
-                    failure = RejectsFile.line(reader.line, field: field.name,
-                        reason: "field \(JSONText.quoted(field.name)) is \(field.type.rawValue), but the value "
-                            + error.reason, value: value)
-                }
-                if failure != nil { break }
-            }
-            if let failure {
-                rejects.append(failure)
-                continue
-            }
-            batch.append(row)
-            lines.append(reader.line)
+            if let due, !Task.isCancelled { emit(due) }
         }
-        return ParsedBatch(batch: batch, lines: lines, rejects: rejects, read: read, endOffset: reader.offset,
-                           endLine: reader.resumeLine, atEnd: atEnd)
     }
 }

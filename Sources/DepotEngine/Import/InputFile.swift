@@ -47,4 +47,29 @@ final class InputFile {
             throw DepotError(.invalidArgument, "cannot read \(path): \(String(cString: strerror(errno)))")
         }
     }
+
+    /// Slides the unconsumed bytes `buffer[begin..<end]` to the front
+    /// (advancing `bufferOffset`, the file offset of `buffer[0]`), doubles
+    /// the buffer when one record fills it, and reads more after them.
+    ///
+    /// - Returns: whether the end of the file was reached.
+    func refill(_ buffer: inout UnsafeMutableRawBufferPointer, begin: inout Int, end: inout Int,
+                bufferOffset: inout Int64) throws -> Bool {
+        if begin > 0 {
+            let count = end - begin
+            if count > 0 { buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + begin, byteCount: count) }
+            bufferOffset += Int64(begin)
+            end = count
+            begin = 0
+        }
+        if end == buffer.count {
+            let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 16)
+            bigger.baseAddress!.copyMemory(from: buffer.baseAddress!, byteCount: end)
+            buffer.deallocate()
+            buffer = bigger
+        }
+        let n = try read(into: buffer.baseAddress! + end, count: buffer.count - end)
+        end += n
+        return n == 0
+    }
 }

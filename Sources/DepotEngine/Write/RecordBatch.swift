@@ -74,6 +74,10 @@ public struct WriteCounts: Sendable, Hashable {
     public var skipped = 0
     /// Records deleted.
     public var deleted = 0
+    /// Records whose identifier came earlier in the same input (an import's
+    /// file): the later one was written in their place (`upsert`,
+    /// `replace`) or dropped (`skip`).
+    public var duplicates = 0
     /// Records refused, with their row in the batch and the reason.
     public var rejected: [Rejection] = []
 
@@ -87,6 +91,7 @@ public struct WriteCounts: Sendable, Hashable {
         unchanged += other.unchanged
         skipped += other.skipped
         deleted += other.deleted
+        duplicates += other.duplicates
         rejected += other.rejected
     }
 

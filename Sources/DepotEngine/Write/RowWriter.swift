@@ -70,8 +70,18 @@ final class RowWriter {
                 + " WHERE rowid = ?"
     }
 
-    func write(_ batch: RecordBatch) throws -> WriteCounts {
+    /// Writes `batch`.
+    ///
+    /// - Parameter sourceRowidFloor: when given, the batch is part of one
+    ///   source (an import's file) and every stored row with a greater rowid
+    ///   was written from that source earlier: a record that meets one is an
+    ///   in-file duplicate. Within the batch, under `upsert` and `replace`,
+    ///   only the last record of an identifier is written, so that a
+    ///   re-import of the same file changes nothing.
+    func write(_ batch: RecordBatch, sourceRowidFloor: Int64? = nil) throws -> WriteCounts {
         let db = context.db
+        let superseded = sourceRowidFloor != nil && (policy == .upsert || policy == .replace)
+            ? supersededRows(batch) : nil
         let lookup = try db.cachedStatement(sql: lookupSQL).sqliteStatement
         let insert = try db.cachedStatement(sql: insertSQL).sqliteStatement
         let update = try updateSQL.map { try db.cachedStatement(sql: $0).sqliteStatement }
@@ -80,6 +90,10 @@ final class RowWriter {
         var changed: [String] = []
         try batch.values.withUnsafeBufferPointer { all in
             rows: for r in 0..<batch.count {
+                if let superseded, superseded[r] {
+                    counts.duplicates += 1
+                    continue rows
+                }
                 let row = UnsafeBufferPointer(rebasing: all[r * width ..< (r + 1) * width])
                 // Null identifier or required field: refuse the record.
                 for c in 0..<width where row[c].isNull && !columnFields[c].isOptional {
@@ -105,11 +119,17 @@ final class RowWriter {
                     counts.inserted += 1
                     continue rows
                 }
+                let rowid = sqlite3_column_int64(lookup, 0)
+                let duplicate = sourceRowidFloor.map { rowid > $0 } ?? false
                 switch policy {
                 case .skip:
-                    counts.skipped += 1
+                    if duplicate { counts.duplicates += 1 } else { counts.skipped += 1 }
                     continue rows
                 case .fail:
+                    if duplicate {
+                        throw DepotError(.conflict, "record \(identifierJSON(row)) of \(JSONText.quoted(entity.name)) "
+                            + "appears twice in the input and the conflict policy is fail; nothing of this save was kept")
+                    }
                     throw DepotError(.conflict, "record \(identifierJSON(row)) of \(JSONText.quoted(entity.name)) "
                         + "already exists and the conflict policy is fail; nothing of this save was kept")
                 case .upsert:
@@ -131,10 +151,9 @@ final class RowWriter {
                     }
                 }
                 if changed.isEmpty {
-                    counts.unchanged += 1
+                    if duplicate { counts.duplicates += 1 } else { counts.unchanged += 1 }
                     continue rows
                 }
-                let rowid = sqlite3_column_int64(lookup, 0)
                 sqlite3_reset(lookup)
                 guard let update else { continue rows }
                 var index: Int32 = 1
@@ -160,10 +179,38 @@ final class RowWriter {
                 fieldsJSON.append("]")
                 try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .update,
                                       fields: fieldsJSON)
-                counts.updated += 1
+                if duplicate { counts.duplicates += 1 } else { counts.updated += 1 }
             }
         }
         return counts
+    }
+
+    /// For each row, whether a later row of the batch has the same identifier
+    /// (rows with a null identifier or required field are left alone: they
+    /// are rejected, and must not hide an earlier good record).
+    private func supersededRows(_ batch: RecordBatch) -> [Bool] {
+        let width = columns.count
+        var superseded = [Bool](repeating: false, count: batch.count)
+        let required = (0..<width).filter { !columnFields[$0].isOptional }
+        batch.values.withUnsafeBufferPointer { all in
+            if identifierColumns.count == 1 {
+                let c = identifierColumns[0]
+                var seen = Set<Value>(minimumCapacity: batch.count)
+                for r in stride(from: batch.count - 1, through: 0, by: -1) {
+                    let base = r * width
+                    if required.contains(where: { all[base + $0].isNull }) { continue }
+                    if !seen.insert(all[base + c]).inserted { superseded[r] = true }
+                }
+            } else {
+                var seen = Set<[Value]>(minimumCapacity: batch.count)
+                for r in stride(from: batch.count - 1, through: 0, by: -1) {
+                    let base = r * width
+                    if required.contains(where: { all[base + $0].isNull }) { continue }
+                    if !seen.insert(identifierColumns.map { all[base + $0] }).inserted { superseded[r] = true }
+                }
+            }
+        }
+        return superseded
     }
 
     private func identifierJSON(_ row: UnsafeBufferPointer<Value>) -> String {

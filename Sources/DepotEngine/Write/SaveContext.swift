@@ -43,7 +43,11 @@ public final class SaveContext {
     ///   when a record exists (the whole save rolls back);
     ///   ``DepotError/Code/unknownEntity`` or ``DepotError/Code/unknownField``
     ///   for a batch that does not fit the schema.
-    public func write(_ batch: RecordBatch, policy: ConflictPolicy) throws -> WriteCounts {
+    /// - Parameter sourceRowidFloor: for imports: the entity's greatest rowid
+    ///   when the import started, so that records met again are counted as
+    ///   in-file ``WriteCounts/duplicates`` (see ``ImportCheckpoint``).
+    public func write(_ batch: RecordBatch, policy: ConflictPolicy,
+                      sourceRowidFloor: Int64? = nil) throws -> WriteCounts {
         guard !batch.isEmpty else { return WriteCounts() }
         let key = WriterKey(entity: batch.entity, columns: batch.columns, policy: policy)
         let writer: RowWriter
@@ -54,7 +58,7 @@ public final class SaveContext {
                                    columns: batch.columns, policy: policy)
             writers[key] = writer
         }
-        return try writer.write(batch)
+        return try writer.write(batch, sourceRowidFloor: sourceRowidFloor)
     }
 
     /// Saves a job's checkpoint in this save's transaction.

@@ -1,4 +1,4 @@
-import DepotEngine
+@testable import DepotEngine
 import Foundation
 import Synchronization
 import Testing
@@ -34,7 +34,8 @@ struct ImporterTests {
         let result = try await Importer.run(request, into: t.store)
         #expect(result.read == 8)
         #expect(result.inserted == 3)
-        #expect(result.updated == 1)
+        #expect(result.duplicates == 1)   // a2 again: the later record won
+        #expect(result.updated == 0)
         #expect(result.rejected == 4)
         #expect(result.finished)
         #expect(result.bytesRead == result.bytesTotal)
@@ -62,18 +63,20 @@ struct ImporterTests {
     @Test("importing the same file as a new job changes and logs nothing")
     func reimport() async throws {
         let t = try await TemporaryStore()
-        // Without the in-file duplicate of a2, whose two versions would be
-        // written again in turn (see the closing note of issue 3).
-        let path = try write(Self.csv.replacingOccurrences(of: "a2,Rome again,Rome,2025-05-02,,700.5,false,,x\n", with: ""),
-                             in: t.folder)
-        _ = try await Importer.run(ImportRequest(job: "j1", entity: "Trip", path: path,
-                                                 rejectsPath: t.folder.appendingPathComponent("r1").path), into: t.store)
+        // a2 comes twice, in two versions: only the last one is written, so
+        // the second import finds everything equal.
+        let path = try write(Self.csv, in: t.folder)
+        let first = try await Importer.run(ImportRequest(job: "j1", entity: "Trip", path: path,
+                                                         rejectsPath: t.folder.appendingPathComponent("r1").path),
+                                           into: t.store)
+        #expect(first.inserted == 3 && first.duplicates == 1 && first.updated == 0)
+        #expect(try await t.store.reader.history().flatMap(\.changes).map(\.kind) == [.insert, .insert, .insert])
         let before = try await t.store.reader.history().count
         let again = try await Importer.run(ImportRequest(job: "j2", entity: "Trip", path: path,
                                                          rejectsPath: t.folder.appendingPathComponent("r2").path),
                                            into: t.store)
         #expect(again.inserted == 0 && again.updated == 0)
-        #expect(again.unchanged == 3)
+        #expect(again.unchanged == 3 && again.duplicates == 1)
         #expect(try await t.store.reader.history().count == before)
     }
 
@@ -146,6 +149,18 @@ struct ImporterTests {
         return text
     }
 
+    /// The records of ``generated(_:)`` as a JSON array, each element over two lines.
+    static func generatedJSONArray(_ count: Int) -> String {
+        var elements: [String] = []
+        for i in 0..<count {
+            let id = i % 10 == 9 ? i - 5 : i
+            let budget = i % 17 == 3 ? "\"n/a\"" : "\(i % 1000).25"
+            elements.append("{\"id\": \"g\(id)\", \"name\": \"Trip \(i), \\\"quoted\\\"\",\n \"destination\": \"City \(i % 7)\", "
+                + "\"startDate\": \"2025-01-\(10 + i % 18)\", \"budget\": \(budget), \"isFavorite\": \(i % 2 == 0)}")
+        }
+        return "[" + elements.joined(separator: ",\n") + "]\n"
+    }
+
     @Test("an import cancelled after a save resumes exactly: same records, history and counters as one run")
     func resumeIsExact() async throws {
         let clean = try await TemporaryStore()
@@ -193,5 +208,153 @@ struct ImporterTests {
         _ = try write(Self.generated(120), in: t.folder)
         let error = await #expect(throws: DepotError.self) { try await Importer.run(request, into: t.store) }
         #expect(error?.message.contains("changed since job c started") == true)
+    }
+
+    @Test("in-file duplicates farther apart than a save are counted too, and the last record wins")
+    func duplicatesAcrossSaves() async throws {
+        let t = try await TemporaryStore()
+        try await t.insertTrips([["old", "Before the job", nil, "2025-01-01", nil, 1.0, false, nil]])
+        let text = "id,name,startDate,budget,isFavorite\n"
+            + "x,One,2025-01-01,1,true\nold,Changed,2025-01-01,1,false\ny,Two,2025-01-01,2,true\n"
+            + "x,One again,2025-01-01,1,true\nx,One again,2025-01-01,1,true\n"
+        let path = try write(text, in: t.folder)
+        for policy in [ConflictPolicy.upsert, .replace, .skip] {
+            let s = try await TemporaryStore()
+            try await s.insertTrips([["old", "Before the job", nil, "2025-01-01", nil, 1.0, false, nil]])
+            let result = try await Importer.run(
+                ImportRequest(job: "d", entity: "Trip", path: path, rejectsPath: s.folder.appendingPathComponent("r").path,
+                              options: ImportOptions(onConflict: policy, saveEvery: 2)), into: s.store)
+            #expect(result.read == 5)
+            #expect(result.inserted == 2)
+            #expect(result.duplicates == 2)
+            #expect(result.updated + result.skipped == 1)   // "old" existed before the job
+            let names = try await s.store.reader.fetch(FetchDescriptor(entity: "Trip", sort: [.init("id")], fields: ["name"]))
+            let expected: [Value] = policy == .skip ? ["Before the job", "One", "Two"] : ["Changed", "One again", "Two"]
+            #expect(names.rows.map { $0[0] } == expected)
+        }
+        let failing = await #expect(throws: DepotError.self) {
+            try await Importer.run(ImportRequest(job: "f", entity: "Trip", path: path,
+                                                 rejectsPath: t.folder.appendingPathComponent("rf").path,
+                                                 options: ImportOptions(onConflict: .fail, saveEvery: 2)), into: t.store)
+        }
+        #expect(failing?.message.contains("already exists") == true)
+    }
+
+    static let ndjson = """
+        {"id": "n1", "name": "Paris", "startDate": "2025-04-01T10:00:00+02:00", "budget": 1500, "isFavorite": true, "notes": "a \\"quote\\""}
+        {"id": "n2", "name": "Rome", "startDate": "2025-05-02", "budget": "700.5", "isFavorite": false, "unknown": [1]}
+        {"id": "n3", "name": "Bad", "startDate": "2025-05-02", "budget": true, "isFavorite": false}
+        {"id": "n4", "startDate": "2025-05-02", "budget": 1, "isFavorite": false}
+        {"id": "n5", "name": "Broken", "budget": 1,
+        {"id": 6, "name": "Number id", "startDate": "2025-05-02", "budget": 1e2, "isFavorite": "yes", "destination": null}
+
+        """
+
+    @Test("NDJSON: values convert by field type; bad records rejected with line, field and reason")
+    func importsNDJSON() async throws {
+        let t = try await TemporaryStore()
+        let path = try write(Self.ndjson, in: t.folder, name: "in.ndjson")
+        let rejectsPath = t.folder.appendingPathComponent("r").path
+        let result = try await Importer.run(
+            ImportRequest(job: "n", entity: "Trip", path: path, rejectsPath: rejectsPath,
+                          options: ImportOptions(format: .ndjson)), into: t.store)
+        #expect(result.read == 6 && result.inserted == 3 && result.rejected == 3)
+        let rows = try await t.store.reader.fetch(FetchDescriptor(entity: "Trip", sort: [.init("id")]))
+        #expect(rows.rows.map { $0[0] } == ["6", "n1", "n2"])
+        #expect(rows.value("startDate", row: 1) == "2025-04-01T08:00:00.000Z")
+        #expect(rows.value("notes", row: 1) == "a \"quote\"")
+        #expect(rows.value("budget", row: 2) == 700.5)
+        #expect(rows.value("budget", row: 0) == 100.0)
+        #expect(rows.value("isFavorite", row: 0) == true)
+        let rejects = try String(contentsOfFile: rejectsPath, encoding: .utf8).split(separator: "\n")
+        #expect(rejects[0] == #"{"line":3,"field":"budget","reason":"field \"budget\" is double, but the value is a JSON boolean","value":"true"}"#)
+        #expect(rejects[1] == #"{"line":4,"field":"name","reason":"required field \"name\" is null or missing"}"#)
+        #expect(rejects[2] == #"{"line":5,"field":null,"reason":"invalid JSON at line 5, column 44: the object is not closed"}"#)
+    }
+
+    @Test("a JSON array of objects imports like NDJSON; json fields keep their JSON; unknown keys can be refused")
+    func importsArray() async throws {
+        let t = try await TemporaryStore(entities: [TemporaryStore.tripEntity(extraFields: [
+            Field(name: "tags", type: .json, isOptional: true)])])
+        let text = """
+            [{"id": "j1", "name": "A", "startDate": "2025-01-01", "budget": 1, "isFavorite": true,
+              "tags": {"k": ["x", 2, null]}},
+             {"id": "j2", "name": "B", "startDate": "2025-01-01", "budget": 1, "isFavorite": true, "tags": "plain"},
+             {"id": "j3", "name": "C", "startDate": "2025-01-01", "budget": 1, "isFavorite": true, "budgett": 2}]
+            """
+        let path = try write(text, in: t.folder, name: "in.json")
+        var options = ImportOptions(format: .json)
+        options.refuseUnknownColumns = true
+        let rejectsPath = t.folder.appendingPathComponent("r").path
+        let result = try await Importer.run(
+            ImportRequest(job: "a", entity: "Trip", path: path, rejectsPath: rejectsPath, options: options), into: t.store)
+        #expect(result.inserted == 2 && result.rejected == 1)
+        let rows = try await t.store.reader.fetch(FetchDescriptor(entity: "Trip", sort: [.init("id")], fields: ["tags"]))
+        #expect(rows.rows.map { $0[0] } == [#"{"k": ["x", 2, null]}"#, #""plain""#])
+        let rejects = try String(contentsOfFile: rejectsPath, encoding: .utf8)
+        #expect(rejects.contains(#""line":4,"field":"budgett","reason":"\"budgett\" is not a field of \"Trip\" (did you mean \"budget\"?)""#))
+    }
+
+    @Test("a JSON array import cancelled after saves resumes exactly")
+    func resumeJSONArray() async throws {
+        let text = Self.generatedJSONArray(300)
+        let clean = try await TemporaryStore()
+        let resumed = try await TemporaryStore()
+        let options = ImportOptions(format: .json, saveEvery: 23)
+        let cleanResult = try await Importer.run(
+            ImportRequest(job: "j", entity: "Trip", path: try write(text, in: clean.folder, name: "in.json"),
+                          rejectsPath: clean.folder.appendingPathComponent("r").path, options: options),
+            into: clean.store)
+        let request = ImportRequest(job: "j", entity: "Trip", path: try write(text, in: resumed.folder, name: "in.json"),
+                                    rejectsPath: resumed.folder.appendingPathComponent("r").path, options: options)
+        for stopAfter in [2, 5] {
+            #expect(await Self.run(request, into: resumed.store, cancellingAfterSave: stopAfter).saves == stopAfter)
+        }
+        let resumedResult = try await Importer.run(request, into: resumed.store)
+        var a = cleanResult, b = resumedResult
+        a.elapsed = 0
+        b.elapsed = 0
+        #expect(a == b)
+        // Every 10th record repeats the id of the 5th before it, unless one of the two was rejected.
+        #expect(a.rejected == 18 && a.duplicates == (0..<300).filter { $0 % 10 == 9 && $0 % 17 != 3 && ($0 - 5) % 17 != 3 }.count)
+        let all = FetchDescriptor(entity: "Trip", sort: [.init("id")])
+        #expect(try await clean.store.reader.fetch(all) == resumed.store.reader.fetch(all))
+        #expect(try await clean.store.reader.history(limit: 10_000).flatMap(\.changes)
+            == resumed.store.reader.history(limit: 10_000).flatMap(\.changes))
+        #expect(try String(contentsOfFile: clean.folder.appendingPathComponent("r").path, encoding: .utf8)
+            == String(contentsOfFile: resumed.folder.appendingPathComponent("r").path, encoding: .utf8))
+    }
+
+    @Test("progress as an AsyncSequence: one event per save, the last one finished")
+    func events() async throws {
+        let t = try await TemporaryStore()
+        let path = try write(Self.generated(100), in: t.folder)
+        var seen: [ImportProgress] = []
+        for try await p in Importer.events(ImportRequest(job: "e", entity: "Trip", path: path,
+                                                         rejectsPath: t.folder.appendingPathComponent("r").path,
+                                                         options: ImportOptions(saveEvery: 25)), into: t.store) {
+            seen.append(p)
+        }
+        // 100 records in saves of 25: four saves, and a fifth that finds the end.
+        #expect(seen.map(\.saves) == Array(1...5))
+        #expect(seen.last?.finished == true)
+        #expect(seen.last?.read == 100)
+    }
+
+    @Test("while no save ends, the ticker repeats the last progress with a newer elapsed time")
+    func ticker() async throws {
+        let (stream, continuation) = AsyncStream.makeStream(of: ImportProgress.self)
+        let started = ContinuousClock.now
+        let ticker = ProgressTicker(started: started) { continuation.yield($0) }
+        var p = ImportProgress()
+        p.read = 42
+        p.saves = 1
+        ticker.update(p)
+        let task = Task { await ticker.run() }
+        var iterator = stream.makeAsyncIterator()
+        let event = await iterator.next()
+        task.cancel()
+        #expect(event?.read == 42 && event?.saves == 1)
+        #expect((event?.elapsed ?? 0) >= 0.9)
     }
 }

@@ -1,0 +1,6 @@
+import DepotEngine
+import Hummingbird
+import NIOExtras
+import ServiceLifecycle
+import TOMLKit
+import CSystemd

@@ -1,0 +1,140 @@
+import Foundation
+
+/// Reads JSON records (NDJSON or an array of objects) and converts them to an
+/// entity's fields, batch by batch.
+///
+/// Every field of the entity is a column: a missing key is null, as `null`
+/// is. Values convert by the field's type: a JSON string goes through the
+/// same conversion as a CSV field (so `"42"` is a valid `int`), numbers and
+/// booleans must fit the type, and a `json` field keeps any value as its JSON
+/// text. Keys that are not fields are ignored, or reject the record when the
+/// import refuses unknown columns.
+struct JSONBatcher: RecordBatcher {
+    let reader: JSONRecordReader
+    private let entity: EntitySchema
+    private let fieldNames: [[UInt8]]
+    private let refuseUnknown: Bool
+    /// The field each member position had last time: records usually list
+    /// their keys in the same order, so one comparison finds the field.
+    private var keyCache: [Int] = []
+
+    var startOffset: Int64 { reader.offset }
+    var startLine: Int { reader.resumeLine }
+
+    init(request: ImportRequest, entity: EntitySchema, from state: ImportCheckpoint) throws {
+        reader = try JSONRecordReader(path: request.path, offset: state.offset, line: state.line)
+        self.entity = entity
+        fieldNames = entity.fields.map { Array($0.name.utf8) }
+        refuseUnknown = request.options.refuseUnknownColumns
+    }
+
+    private mutating func field(ofMember m: Int) -> Int? {
+        reader.withKey(m) { key -> Int? in
+            func matches(_ f: Int) -> Bool {
+                let name = fieldNames[f]
+                guard name.count == key.count, !key.isEmpty else { return false }
+                return name.withUnsafeBufferPointer { memcmp($0.baseAddress!, key.baseAddress!, key.count) == 0 }
+            }
+            if m < keyCache.count, keyCache[m] >= 0, matches(keyCache[m]) { return keyCache[m] }
+            for f in fieldNames.indices where matches(f) {
+                while keyCache.count <= m { keyCache.append(-1) }
+                keyCache[m] = f
+                return f
+            }
+            return nil
+        }
+    }
+
+    mutating func next(max: Int, until deadline: ContinuousClock.Instant) throws -> ParsedBatch {
+        let fields = entity.fields
+        var batch = RecordBatch(entity: entity.name, columns: fields.map(\.name), reservingCapacity: max)
+        var lines: [Int] = []
+        lines.reserveCapacity(max)
+        var rejects: [String] = []
+        var read = 0
+        var row = [Value](repeating: .null, count: fields.count)
+        var atEnd = false
+        let clock = ContinuousClock()
+        while batch.count + rejects.count < max {
+            if read & 1023 == 1023, clock.now >= deadline { break }
+            guard let item = try reader.next() else {
+                atEnd = true
+                break
+            }
+            read += 1
+            if case .malformed(let line, let reason) = item {
+                rejects.append(RejectsFile.line(line, field: nil, reason: reason, value: nil))
+                continue
+            }
+            for k in row.indices { row[k] = .null }
+            var failure: String?
+            for m in 0..<reader.members.count {
+                guard let f = field(ofMember: m) else {
+                    if refuseUnknown {
+                        let name = reader.withKey(m) { String(decoding: $0, as: UTF8.self) }
+                        failure = RejectsFile.line(reader.line, field: name,
+                            reason: "\(JSONText.quoted(name)) is not a field of \(JSONText.quoted(entity.name))"
+                                + DepotError.suggestion(for: name, in: fields.map(\.name)), value: nil)
+                        break
+                    }
+                    continue
+                }
+                switch convert(member: m, to: fields[f]) {
+                case .success(let value):
+                    row[f] = value
+                case .failure(let error):
+                    failure = RejectsFile.line(reader.line, field: fields[f].name,
+                        reason: "field \(JSONText.quoted(fields[f].name)) is \(fields[f].type.rawValue), but the value "
+                            + error.reason, value: reader.rawValue(m))
+                }
+                if failure != nil { break }
+            }
+            if failure == nil, let f = fields.indices.first(where: { row[$0].isNull && !fields[$0].isOptional }) {
+                failure = RejectsFile.line(reader.line, field: fields[f].name,
+                    reason: "required field \(JSONText.quoted(fields[f].name)) is null or missing", value: nil)
+            }
+            if let failure {
+                rejects.append(failure)
+                continue
+            }
+            batch.append(row)
+            lines.append(reader.line)
+        }
+        return ParsedBatch(batch: batch, lines: lines, rejects: rejects, read: read, endOffset: reader.offset,
+                           endLine: reader.resumeLine, atEnd: atEnd)
+    }
+
+    private func convert(member m: Int, to field: Field) -> Result<Value, FieldParser.Failure> {
+        let kind = reader.members[m].kind
+        if kind == .null { return .success(.null) }
+        if field.type == .json { return .success(.string(reader.rawValue(m))) }
+        switch kind {
+        case .string:
+            return reader.withValue(m) { bytes in
+                do throws(FieldParser.Failure) { return .success(try FieldParser.parse(bytes, as: field.type)) }
+                catch { return .failure(error) }
+            }
+        case .number:
+            switch field.type {
+            case .int, .double:
+                return reader.withValue(m) { bytes in
+                    do throws(FieldParser.Failure) { return .success(try FieldParser.parse(bytes, as: field.type)) }
+                    catch { return .failure(error) }
+                }
+            case .string:
+                return .success(.string(reader.rawValue(m)))
+            default:
+                return .failure(FieldParser.Failure(reason: "is a JSON number"))
+            }
+        case .true, .false:
+            if field.type == .bool { return .success(.bool(kind == .true)) }
+            return .failure(FieldParser.Failure(reason: "is a JSON boolean"))
+        case .object:
+            return .failure(FieldParser.Failure(reason: "is a JSON object"))
+        case .array:
+            return .failure(FieldParser.Failure(reason: "is a JSON array"))
+        case .null:
+            return .success(.null)
+        }
+    }
+}

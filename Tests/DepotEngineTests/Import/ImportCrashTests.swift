@@ -1,0 +1,121 @@
+import DepotEngine
+import Foundation
+import Testing
+
+/// Runs `ImportChild` (a separate executable of this package) and reads its
+/// output line by line.
+final class ImportChildProcess {
+    let process = Process()
+    private let output = Pipe()
+    private var pending = Data()
+
+    /// The child executable: built by `swift build`/`swift test` next to the test binary.
+    static var executable: URL {
+        let testBinary = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0])
+        var folder = testBinary.deletingLastPathComponent()
+        // On Linux the tests run from `.build/<triple>/debug/DepotPackageTests.xctest`.
+        if folder.lastPathComponent.hasSuffix(".xctest") { folder.deleteLastPathComponent() }
+        return folder.appendingPathComponent("ImportChild")
+    }
+
+    init(arguments: [String]) throws {
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        process.standardOutput = output
+        try process.run()
+    }
+
+    /// The next line the child wrote; `nil` when it closed its output.
+    func nextLine() -> String? {
+        while true {
+            if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                pending.removeSubrange(pending.startIndex...newline)
+                return line
+            }
+            let chunk = output.fileHandleForReading.availableData   // blocks until data or EOF
+            if chunk.isEmpty { return nil }
+            pending.append(chunk)
+        }
+    }
+
+    func kill() {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
+
+@Suite("Import crash (SIGKILL)")
+struct ImportCrashTests {
+    @Test("an import killed with SIGKILL at several points and restarted ends exactly like a clean import",
+          arguments: ["csv", "json"])
+    func killAndResume(_ format: String) async throws {
+        let folder = try TemporaryStore.makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let input = folder.appendingPathComponent("in.\(format)").path
+        // The same records as CSV or as a JSON array.
+        let text = format == "csv" ? ImporterTests.generated(3_000) : ImporterTests.generatedJSONArray(3_000)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: input))
+        func arguments(_ store: String) -> [String] {
+            [folder.appendingPathComponent("\(store).sqlite").path, input,
+             folder.appendingPathComponent("\(store).rejects").path, format, "100"]
+        }
+
+        // One clean run.
+        let clean = try ImportChildProcess(arguments: arguments("clean"))
+        var cleanDone: String?
+        while let line = clean.nextLine() {
+            if line.hasPrefix("done ") { cleanDone = line }
+        }
+        clean.process.waitUntilExit()
+        #expect(clean.process.terminationStatus == 0)
+
+        // Killed after saves 1, 7 and 18 (each kill lands somewhere in the
+        // parse or save of the batch after), then run to its end.
+        for killAfter in [1, 7, 18] {
+            let child = try ImportChildProcess(arguments: arguments("killed"))
+            var reached = false
+            while let line = child.nextLine() {
+                if line.hasPrefix("save "), let n = Int(line.dropFirst(5)), n >= killAfter {
+                    reached = true
+                    break
+                }
+            }
+            #expect(reached)
+            child.kill()
+            #expect(child.process.terminationReason == .uncaughtSignal)
+        }
+        let last = try ImportChildProcess(arguments: arguments("killed"))
+        var resumedDone: String?
+        var resumedSaves: [Int] = []
+        while let line = last.nextLine() {
+            if line.hasPrefix("done ") { resumedDone = line }
+            if line.hasPrefix("save "), let n = Int(line.dropFirst(5)) { resumedSaves.append(n) }
+        }
+        // The last kill came before the end: the last run resumed after save 18 and had saves left to do.
+        #expect(resumedSaves.count > 1 && resumedSaves.first! > 18)
+        last.process.waitUntilExit()
+        #expect(last.process.terminationStatus == 0)
+
+        // The counters, the records, the history and the rejects are one clean run's.
+        #expect(cleanDone != nil)
+        #expect(resumedDone == cleanDone)
+        let a = try await Store.open(StoreConfiguration(name: "travel", path: arguments("clean")[0],
+                                                        entities: [TemporaryStore.tripEntity()]))
+        let b = try await Store.open(StoreConfiguration(name: "travel", path: arguments("killed")[0],
+                                                        entities: [TemporaryStore.tripEntity()]))
+        let all = FetchDescriptor(entity: "Trip", sort: [.init("id")])
+        let cleanRows = try await a.reader.fetch(all)
+        #expect(cleanRows.rows.count > 2_000)
+        #expect(try await b.reader.fetch(all) == cleanRows)
+        let cleanChanges = try await a.reader.history(limit: 100_000).flatMap(\.changes)
+        let resumedChanges = try await b.reader.history(limit: 100_000).flatMap(\.changes)
+        #expect(cleanChanges.filter { $0.kind == .insert }.count == cleanRows.rows.count)
+        #expect(resumedChanges == cleanChanges)
+        #expect(try String(contentsOfFile: arguments("clean")[2], encoding: .utf8)
+            == String(contentsOfFile: arguments("killed")[2], encoding: .utf8))
+        try await a.close()
+        try await b.close()
+    }
+}

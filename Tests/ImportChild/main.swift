@@ -1,0 +1,57 @@
+// A child process for the crash test (ImportCrashTests): imports a file into
+// a store of the tests' Trip entity, printing "save N" after each save so
+// that the parent can kill it with SIGKILL at a known point, and "done JSON"
+// with the final counters.
+//
+// usage: ImportChild STORE INPUT REJECTS FORMAT SAVE_EVERY
+import DepotEngine
+import Foundation
+
+func say(_ text: String) {
+    var line = text + "\n"
+    line.withUTF8 { buf in
+        var done = 0
+        while done < buf.count {
+            let n = write(1, buf.baseAddress! + done, buf.count - done)
+            if n <= 0 { exit(3) }
+            done += n
+        }
+    }
+}
+
+let args = CommandLine.arguments
+guard args.count == 6, let format = ImportOptions.Format(rawValue: args[4]), let saveEvery = Int(args[5]) else {
+    say("usage: ImportChild STORE INPUT REJECTS FORMAT SAVE_EVERY")
+    exit(64)
+}
+do {
+    let trip = try EntitySchema(
+        name: "Trip",
+        fields: [
+            Field(name: "id", type: .string),
+            Field(name: "name", type: .string),
+            Field(name: "destination", type: .string, isOptional: true),
+            Field(name: "startDate", type: .date),
+            Field(name: "endDate", type: .date, isOptional: true),
+            Field(name: "budget", type: .double),
+            Field(name: "isFavorite", type: .bool),
+            Field(name: "notes", type: .string, isOptional: true),
+        ],
+        identifier: ["id"], indexes: [["destination"], ["startDate"]], preserveOnDelete: ["name"])
+    let store = try await Store.open(StoreConfiguration(name: "travel", path: args[1], entities: [trip]))
+    var options = ImportOptions(format: format, saveEvery: saveEvery)
+    options.saveInterval = .seconds(3600)
+    let request = ImportRequest(job: "crash", entity: "Trip", path: args[2], rejectsPath: args[3], options: options)
+    let result = try await Importer.run(request, into: store) { progress in
+        say("save \(progress.saves)")
+    }
+    var final = result
+    final.elapsed = 0
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    say("done " + String(decoding: try encoder.encode(final), as: UTF8.self))
+    try await store.close()
+} catch {
+    say("error \(error)")
+    exit(1)
+}
