@@ -26,9 +26,15 @@ let package = Package(
     targets: [
         // The engine: schema, stores, the store actor, fetch and predicates,
         // aggregates, duplicates, history. Knows nothing of HTTP or systemd.
+        // A C shim for sqlite3_config, which is variadic.
+        .target(
+            name: "CDepotSQLite",
+            linkerSettings: [.linkedLibrary("sqlite3")]
+        ),
         .target(
             name: "DepotEngine",
             dependencies: [
+                "CDepotSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],

@@ -13,12 +13,18 @@ func rssPeakKB() -> Int {
     return 0
 }
 
+// usage: ImportBench DATA.csv|DATA.ndjson WORKDIR [SAVE_EVERY SAVE_INTERVAL_SECONDS]
 let args = CommandLine.arguments
-guard args.count >= 3 else {
-    FileHandle.standardError.write(Data("usage: ImportBench DATA.csv WORKDIR\n".utf8))
+guard args.count == 3 || args.count == 5 else {
+    FileHandle.standardError.write(Data("usage: ImportBench DATA.csv|DATA.ndjson WORKDIR [SAVE_EVERY SAVE_INTERVAL_SECONDS]\n".utf8))
     exit(64)
 }
-let csv = args[1], work = args[2]
+let input = args[1], work = args[2]
+var options = ImportOptions(format: ImportOptions.Format(fileName: input) ?? .csv)
+if args.count == 5 {
+    options.saveEvery = Int(args[3])
+    options.saveInterval = .milliseconds(Int((Double(args[4]) ?? 1) * 1000))
+}
 let trip = try EntitySchema(
     name: "Trip",
     fields: [Field(name: "id", type: .string), Field(name: "name", type: .string),
@@ -28,13 +34,17 @@ let trip = try EntitySchema(
     identifier: ["id"])
 let storePath = work + "/bench.sqlite"
 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storePath + suffix) }
-let store = try await Store.open(StoreConfiguration(name: "bench", path: storePath, entities: [trip]))
+var configuration = StoreConfiguration(name: "bench", path: storePath, entities: [trip])
+// CACHE_MB overrides the writer's page cache, for experiments.
+if let mb = ProcessInfo.processInfo.environment["CACHE_MB"].flatMap(Int.init) { configuration.writerCacheBytes = mb << 20 }
+let store = try await Store.open(configuration)
 let start = ContinuousClock.now
 let result = try await Importer.run(
-    ImportRequest(job: "bench", entity: "Trip", path: csv, rejectsPath: work + "/bench.rejects"), into: store)
+    ImportRequest(job: "bench", entity: "Trip", path: input, rejectsPath: work + "/bench.rejects", options: options),
+    into: store)
 let seconds = Double((ContinuousClock.now - start).components.attoseconds) / 1e18
     + Double((ContinuousClock.now - start).components.seconds)
 let rows = result.read
-print(String(format: "depot: %d rows in %.2f s = %.0f rows/s (inserted %d, updated %d, rejected %d, saves %d), peak RSS %d MB",
-             rows, seconds, Double(rows) / seconds, result.inserted, result.updated, result.rejected, result.saves,
-             rssPeakKB() / 1024))
+print(String(format: "depot %@: %d rows in %.2f s = %.0f rows/s (inserted %d, duplicates %d, updated %d, rejected %d, saves %d), peak RSS %d MB",
+             options.format.rawValue, rows, seconds, Double(rows) / seconds, result.inserted, result.duplicates,
+             result.updated, result.rejected, result.saves, rssPeakKB() / 1024))

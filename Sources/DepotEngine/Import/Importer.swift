@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import Synchronization
 
@@ -20,6 +21,11 @@ import Synchronization
 /// }
 /// ```
 public enum Importer {
+    /// Records per parsed chunk. In-file duplicates within one chunk are
+    /// written once (the last wins); farther apart, the earlier version is
+    /// written first (see ``WriteCounts/duplicates``).
+    static let chunkSize = 8_192
+
     /// Runs (or resumes) an import to its end.
     ///
     /// - Parameter progress: called after every save with the counters so far.
@@ -63,7 +69,7 @@ public enum Importer {
                                      rowidFloor: floor, progress: fresh)
         }
         let rejects = try RejectsFile(path: request.rejectsPath, truncateTo: state.rejectsLength)
-        var batcher: any RecordBatcher = switch options.format {
+        let batcher: any RecordBatcher = switch options.format {
         case .csv, .tsv: try CSVBatcher(request: request, entity: entity, from: state)
         case .ndjson, .json: try JSONBatcher(request: request, entity: entity, from: state)
         }
@@ -80,46 +86,56 @@ public enum Importer {
         let tickerTask = Task { await ticker.run() }
         defer { tickerTask.cancel() }
 
-        var parsed = try batcher.next(max: saveEvery, until: clock.now + saveInterval)
+        // A parser thread reads chunks ahead into a short queue while each
+        // save, one transaction, writes chunks until it has `saveEvery`
+        // records or `saveInterval` has passed: saves stay large (few
+        // commits of the identifier index) while memory holds a few chunks.
+        let queue = ChunkQueue(capacity: 2)
+        let parser = ParserThread(batcher: batcher, queue: queue, chunk: min(saveEvery, Self.chunkSize))
+        parser.start()
+        defer { queue.close() }
         while true {
-            let current = parsed
             let before = state
-            async let saved: ImportCheckpoint = store.save(author: request.author, job: job) { save in
-                let counts = try save.write(current.batch, policy: policy, sourceRowidFloor: floor)
-                var lines = current.rejects
-                for r in counts.rejected {
-                    lines.append(RejectsFile.line(current.lines[r.row], field: r.field, reason: r.reason, value: nil))
-                }
-                try rejects.append(lines)
+            state = try await store.save(author: request.author, job: job) { save in
                 var next = before
-                next.offset = current.endOffset
-                next.line = current.endLine
+                var lines: [String] = []
+                var records = 0
+                let deadline = clock.now + saveInterval
+                repeat {
+                    guard let item = queue.take() else { throw CancellationError() }
+                    let chunk = try item.get()
+                    let counts = try save.write(chunk.batch, policy: policy, sourceRowidFloor: floor)
+                    lines += chunk.rejects
+                    for r in counts.rejected {
+                        lines.append(RejectsFile.line(chunk.lines[r.row], field: r.field, reason: r.reason, value: nil))
+                    }
+                    next.offset = chunk.endOffset
+                    next.line = chunk.endLine
+                    next.progress.read += chunk.read
+                    next.progress.inserted += counts.inserted
+                    next.progress.updated += counts.updated
+                    next.progress.unchanged += counts.unchanged
+                    next.progress.skipped += counts.skipped
+                    next.progress.duplicates += counts.duplicates
+                    next.progress.rejected += chunk.rejects.count + counts.rejected.count
+                    next.progress.bytesRead = chunk.endOffset
+                    next.progress.finished = chunk.atEnd
+                    records += chunk.read
+                } while !next.progress.finished && records < saveEvery && clock.now < deadline
+                try rejects.append(lines)
                 next.rejectsLength = rejects.length
-                next.progress.read += current.read
-                next.progress.inserted += counts.inserted
-                next.progress.updated += counts.updated
-                next.progress.unchanged += counts.unchanged
-                next.progress.skipped += counts.skipped
-                next.progress.duplicates += counts.duplicates
-                next.progress.rejected += current.rejects.count + counts.rejected.count
-                next.progress.bytesRead = current.endOffset
                 next.progress.saves += 1
-                next.progress.finished = current.atEnd
                 try save.setCheckpoint(job: job, data: next.encoded())
                 return next
             }.value
-            // Parse the next batch while this one saves.
-            let upcoming = current.atEnd ? nil : try batcher.next(max: saveEvery, until: clock.now + saveInterval)
-            state = try await saved
             state.progress.elapsed = ProgressTicker.seconds(clock.now - started)
             ticker.update(state.progress)
             progress?(state.progress)
             if case .count(let limit) = options.maxRejects, state.progress.rejected > limit {
                 throw tooManyRejects(state.progress, limit: "\(limit)", request: request)
             }
-            guard let upcoming else { break }
+            if state.progress.finished { break }
             try Task.checkCancellation()
-            parsed = upcoming
         }
         if case .fraction(let f) = options.maxRejects, state.progress.read > 0,
            Double(state.progress.rejected) > f * Double(state.progress.read) {
@@ -226,5 +242,80 @@ final class ProgressTicker: Sendable {
             }
             if let due, !Task.isCancelled { emit(due) }
         }
+    }
+}
+
+/// A short blocking queue of parsed chunks between the parser thread and the
+/// save, which runs on the store's writer thread (never on the cooperative
+/// pool, so blocking there starves no task).
+final class ChunkQueue: @unchecked Sendable {
+    // Safe: every field is read and written under `condition`.
+    private let condition = NSCondition()
+    private var items: [Result<ParsedBatch, any Error>] = []
+    private var closed = false
+    private let capacity: Int
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// Adds a chunk, waiting while the queue is full; false once closed.
+    func put(_ item: Result<ParsedBatch, any Error>) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.count >= capacity && !closed { condition.wait() }
+        if closed { return false }
+        items.append(item)
+        condition.broadcast()
+        return true
+    }
+
+    /// The next chunk, waiting for it; nil once closed.
+    func take() -> Result<ParsedBatch, any Error>? {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.isEmpty && !closed { condition.wait() }
+        if items.isEmpty { return nil }
+        let item = items.removeFirst()
+        condition.broadcast()
+        return item
+    }
+
+    /// Wakes and stops both sides.
+    func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+}
+
+/// Reads the input chunk by chunk on a thread of its own, ahead of the saves.
+final class ParserThread: @unchecked Sendable {
+    // Safe: `batcher` is used only by the thread, after `start()`.
+    private var batcher: any RecordBatcher
+    private let queue: ChunkQueue
+    private let chunk: Int
+
+    init(batcher: any RecordBatcher, queue: ChunkQueue, chunk: Int) {
+        self.batcher = batcher
+        self.queue = queue
+        self.chunk = chunk
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            while true {
+                let item: Result<ParsedBatch, any Error>
+                do {
+                    item = .success(try batcher.next(max: chunk, until: .now + .seconds(86_400)))
+                } catch {
+                    item = .failure(error)
+                }
+                guard queue.put(item) else { return }
+                if case .success(let parsed) = item, !parsed.atEnd { continue }
+                return
+            }
+        }
+        thread.name = "depot-import-parser"
+        thread.start()
     }
 }

@@ -28,8 +28,8 @@ public struct StoreConfiguration: Sendable {
 
     /// Creates a configuration; the defaults are those of the import benchmark.
     public init(name: String, path: String, entities: [EntitySchema],
-                saveEvery: Int = 50_000, saveInterval: Duration = .seconds(1),
-                historyRetention: Duration? = nil, writerCacheBytes: Int = 64 << 20) {
+                saveEvery: Int = 200_000, saveInterval: Duration = .seconds(2),
+                historyRetention: Duration? = nil, writerCacheBytes: Int = 48 << 20) {
         self.name = name
         self.path = path
         self.entities = entities

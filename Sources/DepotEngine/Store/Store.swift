@@ -1,3 +1,4 @@
+import CDepotSQLite
 import Foundation
 import GRDB
 
@@ -38,12 +39,17 @@ public actor Store {
         self.reader = StoreReader(pool: pool, schema: schema, signal: signal)
     }
 
+    /// Process-wide SQLite settings, made once before the first connection:
+    /// no memory statistics, whose global mutex every allocation would take.
+    private static let sqliteSetUp: Int32 = depot_sqlite_disable_memstatus()
+
     /// Opens a store, creating its file or migrating it to the configured schema.
     ///
     /// - Throws: ``DepotError/Code/migrationRefused`` listing every
     ///   incompatible change; ``DepotError/Code/database`` when the file
     ///   cannot be opened (its folder missing, no permission, not a database).
     public static func open(_ configuration: StoreConfiguration) async throws -> Store {
+        _ = sqliteSetUp
         var config = Configuration()
         config.busyMode = .timeout(10)
         config.maximumReaderCount = 8

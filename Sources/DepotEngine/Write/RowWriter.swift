@@ -61,7 +61,7 @@ final class RowWriter {
         lookupSQL = "SELECT rowid, " + entity.fields.map { SQL.quote($0.name) }.joined(separator: ", ")
             + " FROM \(table) WHERE " + entity.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ")
         insertSQL = "INSERT INTO \(table) (" + columns.map(SQL.quote).joined(separator: ", ") + ") VALUES ("
-            + SQL.markers(columns.count) + ")"
+            + SQL.markers(columns.count) + ") ON CONFLICT DO NOTHING"
         let updated: [String] = policy == .replace
             ? entity.fields.map(\.name).filter { !entity.identifier.contains($0) }
             : valueColumns.map { columns[$0] }
@@ -84,6 +84,7 @@ final class RowWriter {
             ? supersededRows(batch) : nil
         let lookup = try db.cachedStatement(sql: lookupSQL).sqliteStatement
         let insert = try db.cachedStatement(sql: insertSQL).sqliteStatement
+        let connection = db.sqliteConnection
         let update = try updateSQL.map { try db.cachedStatement(sql: $0).sqliteStatement }
         var counts = WriteCounts()
         let width = columns.count
@@ -101,6 +102,18 @@ final class RowWriter {
                     counts.rejected.append(Rejection(row: r, field: columns[c],
                         reason: "\(what) \(JSONText.quoted(columns[c])) is null"))
                     continue rows
+                }
+                // A new record most often: try the insert first, which probes
+                // the identifier's index once; only a conflict needs the lookup.
+                if missingRequired.isEmpty {
+                    for c in 0..<width { SQL.bind(row[c], to: insert, at: Int32(c + 1)) }
+                    try SQL.step(insert, db)
+                    sqlite3_reset(insert)
+                    if sqlite3_changes(connection) == 1 {
+                        try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .insert)
+                        counts.inserted += 1
+                        continue rows
+                    }
                 }
                 for (k, c) in identifierColumns.enumerated() {
                     SQL.bind(row[c], to: lookup, at: Int32(k + 1))
