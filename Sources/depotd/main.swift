@@ -1,1 +1,50 @@
+import ArgumentParser
 import DepotDaemon
+import DepotEngine
+import Foundation
+
+/// depotd: the Depot service. See README.md and docs/api.md.
+@main
+struct DepotD: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "depotd",
+        abstract: "Keeps data in SQLite stores and does the heavy background work on them.",
+        discussion: """
+            Runs until SIGTERM or SIGINT; SIGHUP re-reads the configuration.
+            Example: depotd --config config/depot.toml
+            """)
+
+    @Option(name: .long, help: "The configuration file (TOML).")
+    var config = "/etc/depot/depot.toml"
+
+    @Flag(name: .customLong("check-config"), help: "Check the configuration, print what it declares and exit.")
+    var checkConfig = false
+
+    func run() async throws {
+        if checkConfig {
+            do {
+                let c = try DaemonConfig.load(path: config)
+                print("\(config): OK")
+                print("  state_dir \(c.stateDir)")
+                print("  socket    \(c.socket) (mode \(String(c.socketMode, radix: 8)))")
+                for s in c.stores {
+                    print("  store \(s.name) at \(s.path): " + s.entities.map(\.name).joined(separator: ", "))
+                }
+                for w in c.watches { print("  watch \(w.path) -> \(w.store).\(w.entity)") }
+            } catch {
+                FileHandle.standardError.write(Data("\(error)\n".utf8))
+                throw ExitCode(78) // EX_CONFIG
+            }
+            return
+        }
+        do {
+            try await Daemon.run(configPath: config)
+        } catch let error as DaemonConfig.Problems {
+            FileHandle.standardError.write(Data("<3>\(error)\n".utf8))
+            throw ExitCode(78)
+        } catch {
+            FileHandle.standardError.write(Data("<3>depotd: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}

@@ -81,14 +81,8 @@ final class RejectsFile: @unchecked Sendable {
         var text = lines.joined(separator: "\n")
         text.append("\n")
         try text.withUTF8 { buf in
-            var done = 0
-            while done < buf.count {
-                let n = write(fd, buf.baseAddress! + done, buf.count - done)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw DepotError(.database, "cannot write the rejects file \(path): \(String(cString: strerror(errno)))")
-                }
-                done += n
+            if let reason = FileOutput.writeAll(fd, UnsafeRawBufferPointer(buf)) {
+                throw DepotError(.database, "cannot write the rejects file \(path): \(reason)")
             }
             length += Int64(buf.count)
         }
@@ -106,5 +100,24 @@ final class RejectsFile: @unchecked Sendable {
         }
         out += "}"
         return out
+    }
+}
+
+/// Writing to file descriptors.
+package enum FileOutput {
+    /// Writes all of `bytes` to `fd`, retrying after interruptions.
+    ///
+    /// - Returns: `nil`, or why the write failed.
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> String? {
+        var done = 0
+        while done < bytes.count {
+            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return String(cString: strerror(errno))
+            }
+            done += n
+        }
+        return nil
     }
 }

@@ -24,6 +24,10 @@ enum SchemaMigrator {
         CREATE INDEX IF NOT EXISTS depot_changes_txn ON depot_changes(txn);
         CREATE TABLE IF NOT EXISTS depot_checkpoints(
             job TEXT PRIMARY KEY, data BLOB NOT NULL, updated TEXT NOT NULL) STRICT;
+        CREATE TABLE IF NOT EXISTS depot_jobs(
+            seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, record BLOB NOT NULL) STRICT;
+        CREATE TABLE IF NOT EXISTS depot_imported_files(
+            hash TEXT PRIMARY KEY, path TEXT NOT NULL, job TEXT NOT NULL, imported TEXT NOT NULL) STRICT;
         """
 
     struct Definition: Codable {

@@ -1,0 +1,174 @@
+import DepotEngine
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// Each request's context: Hummingbird's core storage plus the connection,
+/// whose peer credentials decide what the client may do.
+public struct DepotRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+    var peer: Peer?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+
+    /// Hummingbird's own body limit; uploads stream past it to the spool file.
+    public var maxUploadSize: Int { 1 << 20 }
+}
+
+/// An error the API turns into `{"error": {"code", "message"}}`.
+public struct APIError: Error, Sendable {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    /// The API's view of an engine error.
+    init(_ error: DepotError) {
+        let status: HTTPResponse.Status = switch error.code {
+        case .unknownEntity: .notFound
+        case .conflict: .conflict
+        case .historyExpired: .gone
+        case .storeClosed: .serviceUnavailable
+        case .database: .internalServerError
+        default: .badRequest
+        }
+        let message = error.code == .database ? "the store could not complete the request; see the daemon's log"
+                                               : error.message
+        self.init(status, error.code.description, message)
+    }
+
+    var body: String {
+        "{\"error\":{\"code\":" + JSONText.quoted(code) + ",\"message\":" + JSONText.quoted(message) + "}}"
+    }
+}
+
+/// Turns every error into the API's JSON error body, reads the peer's
+/// credentials, and counts requests.
+struct APIMiddleware: RouterMiddleware {
+    typealias Context = DepotRequestContext
+    let metrics: Metrics
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        var context = context
+        let response: Response
+        do {
+            context.peer = try await PeerCredentials.read(context.channel)
+            response = try await next(request, context)
+        } catch {
+            let api: APIError
+            switch error {
+            case let e as APIError: api = e
+            case let e as DepotError: api = APIError(e)
+            case let e as HTTPError:
+                api = e.status == .contentTooLarge
+                    ? APIError(.contentTooLarge, "too_large", "the request body is larger than the daemon accepts")
+                    : APIError(e.status, e.status == .notFound ? "not_found" : "bad_request",
+                               e.body ?? e.status.reasonPhrase)
+            default:
+                logger.error("unexpected error serving \(request.method) \(request.uri.path): \(error)")
+                api = APIError(.internalServerError, "internal", "the daemon failed to serve the request; see its log")
+            }
+            if api.status == .internalServerError && !(error is APIError) {
+                logger.error("\(request.method) \(request.uri.path): \(error)")
+            }
+            response = JSONResponse.make(api.body, status: api.status)
+        }
+        let elapsed = ContinuousClock.now - start
+        metrics.request(status: Int(response.status.code),
+                        seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return response
+    }
+}
+
+enum JSONResponse {
+    static func make(_ json: String, status: HTTPResponse.Status = .ok) -> Response {
+        var buffer = ByteBuffer()
+        buffer.writeString(json)
+        buffer.writeString("\n")
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
+    }
+
+    static func encode<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
+        make(String(decoding: try encoder.encode(value), as: UTF8.self), status: status)
+    }
+
+    static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return e
+    }()
+
+    /// An NDJSON stream, one line per element, flushed as each is written.
+    static func stream(_ lines: @escaping @Sendable (_ write: (String) async throws -> Void) async throws -> Void) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/x-ndjson", .cacheControl: "no-cache"],
+                 body: ResponseBody { writer in
+                     try await lines { line in
+                         var buffer = ByteBuffer()
+                         buffer.writeString(line)
+                         buffer.writeString("\n")
+                         try await writer.write(buffer)
+                     }
+                     try await writer.finish(nil)
+                 })
+    }
+}
+
+/// Reads a JSON request body into a `Decodable`, with clear errors.
+enum JSONBody {
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: limit)
+        } catch {
+            throw APIError(.contentTooLarge, "too_large", "the request body is larger than \(limit) bytes")
+        }
+        var bytes = Data(buffer.readableBytesView)
+        if bytes.isEmpty { bytes = Data("{}".utf8) }
+        do {
+            return try JSONDecoder().decode(T.self, from: bytes)
+        } catch let error as DecodingError {
+            throw APIError(.badRequest, "invalid_argument", describe(error))
+        }
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let p = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            return p.isEmpty ? "the body" : "\"\(p)\""
+        }
+        switch error {
+        case .dataCorrupted(let c) where c.codingPath.isEmpty:
+            return "the request body is not valid JSON"
+        case .dataCorrupted(let c): return "\(path(c)): \(c.debugDescription)"
+        case .keyNotFound(let key, let c):
+            return "\(path(c) == "the body" ? "the body" : path(c)) lacks the key \"\(key.stringValue)\""
+        case .typeMismatch(let type, let c): return "\(path(c)) must be \(describe(type))"
+        case .valueNotFound(let type, let c): return "\(path(c)) must be \(describe(type)), not null"
+        @unknown default: return "the request body does not fit: \(error)"
+        }
+    }
+
+    static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type: "an integer"
+        case is Double.Type: "a number"
+        case is Bool.Type: "a boolean"
+        case is [String].Type: "an array of strings"
+        default: "of another type"
+        }
+    }
+}

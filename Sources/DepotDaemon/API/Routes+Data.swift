@@ -1,0 +1,304 @@
+import DepotEngine
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// The body of a fetch.
+struct FetchBody: Decodable {
+    var `where`: String?
+    var arguments: [String: JSONScalar]?
+    var sort: [String]?
+    var nulls: String?
+    var limit: Int?
+    var offset: Int?
+    var fields: [String]?
+    var sectionBy: String?
+    var result: String?
+    var watch: Bool?
+
+    enum CodingKeys: String, CodingKey {
+        case `where`, arguments, sort, nulls, limit, offset, fields, sectionBy = "section_by", result, watch
+    }
+}
+
+struct AggregateBody: Decodable {
+    var field: String?
+    var functions: [String]?
+    var groupBy: [String]?
+    var `where`: String?
+    var arguments: [String: JSONScalar]?
+
+    enum CodingKeys: String, CodingKey {
+        case field, functions, groupBy = "group_by", `where`, arguments
+    }
+}
+
+struct DuplicatesBody: Decodable {
+    var by: [String]
+    var `where`: String?
+    var arguments: [String: JSONScalar]?
+    var limit: Int?
+}
+
+extension ControlRoutes {
+    func value(_ v: Value) -> String {
+        var out = ""
+        JSONText.append(v, to: &out)
+        return out
+    }
+
+    func fetch(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        let body = try await JSONBody.decode(FetchBody.self, from: request, limit: config.maxRequestBytes)
+        let entity = context.parameters.get("entity") ?? ""
+        _ = try store.reader.entity(entity)
+        var nulls: DepotEngine.SortDescriptor.NullsOrder?
+        if let n = body.nulls {
+            guard let order = DepotEngine.SortDescriptor.NullsOrder(rawValue: n) else {
+                throw APIError(.badRequest, "invalid_argument", "nulls must be first or last")
+            }
+            nulls = order
+        }
+        let descriptor = FetchDescriptor(
+            entity: entity, where: body.where, arguments: (body.arguments ?? [:]).mapValues(\.value),
+            sort: (body.sort ?? []).map { DepotEngine.SortDescriptor(parsing: $0, nulls: nulls) }, limit: body.limit,
+            offset: body.offset, fields: body.fields, sectionBy: body.sectionBy)
+        let result = body.result ?? "records"
+        guard ["records", "count", "identifiers"].contains(result) else {
+            throw APIError(.badRequest, "invalid_argument", "result must be records, count or identifiers")
+        }
+        let run: @Sendable () async throws -> String = {
+            switch result {
+            case "count":
+                return "{\"count\":\(try await store.reader.count(descriptor))}"
+            case "identifiers":
+                let ids = try await store.reader.identifiers(descriptor)
+                return "{\"identifiers\":[" + ids.map(\.json).joined(separator: ",") + "]}"
+            default:
+                if descriptor.sectionBy != nil {
+                    let sections = try await store.reader.fetchSections(descriptor)
+                    return "{\"sections\":[" + sections.map { s in
+                        "{\"key\":\(self.value(s.key)),\"records\":["
+                            + (0..<s.records.count).map(s.records.jsonObject(row:)).joined(separator: ",") + "]}"
+                    }.joined(separator: ",") + "]}"
+                }
+                let set = try await store.reader.fetch(descriptor)
+                return "{\"records\":[" + (0..<set.count).map(set.jsonObject(row:)).joined(separator: ",") + "]}"
+            }
+        }
+        guard body.watch == true else {
+            // Validate first: an error must be a status, not a broken stream.
+            return JSONResponse.make(try await run())
+        }
+        let first = try await run()
+        return JSONResponse.stream { write in
+            var version = store.reader.commitCount
+            var text = first
+            while true {
+                let token = try await store.reader.latestToken().map { JSONText.quoted($0.description) } ?? "null"
+                try await write("{\"token\":\(token),\"result\":\(text)}")
+                // At most a few results a second, each after a commit.
+                guard await store.reader.waitForCommit(after: version) else { return }
+                try await Task.sleep(for: .milliseconds(250))
+                version = store.reader.commitCount
+                text = try await run()
+            }
+        }
+    }
+
+    func aggregate(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        let body = try await JSONBody.decode(AggregateBody.self, from: request, limit: config.maxRequestBytes)
+        var functions: [AggregateFunction]?
+        if let names = body.functions {
+            functions = try names.map { name in
+                guard let f = AggregateFunction(rawValue: name) else {
+                    throw APIError(.badRequest, "invalid_argument", "\(JSONText.quoted(name)) is not one of count, sum, avg, min, max")
+                }
+                return f
+            }
+        }
+        let result = try await store.reader.aggregate(AggregateRequest(
+            entity: context.parameters.get("entity") ?? "", field: body.field, functions: functions,
+            groupBy: body.groupBy ?? [], where: body.where, arguments: (body.arguments ?? [:]).mapValues(\.value)))
+        let rows = result.rows.map { row -> String in
+            var parts: [String] = []
+            if !result.groupBy.isEmpty {
+                parts.append("\"group\":{" + zip(result.groupBy, row.groups).map { "\(JSONText.quoted($0)):\(value($1))" }
+                    .joined(separator: ",") + "}")
+            }
+            for (f, v) in zip(result.functions, row.values) { parts.append("\(JSONText.quoted(f.rawValue)):\(value(v))") }
+            return "{" + parts.joined(separator: ",") + "}"
+        }
+        return JSONResponse.make("{\"rows\":[\(rows.joined(separator: ","))]}")
+    }
+
+    func duplicates(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        let body = try await JSONBody.decode(DuplicatesBody.self, from: request, limit: config.maxRequestBytes)
+        let groups = try await store.reader.duplicates(entity: context.parameters.get("entity") ?? "", by: body.by,
+                                                       where: body.where,
+                                                       arguments: (body.arguments ?? [:]).mapValues(\.value),
+                                                       limit: body.limit)
+        let items = groups.map { g in
+            "{\"values\":[" + g.values.map(value).joined(separator: ",") + "],\"identifiers\":["
+                + g.identifiers.map(\.json).joined(separator: ",") + "]}"
+        }
+        return JSONResponse.make("{\"groups\":[\(items.joined(separator: ","))]}")
+    }
+
+    static func transactionJSON(_ t: HistoryTransaction) -> String {
+        let changes = t.changes.map { c -> String in
+            var s = "{\"entity\":\(JSONText.quoted(c.entity)),\"identifier\":\(c.identifier),\"kind\":\"\(c.kind.rawValue)\""
+            if let fields = c.fields { s += ",\"fields\":[" + fields.map(JSONText.quoted).joined(separator: ",") + "]" }
+            if let tomb = c.tombstone { s += ",\"tombstone\":\(tomb)" }
+            return s + "}"
+        }
+        return "{\"token\":\(JSONText.quoted(t.token.description)),\"timestamp\":\(JSONText.quoted(t.timestamp)),"
+            + "\"author\":\(JSONText.quoted(t.author)),\"job\":\(t.job.map(JSONText.quoted) ?? "null"),"
+            + "\"changes\":[\(changes.joined(separator: ","))]}"
+    }
+
+    func history(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        let q = request.uri.queryParameters
+        let after = try q.get("after").map { try HistoryToken.parse(String($0)) }
+        let entity = q.get("entity").map { String($0) }
+        let author = q.get("author").map { String($0) }
+        if let entity { _ = try store.reader.entity(entity) }
+        if q.get("follow") == "true" {
+            // Check the token before the stream starts, so that errors are statuses.
+            _ = try await store.reader.history(after: after, entity: entity, author: author, limit: 1)
+            return JSONResponse.stream { write in
+                for try await t in store.reader.followHistory(after: after, entity: entity, author: author) {
+                    try await write(Self.transactionJSON(t))
+                }
+            }
+        }
+        var limit = 100
+        if let text = q.get("limit") {
+            guard let n = Int(text), n > 0 else {
+                throw APIError(.badRequest, "invalid_argument", "limit must be a positive integer")
+            }
+            limit = min(n, 10_000)
+        }
+        let page = try await store.reader.history(after: after, entity: entity, author: author, limit: limit)
+        return JSONResponse.make("{\"transactions\":[" + page.map(Self.transactionJSON).joined(separator: ",") + "]}")
+    }
+
+    /// `POST /v1/jobs`: checks what it can before the job is queued.
+    func submit(_ body: JobRequest, _ context: DepotRequestContext, path override: String? = nil) async throws -> JobRecord {
+        guard let kind = JobRecord.Kind(rawValue: body.kind) else {
+            throw APIError(.badRequest, "invalid_argument", "kind must be one of "
+                + JobRecord.Kind.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        guard let store = await jobs.store(body.store) else {
+            throw APIError(.notFound, "unknown_store", "no store is named \(JSONText.quoted(body.store))"
+                + DepotError.suggestion(for: body.store, in: await jobs.storeNames))
+        }
+        if kind != .prune {
+            guard let entity = body.entity else {
+                throw APIError(.badRequest, "invalid_argument", "a \(kind.rawValue) job names its entity")
+            }
+            _ = try store.reader.entity(entity)
+        }
+        let peer = context.peer
+        var record = JobRecord(id: Self.newJobID(), kind: kind, store: body.store, entity: body.entity,
+                               author: peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd")
+        record.format = body.format
+        record.onConflict = body.onConflict
+        record.where = body.where
+        record.set = body.set
+        record.by = body.by
+        record.keep = body.keep
+        record.before = body.before
+        record.olderThan = body.olderThan
+        if kind == .import {
+            if let override {
+                record.path = override
+            } else {
+                guard let path = body.path else {
+                    throw APIError(.badRequest, "invalid_argument", "an import names a path on the daemon's machine, "
+                        + "or uploads the data to /v1/stores/STORE/entities/ENTITY/import")
+                }
+                record.path = try checkImportPath(path)
+            }
+        }
+        if kind == .export, let path = body.path {
+            record.path = try checkImportPath(path)
+        }
+        if kind == .update && (body.set ?? [:]).isEmpty {
+            throw APIError(.badRequest, "invalid_argument", "an update job needs set: the fields to change and their values")
+        }
+        return try await jobs.submit(record)
+    }
+
+    /// A path the daemon may read (or write): under one of `import_roots`,
+    /// after symbolic links are resolved.
+    func checkImportPath(_ path: String) throws -> String {
+        guard path.hasPrefix("/") else {
+            throw APIError(.badRequest, "invalid_argument", "the path must be absolute: \(path)")
+        }
+        let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path
+        let parentReal = URL(fileURLWithPath: path).deletingLastPathComponent().resolvingSymlinksInPath()
+            .appendingPathComponent(URL(fileURLWithPath: path).lastPathComponent).standardizedFileURL.path
+        for root in config.importRoots {
+            let r = URL(fileURLWithPath: root).resolvingSymlinksInPath().standardizedFileURL.path
+            for candidate in [real, parentReal] where candidate == r || candidate.hasPrefix(r.hasSuffix("/") ? r : r + "/") {
+                return candidate
+            }
+        }
+        throw APIError(.forbidden, "forbidden", "\(path) is not under an import root ("
+            + (config.importRoots.isEmpty ? "none are configured" : config.importRoots.joined(separator: ", "))
+            + "); upload the file instead, e.g. depotctl import FILE, or add a root to import_roots")
+    }
+
+    static func newJobID() -> String {
+        "j" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+    }
+
+    /// Upload import: the body streams to a spool file, synced to disk,
+    /// then an import job reads it like any file (durable and resumable).
+    func upload(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+        let q = request.uri.queryParameters
+        let format = q.get("format").map { String($0) } ?? "csv"
+        guard ImportOptions.Format(rawValue: format) != nil else {
+            throw APIError(.badRequest, "invalid_argument", "format must be csv, tsv, ndjson or json")
+        }
+        let spool = config.stateDir + "/spool"
+        try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
+        let path = "\(spool)/\(Self.newJobID()).\(format)"
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw APIError(.internalServerError, "internal", "cannot create a spool file") }
+        var total: Int64 = 0
+        do {
+            defer { close(fd) }
+            for try await chunk in request.body {
+                total += Int64(chunk.readableBytes)
+                if total > config.maxUploadBytes {
+                    throw APIError(.contentTooLarge, "too_large",
+                                   "the upload is larger than max_upload_bytes (\(config.maxUploadBytes))")
+                }
+                if let reason = chunk.withUnsafeReadableBytes({ FileOutput.writeAll(fd, $0) }) {
+                    throw APIError(.internalServerError, "internal", "cannot spool the upload: \(reason)")
+                }
+            }
+            guard fsync(fd) == 0 else {
+                throw APIError(.internalServerError, "internal", "cannot spool the upload: \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            unlink(path)
+            throw error
+        }
+        let body = JobRequest(kind: "import", store: context.parameters.get("store") ?? "",
+                              entity: context.parameters.get("entity"), format: format,
+                              onConflict: q.get("on_conflict").map { String($0) })
+        do {
+            return try JSONResponse.encode(try await submit(body, context, path: path), status: .accepted)
+        } catch {
+            unlink(path)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,208 @@
+import DepotEngine
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// The control API of DESIGN §5, under `/v1`.
+public struct ControlRoutes: Sendable {
+    let config: DaemonConfig
+    let jobs: JobManager
+    let access: AccessPolicy
+    let metrics: Metrics
+    let logger: Logger
+
+    public init(config: DaemonConfig, jobs: JobManager, metrics: Metrics, logger: Logger) {
+        self.config = config
+        self.jobs = jobs
+        self.access = AccessPolicy(read: config.readPrincipals, write: config.writePrincipals)
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    func require(_ role: Role, _ context: DepotRequestContext) throws {
+        guard let peer = context.peer else { throw APIError(.forbidden, "forbidden", "the client's identity is unknown") }
+        guard access.allows(peer, role) else { throw APIError(.forbidden, "forbidden", access.refusal(peer, role)) }
+    }
+
+    func store(_ context: DepotRequestContext) async throws -> Store {
+        let name = context.parameters.get("store") ?? ""
+        guard let store = await jobs.store(name) else {
+            throw APIError(.notFound, "unknown_store", "no store is named \(JSONText.quoted(name))"
+                + DepotError.suggestion(for: name, in: await jobs.storeNames))
+        }
+        return store
+    }
+
+    public func router() -> Router<DepotRequestContext> {
+        let router = Router(context: DepotRequestContext.self)
+        router.middlewares.add(APIMiddleware(metrics: metrics, logger: logger))
+        let v1 = router.group("v1")
+        v1.get("health") { _, context in
+            try self.require(.read, context)
+            let names = await self.jobs.storeNames
+            var stores: [String] = []
+            for name in names {
+                guard let s = await self.jobs.store(name) else { continue }
+                do {
+                    try await s.ping()
+                    stores.append("{\"name\":\(JSONText.quoted(name)),\"ok\":true}")
+                } catch {
+                    stores.append("{\"name\":\(JSONText.quoted(name)),\"ok\":false}")
+                }
+            }
+            let all = await self.jobs.all()
+            return JSONResponse.make("{\"status\":\"ok\",\"stores\":[\(stores.joined(separator: ","))],"
+                + "\"jobs\":{\"running\":\(all.filter { $0.state == .running }.count),"
+                + "\"queued\":\(all.filter { $0.state == .queued }.count)}}")
+        }
+        v1.get("metrics") { _, context in
+            try self.require(.read, context)
+            var buffer = ByteBuffer()
+            buffer.writeString(self.metrics.render())
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                            body: .init(byteBuffer: buffer))
+        }
+        v1.get("stores") { _, context in
+            try self.require(.read, context)
+            var items: [String] = []
+            for name in await self.jobs.storeNames {
+                if let s = await self.jobs.store(name) { items.append(try await self.describe(s)) }
+            }
+            return JSONResponse.make("{\"stores\":[\(items.joined(separator: ","))]}")
+        }
+        v1.get("stores/:store") { _, context in
+            try self.require(.read, context)
+            return JSONResponse.make(try await self.describe(try await self.store(context)))
+        }
+        v1.post("stores/:store/entities/:entity/fetch") { request, context in
+            try self.require(.read, context)
+            return try await self.fetch(request, context)
+        }
+        v1.post("stores/:store/entities/:entity/aggregate") { request, context in
+            try self.require(.read, context)
+            return try await self.aggregate(request, context)
+        }
+        v1.post("stores/:store/entities/:entity/duplicates") { request, context in
+            try self.require(.read, context)
+            return try await self.duplicates(request, context)
+        }
+        v1.post("stores/:store/entities/:entity/import") { request, context in
+            try self.require(.write, context)
+            return try await self.upload(request, context)
+        }
+        v1.get("stores/:store/history") { request, context in
+            try self.require(.read, context)
+            return try await self.history(request, context)
+        }
+        v1.delete("stores/:store/history") { request, context in
+            try self.require(.write, context)
+            let store = try await self.store(context)
+            let pruned: Int
+            if let before = request.uri.queryParameters.get("before") {
+                pruned = try await store.pruneHistory(before: try HistoryToken.parse(before))
+            } else if let age = request.uri.queryParameters.get("older_than") {
+                guard let d = DurationText.parse(age) else {
+                    throw APIError(.badRequest, "invalid_argument", "older_than must be a duration such as 7d or 12h")
+                }
+                pruned = try await store.pruneHistory(olderThan: d)
+            } else {
+                throw APIError(.badRequest, "invalid_argument", "say which history to prune: ?before=TOKEN or ?older_than=7d")
+            }
+            return JSONResponse.make("{\"pruned\":\(pruned)}")
+        }
+        v1.post("jobs") { request, context in
+            try self.require(.write, context)
+            let body = try await JSONBody.decode(JobRequest.self, from: request, limit: self.config.maxRequestBytes)
+            let record = try await self.submit(body, context)
+            return try JSONResponse.encode(record, status: .accepted)
+        }
+        v1.get("jobs") { _, context in
+            try self.require(.read, context)
+            return try JSONResponse.encode(["jobs": await self.jobs.all()])
+        }
+        v1.get("jobs/:id") { _, context in
+            try self.require(.read, context)
+            return try JSONResponse.encode(try await self.job(context))
+        }
+        v1.delete("jobs/:id") { _, context in
+            try self.require(.write, context)
+            let id = context.parameters.get("id") ?? ""
+            return try JSONResponse.encode(try await self.jobs.cancel(id))
+        }
+        v1.get("jobs/:id/events") { _, context in
+            try self.require(.read, context)
+            let record = try await self.job(context)
+            let stream = await self.jobs.events(job: record.id)
+            return JSONResponse.stream { write in
+                for await event in stream { try await write(Self.line(event)) }
+            }
+        }
+        v1.get("jobs/:id/rejects") { _, context in
+            try self.require(.read, context)
+            let record = try await self.job(context)
+            guard let path = record.rejects, let data = FileManager.default.contents(atPath: path) else {
+                return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: .init())
+            }
+            return Response(status: .ok, headers: [.contentType: "application/x-ndjson"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        }
+        v1.get("events") { _, context in
+            try self.require(.read, context)
+            let stream = await self.jobs.events(job: nil)
+            return JSONResponse.stream { write in
+                for await event in stream { try await write("{\"job\":" + Self.line(event) + "}") }
+            }
+        }
+        return router
+    }
+
+    static func line(_ record: JobRecord) -> String {
+        (try? String(decoding: JSONResponse.encoder.encode(record), as: UTF8.self)) ?? "{}"
+    }
+
+    func job(_ context: DepotRequestContext) async throws -> JobRecord {
+        let id = context.parameters.get("id") ?? ""
+        guard let record = await jobs.job(id) else {
+            throw APIError(.notFound, "unknown_job", "no job has id \(JSONText.quoted(id))")
+        }
+        return record
+    }
+
+    func describe(_ store: Store) async throws -> String {
+        var entities: [String] = []
+        for e in store.reader.entities {
+            let count = try await store.reader.count(FetchDescriptor(entity: e.name))
+            let fields = e.fields.map { "{\"name\":\(JSONText.quoted($0.name)),\"type\":\(JSONText.quoted($0.declaration))}" }
+            let identifier = e.identifier.map(JSONText.quoted).joined(separator: ",")
+            let indexes = e.indexes.map { "[" + $0.map(JSONText.quoted).joined(separator: ",") + "]" }.joined(separator: ",")
+            entities.append("{\"name\":\(JSONText.quoted(e.name)),\"count\":\(count),\"identifier\":[\(identifier)],"
+                + "\"indexes\":[\(indexes)],\"fields\":[\(fields.joined(separator: ","))]}")
+        }
+        let token = try await store.reader.latestToken().map { JSONText.quoted($0.description) } ?? "null"
+        return "{\"name\":\(JSONText.quoted(store.name)),\"path\":\(JSONText.quoted(store.configuration.path)),"
+            + "\"token\":\(token),\"entities\":[\(entities.joined(separator: ","))]}"
+    }
+}
+
+/// The body of `POST /v1/jobs`.
+struct JobRequest: Decodable {
+    var kind: String
+    var store: String
+    var entity: String?
+    var path: String?
+    var format: String?
+    var onConflict: String?
+    var `where`: String?
+    var set: [String: JSONScalar]?
+    var by: [String]?
+    var keep: String?
+    var before: String?
+    var olderThan: String?
+
+    enum CodingKeys: String, CodingKey {
+        case kind, store, entity, path, format, onConflict = "on_conflict", `where`, set, by, keep, before
+        case olderThan = "older_than"
+    }
+}

@@ -1,0 +1,364 @@
+import DepotEngine
+import Foundation
+import TOMLKit
+
+/// The daemon's configuration (DESIGN §8), read from TOML.
+///
+/// Relative paths resolve against the configuration file's folder, except a
+/// store's `path`, which lies inside `state_dir`. Every problem is collected
+/// and reported at once, each with its key.
+public struct DaemonConfig: Sendable {
+    /// One `[[watch]]` folder.
+    public struct Watch: Sendable, Hashable {
+        public var path: String
+        public var store: String
+        public var entity: String
+        /// `nil` for `auto`: told by each file's extension.
+        public var format: ImportOptions.Format?
+        public var onConflict: ConflictPolicy
+        /// Delete imported files instead of moving them to `.done/`.
+        public var deleteAfter: Bool
+        public var maxRejects: ImportOptions.RejectLimit
+    }
+
+    public var file: String
+    public var stateDir: String
+    public var socket: String
+    public var socketMode: UInt16
+    public var socketGroup: String?
+    public var importRoots: [String]
+    public var logLevel: String
+    /// The largest upload a client may send, in bytes.
+    public var maxUploadBytes: Int64
+    /// The largest JSON request body, in bytes.
+    public var maxRequestBytes: Int
+    /// Connections idle this long are closed.
+    public var idleTimeout: Duration
+    public var readPrincipals: [Principal]
+    public var writePrincipals: [Principal]
+    public var stores: [StoreConfiguration]
+    public var watches: [Watch]
+
+    /// The configuration error: every problem, each as "key: reason".
+    public struct Problems: Error, CustomStringConvertible {
+        public var file: String
+        public var problems: [String]
+        public var description: String {
+            problems.map { "\(file): \($0)" }.joined(separator: "\n")
+        }
+    }
+
+    /// Reads and validates the file at `path`.
+    ///
+    /// - Throws: ``Problems`` listing everything wrong with it.
+    public static func load(path: String) throws -> DaemonConfig {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw Problems(file: path, problems: ["cannot read the configuration: \(String(describing: error.localizedDescription))"])
+        }
+        return try parse(text, file: path)
+    }
+
+    /// Parses configuration text; `file` names it in errors and anchors relative paths.
+    public static func parse(_ text: String, file: String) throws -> DaemonConfig {
+        let table: TOMLTable
+        do {
+            table = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw Problems(file: file, problems: ["line \(error.source.begin.line), column \(error.source.begin.column): "
+                + "not valid TOML: \(error.description)"])
+        }
+        let folder = URL(fileURLWithPath: file).deletingLastPathComponent().standardizedFileURL.path
+        var reader = ConfigReader(folder: folder)
+        let config = reader.read(table, file: file)
+        if !reader.problems.isEmpty { throw Problems(file: file, problems: reader.problems) }
+        return config!
+    }
+}
+
+/// Walks the TOML tree, collecting problems instead of stopping at the first.
+struct ConfigReader {
+    let folder: String
+    var problems: [String] = []
+
+    init(folder: String) { self.folder = folder }
+
+    mutating func problem(_ key: String, _ reason: String) { problems.append("\(key): \(reason)") }
+
+    func resolve(_ path: String, against base: String? = nil) -> String {
+        if path.hasPrefix("/") { return URL(fileURLWithPath: path).standardizedFileURL.path }
+        return URL(fileURLWithPath: base ?? folder).appendingPathComponent(path).standardizedFileURL.path
+    }
+
+    mutating func unknownKeys(_ table: TOMLTable, _ known: Set<String>, at key: String) {
+        for k in table.keys where !known.contains(k) {
+            let suggestion = DepotError.suggestion(for: k, in: Array(known))
+            problem(key.isEmpty ? k : "\(key).\(k)", "unknown key\(suggestion)")
+        }
+    }
+
+    mutating func string(_ table: TOMLTable, _ name: String, at key: String) -> String? {
+        guard let value = table[name] else { return nil }
+        guard let s = value.tomlValue.string else {
+            problem(key, "must be a string")
+            return nil
+        }
+        return s
+    }
+
+    mutating func int(_ table: TOMLTable, _ name: String, at key: String) -> Int? {
+        guard let value = table[name] else { return nil }
+        guard let i = value.tomlValue.int else {
+            problem(key, "must be an integer")
+            return nil
+        }
+        return i
+    }
+
+    mutating func strings(_ table: TOMLTable, _ name: String, at key: String) -> [String]? {
+        guard let value = table[name] else { return nil }
+        guard let array = value.tomlValue.array else {
+            problem(key, "must be an array of strings")
+            return nil
+        }
+        var out: [String] = []
+        for (i, element) in array.enumerated() {
+            guard let s = element.tomlValue.string else {
+                problem("\(key)[\(i)]", "must be a string")
+                continue
+            }
+            out.append(s)
+        }
+        return out
+    }
+
+    mutating func duration(_ table: TOMLTable, _ name: String, at key: String) -> Duration? {
+        guard let value = table[name] else { return nil }
+        if let i = value.tomlValue.int { return .seconds(i) }
+        guard let s = value.tomlValue.string, let d = DurationText.parse(s) else {
+            problem(key, "must be a duration such as \"500ms\", \"2s\", \"5m\", \"1h\" or \"30d\"")
+            return nil
+        }
+        return d
+    }
+
+    mutating func read(_ root: TOMLTable, file: String) -> DaemonConfig? {
+        unknownKeys(root, ["daemon", "access", "store", "watch"], at: "")
+        let daemon = root["daemon"]?.tomlValue.table ?? TOMLTable()
+        if root["daemon"] != nil && root["daemon"]?.tomlValue.table == nil { problem("daemon", "must be a table") }
+        unknownKeys(daemon, ["state_dir", "socket", "socket_mode", "socket_group", "import_roots", "log_level",
+                             "max_upload_bytes", "max_request_bytes", "idle_timeout"], at: "daemon")
+        let stateDir = resolve(string(daemon, "state_dir", at: "daemon.state_dir") ?? "/var/lib/depot")
+        let socket = resolve(string(daemon, "socket", at: "daemon.socket") ?? "/run/depot/depot.sock")
+        var socketMode: UInt16 = 0o660
+        if let text = string(daemon, "socket_mode", at: "daemon.socket_mode") {
+            if let mode = UInt16(text, radix: 8), mode <= 0o777 { socketMode = mode } else {
+                problem("daemon.socket_mode", "must be an octal mode such as \"0660\", not \(JSONText.quoted(text))")
+            }
+        }
+        let socketGroup = string(daemon, "socket_group", at: "daemon.socket_group")
+        let roots = (strings(daemon, "import_roots", at: "daemon.import_roots") ?? []).map { resolve($0) }
+        let logLevel = string(daemon, "log_level", at: "daemon.log_level") ?? "info"
+        let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+        if !levels.contains(logLevel) {
+            problem("daemon.log_level", "must be one of \(levels.joined(separator: ", "))")
+        }
+        let maxUpload = int(daemon, "max_upload_bytes", at: "daemon.max_upload_bytes") ?? (8 << 30)
+        let maxRequest = int(daemon, "max_request_bytes", at: "daemon.max_request_bytes") ?? (1 << 20)
+        let idle = duration(daemon, "idle_timeout", at: "daemon.idle_timeout") ?? .seconds(60)
+
+        var read: [Principal] = [], write: [Principal] = []
+        if let access = root["access"]?.tomlValue.table {
+            unknownKeys(access, ["read", "write"], at: "access")
+            for (name, role) in [("read", 0), ("write", 1)] {
+                for (i, text) in (strings(access, name, at: "access.\(name)") ?? []).enumerated() {
+                    do {
+                        let p = try Principal(parsing: text)
+                        if role == 0 { read.append(p) } else { write.append(p) }
+                    } catch {
+                        problem("access.\(name)[\(i)]", "\(error)")
+                    }
+                }
+            }
+        }
+
+        var stores: [StoreConfiguration] = []
+        var storeNames: Set<String> = []
+        for (i, value) in (root["store"]?.tomlValue.array.map(Array.init) ?? []).enumerated() {
+            let key = "store[\(i)]"
+            guard let table = value.tomlValue.table else {
+                problem(key, "must be a table ([[store]])")
+                continue
+            }
+            if let store = readStore(table, at: key, stateDir: stateDir) {
+                if !storeNames.insert(store.name).inserted {
+                    problem("\(key).name", "store \(JSONText.quoted(store.name)) is declared twice")
+                }
+                stores.append(store)
+            }
+        }
+        if stores.isEmpty && problems.isEmpty { problem("store", "declare at least one [[store]]") }
+
+        var watches: [DaemonConfig.Watch] = []
+        for (i, value) in (root["watch"]?.tomlValue.array.map(Array.init) ?? []).enumerated() {
+            let key = "watch[\(i)]"
+            guard let table = value.tomlValue.table else {
+                problem(key, "must be a table ([[watch]])")
+                continue
+            }
+            unknownKeys(table, ["path", "store", "entity", "format", "on_conflict", "after", "max_rejects"], at: key)
+            guard let path = string(table, "path", at: "\(key).path") else {
+                problem("\(key).path", "is required: the folder to watch")
+                continue
+            }
+            let storeName = string(table, "store", at: "\(key).store") ?? ""
+            let entityName = string(table, "entity", at: "\(key).entity") ?? ""
+            if let store = stores.first(where: { $0.name == storeName }) {
+                if !store.entities.contains(where: { $0.name == entityName }) {
+                    problem("\(key).entity", "store \(JSONText.quoted(storeName)) has no entity \(JSONText.quoted(entityName))"
+                        + DepotError.suggestion(for: entityName, in: store.entities.map(\.name)))
+                }
+            } else {
+                problem("\(key).store", "no store is named \(JSONText.quoted(storeName))"
+                    + DepotError.suggestion(for: storeName, in: stores.map(\.name)))
+            }
+            var format: ImportOptions.Format?
+            let formatText = string(table, "format", at: "\(key).format") ?? "auto"
+            if formatText != "auto" {
+                format = ImportOptions.Format(rawValue: formatText)
+                if format == nil { problem("\(key).format", "must be auto, csv, tsv, ndjson or json") }
+            }
+            let conflictText = string(table, "on_conflict", at: "\(key).on_conflict") ?? "upsert"
+            let policy = ConflictPolicy(rawValue: conflictText)
+            if policy == nil { problem("\(key).on_conflict", "must be upsert, replace, skip or fail") }
+            let after = string(table, "after", at: "\(key).after") ?? "move"
+            if after != "move" && after != "delete" { problem("\(key).after", "must be move or delete") }
+            let maxRejects = rejectLimit(table, at: "\(key).max_rejects")
+            watches.append(.init(path: resolve(path), store: storeName, entity: entityName, format: format,
+                                 onConflict: policy ?? .upsert, deleteAfter: after == "delete",
+                                 maxRejects: maxRejects ?? .count(1_000)))
+        }
+        guard problems.isEmpty else { return nil }
+        return DaemonConfig(file: file, stateDir: stateDir, socket: socket, socketMode: socketMode,
+                            socketGroup: socketGroup, importRoots: roots, logLevel: logLevel,
+                            maxUploadBytes: Int64(maxUpload), maxRequestBytes: maxRequest, idleTimeout: idle,
+                            readPrincipals: read, writePrincipals: write, stores: stores, watches: watches)
+    }
+
+    mutating func rejectLimit(_ table: TOMLTable, at key: String) -> ImportOptions.RejectLimit? {
+        guard let value = table["max_rejects"] else { return nil }
+        if let i = value.tomlValue.int, i >= 0 { return .count(i) }
+        if let d = value.tomlValue.double, d >= 0, d < 1 { return .fraction(d) }
+        if let s = value.tomlValue.string, s.hasSuffix("%"), let p = Double(s.dropLast()), p >= 0, p <= 100 {
+            return .fraction(p / 100)
+        }
+        problem(key, "must be a count (1000), a fraction (0.01) or a percentage (\"1%\")")
+        return nil
+    }
+
+    mutating func readStore(_ table: TOMLTable, at key: String, stateDir: String) -> StoreConfiguration? {
+        unknownKeys(table, ["name", "path", "save_every", "save_interval", "history_retention", "cache_mb", "entity"],
+                    at: key)
+        guard let name = string(table, "name", at: "\(key).name"), !name.isEmpty else {
+            problem("\(key).name", "is required")
+            return nil
+        }
+        if name.contains("/") || name.hasPrefix(".") {
+            problem("\(key).name", "\(JSONText.quoted(name)) cannot contain / or start with a dot")
+        }
+        let path = resolve(string(table, "path", at: "\(key).path") ?? "\(name).sqlite", against: stateDir)
+        var entities: [EntitySchema] = []
+        let entityArray = table["entity"]?.tomlValue.array.map(Array.init) ?? []
+        if entityArray.isEmpty { problem("\(key).entity", "declare at least one [[store.entity]]") }
+        for (j, value) in entityArray.enumerated() {
+            let ekey = "\(key).entity[\(j)]"
+            guard let e = value.tomlValue.table else {
+                problem(ekey, "must be a table ([[store.entity]])")
+                continue
+            }
+            unknownKeys(e, ["name", "identifier", "indexes", "preserve_on_delete", "fields"], at: ekey)
+            let ename = string(e, "name", at: "\(ekey).name") ?? ""
+            var identifier: [String] = []
+            if let single = e["identifier"]?.tomlValue.string {
+                identifier = [single]
+            } else if let list = strings(e, "identifier", at: "\(ekey).identifier") {
+                identifier = list
+            } else {
+                problem("\(ekey).identifier", "is required: a field name, or a list of them for a compound key")
+            }
+            var indexes: [[String]] = []
+            if let raw = e["indexes"] {
+                if let array = raw.tomlValue.array {
+                    for (k, item) in array.enumerated() {
+                        if let s = item.tomlValue.string {
+                            indexes.append([s])
+                        } else if let list = item.tomlValue.array {
+                            indexes.append(list.compactMap { $0.tomlValue.string })
+                        } else {
+                            problem("\(ekey).indexes[\(k)]", "must be a field name or a list of field names")
+                        }
+                    }
+                } else {
+                    problem("\(ekey).indexes", "must be a list such as [[\"destination\"], [\"startDate\"]]")
+                }
+            }
+            let preserve = strings(e, "preserve_on_delete", at: "\(ekey).preserve_on_delete") ?? []
+            var fields: [Field] = []
+            if let ft = e["fields"]?.tomlValue.table {
+                for fname in ft.keys {
+                    guard let decl = ft[fname]?.tomlValue.string else {
+                        problem("\(ekey).fields.\(fname)", "must be a type such as \"string\" or \"date?\"")
+                        continue
+                    }
+                    do { fields.append(try Field(name: fname, declaration: decl)) } catch let error as DepotError {
+                        problem("\(ekey).fields.\(fname)", error.message)
+                    } catch {
+                        problem("\(ekey).fields.\(fname)", "\(error)")
+                    }
+                }
+            } else {
+                problem("\(ekey).fields", "is required: a table of field = \"type\"")
+            }
+            do {
+                entities.append(try EntitySchema(name: ename, fields: fields, identifier: identifier, indexes: indexes,
+                                                 preserveOnDelete: preserve))
+            } catch let error as DepotError {
+                problem(ekey, error.message)
+            } catch {
+                problem(ekey, "\(error)")
+            }
+        }
+        var config = StoreConfiguration(name: name, path: path, entities: entities)
+        if let every = int(table, "save_every", at: "\(key).save_every") {
+            if every > 0 { config.saveEvery = every } else { problem("\(key).save_every", "must be positive") }
+        }
+        if let interval = duration(table, "save_interval", at: "\(key).save_interval") { config.saveInterval = interval }
+        if let retention = duration(table, "history_retention", at: "\(key).history_retention") {
+            config.historyRetention = retention
+        }
+        if let mb = int(table, "cache_mb", at: "\(key).cache_mb") {
+            if mb >= 1 { config.writerCacheBytes = mb << 20 } else { problem("\(key).cache_mb", "must be at least 1") }
+        }
+        return config
+    }
+}
+
+/// Durations as the configuration and the API write them: `500ms`, `2s`,
+/// `5m`, `1h`, `7d`, or a number of seconds.
+public enum DurationText {
+    public static func parse(_ text: String) -> Duration? {
+        let s = text.trimmingCharacters(in: .whitespaces)
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800)]
+        for (suffix, scale) in units where s.hasSuffix(suffix) {
+            let number = s.dropLast(suffix.count)
+            // "ms" must not be read as "m" + "s".
+            if suffix == "s", number.hasSuffix("m") { continue }
+            guard let v = Double(number), v >= 0, v.isFinite else { return nil }
+            return .milliseconds(Int64((v * scale * 1000).rounded()))
+        }
+        if let v = Double(s), v >= 0, v.isFinite { return .milliseconds(Int64((v * 1000).rounded())) }
+        return nil
+    }
+}

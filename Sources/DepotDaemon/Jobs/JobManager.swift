@@ -1,0 +1,213 @@
+import DepotEngine
+import Foundation
+import Logging
+import Synchronization
+
+/// Runs the jobs: persisted in their store, one at a time per store in FIFO
+/// order, stores in parallel; an interrupted job resumes when the daemon
+/// starts again, from its last checkpoint.
+public actor JobManager {
+    private var stores: [String: Store] = [:]
+    private var jobs: [String: JobRecord] = [:]
+    private var order: [String] = []
+    private var queues: [String: [String]] = [:]
+    private var running: [String: Task<Void, Never>] = [:]
+    private var busy: Set<String> = []
+    private var subscribers: [UUID: (job: String?, continuation: AsyncStream<JobRecord>.Continuation)] = [:]
+    private var stopping = false
+    private let stateDir: String
+    private let logger: Logger
+    private let metrics: Metrics
+    /// Called when a job reaches a final state (watched folders move their file).
+    private var finishHooks: [@Sendable (JobRecord) async -> Void] = []
+
+    public init(stateDir: String, logger: Logger, metrics: Metrics) {
+        self.stateDir = stateDir
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    public func onFinish(_ hook: @escaping @Sendable (JobRecord) async -> Void) { finishHooks.append(hook) }
+
+    /// Adds a store and resumes its unfinished jobs.
+    public func add(store: Store) async throws {
+        stores[store.name] = store
+        for (id, bytes) in try await store.jobs() {
+            guard var record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)) else {
+                logger.warning("job record \(id) of store \(store.name) is unreadable; skipped")
+                continue
+            }
+            if jobs[id] == nil { order.append(id) }
+            if !record.state.isFinal {
+                record.state = .queued
+                queues[store.name, default: []].append(id)
+                logger.info("job \(id) resumes", metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)"])
+            }
+            jobs[id] = record
+        }
+        pump(store.name)
+    }
+
+    public func store(_ name: String) -> Store? { stores[name] }
+    public var storeNames: [String] { stores.keys.sorted() }
+
+    public func all() -> [JobRecord] { order.compactMap { jobs[$0] } }
+    public func job(_ id: String) -> JobRecord? { jobs[id] }
+
+    public var runningSummary: String {
+        let active = order.compactMap { jobs[$0] }.filter { $0.state == .running }
+        if active.isEmpty { return "idle; \(stores.count) store\(stores.count == 1 ? "" : "s") open" }
+        return active.map(\.summary).joined(separator: "; ")
+    }
+
+    /// Persists and queues a job.
+    public func submit(_ record: JobRecord) async throws -> JobRecord {
+        guard !stopping else { throw DepotError(.storeClosed, "the daemon is stopping and takes no new jobs") }
+        guard let store = stores[record.store] else {
+            throw DepotError(.unknownEntity, "no store is named \(JSONText.quoted(record.store))"
+                + DepotError.suggestion(for: record.store, in: storeNames))
+        }
+        try await persist(record, in: store)
+        jobs[record.id] = record
+        order.append(record.id)
+        queues[record.store, default: []].append(record.id)
+        publish(record)
+        metrics.jobSubmitted(record.kind.rawValue)
+        pump(record.store)
+        return record
+    }
+
+    /// Cancels a queued job at once, a running one at its next save.
+    public func cancel(_ id: String) async throws -> JobRecord {
+        guard var record = jobs[id] else { throw DepotError(.unknownEntity, "no job has id \(JSONText.quoted(id))") }
+        switch record.state {
+        case .queued:
+            queues[record.store]?.removeAll { $0 == id }
+            record.state = .cancelled
+            record.finished = Clock.timestamp()
+            try await finish(record)
+        case .running:
+            running[id]?.cancel()
+        default:
+            break
+        }
+        return jobs[id] ?? record
+    }
+
+    /// Events of one job (or of all jobs, with `nil`): its record each time it changes.
+    /// For one job the stream starts with its current record and ends when it is final.
+    public func events(job id: String?) -> AsyncStream<JobRecord> {
+        let (stream, continuation) = AsyncStream.makeStream(of: JobRecord.self, bufferingPolicy: .bufferingNewest(64))
+        let key = UUID()
+        if let id, let record = jobs[id] {
+            continuation.yield(record)
+            if record.state.isFinal {
+                continuation.finish()
+                return stream
+            }
+        }
+        subscribers[key] = (id, continuation)
+        continuation.onTermination = { _ in Task { await self.unsubscribe(key) } }
+        return stream
+    }
+
+    private func unsubscribe(_ key: UUID) { subscribers[key] = nil }
+
+    private func publish(_ record: JobRecord) {
+        for (key, s) in subscribers where s.job == nil || s.job == record.id {
+            s.continuation.yield(record)
+            if s.job != nil && record.state.isFinal {
+                s.continuation.finish()
+                subscribers[key] = nil
+            }
+        }
+    }
+
+    /// Stops taking jobs and lets the running ones reach their next save;
+    /// they stay unfinished in their store and resume on the next start.
+    public func shutdown() async {
+        stopping = true
+        let tasks = Array(running.values)
+        for t in tasks { t.cancel() }
+        for t in tasks { await t.value }
+        for (_, s) in subscribers { s.continuation.finish() }
+        subscribers.removeAll()
+    }
+
+    private func persist(_ record: JobRecord, in store: Store) async throws {
+        try await store.putJob(id: record.id, record: Array(try JSONEncoder().encode(record)))
+    }
+
+    private func update(_ record: JobRecord) {
+        jobs[record.id] = record
+        publish(record)
+    }
+
+    private func finish(_ record: JobRecord) async throws {
+        jobs[record.id] = record
+        if let store = stores[record.store] { try await persist(record, in: store) }
+        publish(record)
+        metrics.jobFinished(record.state.rawValue)
+        let text = "job \(record.id) \(record.state.rawValue)" + (record.error.map { ": \($0)" } ?? "")
+        logger.log(level: record.state == .failed ? .error : .info, "\(text)",
+                   metadata: ["JOB_ID": "\(record.id)", "STORE": "\(record.store)"])
+        for hook in finishHooks { await hook(record) }
+    }
+
+    /// Starts the next queued job of `store` when none runs.
+    private func pump(_ storeName: String) {
+        guard !stopping, !busy.contains(storeName), let store = stores[storeName],
+              var queue = queues[storeName], !queue.isEmpty else { return }
+        let id = queue.removeFirst()
+        queues[storeName] = queue
+        guard var record = jobs[id] else { return }
+        busy.insert(storeName)
+        record.state = .running
+        record.started = record.started ?? Clock.timestamp()
+        update(record)
+        let start = record
+        running[id] = Task {
+            await self.execute(start, store: store)
+        }
+    }
+
+    private func execute(_ start: JobRecord, store: Store) async {
+        var record = start
+        do {
+            try await persist(record, in: store)
+            try await JobExecutor(stateDir: stateDir, store: store, metrics: metrics) { progress in
+                Task { await self.progressed(progress) }
+            }.run(&record)
+            record.state = .succeeded
+            record.error = nil
+        } catch is CancellationError {
+            if stopping {
+                // Interrupted by shutdown: stays unfinished, resumes next start.
+                running[record.id] = nil
+                busy.remove(store.name)
+                return
+            }
+            record.state = .cancelled
+        } catch let error as DepotError {
+            record.state = .failed
+            record.error = error.message
+        } catch {
+            record.state = .failed
+            record.error = "\(error)"
+        }
+        if stopping && record.state == .cancelled { return }
+        record.finished = Clock.timestamp()
+        if let latest = jobs[record.id] { record.rate = record.rate == 0 ? latest.rate : record.rate }
+        do { try await finish(record) } catch {
+            logger.error("cannot record the end of job \(record.id): \(error)")
+        }
+        running[record.id] = nil
+        busy.remove(store.name)
+        pump(store.name)
+    }
+
+    private func progressed(_ record: JobRecord) {
+        guard let current = jobs[record.id], current.state == .running else { return }
+        update(record)
+    }
+}

@@ -1,6 +1,0 @@
-import DepotEngine
-import Hummingbird
-import NIOExtras
-import ServiceLifecycle
-import TOMLKit
-import CSystemd

@@ -1,0 +1,52 @@
+import Foundation
+import GRDB
+
+/// The records a service keeps with a store: its jobs (in submission order)
+/// and the content hashes of the files it imported, in the store's own file
+/// (`depot_jobs`, `depot_imported_files`), so that they share its fate.
+extension Store {
+    /// Creates or replaces the record of job `id` (opaque bytes, usually JSON).
+    public func putJob(id: String, record: [UInt8]) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "INSERT INTO depot_jobs(id, record) VALUES (?, ?) "
+                + "ON CONFLICT(id) DO UPDATE SET record = excluded.record",
+                arguments: [id, Data(record)])
+        }
+    }
+
+    /// Every job record, oldest first.
+    public nonisolated func jobs() async throws -> [(id: String, record: [UInt8])] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, record FROM depot_jobs ORDER BY seq").map {
+                (id: $0["id"] as String, record: [UInt8]($0["record"] as Data))
+            }
+        }
+    }
+
+    /// Forgets job records beyond the newest `keep` that are in a final state
+    /// (the caller says which ids those are), with their checkpoints.
+    public func removeJobs(_ ids: [String]) async throws {
+        guard !ids.isEmpty else { return }
+        try await pool.write { db in
+            for id in ids {
+                try db.execute(sql: "DELETE FROM depot_jobs WHERE id = ?", arguments: [id])
+                try db.execute(sql: "DELETE FROM depot_checkpoints WHERE job = ?", arguments: [id])
+            }
+        }
+    }
+
+    /// The job that imported content with this hash, if any.
+    public nonisolated func importedFile(hash: String) async throws -> String? {
+        try await pool.read { db in
+            try String.fetchOne(db, sql: "SELECT job FROM depot_imported_files WHERE hash = ?", arguments: [hash])
+        }
+    }
+
+    /// Remembers that content with this hash was imported by `job`.
+    public func recordImportedFile(hash: String, path: String, job: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "INSERT INTO depot_imported_files(hash, path, job, imported) VALUES (?, ?, ?, ?) "
+                + "ON CONFLICT(hash) DO NOTHING", arguments: [hash, path, job, Timestamp.now()])
+        }
+    }
+}
