@@ -93,6 +93,11 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "DepotDaemonTests",
+            dependencies: ["DepotDaemon", "DepotEngine"],
+            swiftSettings: swiftSettings
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

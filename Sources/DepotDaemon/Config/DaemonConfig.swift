@@ -199,7 +199,7 @@ struct ConfigReader {
                 stores.append(store)
             }
         }
-        if stores.isEmpty && problems.isEmpty { problem("store", "declare at least one [[store]]") }
+        if stores.isEmpty && root["store"] == nil { problem("store", "declare at least one [[store]]") }
 
         var watches: [DaemonConfig.Watch] = []
         for (i, value) in (root["watch"]?.tomlValue.array.map(Array.init) ?? []).enumerated() {

@@ -146,12 +146,13 @@ public actor JobManager {
     private func finish(_ record: JobRecord) async throws {
         jobs[record.id] = record
         if let store = stores[record.store] { try await persist(record, in: store) }
+        // Hooks first (a watched file moves), then the final event.
+        for hook in finishHooks { await hook(record) }
         publish(record)
         metrics.jobFinished(record.state.rawValue)
         let text = "job \(record.id) \(record.state.rawValue)" + (record.error.map { ": \($0)" } ?? "")
         logger.log(level: record.state == .failed ? .error : .info, "\(text)",
                    metadata: ["JOB_ID": "\(record.id)", "STORE": "\(record.store)"])
-        for hook in finishHooks { await hook(record) }
     }
 
     /// Starts the next queued job of `store` when none runs.

@@ -1,0 +1,307 @@
+@testable import DepotDaemon
+import DepotEngine
+import Foundation
+import Testing
+
+extension UnixHTTP {
+    /// Reads a streamed response line by line until `done` says so (or the stream ends).
+    static func stream(socket: String, path: String, done: (String) -> Bool) throws -> [String] {
+        let fd = try connect(socket)
+        defer { close(fd) }
+        send(fd, Data("GET \(path) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n\r\n".utf8))
+        var raw = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            raw.append(contentsOf: buffer[0..<n])
+            let lines = parse(raw).body.split(separator: "\n").map(String.init)
+            if lines.contains(where: done) { return lines }
+        }
+        return parse(raw).body.split(separator: "\n").map(String.init)
+    }
+}
+
+func json(_ line: String) -> [String: Any] {
+    (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+}
+
+/// `count` trips as CSV.
+func tripsCSV(_ count: Int, prefix: String = "t") -> String {
+    var text = "id,name,destination,startDate,budget,isFavorite\n"
+    for i in 0..<count {
+        text += "\(prefix)\(i),Trip \(i),City \(i % 9),2025-03-\(10 + i % 18),\(i % 1000).5,\(i % 2 == 0)\n"
+    }
+    return text
+}
+
+@Suite("depotd configuration")
+struct ConfigTests {
+    @Test("every problem is reported at once, with its key")
+    func problems() {
+        let text = """
+            [daemon]
+            socket_mode = "0999"
+            log_level = "loud"
+            colour = "blue"
+            [[store]]
+            name = "s"
+              [[store.entity]]
+              name = "E"
+              identifier = "id"
+                [store.entity.fields]
+                id = "text"
+            [[watch]]
+            path = "in"
+            store = "t"
+            entity = "E"
+            on_conflict = "merge"
+            """
+        #expect(throws: DaemonConfig.Problems.self) { try DaemonConfig.parse(text, file: "/etc/depot/depot.toml") }
+        do {
+            _ = try DaemonConfig.parse(text, file: "/etc/depot/depot.toml")
+        } catch let error as DaemonConfig.Problems {
+            let d = error.description
+            #expect(d.contains("/etc/depot/depot.toml: daemon.socket_mode: must be an octal mode"))
+            #expect(d.contains("daemon.log_level: must be one of"))
+            #expect(d.contains("daemon.colour: unknown key"))
+            #expect(d.contains("store[0].entity[0].fields.id: field \"id\" has type \"text\""))
+            #expect(d.contains("watch[0].store: no store is named \"t\""))
+            #expect(d.contains("watch[0].on_conflict: must be upsert, replace, skip or fail"))
+            // ...and the consequence: the entity's identifier names no valid field.
+            #expect(error.problems.count == 7)
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test("relative paths resolve against the file's folder; store paths inside state_dir")
+    func paths() throws {
+        let c = try DaemonConfig.parse(DaemonProcess.config(), file: "/srv/depot/conf/depot.toml")
+        #expect(c.stateDir == "/srv/depot/conf/state")
+        #expect(c.socket == "/srv/depot/conf/depot.sock")
+        #expect(c.importRoots == ["/srv/depot/conf/inbox"])
+        #expect(c.stores[0].path == "/srv/depot/conf/state/travel.sqlite")
+        #expect(c.stores[0].saveInterval == .seconds(3600))
+        #expect(DurationText.parse("500ms") == .milliseconds(500))
+        #expect(DurationText.parse("7d") == .seconds(604_800))
+        #expect(DurationText.parse("soon") == nil)
+    }
+
+    @Test("depotd --check-config says OK or lists the problems and exits 78")
+    func checkConfig() throws {
+        let folder = try DaemonProcess.makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let good = folder.appendingPathComponent("good.toml")
+        try Data(DaemonProcess.config().utf8).write(to: good)
+        let bad = folder.appendingPathComponent("bad.toml")
+        try Data("[daemon]\nsocket = 3\n".utf8).write(to: bad)
+        for (file, status) in [(good, Int32(0)), (bad, Int32(78))] {
+            let p = Process()
+            p.executableURL = DaemonProcess.executable
+            p.arguments = ["--config", file.path, "--check-config"]
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(p.terminationStatus == status)
+            if status != 0 {
+                #expect(message.contains("bad.toml: daemon.socket: must be a string"))
+                #expect(message.contains("store: declare at least one [[store]]"))
+            }
+        }
+    }
+}
+
+@Suite("depotd over its socket", .serialized)
+struct DaemonAPITests {
+    @Test("errors are JSON with fitting statuses; an import by path runs as a job to its end")
+    func api() throws {
+        let d = try DaemonProcess()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        #expect(try d.request("GET", "/v1/health").status == 200)
+        let unknown = try d.request("GET", "/v1/stores/travl")
+        #expect(unknown.status == 404)
+        #expect((unknown.object["error"] as? [String: Any])?["code"] as? String == "unknown_store")
+        #expect(((unknown.object["error"] as? [String: Any])?["message"] as? String)?.contains("did you mean \"travel\"") == true)
+        let badPredicate = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"where": "budget >"}"#)
+        #expect(badPredicate.status == 400)
+        #expect((badPredicate.object["error"] as? [String: Any])?["code"] as? String == "invalid_predicate")
+        #expect(try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: "{nope").status == 400)
+        #expect(try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"limit": "ten"}"#).body
+            .contains("\\\"limit\\\" must be an integer") == true)
+        let typeMismatch = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"where": "budget == 'x'"}"#)
+        #expect(typeMismatch.status == 400)
+
+        // Outside import_roots: refused; inside: imported.
+        let outside = try d.request("POST", "/v1/jobs", body: #"{"kind":"import","store":"travel","entity":"Trip","path":"/etc/passwd"}"#)
+        #expect(outside.status == 403)
+        let file = d.folder.appendingPathComponent("inbox/trips.csv")
+        try Data(tripsCSV(1_000).utf8).write(to: file)
+        let accepted = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
+        #expect(accepted.status == 202)
+        let id = accepted.object["id"] as? String ?? ""
+        let events = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(id)/events") { json($0)["state"] as? String == "succeeded" }
+        #expect(json(events.last ?? "")["inserted"] as? Int == 1_000)
+        let count = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count","where":"destination == 'City 3'"}"#)
+        #expect(count.body == "{\"count\":111}\n")
+
+        // An upload, spooled then imported.
+        let upload = try UnixHTTP.request(socket: d.socket, method: "POST",
+                                          path: "/v1/stores/travel/entities/Trip/import?format=csv",
+                                          body: Data(tripsCSV(10, prefix: "u").utf8), contentType: "text/csv")
+        #expect(upload.status == 202)
+        let uploadID = upload.object["id"] as? String ?? ""
+        let uploaded = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(uploadID)/events") { json($0)["state"] as? String == "succeeded" }
+        #expect(json(uploaded.last ?? "")["inserted"] as? Int == 10)
+
+        // History: oldest first, with changes.
+        let history = try d.request("GET", "/v1/stores/travel/history?limit=1")
+        let first = (history.object["transactions"] as? [[String: Any]])?.first
+        #expect(first?["token"] as? String == "1")
+        #expect((first?["changes"] as? [Any])?.count == 1_000)
+        // Metrics count what happened.
+        #expect(try d.request("GET", "/v1/metrics").body.contains("depot_rows_imported_total 1010"))
+        #expect(d.stop() == 0)
+    }
+
+    @Test("a client of another uid is refused with 403 saying which role it lacks", .enabled(if: getuid() == 0))
+    func access() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config(socketMode: "0666", extra: """
+            [access]
+            read = ["uid:65533"]
+            """))
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        func asUser(_ uid: Int, _ method: String, _ path: String) throws -> String {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            let script = """
+                import socket,sys
+                s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                s.sendall(("%s %s HTTP/1.1\\r\\nHost: d\\r\\nConnection: close\\r\\nContent-Length: 2\\r\\n\\r\\n{}" % (sys.argv[2], sys.argv[3])).encode())
+                out=b""
+                while True:
+                    b=s.recv(65536)
+                    if not b: break
+                    out+=b
+                sys.stdout.write(out.decode())
+                """
+            p.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", script, d.socket, method, path]
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            return text
+        }
+        let stranger = try asUser(65534, "GET", "/v1/stores")
+        #expect(stranger.hasPrefix("HTTP/1.1 403"))
+        #expect(stranger.contains("uid 65534") && stranger.contains("the read role is needed"))
+        let reader = try asUser(65533, "GET", "/v1/stores")
+        #expect(reader.hasPrefix("HTTP/1.1 200"))
+        let readerWrites = try asUser(65533, "DELETE", "/v1/stores/travel/history?older_than=1d")
+        #expect(readerWrites.hasPrefix("HTTP/1.1 403"))
+        #expect(readerWrites.contains("the write role is needed"))
+    }
+
+    @Test("watched folder: a file renamed in is imported and moved to .done; garbage goes to .failed with its reason; the same content again is not imported")
+    func watchedFolder() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config(extra: """
+            [[watch]]
+            path = "inbox/trips"
+            store = "travel"
+            entity = "Trip"
+            """))
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let inbox = d.folder.appendingPathComponent("inbox/trips")
+        func drop(_ text: String, as name: String) throws {
+            let aside = inbox.appendingPathComponent(".\(name).part")
+            try Data(text.utf8).write(to: aside)
+            #expect(rename(aside.path, inbox.appendingPathComponent(name).path) == 0)
+        }
+        // Follow all events while dropping files, until both jobs ended.
+        var finished: [String: String] = [:]
+        let good = tripsCSV(50)
+        try drop(good, as: "a.csv")
+        try drop("this is not a CSV file of trips\n\u{1}\u{2}", as: "b.csv")
+        _ = try UnixHTTP.stream(socket: d.socket, path: "/v1/events") { line in
+            let job = json(line)["job"] as? [String: Any] ?? [:]
+            if let file = job["watch_file"] as? String, let state = job["state"] as? String,
+               ["succeeded", "failed"].contains(state) {
+                finished[URL(fileURLWithPath: file).lastPathComponent] = state
+            }
+            return finished.count == 2
+        }
+        #expect(finished == ["a.csv": "succeeded", "b.csv": "failed"])
+        // A job's final event goes out after its file has moved.
+        #expect(FileManager.default.fileExists(atPath: inbox.appendingPathComponent(".done/a.csv").path))
+        let error = try String(contentsOf: inbox.appendingPathComponent(".failed/b.csv.error.json"), encoding: .utf8)
+        #expect(error.contains("no column for identifier field"))
+        // The same content under another name: not imported again, moved to .done.
+        let before = try d.request("GET", "/v1/jobs").object["jobs"] as? [Any]
+        try drop(good, as: "c.csv")
+        // A dropped file is considered in the order events arrive; an
+        // import job for d.csv (new content) after c.csv proves c.csv was handled.
+        try drop(tripsCSV(5, prefix: "z"), as: "d.csv")
+        _ = try UnixHTTP.stream(socket: d.socket, path: "/v1/events") { line in
+            let job = json(line)["job"] as? [String: Any] ?? [:]
+            return (job["watch_file"] as? String)?.hasSuffix("d.csv") == true && job["state"] as? String == "succeeded"
+        }
+        let after = try d.request("GET", "/v1/jobs").object["jobs"] as? [[String: Any]] ?? []
+        #expect(after.count == (before?.count ?? 0) + 1)
+        #expect(FileManager.default.fileExists(atPath: inbox.appendingPathComponent(".done/c.csv").path))
+    }
+
+    @Test("SIGTERM in the middle of an import: exit 0 at a save boundary; the restart completes the job exactly")
+    func sigtermAndResume() throws {
+        let folder = try DaemonProcess.makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("inbox"), withIntermediateDirectories: true)
+        try Data(DaemonProcess.config(saveEvery: 2_000).utf8).write(to: folder.appendingPathComponent("depot.toml"))
+        let file = folder.appendingPathComponent("inbox/big.csv")
+        try Data(tripsCSV(200_000).utf8).write(to: file)
+        let first = try DaemonProcess(folder: folder)
+        let accepted = try first.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
+        let id = accepted.object["id"] as? String ?? ""
+        _ = try UnixHTTP.stream(socket: first.socket, path: "/v1/jobs/\(id)/events") { (json($0)["saves"] as? Int ?? 0) >= 3 }
+        #expect(first.stop() == 0)
+        #expect(first.notify.waitFor(prefix: "STOPPING=1", timeout: 5) != nil)
+        #expect(first.log.contains("stopping: running jobs finish their current save"))
+
+        let second = try DaemonProcess(folder: folder)
+        defer { second.stop() }
+        let events = try UnixHTTP.stream(socket: second.socket, path: "/v1/jobs/\(id)/events") {
+            ["succeeded", "failed"].contains(json($0)["state"] as? String ?? "")
+        }
+        let last = json(events.last ?? "")
+        #expect(last["state"] as? String == "succeeded")
+        #expect(last["inserted"] as? Int == 200_000)
+        #expect(last["read"] as? Int == 200_000)
+        let count = try second.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#)
+        #expect(count.body == "{\"count\":200000}\n")
+        // One insert logged per record, none twice.
+        var changes = 0
+        var after = ""
+        while true {
+            let page = try second.request("GET", "/v1/stores/travel/history?limit=1000" + after)
+            let transactions = page.object["transactions"] as? [[String: Any]] ?? []
+            if transactions.isEmpty { break }
+            for t in transactions { changes += (t["changes"] as? [Any])?.count ?? 0 }
+            after = "&after=\(transactions.last?["token"] as? String ?? "")"
+        }
+        #expect(changes == 200_000)
+    }
+
+    @Test("sd_notify: READY=1, STATUS=, WATCHDOG=1 while the stores answer, STOPPING=1")
+    func notify() throws {
+        let d = try DaemonProcess(environment: ["WATCHDOG_USEC": "400000"])
+        defer { try? FileManager.default.removeItem(at: d.folder) }
+        #expect(d.notify.waitFor(prefix: "READY=1", timeout: 1) != nil)
+        #expect(d.notify.waitFor(prefix: "STATUS=", timeout: 5)?.contains("idle") == true)
+        #expect(d.notify.waitFor(prefix: "WATCHDOG=1", timeout: 5) != nil)
+        #expect(d.stop() == 0)
+        #expect(d.notify.waitFor(prefix: "STOPPING=1", timeout: 5) != nil)
+    }
+}

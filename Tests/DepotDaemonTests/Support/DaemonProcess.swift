@@ -1,0 +1,239 @@
+import Foundation
+import Testing
+
+/// A `depotd` started as a child process on a temporary configuration, with
+/// a datagram socket as its `NOTIFY_SOCKET`, so that tests wait for its
+/// `READY=1` (and read its other systemd messages) instead of sleeping.
+final class DaemonProcess {
+    let folder: URL
+    let process = Process()
+    let notify: NotifySocket
+    var socket: String { folder.appendingPathComponent("depot.sock").path }
+    var configPath: String { folder.appendingPathComponent("depot.toml").path }
+    let stderrPath: String
+
+    /// The daemon executable, built next to the test binary.
+    static var executable: URL {
+        let testBinary = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0])
+        var folder = testBinary.deletingLastPathComponent()
+        if folder.lastPathComponent.hasSuffix(".xctest") { folder.deleteLastPathComponent() }
+        return folder.appendingPathComponent("depotd")
+    }
+
+    static func makeFolder() throws -> URL {
+        let folder = URL(fileURLWithPath: "/tmp").appendingPathComponent("depotd-test-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
+        return folder
+    }
+
+    /// The Trip store, and whatever `extra` TOML adds (watches, access).
+    static func config(saveEvery: Int = 200_000, socketMode: String = "0660", extra: String = "") -> String {
+        """
+        [daemon]
+        state_dir = "state"
+        socket = "depot.sock"
+        socket_mode = "\(socketMode)"
+        import_roots = ["inbox"]
+        log_level = "debug"
+
+        [[store]]
+        name = "travel"
+        save_every = \(saveEvery)
+        save_interval = "1h"
+
+          [[store.entity]]
+          name = "Trip"
+          identifier = "id"
+          indexes = [["destination"]]
+          preserve_on_delete = ["name"]
+
+            [store.entity.fields]
+            id = "string"
+            name = "string"
+            destination = "string?"
+            startDate = "date"
+            endDate = "date?"
+            budget = "double"
+            isFavorite = "bool"
+            notes = "string?"
+        \(extra)
+        """
+    }
+
+    /// Writes the configuration (first time only) and starts the daemon;
+    /// returns once it sent `READY=1`.
+    init(folder: URL? = nil, config: String = DaemonProcess.config(), environment: [String: String] = [:]) throws {
+        self.folder = try folder ?? Self.makeFolder()
+        try FileManager.default.createDirectory(at: self.folder.appendingPathComponent("inbox"),
+                                                withIntermediateDirectories: true)
+        if !FileManager.default.fileExists(atPath: self.folder.appendingPathComponent("depot.toml").path) {
+            try Data(config.utf8).write(to: self.folder.appendingPathComponent("depot.toml"))
+        }
+        notify = try NotifySocket(path: self.folder.appendingPathComponent("notify-\(UUID().uuidString.prefix(6)).sock").path)
+        stderrPath = self.folder.appendingPathComponent("depotd-\(UUID().uuidString.prefix(6)).log").path
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.executableURL = Self.executable
+        process.arguments = ["--config", self.folder.appendingPathComponent("depot.toml").path]
+        var env = ProcessInfo.processInfo.environment
+        env["NOTIFY_SOCKET"] = notify.path
+        env.removeValue(forKey: "JOURNAL_STREAM")
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        guard notify.waitFor(prefix: "READY=1", timeout: 60) != nil else {
+            let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+            process.terminate()
+            throw DaemonError(message: "depotd did not become ready:\n\(log)")
+        }
+    }
+
+    struct DaemonError: Error, CustomStringConvertible { var message: String; var description: String { message } }
+
+    var log: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// SIGTERM, then waits for the exit.
+    @discardableResult
+    func stop() -> Int32 {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            process.waitUntilExit()
+        }
+        return process.terminationStatus
+    }
+
+    func request(_ method: String, _ path: String, body: String? = nil) throws -> HTTPResult {
+        try UnixHTTP.request(socket: socket, method: method, path: path, body: body.map { Data($0.utf8) })
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// A datagram socket standing in for systemd's notification socket.
+final class NotifySocket {
+    let path: String
+    private let fd: Int32
+    private(set) var received: [String] = []
+
+    init(path: String) throws {
+        self.path = path
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() where i < raw.count - 1 { raw[i] = b }
+        }
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard ok == 0 else { throw DaemonProcess.DaemonError(message: "cannot bind \(path)") }
+    }
+
+    deinit { close(fd) }
+
+    /// Waits for a message starting with `prefix` (each datagram may hold
+    /// several newline-separated assignments); `nil` after `timeout` seconds.
+    func waitFor(prefix: String, timeout: Double) -> String? {
+        if let hit = received.first(where: { $0.hasPrefix(prefix) }) { return hit }
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while Date() < deadline {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let left = Int32(max(1, deadline.timeIntervalSinceNow * 1000))
+            guard poll(&pfd, 1, left) > 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { continue }
+            let lines = String(decoding: buffer[0..<n], as: UTF8.self).split(separator: "\n").map(String.init)
+            received += lines
+            if let hit = lines.first(where: { $0.hasPrefix(prefix) }) { return hit }
+        }
+        return nil
+    }
+}
+
+struct HTTPResult {
+    var status: Int
+    var body: String
+    var json: Any? { try? JSONSerialization.jsonObject(with: Data(body.utf8), options: [.fragmentsAllowed]) }
+    var object: [String: Any] { json as? [String: Any] ?? [:] }
+}
+
+/// HTTP/1.1 over a Unix socket with `Connection: close`, for the tests.
+enum UnixHTTP {
+    static func connect(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() where i < raw.count - 1 { raw[i] = b }
+        }
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard ok == 0 else {
+            close(fd)
+            throw DaemonProcess.DaemonError(message: "cannot connect to \(path): \(String(cString: strerror(errno)))")
+        }
+        return fd
+    }
+
+    static func send(_ fd: Int32, _ data: Data) {
+        data.withUnsafeBytes { raw in
+            var done = 0
+            while done < raw.count {
+                let n = write(fd, raw.baseAddress! + done, raw.count - done)
+                if n <= 0 { return }
+                done += n
+            }
+        }
+    }
+
+    static func request(socket: String, method: String, path: String, body: Data? = nil,
+                        contentType: String = "application/json") throws -> HTTPResult {
+        let fd = try connect(socket)
+        defer { close(fd) }
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n"
+        if let body { head += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n" }
+        head += "\r\n"
+        send(fd, Data(head.utf8) + (body ?? Data()))
+        var response = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            response.append(contentsOf: buffer[0..<n])
+        }
+        return parse(response)
+    }
+
+    static func parse(_ response: Data) -> HTTPResult {
+        let text = String(decoding: response, as: UTF8.self)
+        guard let split = text.range(of: "\r\n\r\n") else { return HTTPResult(status: 0, body: text) }
+        let head = text[..<split.lowerBound]
+        let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+        var body = String(text[split.upperBound...])
+        if head.lowercased().contains("transfer-encoding: chunked") { body = dechunk(body) }
+        return HTTPResult(status: status, body: body)
+    }
+
+    static func dechunk(_ text: String) -> String {
+        var out = ""
+        var rest = Substring(text)
+        while let lineEnd = rest.range(of: "\r\n") {
+            guard let size = Int(rest[..<lineEnd.lowerBound], radix: 16), size > 0 else { break }
+            let start = lineEnd.upperBound
+            let bytes = Array(rest[start...].utf8)
+            out += String(decoding: bytes.prefix(size), as: UTF8.self)
+            rest = Substring(String(decoding: bytes.dropFirst(size + 2), as: UTF8.self))
+        }
+        return out
+    }
+}
