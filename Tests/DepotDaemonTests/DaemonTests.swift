@@ -305,3 +305,41 @@ struct DaemonAPITests {
         #expect(d.notify.waitFor(prefix: "STOPPING=1", timeout: 5) != nil)
     }
 }
+
+@Suite("systemd units")
+struct UnitTests {
+    @Test("the unit files pass systemd-analyze verify and the service's exposure is 2.0 or lower",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
+    func verify() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let folder = try DaemonProcess.makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let service = try String(contentsOf: root.appendingPathComponent("systemd/depotd.service"), encoding: .utf8)
+            .replacingOccurrences(of: "/usr/local/bin/depotd", with: DaemonProcess.executable.path)
+        try Data(service.utf8).write(to: folder.appendingPathComponent("depotd.service"))
+        try FileManager.default.copyItem(at: root.appendingPathComponent("systemd/depotd.socket"),
+                                         to: folder.appendingPathComponent("depotd.socket"))
+        func run(_ args: [String]) throws -> (Int32, String) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
+            p.arguments = args
+            p.currentDirectoryURL = folder
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = out
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            return (p.terminationStatus, text)
+        }
+        let (verify, text) = try run(["verify", "--man=no", "--recursive-errors=yes",
+                                      folder.appendingPathComponent("depotd.service").path,
+                                      folder.appendingPathComponent("depotd.socket").path])
+        #expect(verify == 0, "\(text)")
+        let (security, report) = try run(["security", "--offline=yes", "--threshold=20",
+                                          folder.appendingPathComponent("depotd.service").path])
+        #expect(security == 0, "\(report)")
+        #expect(report.contains("Overall exposure level for depotd.service"))
+    }
+}

@@ -15,7 +15,6 @@ public final class Metrics: Sendable {
         var requestSeconds = 0.0
         var requestCount = 0
         var requestBuckets = [Int](repeating: 0, count: Metrics.buckets.count)
-        var openConnections = 0
     }
     static let buckets: [Double] = [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1, 5]
     private let state = Mutex(State())
@@ -44,8 +43,6 @@ public final class Metrics: Sendable {
         }
     }
 
-    func connection(opened: Bool) { state.withLock { $0.openConnections += opened ? 1 : -1 } }
-
     /// The Prometheus text exposition.
     public func render() -> String {
         let s = state.withLock { $0 }
@@ -67,8 +64,6 @@ public final class Metrics: Sendable {
         out += "depot_request_duration_seconds_bucket{le=\"+Inf\"} \(s.requestCount)\n"
         out += "depot_request_duration_seconds_sum \(s.requestSeconds)\n"
         out += "depot_request_duration_seconds_count \(s.requestCount)\n"
-        out += "# HELP depot_open_connections Open control connections.\n# TYPE depot_open_connections gauge\n"
-        out += "depot_open_connections \(s.openConnections)\n"
         return out
     }
 }
