@@ -24,10 +24,14 @@ public enum Daemon {
         let notifier = SystemdNotifier()
         let metrics = Metrics()
         let runtime = try await DaemonRuntime.start(config: config, metrics: metrics, logger: logger)
-        let app = runtime.application(notifier: notifier)
+        let server: any Service = if let fd = SocketActivation.inheritedSocket() {
+            runtime.adoptedServer(descriptor: fd, notifier: notifier)
+        } else {
+            runtime.application(notifier: notifier)
+        }
         var groupConfig = ServiceGroupConfiguration(
             services: [
-                .init(service: app),
+                .init(service: server),
                 .init(service: SystemdService(runtime: runtime, notifier: notifier, logger: logger)),
                 .init(service: ReloadService(runtime: runtime, configPath: configPath, notifier: notifier, logger: logger)),
                 .init(service: JobService(runtime: runtime, notifier: notifier)),
@@ -79,6 +83,13 @@ public final class DaemonRuntime: Sendable {
         let store = try await Store.open(storeConfig)
         try await jobs.add(store: store)
         logger.info("store \(storeConfig.name) open at \(storeConfig.path)", metadata: ["STORE": "\(storeConfig.name)"])
+    }
+
+    /// The control API on a socket systemd handed in.
+    func adoptedServer(descriptor: Int32, notifier: SystemdNotifier) -> AdoptedSocketServer {
+        let routes = ControlRoutes(config: config, jobs: jobs, metrics: metrics, logger: logger)
+        return AdoptedSocketServer(descriptor: descriptor, responder: routes.router().buildResponder(), idleTimeout: config.idleTimeout,
+                                   logger: logger, onRunning: { notifier.ready() })
     }
 
     /// The HTTP application on the control socket.

@@ -294,6 +294,41 @@ struct DaemonAPITests {
         #expect(changes == 200_000)
     }
 
+    @Test("socket activation: depotd serves on the socket systemd-socket-activate hands in, and leaves it in place",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate")))
+    func socketActivation() throws {
+        let folder = try DaemonProcess.makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("inbox"), withIntermediateDirectories: true)
+        try Data(DaemonProcess.config().utf8).write(to: folder.appendingPathComponent("depot.toml"))
+        let socket = folder.appendingPathComponent("activated.sock").path
+        let notify = try NotifySocket(path: folder.appendingPathComponent("notify.sock").path)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
+        p.arguments = ["-l", socket, "-E", "NOTIFY_SOCKET=\(notify.path)", DaemonProcess.executable.path,
+                       "--config", folder.appendingPathComponent("depot.toml").path]
+        let err = Pipe()
+        p.standardError = err
+        try p.run()
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() } }
+        // systemd-socket-activate says when it listens; the first connection execs depotd.
+        var said = ""
+        while !said.contains("Listening on") {
+            let chunk = err.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            said += String(decoding: chunk, as: UTF8.self)
+        }
+        #expect(said.contains("Listening on \(socket)"))
+        let health = try UnixHTTP.request(socket: socket, method: "GET", path: "/v1/health")
+        #expect(health.status == 200)
+        #expect(notify.waitFor(prefix: "READY=1", timeout: 10) != nil)
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        var st = stat()
+        #expect(stat(socket, &st) == 0, "the adopted socket file is left in place")
+    }
+
     @Test("sd_notify: READY=1, STATUS=, WATCHDOG=1 while the stores answer, STOPPING=1")
     func notify() throws {
         let d = try DaemonProcess(environment: ["WATCHDOG_USEC": "400000"])
