@@ -134,6 +134,18 @@ struct DaemonAPITests {
             .contains("\\\"limit\\\" must be an integer") == true)
         let typeMismatch = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"where": "budget == 'x'"}"#)
         #expect(typeMismatch.status == 400)
+        #expect(try d.request("GET", "/v1/no/such/thing").status == 404)
+        // Too large a body: 413; a client that sends garbage gets 400 and the daemon carries on.
+        let huge = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch",
+                                 body: "{\"where\": \"" + String(repeating: "a", count: 2 << 20) + "\"}")
+        #expect(huge.status == 413)
+        let fd = try UnixHTTP.connect(d.socket)
+        UnixHTTP.send(fd, Data("GARBAGE\r\n\r\n".utf8))
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        #expect(String(decoding: buffer[0..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 400"))
+        #expect(try d.request("GET", "/v1/health").status == 200)
 
         // Outside import_roots: refused; inside: imported.
         let outside = try d.request("POST", "/v1/jobs", body: #"{"kind":"import","store":"travel","entity":"Trip","path":"/etc/passwd"}"#)

@@ -84,7 +84,11 @@ struct APIMiddleware: RouterMiddleware {
             if api.status == .internalServerError && !(error is APIError) {
                 logger.error("\(request.method) \(request.uri.path): \(error)")
             }
-            response = JSONResponse.make(api.body, status: api.status)
+            var errorResponse = JSONResponse.make(api.body, status: api.status)
+            // The rest of a refused body is not read: close the connection
+            // rather than leave the client waiting.
+            if api.status == .contentTooLarge { errorResponse.headers[.connection] = "close" }
+            response = errorResponse
         }
         let elapsed = ContinuousClock.now - start
         metrics.request(status: Int(response.status.code),
@@ -129,13 +133,18 @@ enum JSONResponse {
 /// Reads a JSON request body into a `Decodable`, with clear errors.
 enum JSONBody {
     static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: limit)
-        } catch {
+        // Read on past the limit (discarding, up to a bound) so that a client
+        // that writes its whole body before reading gets its 413.
+        var bytes = Data()
+        var total = 0
+        for try await chunk in request.body {
+            total += chunk.readableBytes
+            if total <= limit { bytes.append(contentsOf: chunk.readableBytesView) }
+            if total > 64 << 20 { break }
+        }
+        if total > limit {
             throw APIError(.contentTooLarge, "too_large", "the request body is larger than \(limit) bytes")
         }
-        var bytes = Data(buffer.readableBytesView)
         if bytes.isEmpty { bytes = Data("{}".utf8) }
         do {
             return try JSONDecoder().decode(T.self, from: bytes)

@@ -50,12 +50,18 @@ public struct Peer: Sendable, Hashable {
 
     /// The peer's user name, when the system knows it.
     public var userName: String? {
-        guard let pw = getpwuid(uid) else { return nil }
-        return String(cString: pw.pointee.pw_name)
+        UserDatabase.lock.withLock {
+            guard let pw = getpwuid(uid) else { return nil }
+            return String(cString: pw.pointee.pw_name)
+        }
     }
 
     /// The peer's primary and supplementary groups.
     var groups: Set<UInt32> {
+        UserDatabase.lock.withLock { groupsLocked }
+    }
+
+    private var groupsLocked: Set<UInt32> {
         var result: Set<UInt32> = [gid]
         guard let pw = getpwuid(uid) else { return result }
         var count: Int32 = 64
@@ -93,11 +99,12 @@ public struct AccessPolicy: Sendable {
         switch principal {
         case .uid(let n): return peer.uid == n
         case .user(let name):
-            guard let pw = getpwnam(name) else { return false }
-            return pw.pointee.pw_uid == peer.uid
+            let uid: uid_t? = UserDatabase.lock.withLock { getpwnam(name).map { $0.pointee.pw_uid } }
+            return uid == peer.uid
         case .group(let name):
-            guard let gr = getgrnam(name) else { return false }
-            return peer.groups.contains(gr.pointee.gr_gid)
+            let gid: gid_t? = UserDatabase.lock.withLock { getgrnam(name).map { $0.pointee.gr_gid } }
+            guard let gid else { return false }
+            return peer.groups.contains(gid)
         }
     }
 
@@ -116,4 +123,9 @@ public struct AccessPolicy: Sendable {
         return "\(peer.description) may not \(role == .read ? "read" : "write"): the \(role.rawValue) role is needed, "
             + "which [access] gives to \(who)"
     }
+}
+
+/// getpwuid, getpwnam and getgrnam return static buffers: one caller at a time.
+enum UserDatabase {
+    static let lock = NSLock()
 }

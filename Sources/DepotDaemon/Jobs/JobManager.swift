@@ -146,6 +146,12 @@ public actor JobManager {
     private func finish(_ record: JobRecord) async throws {
         jobs[record.id] = record
         if let store = stores[record.store] { try await persist(record, in: store) }
+        // An upload's spool file goes once it is imported (kept when the job
+        // failed, for a look at what was sent).
+        if record.kind == .import, record.watchFile == nil, record.state != .failed,
+           let path = record.path, path.hasPrefix(stateDir + "/spool/") {
+            unlink(path)
+        }
         // Hooks first (a watched file moves), then the final event.
         for hook in finishHooks { await hook(record) }
         publish(record)
@@ -196,7 +202,6 @@ public actor JobManager {
             record.state = .failed
             record.error = "\(error)"
         }
-        if stopping && record.state == .cancelled { return }
         record.finished = Clock.timestamp()
         if let latest = jobs[record.id] { record.rate = record.rate == 0 ? latest.rate : record.rate }
         do { try await finish(record) } catch {

@@ -185,11 +185,13 @@ enum UnixHTTP {
         return fd
     }
 
+    /// Sends `data`; a peer that closed early ends the sending (MSG_NOSIGNAL:
+    /// no SIGPIPE for the test process).
     static func send(_ fd: Int32, _ data: Data) {
         data.withUnsafeBytes { raw in
             var done = 0
             while done < raw.count {
-                let n = write(fd, raw.baseAddress! + done, raw.count - done)
+                let n = Foundation.send(fd, raw.baseAddress! + done, raw.count - done, Int32(MSG_NOSIGNAL))
                 if n <= 0 { return }
                 done += n
             }
