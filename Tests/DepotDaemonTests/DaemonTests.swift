@@ -160,6 +160,16 @@ struct DaemonAPITests {
         let count = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count","where":"destination == 'City 3'"}"#)
         #expect(count.body == "{\"count\":111}\n")
 
+        // max_rejects: one bad record past a limit of 0 fails the job, saying why.
+        let bad = d.folder.appendingPathComponent("inbox/bad.csv")
+        try Data((tripsCSV(3, prefix: "b") + "b9,Bad,Oslo,2025-01-01,cheap,true\n").utf8).write(to: bad)
+        let strict = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(bad.path)\",\"max_rejects\":\"0\"}")
+        let strictEvents = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(strict.object["id"] as? String ?? "")/events") {
+            ["succeeded", "failed"].contains(json($0)["state"] as? String ?? "")
+        }
+        #expect(json(strictEvents.last ?? "")["state"] as? String == "failed")
+        #expect((json(strictEvents.last ?? "")["error"] as? String)?.contains("more than max_rejects (0)") == true)
+
         // An upload, spooled then imported.
         let upload = try UnixHTTP.request(socket: d.socket, method: "POST",
                                           path: "/v1/stores/travel/entities/Trip/import?format=csv",
@@ -175,7 +185,7 @@ struct DaemonAPITests {
         #expect(first?["token"] as? String == "1")
         #expect((first?["changes"] as? [Any])?.count == 1_000)
         // Metrics count what happened.
-        #expect(try d.request("GET", "/v1/metrics").body.contains("depot_rows_imported_total 1010"))
+        #expect(try d.request("GET", "/v1/metrics").body.contains("depot_rows_imported_total 1014"))
         #expect(d.stop() == 0)
     }
 

@@ -208,6 +208,7 @@ extension ControlRoutes {
                                author: peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd")
         record.format = body.format
         record.onConflict = body.onConflict
+        record.maxRejects = body.maxRejects
         record.where = body.where
         record.set = body.set
         record.by = body.by
@@ -293,7 +294,8 @@ extension ControlRoutes {
         }
         let body = JobRequest(kind: "import", store: context.parameters.get("store") ?? "",
                               entity: context.parameters.get("entity"), format: format,
-                              onConflict: q.get("on_conflict").map { String($0) })
+                              onConflict: q.get("on_conflict").map { String($0) },
+                              maxRejects: q.get("max_rejects").map { String($0) })
         do {
             return try JSONResponse.encode(try await submit(body, context, path: path), status: .accepted)
         } catch {

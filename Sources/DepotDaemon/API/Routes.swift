@@ -194,6 +194,7 @@ struct JobRequest: Decodable {
     var path: String?
     var format: String?
     var onConflict: String?
+    var maxRejects: String?
     var `where`: String?
     var set: [String: JSONScalar]?
     var by: [String]?
@@ -202,7 +203,7 @@ struct JobRequest: Decodable {
     var olderThan: String?
 
     enum CodingKeys: String, CodingKey {
-        case kind, store, entity, path, format, onConflict = "on_conflict", `where`, set, by, keep, before
+        case kind, store, entity, path, format, onConflict = "on_conflict", maxRejects = "max_rejects", `where`, set, by, keep, before
         case olderThan = "older_than"
     }
 }

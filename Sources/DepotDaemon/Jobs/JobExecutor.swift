@@ -39,6 +39,12 @@ struct JobExecutor {
                 }
                 options.onConflict = policy
             }
+            if let text = record.maxRejects {
+                guard let limit = ImportOptions.RejectLimit(text: text) else {
+                    throw DepotError(.invalidArgument, "max_rejects must be a count (1000), a fraction (0.01) or a percentage (1%)")
+                }
+                options.maxRejects = limit
+            }
             let folder = Self.jobFolder(stateDir)
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let rejects = "\(folder)/\(record.id).rejects.ndjson"

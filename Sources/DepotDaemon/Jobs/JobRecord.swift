@@ -28,6 +28,8 @@ public struct JobRecord: Codable, Sendable, Hashable {
     public var path: String?
     public var format: String?
     public var onConflict: String?
+    /// import: when rejects fail the job: a count ("1000"), a fraction ("0.01") or a percentage ("1%").
+    public var maxRejects: String?
     public var `where`: String?
     public var set: [String: JSONScalar]?
     public var by: [String]?
@@ -60,7 +62,7 @@ public struct JobRecord: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey {
         case id, kind, store, entity, state, author, created, started, finished, path, format
-        case onConflict = "on_conflict", `where`, set, by, keep, before, olderThan = "older_than"
+        case onConflict = "on_conflict", maxRejects = "max_rejects", `where`, set, by, keep, before, olderThan = "older_than"
         case watchFile = "watch_file", contentHash = "content_hash"
         case read, inserted, updated, unchanged, skipped, duplicates, rejected, deleted, exported
         case bytesRead = "bytes_read", bytesTotal = "bytes_total", saves, rate, eta, error, rejects
@@ -155,5 +157,22 @@ enum Clock {
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return f.string(from: Date())
+    }
+}
+
+extension ImportOptions.RejectLimit {
+    /// Reads "1000", "0.01" or "1%".
+    init?(text: String) {
+        if let n = Int(text), n >= 0 { self = .count(n); return }
+        if text.hasSuffix("%"), let p = Double(text.dropLast()), p >= 0, p <= 100 { self = .fraction(p / 100); return }
+        if let f = Double(text), f >= 0, f < 1 { self = .fraction(f); return }
+        return nil
+    }
+
+    var text: String {
+        switch self {
+        case .count(let n): String(n)
+        case .fraction(let f): String(f)
+        }
     }
 }

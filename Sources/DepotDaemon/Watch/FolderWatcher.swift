@@ -93,6 +93,7 @@ public actor FolderWatcher {
             record.watchFile = path
             record.contentHash = hash
             record.onConflict = watch.onConflict.rawValue
+            record.maxRejects = watch.maxRejects.text
             if let format = watch.format ?? ImportOptions.Format(fileName: name) {
                 record.format = format.rawValue
             } else {
