@@ -23,8 +23,8 @@ extension Store {
         }
     }
 
-    /// Forgets job records beyond the newest `keep` that are in a final state
-    /// (the caller says which ids those are), with their checkpoints.
+    /// Forgets these jobs' records and checkpoints (for finished jobs a
+    /// service no longer lists).
     public func removeJobs(_ ids: [String]) async throws {
         guard !ids.isEmpty else { return }
         try await pool.write { db in
