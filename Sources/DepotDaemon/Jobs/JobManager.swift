@@ -84,7 +84,7 @@ public actor JobManager {
         case .queued:
             queues[record.store]?.removeAll { $0 == id }
             record.state = .cancelled
-            record.finished = Clock.timestamp()
+            record.finished = Timestamp.now()
             try await finish(record)
         case .running:
             running[id]?.cancel()
@@ -170,7 +170,7 @@ public actor JobManager {
         guard var record = jobs[id] else { return }
         busy.insert(storeName)
         record.state = .running
-        record.started = record.started ?? Clock.timestamp()
+        record.started = record.started ?? Timestamp.now()
         update(record)
         let start = record
         running[id] = Task {
@@ -202,7 +202,7 @@ public actor JobManager {
             record.state = .failed
             record.error = "\(error)"
         }
-        record.finished = Clock.timestamp()
+        record.finished = Timestamp.now()
         if let latest = jobs[record.id] { record.rate = record.rate == 0 ? latest.rate : record.rate }
         do { try await finish(record) } catch {
             logger.error("cannot record the end of job \(record.id): \(error)")

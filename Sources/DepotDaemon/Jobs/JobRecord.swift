@@ -75,7 +75,7 @@ public struct JobRecord: Codable, Sendable, Hashable {
         self.entity = entity
         self.state = .queued
         self.author = author
-        self.created = Clock.timestamp()
+        self.created = Timestamp.now()
     }
 
     mutating func apply(_ p: ImportProgress) {
@@ -148,15 +148,6 @@ public enum JSONScalar: Codable, Sendable, Hashable {
         case .double(let d): .double(d)
         case .string(let s): .string(s)
         }
-    }
-}
-
-enum Clock {
-    /// Now as ISO 8601 UTC with milliseconds.
-    static func timestamp() -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return f.string(from: Date())
     }
 }
 

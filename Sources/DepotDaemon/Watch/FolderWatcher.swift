@@ -51,8 +51,6 @@ public actor FolderWatcher {
         await scan(wd)
     }
 
-    public var watchedFolders: [DaemonConfig.Watch] { Array(watches.values).sorted { $0.path < $1.path } }
-
     public func stop() {
         stopped.set()
     }
@@ -201,9 +199,11 @@ enum ContentHash {
             let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
             if chunk.isEmpty { break }
             size += chunk.count
-            for byte in chunk {
-                a = (a ^ UInt64(byte)) &* 0x100_0000_01b3
-                b = (b &* 0x100_0000_01b3) ^ UInt64(byte) ^ (b >> 29)
+            chunk.withUnsafeBytes { bytes in
+                for byte in bytes {
+                    a = (a ^ UInt64(byte)) &* 0x100_0000_01b3
+                    b = (b &* 0x100_0000_01b3) ^ UInt64(byte) ^ (b >> 29)
+                }
             }
         }
         return String(a, radix: 16) + String(b, radix: 16) + "-" + String(size)

@@ -51,8 +51,8 @@ struct CSVBatcher: RecordBatcher {
         }
     }
 
-    /// Reads up to `max` records, or until `deadline`.
-    mutating func next(max: Int, until deadline: ContinuousClock.Instant) throws -> ParsedBatch {
+    /// Reads up to `max` records.
+    mutating func next(max: Int) throws -> ParsedBatch {
         var batch = RecordBatch(entity: entity.name, columns: columns.map(\.field.name), reservingCapacity: max)
         var lines: [Int] = []
         lines.reserveCapacity(max)
@@ -61,9 +61,7 @@ struct CSVBatcher: RecordBatcher {
         var row: [Value] = []
         row.reserveCapacity(columns.count)
         var atEnd = false
-        let clock = ContinuousClock()
         while batch.count + rejects.count < max {
-            if read & 1023 == 1023, clock.now >= deadline { break }
             guard let item = try reader.next() else {
                 atEnd = true
                 break

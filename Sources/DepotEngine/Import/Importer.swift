@@ -179,8 +179,8 @@ protocol RecordBatcher {
     /// Where the first record starts (after a header), for a fresh job.
     var startOffset: Int64 { get }
     var startLine: Int { get }
-    /// Reads up to `max` records, or until `deadline`.
-    mutating func next(max: Int, until deadline: ContinuousClock.Instant) throws -> ParsedBatch
+    /// Reads up to `max` records (a chunk; the save decides when to commit).
+    mutating func next(max: Int) throws -> ParsedBatch
 }
 
 /// A batch of parsed records and what it took from the input.
@@ -306,7 +306,7 @@ final class ParserThread: @unchecked Sendable {
             while true {
                 let item: Result<ParsedBatch, any Error>
                 do {
-                    item = .success(try batcher.next(max: chunk, until: .now + .seconds(86_400)))
+                    item = .success(try batcher.next(max: chunk))
                 } catch {
                     item = .failure(error)
                 }

@@ -45,7 +45,7 @@ struct JSONBatcher: RecordBatcher {
         }
     }
 
-    mutating func next(max: Int, until deadline: ContinuousClock.Instant) throws -> ParsedBatch {
+    mutating func next(max: Int) throws -> ParsedBatch {
         let fields = entity.fields
         var batch = RecordBatch(entity: entity.name, columns: fields.map(\.name), reservingCapacity: max)
         var lines: [Int] = []
@@ -54,9 +54,7 @@ struct JSONBatcher: RecordBatcher {
         var read = 0
         var row = [Value](repeating: .null, count: fields.count)
         var atEnd = false
-        let clock = ContinuousClock()
         while batch.count + rejects.count < max {
-            if read & 1023 == 1023, clock.now >= deadline { break }
             guard let item = try reader.next() else {
                 atEnd = true
                 break

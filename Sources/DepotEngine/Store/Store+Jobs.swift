@@ -23,18 +23,6 @@ extension Store {
         }
     }
 
-    /// Forgets these jobs' records and checkpoints (for finished jobs a
-    /// service no longer lists).
-    public func removeJobs(_ ids: [String]) async throws {
-        guard !ids.isEmpty else { return }
-        try await pool.write { db in
-            for id in ids {
-                try db.execute(sql: "DELETE FROM depot_jobs WHERE id = ?", arguments: [id])
-                try db.execute(sql: "DELETE FROM depot_checkpoints WHERE job = ?", arguments: [id])
-            }
-        }
-    }
-
     /// The job that imported content with this hash, if any.
     public nonisolated func importedFile(hash: String) async throws -> String? {
         try await pool.read { db in

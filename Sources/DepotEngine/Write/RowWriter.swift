@@ -120,16 +120,14 @@ final class RowWriter {
                 }
                 defer { sqlite3_reset(lookup) }
                 guard try SQL.step(lookup, db) else {
-                    if let field = missingRequired.first {
-                        counts.rejected.append(Rejection(row: r, field: field,
-                            reason: "new record lacks required field \(JSONText.quoted(field))"))
-                        continue rows
+                    // Not stored. With every required field given, the insert
+                    // above ran and met a conflict, so the record must exist.
+                    guard let field = missingRequired.first else {
+                        throw DepotError(.database, "record \(identifierJSON(row)) of \(JSONText.quoted(entity.name)) "
+                            + "conflicts with a stored record that its identifier does not find")
                     }
-                    for c in 0..<width { SQL.bind(row[c], to: insert, at: Int32(c + 1)) }
-                    try SQL.step(insert, db)
-                    sqlite3_reset(insert)
-                    try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .insert)
-                    counts.inserted += 1
+                    counts.rejected.append(Rejection(row: r, field: field,
+                        reason: "new record lacks required field \(JSONText.quoted(field))"))
                     continue rows
                 }
                 let rowid = sqlite3_column_int64(lookup, 0)

@@ -110,9 +110,9 @@ public final class SaveContext {
 }
 
 /// The wall clock as history timestamps show it.
-enum Timestamp {
+package enum Timestamp {
     /// Now, as canonical UTC text with milliseconds.
-    static func now() -> String {
+    package static func now() -> String {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return format(epochMillis: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000))
