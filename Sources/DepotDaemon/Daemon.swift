@@ -1,6 +1,7 @@
 import DepotEngine
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -85,10 +86,20 @@ public final class DaemonRuntime: Sendable {
         logger.info("store \(storeConfig.name) open at \(storeConfig.path)", metadata: ["STORE": "\(storeConfig.name)"])
     }
 
+    /// The HTTP/1.1 settings of the control socket: the idle timeout, the
+    /// header limits and the connection counter of the metrics.
+    var httpConfiguration: HTTP1Channel.Configuration {
+        let metrics = self.metrics
+        return HTTP1Channel.Configuration(
+            additionalChannelHandlers: [ConnectionCounter(metrics: metrics)],
+            idleTimeout: .seconds(Int64(config.idleTimeout.components.seconds)),
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100))
+    }
+
     /// The control API on a socket systemd handed in.
     func adoptedServer(descriptor: Int32, notifier: SystemdNotifier) -> AdoptedSocketServer {
         let routes = ControlRoutes(config: config, jobs: jobs, metrics: metrics, logger: logger)
-        return AdoptedSocketServer(descriptor: descriptor, responder: routes.router().buildResponder(), idleTimeout: config.idleTimeout,
+        return AdoptedSocketServer(descriptor: descriptor, responder: routes.router().buildResponder(), http: httpConfiguration,
                                    logger: logger, onRunning: { notifier.ready() })
     }
 
@@ -103,7 +114,7 @@ public final class DaemonRuntime: Sendable {
                                                  withIntermediateDirectories: true)
         return Application(
             router: routes.router(),
-            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(config.idleTimeout.components.seconds)))),
+            server: .http1(configuration: httpConfiguration),
             configuration: .init(address: .unixDomainSocket(path: socket), serverName: "depotd"),
             onServerRunning: { _ in
                 if chmod(socket, mode_t(mode)) != 0 {

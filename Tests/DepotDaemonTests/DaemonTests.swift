@@ -5,16 +5,24 @@ import Testing
 
 extension UnixHTTP {
     /// Reads a streamed response line by line until `done` says so (or the stream ends).
-    static func stream(socket: String, path: String, done: (String) -> Bool) throws -> [String] {
+    /// `opened` runs once the response head arrived (the daemon has
+    /// subscribed the stream by then); returning true ends the reading.
+    static func stream(socket: String, path: String, opened: () throws -> Bool = { false },
+                       done: (String) -> Bool) throws -> [String] {
         let fd = try connect(socket)
         defer { close(fd) }
         send(fd, Data("GET \(path) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n\r\n".utf8))
         var raw = Data()
         var buffer = [UInt8](repeating: 0, count: 65_536)
+        var headSeen = false
         while true {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n <= 0 { break }
             raw.append(contentsOf: buffer[0..<n])
+            if !headSeen, raw.range(of: Data("\r\n\r\n".utf8)) != nil {
+                headSeen = true
+                if try opened() { return [] }
+            }
             let lines = parse(raw).body.split(separator: "\n").map(String.init)
             if lines.contains(where: done) { return lines }
         }
@@ -185,7 +193,17 @@ struct DaemonAPITests {
         #expect(first?["token"] as? String == "1")
         #expect((first?["changes"] as? [Any])?.count == 1_000)
         // Metrics count what happened.
-        #expect(try d.request("GET", "/v1/metrics").body.contains("depot_rows_imported_total 1014"))
+        let metrics = try d.request("GET", "/v1/metrics").body
+        func sample(_ name: String) -> Double? {
+            metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+        }
+        #expect(sample("depot_rows_imported_total") == 1014)
+        // Three imports, at least one save each, each save timed.
+        #expect((sample("depot_save_duration_seconds_count") ?? 0) >= 3)
+        #expect((sample("depot_save_duration_seconds_sum") ?? 0) > 0)
+        // The connection asking is open; every earlier one was closed.
+        #expect(sample("depot_connections_open") == 1)
+        #expect((sample("depot_connections_total") ?? 0) > 10)
         #expect(d.stop() == 0)
     }
 
@@ -243,19 +261,11 @@ struct DaemonAPITests {
             try Data(text.utf8).write(to: aside)
             #expect(rename(aside.path, inbox.appendingPathComponent(name).path) == 0)
         }
-        // Follow all events while dropping files, until both jobs ended.
-        var finished: [String: String] = [:]
         let good = tripsCSV(50)
         try drop(good, as: "a.csv")
         try drop("this is not a CSV file of trips\n\u{1}\u{2}", as: "b.csv")
-        _ = try UnixHTTP.stream(socket: d.socket, path: "/v1/events") { line in
-            let job = json(line)["job"] as? [String: Any] ?? [:]
-            if let file = job["watch_file"] as? String, let state = job["state"] as? String,
-               ["succeeded", "failed"].contains(state) {
-                finished[URL(fileURLWithPath: file).lastPathComponent] = state
-            }
-            return finished.count == 2
-        }
+        var finished: [String: String] = [:]
+        for file in ["a.csv", "b.csv"] { finished[file] = try watchJobEnded(d, file: file)["state"] as? String }
         #expect(finished == ["a.csv": "succeeded", "b.csv": "failed"])
         // A job's final event goes out after its file has moved.
         #expect(FileManager.default.fileExists(atPath: inbox.appendingPathComponent(".done/a.csv").path))
@@ -267,10 +277,7 @@ struct DaemonAPITests {
         // A dropped file is considered in the order events arrive; an
         // import job for d.csv (new content) after c.csv proves c.csv was handled.
         try drop(tripsCSV(5, prefix: "z"), as: "d.csv")
-        _ = try UnixHTTP.stream(socket: d.socket, path: "/v1/events") { line in
-            let job = json(line)["job"] as? [String: Any] ?? [:]
-            return (job["watch_file"] as? String)?.hasSuffix("d.csv") == true && job["state"] as? String == "succeeded"
-        }
+        #expect(try watchJobEnded(d, file: "d.csv")["state"] as? String == "succeeded")
         let after = try d.request("GET", "/v1/jobs").object["jobs"] as? [[String: Any]] ?? []
         #expect(after.count == (before?.count ?? 0) + 1)
         #expect(FileManager.default.fileExists(atPath: inbox.appendingPathComponent(".done/c.csv").path))

@@ -47,6 +47,7 @@ do {
     }
     var final = result
     final.elapsed = 0
+    final.lastSaveSeconds = nil
     let encoder = JSONEncoder()
     encoder.outputFormatting = .sortedKeys
     say("done " + String(decoding: try encoder.encode(final), as: UTF8.self))

@@ -15,7 +15,7 @@ import ServiceLifecycle
 struct AdoptedSocketServer: Service {
     let descriptor: Int32
     let responder: RouterResponder<DepotRequestContext>
-    let idleTimeout: Duration
+    let http: HTTP1Channel.Configuration
     let logger: Logger
     let onRunning: @Sendable () async -> Void
 
@@ -31,7 +31,7 @@ struct AdoptedSocketServer: Service {
                 response = Response(status: .internalServerError)
             }
             try await responseWriter.write(response: response.head, body: response.body)
-        }, configuration: .init(idleTimeout: .seconds(idleTimeout.components.seconds)))
+        }, configuration: self.http)
         let group = MultiThreadedEventLoopGroup.singleton
         let quiescing = ServerQuiescingHelper(group: group)
         let server = try await ServerBootstrap(group: group)

@@ -1,5 +1,6 @@
 import DepotEngine
 import Foundation
+import NIOCore
 import Synchronization
 
 /// The daemon's counters, served at `/v1/metrics` in the Prometheus text
@@ -15,6 +16,10 @@ public final class Metrics: Sendable {
         var requestSeconds = 0.0
         var requestCount = 0
         var requestBuckets = [Int](repeating: 0, count: Metrics.buckets.count)
+        var saveSeconds = 0.0
+        var saveBuckets = [Int](repeating: 0, count: Metrics.buckets.count)
+        var connections = 0
+        var connectionsTotal = 0
     }
     static let buckets: [Double] = [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1, 5]
     private let state = Mutex(State())
@@ -29,7 +34,14 @@ public final class Metrics: Sendable {
         state.withLock { s in
             let last = s.lastImport[job] ?? (0, 0)
             if p.read > last.read { s.rowsImported += p.read - last.read }
-            if p.saves > last.saves { s.saves += p.saves - last.saves }
+            if p.saves > last.saves {
+                s.saves += p.saves - last.saves
+                // One event follows each save, so each save's duration is seen once.
+                if let seconds = p.lastSaveSeconds {
+                    s.saveSeconds += seconds
+                    for (i, b) in Metrics.buckets.enumerated() where seconds <= b { s.saveBuckets[i] += 1 }
+                }
+            }
             s.lastImport[job] = p.finished ? nil : (p.read, p.saves)
         }
     }
@@ -43,6 +55,15 @@ public final class Metrics: Sendable {
         }
     }
 
+    func connectionOpened() {
+        state.withLock { s in
+            s.connections += 1
+            s.connectionsTotal += 1
+        }
+    }
+
+    func connectionClosed() { state.withLock { $0.connections -= 1 } }
+
     /// The Prometheus text exposition.
     public func render() -> String {
         let s = state.withLock { $0 }
@@ -55,15 +76,38 @@ public final class Metrics: Sendable {
         out += "depot_rows_imported_total \(s.rowsImported)\n"
         out += "# HELP depot_saves_total Saves committed by jobs.\n# TYPE depot_saves_total counter\n"
         out += "depot_saves_total \(s.saves)\n"
+        out += "# HELP depot_save_duration_seconds How long an import's save takes, from its first record to its commit.\n"
+        out += "# TYPE depot_save_duration_seconds histogram\n"
+        out += histogram("depot_save_duration_seconds", s.saveBuckets, sum: s.saveSeconds, count: s.saves)
+        out += "# HELP depot_connections_open Control socket connections open now.\n# TYPE depot_connections_open gauge\n"
+        out += "depot_connections_open \(s.connections)\n"
+        out += "# HELP depot_connections_total Control socket connections accepted.\n# TYPE depot_connections_total counter\n"
+        out += "depot_connections_total \(s.connectionsTotal)\n"
         out += "# HELP depot_requests_total HTTP requests, by status.\n# TYPE depot_requests_total counter\n"
         for (k, v) in s.requests.sorted(by: { $0.key < $1.key }) { out += "depot_requests_total{status=\"\(k)\"} \(v)\n" }
         out += "# HELP depot_request_duration_seconds HTTP request latency.\n# TYPE depot_request_duration_seconds histogram\n"
-        for (i, b) in Metrics.buckets.enumerated() {
-            out += "depot_request_duration_seconds_bucket{le=\"\(b)\"} \(s.requestBuckets[i])\n"
-        }
-        out += "depot_request_duration_seconds_bucket{le=\"+Inf\"} \(s.requestCount)\n"
-        out += "depot_request_duration_seconds_sum \(s.requestSeconds)\n"
-        out += "depot_request_duration_seconds_count \(s.requestCount)\n"
+        out += histogram("depot_request_duration_seconds", s.requestBuckets, sum: s.requestSeconds, count: s.requestCount)
         return out
     }
+
+    private func histogram(_ name: String, _ buckets: [Int], sum: Double, count: Int) -> String {
+        var out = ""
+        for (i, b) in Metrics.buckets.enumerated() { out += "\(name)_bucket{le=\"\(b)\"} \(buckets[i])\n" }
+        out += "\(name)_bucket{le=\"+Inf\"} \(count)\n"
+        out += "\(name)_sum \(sum)\n"
+        out += "\(name)_count \(count)\n"
+        return out
+    }
+}
+
+/// Counts the control socket's open connections for the metrics: added to
+/// each connection's pipeline, it is removed when the connection closes.
+final class ConnectionCounter: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = Never
+    let metrics: Metrics
+
+    init(metrics: Metrics) { self.metrics = metrics }
+
+    func handlerAdded(context: ChannelHandlerContext) { metrics.connectionOpened() }
+    func handlerRemoved(context: ChannelHandlerContext) { metrics.connectionClosed() }
 }

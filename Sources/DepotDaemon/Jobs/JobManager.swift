@@ -144,21 +144,29 @@ public actor JobManager {
     }
 
     private func finish(_ record: JobRecord) async throws {
-        jobs[record.id] = record
-        if let store = stores[record.store] { try await persist(record, in: store) }
+        // The end shows even when it cannot be recorded; the error follows.
+        var unrecorded: (any Error)?
+        do {
+            if let store = stores[record.store] { try await persist(record, in: store) }
+        } catch {
+            unrecorded = error
+        }
         // An upload's spool file goes once it is imported (kept when the job
         // failed, for a look at what was sent).
         if record.kind == .import, record.watchFile == nil, record.state != .failed,
            let path = record.path, path.hasPrefix(stateDir + "/spool/") {
             unlink(path)
         }
-        // Hooks first (a watched file moves), then the final event.
+        // Hooks first (a watched file moves), then the final state shows,
+        // in the job list and as the final event.
         for hook in finishHooks { await hook(record) }
+        jobs[record.id] = record
         publish(record)
         metrics.jobFinished(record.state.rawValue)
         let text = "job \(record.id) \(record.state.rawValue)" + (record.error.map { ": \($0)" } ?? "")
         logger.log(level: record.state == .failed ? .error : .info, "\(text)",
                    metadata: ["JOB_ID": "\(record.id)", "STORE": "\(record.store)"])
+        if let unrecorded { throw unrecorded }
     }
 
     /// Starts the next queued job of `store` when none runs.

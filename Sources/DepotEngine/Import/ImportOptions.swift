@@ -96,6 +96,9 @@ public struct ImportProgress: Sendable, Hashable, Codable {
     public var bytesTotal: Int64 = 0
     /// Saves committed.
     public var saves = 0
+    /// How long the last save took, from its first record to its commit,
+    /// in seconds (none before the first save).
+    public var lastSaveSeconds: Double?
     /// Seconds since the job (or its resumption) started.
     public var elapsed: Double = 0
     /// Whether the import has read its whole input.

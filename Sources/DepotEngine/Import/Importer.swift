@@ -96,6 +96,7 @@ public enum Importer {
         defer { queue.close() }
         while true {
             let before = state
+            let saveStarted = clock.now
             state = try await store.save(author: request.author, job: job) { save in
                 var next = before
                 var lines: [String] = []
@@ -128,6 +129,7 @@ public enum Importer {
                 try save.setCheckpoint(job: job, data: next.encoded())
                 return next
             }.value
+            state.progress.lastSaveSeconds = ProgressTicker.seconds(clock.now - saveStarted)
             state.progress.elapsed = ProgressTicker.seconds(clock.now - started)
             ticker.update(state.progress)
             progress?(state.progress)

@@ -39,8 +39,8 @@ public actor Store {
         self.reader = StoreReader(pool: pool, schema: schema, signal: signal)
     }
 
-    /// Process-wide SQLite settings, made once before the first connection:
-    /// no memory statistics, whose global mutex every allocation would take.
+    /// Process-wide SQLite settings, made when the program loads (see
+    /// `depot_sqlite.h`); referenced here so the shim is always linked in.
     private static let sqliteSetUp: Int32 = depot_sqlite_disable_memstatus()
 
     /// Opens a store, creating its file or migrating it to the configured schema.

@@ -48,6 +48,13 @@ final class DaemonProcess {
           identifier = "id"
           indexes = [["destination"]]
           preserve_on_delete = ["name"]
+        \(tripFields)
+        \(extra)
+        """
+    }
+
+    /// The Trip entity's fields, as a TOML table under its `[[store.entity]]`.
+    static let tripFields = """
 
             [store.entity.fields]
             id = "string"
@@ -58,9 +65,7 @@ final class DaemonProcess {
             budget = "double"
             isFavorite = "bool"
             notes = "string?"
-        \(extra)
         """
-    }
 
     /// Writes the configuration (first time only) and starts the daemon;
     /// returns once it sent `READY=1`.
@@ -139,10 +144,15 @@ final class NotifySocket {
 
     deinit { close(fd) }
 
-    /// Waits for a message starting with `prefix` (each datagram may hold
-    /// several newline-separated assignments); `nil` after `timeout` seconds.
-    func waitFor(prefix: String, timeout: Double) -> String? {
-        if let hit = received.first(where: { $0.hasPrefix(prefix) }) { return hit }
+    /// Waits for the `count`th message starting with `prefix` (each
+    /// datagram may hold several newline-separated assignments); `nil` after
+    /// `timeout` seconds.
+    func waitFor(prefix: String, count: Int = 1, timeout: Double) -> String? {
+        func hit() -> String? {
+            let hits = received.filter { $0.hasPrefix(prefix) }
+            return hits.count >= count ? hits[count - 1] : nil
+        }
+        if let found = hit() { return found }
         let deadline = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 4096)
         while Date() < deadline {
@@ -153,7 +163,7 @@ final class NotifySocket {
             guard n > 0 else { continue }
             let lines = String(decoding: buffer[0..<n], as: UTF8.self).split(separator: "\n").map(String.init)
             received += lines
-            if let hit = lines.first(where: { $0.hasPrefix(prefix) }) { return hit }
+            if let found = hit() { return found }
         }
         return nil
     }

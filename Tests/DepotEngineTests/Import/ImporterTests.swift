@@ -54,9 +54,8 @@ struct ImporterTests {
         #expect(rejects[2].contains(#""line":6,"field":null,"reason":"the record has 2 fields, the header has 9""#))
         #expect(rejects[3].contains(#""line":9,"field":"id""#))
         // Running the finished job again changes nothing and returns its counters.
-        var again = try await Importer.run(request, into: t.store)
-        again.elapsed = result.elapsed
-        #expect(again == result)
+        let again = try await Importer.run(request, into: t.store)
+        #expect(again.counters == result.counters)
         #expect(try await t.store.reader.history().count == 1)
     }
 
@@ -183,10 +182,7 @@ struct ImporterTests {
             #expect(interrupted.saves == stopAfter)
         }
         let resumedResult = try await Importer.run(request, into: resumed.store)
-        var a = cleanResult, b = resumedResult
-        a.elapsed = 0
-        b.elapsed = 0
-        #expect(a == b)
+        #expect(cleanResult.counters == resumedResult.counters)
         let cleanRows = try await clean.store.reader.fetch(FetchDescriptor(entity: "Trip", sort: [.init("id")]))
         let resumedRows = try await resumed.store.reader.fetch(FetchDescriptor(entity: "Trip", sort: [.init("id")]))
         #expect(cleanRows == resumedRows)
@@ -311,12 +307,9 @@ struct ImporterTests {
             #expect(await Self.run(request, into: resumed.store, cancellingAfterSave: stopAfter).saves == stopAfter)
         }
         let resumedResult = try await Importer.run(request, into: resumed.store)
-        var a = cleanResult, b = resumedResult
-        a.elapsed = 0
-        b.elapsed = 0
-        #expect(a == b)
+        #expect(cleanResult.counters == resumedResult.counters)
         // Every 10th record repeats the id of the 5th before it, unless one of the two was rejected.
-        #expect(a.rejected == 18 && a.duplicates == (0..<300).filter { $0 % 10 == 9 && $0 % 17 != 3 && ($0 - 5) % 17 != 3 }.count)
+        #expect(cleanResult.rejected == 18 && cleanResult.duplicates == (0..<300).filter { $0 % 10 == 9 && $0 % 17 != 3 && ($0 - 5) % 17 != 3 }.count)
         let all = FetchDescriptor(entity: "Trip", sort: [.init("id")])
         #expect(try await clean.store.reader.fetch(all) == resumed.store.reader.fetch(all))
         #expect(try await clean.store.reader.history(limit: 10_000).flatMap(\.changes)
@@ -356,5 +349,15 @@ struct ImporterTests {
         task.cancel()
         #expect(event?.read == 42 && event?.saves == 1)
         #expect((event?.elapsed ?? 0) >= 0.9)
+    }
+}
+
+extension ImportProgress {
+    /// The progress without its timings, which differ from run to run.
+    var counters: ImportProgress {
+        var c = self
+        c.elapsed = 0
+        c.lastSaveSeconds = nil
+        return c
     }
 }

@@ -1,9 +1,17 @@
 import DepotEngine
 import Foundation
+import CDepotSQLite
 import Testing
 
 @Suite("Schema and migration")
 struct SchemaTests {
+    @Test("SQLite's memory statistics were turned off before SQLite initialised")
+    func memstatusOff() async throws {
+        _ = try await TemporaryStore()
+        // SQLITE_OK (0); SQLITE_MISUSE (21) would mean the constructor came too late.
+        #expect(depot_sqlite_disable_memstatus() == 0)
+    }
+
     @Test("a new store is a WAL SQLite file with one STRICT table per entity")
     func createsTables() async throws {
         let t = try await TemporaryStore()
