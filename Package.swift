@@ -96,7 +96,8 @@ let package = Package(
         ),
         .testTarget(
             name: "DepotDaemonTests",
-            dependencies: ["DepotDaemon", "DepotEngine"],
+            dependencies: ["DepotDaemon", "DepotEngine", .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
     ],

@@ -153,6 +153,15 @@ struct DaemonAPITests {
         let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         close(fd)
         #expect(String(decoding: buffer[0..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 400"))
+        // Headers past the limits (16 KiB for one field, 100 fields): 400, connection closed.
+        for extra in ["X-Big: " + String(repeating: "a", count: 20_000) + "\r\n",
+                      (0..<150).map { "X-H\($0): 1\r\n" }.joined()] {
+            let fd = try UnixHTTP.connect(d.socket)
+            UnixHTTP.send(fd, Data("GET /v1/health HTTP/1.1\r\nHost: d\r\n\(extra)\r\n".utf8))
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            close(fd)
+            #expect(String(decoding: buffer[0..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 400"))
+        }
         #expect(try d.request("GET", "/v1/health").status == 200)
 
         // Outside import_roots: refused; inside: imported.

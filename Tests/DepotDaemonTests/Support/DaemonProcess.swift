@@ -69,7 +69,10 @@ final class DaemonProcess {
 
     /// Writes the configuration (first time only) and starts the daemon;
     /// returns once it sent `READY=1`.
-    init(folder: URL? = nil, config: String = DaemonProcess.config(), environment: [String: String] = [:]) throws {
+    /// With `journalStream`, `JOURNAL_STREAM` names the daemon's stderr as
+    /// systemd does when stderr is connected to the journal.
+    init(folder: URL? = nil, config: String = DaemonProcess.config(), environment: [String: String] = [:],
+         journalStream: Bool = false) throws {
         self.folder = try folder ?? Self.makeFolder()
         try FileManager.default.createDirectory(at: self.folder.appendingPathComponent("inbox"),
                                                 withIntermediateDirectories: true)
@@ -84,6 +87,8 @@ final class DaemonProcess {
         var env = ProcessInfo.processInfo.environment
         env["NOTIFY_SOCKET"] = notify.path
         env.removeValue(forKey: "JOURNAL_STREAM")
+        var st = stat()
+        if journalStream, stat(stderrPath, &st) == 0 { env["JOURNAL_STREAM"] = "\(st.st_dev):\(st.st_ino)" }
         for (k, v) in environment { env[k] = v }
         process.environment = env
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
