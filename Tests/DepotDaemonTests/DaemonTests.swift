@@ -4,17 +4,21 @@ import Foundation
 import Testing
 
 extension UnixHTTP {
-    /// Reads a streamed response line by line until `done` says so (or the stream ends).
+    /// Reads a streamed response line by line until `done` says so of a
+    /// line (or the stream ends); returns the lines up to that one.
     /// `opened` runs once the response head arrived (the daemon has
     /// subscribed the stream by then); returning true ends the reading.
-    static func stream(socket: String, path: String, opened: () throws -> Bool = { false },
-                       done: (String) -> Bool) throws -> [String] {
+    static func stream(socket: String, method: String = "GET", path: String, body: String? = nil,
+                       opened: () throws -> Bool = { false }, done: (String) -> Bool) throws -> [String] {
         let fd = try connect(socket)
         defer { close(fd) }
-        send(fd, Data("GET \(path) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n\r\n".utf8))
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n"
+        if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)" } else { head += "\r\n" }
+        send(fd, Data(head.utf8))
         var raw = Data()
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var headSeen = false
+        var checked = 0
         while true {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n <= 0 { break }
@@ -23,8 +27,13 @@ extension UnixHTTP {
                 headSeen = true
                 if try opened() { return [] }
             }
-            let lines = parse(raw).body.split(separator: "\n").map(String.init)
-            if lines.contains(where: done) { return lines }
+            // Each complete line goes to `done` once, in order.
+            let parts = parse(raw).body.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let complete = parts.dropLast()
+            while checked < complete.count {
+                checked += 1
+                if !complete[checked - 1].isEmpty, done(complete[checked - 1]) { return Array(complete.prefix(checked)) }
+            }
         }
         return parse(raw).body.split(separator: "\n").map(String.init)
     }
@@ -214,6 +223,89 @@ struct DaemonAPITests {
         #expect(sample("depot_connections_open") == 1)
         #expect((sample("depot_connections_total") ?? 0) > 10)
         #expect(d.stop() == 0)
+    }
+
+    @Test("every job kind runs through the API; a queued job cancels; aggregate, duplicates, rejects and the live streams answer")
+    func jobsAndStreams() throws {
+        let d = try DaemonProcess()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        func job(_ body: String) throws -> [String: Any] {
+            let accepted = try d.request("POST", "/v1/jobs", body: body)
+            #expect(accepted.status == 202, "\(accepted.body)")
+            let id = accepted.object["id"] as? String ?? ""
+            let events = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(id)/events") {
+                ["succeeded", "failed", "cancelled"].contains(json($0)["state"] as? String ?? "")
+            }
+            return json(events.last ?? "")
+        }
+        func count(_ predicate: String) throws -> Int {
+            try d.request("POST", "/v1/stores/travel/entities/Trip/fetch",
+                          body: "{\"result\":\"count\",\"where\":\(JSONText.quoted(predicate))}").object["count"] as? Int ?? -1
+        }
+        let file = d.folder.appendingPathComponent("inbox/trips.csv")
+        // 20 trips; t9 has a bad budget (rejected); names repeat every 10 ("Trip 1" twice after the rename below).
+        try Data((tripsCSV(20) + "bad,Bad,Oslo,2025-01-01,cheap,true\n").utf8).write(to: file)
+        let imported = try job("{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
+        #expect(imported["inserted"] as? Int == 20)
+        #expect(imported["rejected"] as? Int == 1)
+        let rejects = try d.request("GET", "/v1/jobs/\(imported["id"] as? String ?? "")/rejects")
+        #expect(rejects.body.contains(#""line":22,"field":"budget""#))
+
+        // A live count: the first line now, another after the next commit.
+        var watched: [Int] = []
+        _ = try UnixHTTP.stream(socket: d.socket, method: "POST", path: "/v1/stores/travel/entities/Trip/fetch",
+                                body: #"{"result":"count","where":"isFavorite == true","watch":true}"#) { line in
+            guard let result = json(line)["result"] as? [String: Any], let n = result["count"] as? Int else { return false }
+            watched.append(n)
+            if watched.count == 1 {
+                // Runs while the stream is open: its commit makes the second line.
+                _ = try? job(#"{"kind":"update","store":"travel","entity":"Trip","where":"id == 't1'","set":{"isFavorite":true,"name":"Trip 0"}}"#)
+            }
+            return watched.count == 2
+        }
+        #expect(watched == [10, 11])
+
+        let aggregate = try d.request("POST", "/v1/stores/travel/entities/Trip/aggregate",
+                                      body: #"{"field":"budget","functions":["count","sum"],"group_by":["isFavorite"]}"#)
+        let rows = aggregate.object["rows"] as? [[String: Any]] ?? []
+        #expect(rows.compactMap { $0["count"] as? Int }.reduce(0, +) == 20)
+        let duplicates = try d.request("POST", "/v1/stores/travel/entities/Trip/duplicates", body: #"{"by":["name"]}"#)
+        let groups = duplicates.object["groups"] as? [[String: Any]] ?? []
+        #expect(groups.count == 1)
+        #expect(groups.first?["identifiers"] as? [String] == ["t0", "t1"])
+
+        let deduped = try job(#"{"kind":"dedupe","store":"travel","entity":"Trip","by":["name"],"keep":"keep-first"}"#)
+        #expect(deduped["state"] as? String == "succeeded")
+        #expect(try count("id == 't1'") == 0)
+        let deleted = try job(#"{"kind":"delete","store":"travel","entity":"Trip","where":"budget < 5"}"#)
+        #expect(deleted["deleted"] as? Int == 4)  // t0, t2, t3, t4: t1 went with the dedupe
+        #expect(try count("TRUEPREDICATE") == 15)
+        let exported = try job(#"{"kind":"export","store":"travel","entity":"Trip","format":"ndjson"}"#)
+        #expect(exported["exported"] as? Int == 15)
+        let exportText = try String(contentsOfFile: exported["path"] as? String ?? "", encoding: .utf8)
+        #expect(exportText.split(separator: "\n").count == 15)
+
+        // History: follow from the start gives the import's transaction first.
+        let followed = try UnixHTTP.stream(socket: d.socket, path: "/v1/stores/travel/history?follow=true") { _ in true }
+        #expect(json(followed.first ?? "")["token"] as? String == "1")
+        let pruned = try job(#"{"kind":"prune","store":"travel","before":"3"}"#)
+        #expect(pruned["state"] as? String == "succeeded")
+        #expect(try d.request("GET", "/v1/stores/travel/history?after=1").status == 410)
+
+        // Cancel: a job queued behind a running one is cancelled at once.
+        let big = d.folder.appendingPathComponent("inbox/big.csv")
+        try Data(tripsCSV(100_000, prefix: "b").utf8).write(to: big)
+        let running = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(big.path)\"}")
+        let queued = try d.request("POST", "/v1/jobs", body: #"{"kind":"delete","store":"travel","entity":"Trip","where":"TRUEPREDICATE"}"#)
+        let cancelled = try d.request("DELETE", "/v1/jobs/\(queued.object["id"] as? String ?? "")")
+        #expect(cancelled.object["state"] as? String == "cancelled")
+        let runningID = running.object["id"] as? String ?? ""
+        let end = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(runningID)/events") {
+            ["succeeded", "failed", "cancelled"].contains(json($0)["state"] as? String ?? "")
+        }
+        #expect(json(end.last ?? "")["state"] as? String == "succeeded")
+        #expect(try count("TRUEPREDICATE") == 100_015)
+        #expect(try d.request("DELETE", "/v1/jobs/nope").status == 404)
     }
 
     @Test("a client of another uid is refused with 403 saying which role it lacks", .enabled(if: getuid() == 0))

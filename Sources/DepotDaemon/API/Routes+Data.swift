@@ -95,9 +95,15 @@ extension ControlRoutes {
         return JSONResponse.stream { write in
             var version = store.reader.commitCount
             var text = first
+            var sent: String?
             while true {
-                let token = try await store.reader.latestToken().map { JSONText.quoted($0.description) } ?? "null"
-                try await write("{\"token\":\(token),\"result\":\(text)}")
+                // Only a result that changed goes out (a commit elsewhere in
+                // the store, or of job bookkeeping, may leave it as it was).
+                if text != sent {
+                    let token = try await store.reader.latestToken().map { JSONText.quoted($0.description) } ?? "null"
+                    try await write("{\"token\":\(token),\"result\":\(text)}")
+                    sent = text
+                }
                 // At most a few results a second, each after a commit.
                 guard await store.reader.waitForCommit(after: version) else { return }
                 try await Task.sleep(for: .milliseconds(250))
