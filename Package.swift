@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "DepotEngine", targets: ["DepotEngine"]),
         .executable(name: "depotd", targets: ["depotd"]),
+        .executable(name: "depotctl", targets: ["depotctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -70,6 +71,18 @@ let package = Package(
                 "DepotDaemon",
                 "DepotEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The command-line client: HTTP/1.1 over the daemon's Unix socket
+        // through SwiftNIO's HTTP client codec.
+        .executableTarget(
+            name: "depotctl",
+            dependencies: [
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

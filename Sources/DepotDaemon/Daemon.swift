@@ -98,14 +98,14 @@ public final class DaemonRuntime: Sendable {
 
     /// The control API on a socket systemd handed in.
     func adoptedServer(descriptor: Int32, notifier: SystemdNotifier) -> AdoptedSocketServer {
-        let routes = ControlRoutes(config: config, jobs: jobs, metrics: metrics, logger: logger)
+        let routes = ControlRoutes(config: config, jobs: jobs, metrics: metrics, logger: logger, watcher: watcher)
         return AdoptedSocketServer(descriptor: descriptor, responder: routes.router().buildResponder(), http: httpConfiguration,
                                    logger: logger, onRunning: { notifier.ready() })
     }
 
     /// The HTTP application on the control socket.
     func application(notifier: SystemdNotifier) -> some ApplicationProtocol {
-        let routes = ControlRoutes(config: config, jobs: jobs, metrics: metrics, logger: logger)
+        let routes = ControlRoutes(config: config, jobs: jobs, metrics: metrics, logger: logger, watcher: watcher)
         let socket = config.socket
         let mode = config.socketMode
         let group = config.socketGroup

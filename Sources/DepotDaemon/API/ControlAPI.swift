@@ -21,11 +21,13 @@ public struct DepotRequestContext: RequestContext {
     public var maxUploadSize: Int { 1 << 20 }
 }
 
-/// An error the API turns into `{"error": {"code", "message"}}`.
+/// An error the API turns into `{"error": {"code", "message"}}` (with
+/// `position`, the 1-based character of a predicate where it went wrong).
 public struct APIError: Error, Sendable {
     public var status: HTTPResponse.Status
     public var code: String
     public var message: String
+    public var position: Int?
 
     public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
         self.status = status
@@ -46,10 +48,12 @@ public struct APIError: Error, Sendable {
         let message = error.code == .database ? "the store could not complete the request; see the daemon's log"
                                                : error.message
         self.init(status, error.code.description, message)
+        position = error.position
     }
 
     var body: String {
-        "{\"error\":{\"code\":" + JSONText.quoted(code) + ",\"message\":" + JSONText.quoted(message) + "}}"
+        "{\"error\":{\"code\":" + JSONText.quoted(code) + ",\"message\":" + JSONText.quoted(message)
+            + (position.map { ",\"position\":\($0)" } ?? "") + "}}"
     }
 }
 

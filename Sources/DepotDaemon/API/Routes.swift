@@ -12,10 +12,12 @@ public struct ControlRoutes: Sendable {
     let access: AccessPolicy
     let metrics: Metrics
     let logger: Logger
+    let watcher: FolderWatcher?
 
-    public init(config: DaemonConfig, jobs: JobManager, metrics: Metrics, logger: Logger) {
+    public init(config: DaemonConfig, jobs: JobManager, metrics: Metrics, logger: Logger, watcher: FolderWatcher? = nil) {
         self.config = config
         self.jobs = jobs
+        self.watcher = watcher
         self.access = AccessPolicy(read: config.readPrincipals, write: config.writePrincipals)
         self.metrics = metrics
         self.logger = logger
@@ -148,6 +150,22 @@ public struct ControlRoutes: Sendable {
             return Response(status: .ok, headers: [.contentType: "application/x-ndjson"],
                             body: .init(byteBuffer: ByteBuffer(bytes: data)))
         }
+        v1.get("jobs/:id/output") { _, context in
+            try self.require(.read, context)
+            return try await self.output(try await self.job(context))
+        }
+        v1.get("watches") { _, context in
+            try self.require(.read, context)
+            let watches = await self.watcher?.list() ?? []
+            let items = watches.map { w, pending in
+                "{\"path\":\(JSONText.quoted(w.path)),\"store\":\(JSONText.quoted(w.store)),"
+                    + "\"entity\":\(JSONText.quoted(w.entity)),\"format\":\(JSONText.quoted(w.format?.rawValue ?? "auto")),"
+                    + "\"on_conflict\":\(JSONText.quoted(w.onConflict.rawValue)),\"max_rejects\":\(JSONText.quoted(w.maxRejects.text)),"
+                    + "\"delete_after\":\(w.deleteAfter),\"pending\":\(pending),"
+                    + "\"done\":\(Self.files(in: w.path + "/.done")),\"failed\":\(Self.files(in: w.path + "/.failed", excluding: ".error.json"))}"
+            }
+            return JSONResponse.make("{\"watches\":[\(items.joined(separator: ","))]}")
+        }
         v1.get("events") { _, context in
             try self.require(.read, context)
             let stream = await self.jobs.events(job: nil)
@@ -156,6 +174,29 @@ public struct ControlRoutes: Sendable {
             }
         }
         return router
+    }
+
+    static func files(in folder: String, excluding suffix: String? = nil) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.filter { name in !name.hasPrefix(".") && !(suffix.map(name.hasSuffix) ?? false) }.count
+    }
+
+    /// What an export job wrote, streamed from its file.
+    func output(_ record: JobRecord) async throws -> Response {
+        guard record.kind == .export else {
+            throw APIError(.badRequest, "invalid_argument", "job \(record.id) is a \(record.kind.rawValue) job; only export jobs have output")
+        }
+        guard record.state == .succeeded, let path = record.path, let handle = FileHandle(forReadingAtPath: path) else {
+            throw APIError(.conflict, "conflict", "job \(record.id) is \(record.state.rawValue); its output is there once it succeeded")
+        }
+        let type = record.format == "csv" ? "text/csv" : "application/x-ndjson"
+        return Response(status: .ok, headers: [.contentType: type], body: ResponseBody { writer in
+            defer { try? handle.close() }
+            while let chunk = try handle.read(upToCount: 256 << 10), !chunk.isEmpty {
+                try await writer.write(ByteBuffer(bytes: chunk))
+            }
+            try await writer.finish(nil)
+        })
     }
 
     static func line(_ record: JobRecord) -> String {

@@ -51,6 +51,13 @@ public actor FolderWatcher {
         await scan(wd)
     }
 
+    /// The folders watched now, each with how many of its files wait for their job.
+    public func list() -> [(watch: DaemonConfig.Watch, pending: Int)] {
+        watches.values.sorted { $0.path < $1.path }.map { watch in
+            (watch, pending.filter { $0.hasPrefix(watch.path + "/") }.count)
+        }
+    }
+
     public func stop() {
         stopped.set()
     }
