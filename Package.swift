@@ -111,6 +111,8 @@ let package = Package(
             name: "DepotDaemonTests",
             dependencies: ["DepotDaemon", "DepotEngine", .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "Logging", package: "swift-log")],
+            // The golden --help outputs, read by path.
+            exclude: ["Golden"],
             swiftSettings: swiftSettings
         ),
     ],

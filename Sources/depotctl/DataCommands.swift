@@ -281,7 +281,7 @@ struct Duplicates: DepotCommand {
             let accepted = try await Jobs_.submit(client, ["kind": .string("dedupe"), "store": .string(store), "entity": .string(entity),
                                                            "by": .array(fields.map(JSONValue.string)), "keep": .string(resolve)])
             let (last, text) = try await Jobs_.follow(client, try Job.decode(accepted).id, quiet: global.json)
-            try Jobs_.finish(last, text: text, json: global.json) { "deleted \(Format.grouped($0.deleted)) duplicates, kept the \(resolve == "keep-first" ? "first" : "last") of each group" }
+            try Jobs_.finish(last, text: text, json: global.json) { "deleted \(RecordPrinter.plural($0.deleted, "duplicate")), kept the \(resolve == "keep-first" ? "first" : "last") of each group" }
             return
         }
         let bytes = try await post(client, dataPath(store, entity, "duplicates"), ["by": .array(fields.map(JSONValue.string))])

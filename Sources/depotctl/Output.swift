@@ -130,7 +130,7 @@ struct Table {
 
     func render(width: Int = Terminal.width) -> String {
         var widths = headers.indices.map { i in
-            max(headers[i].count, rows.map { i < $0.count ? Self.flat($0[i]).count : 0 }.max() ?? 0)
+            max(headers[i].count, rows.map { i < $0.count ? Self.visible(Self.flat($0[i])) : 0 }.max() ?? 0)
         }
         let gap = 2
         while widths.reduce(0, +) + gap * (widths.count - 1) > width {
@@ -141,8 +141,8 @@ struct Table {
             var parts: [String] = []
             for (i, w) in widths.enumerated() {
                 var cell = i < cells.count ? Self.flat(cells[i]) : ""
-                if cell.count > w { cell = String(cell.prefix(max(0, w - 1))) + "…" }
-                let pad = String(repeating: " ", count: w - cell.count)
+                if Self.visible(cell) > w { cell = String(Self.plain(cell).prefix(max(0, w - 1))) + "…" }
+                let pad = String(repeating: " ", count: max(0, w - Self.visible(cell)))
                 let text = rightAligned.contains(i) ? pad + cell : (i == widths.count - 1 ? cell : cell + pad)
                 parts.append(header ? Terminal.bold(text) : text)
             }
@@ -150,6 +150,14 @@ struct Table {
         }
         return ([line(headers, header: true)] + rows.map { line($0, header: false) }).joined(separator: "\n")
     }
+
+    /// The text without its colour codes.
+    static func plain(_ s: String) -> String {
+        s.contains("\u{1B}") ? s.replacingOccurrences(of: "\u{1B}\\[[0-9;]*m", with: "", options: .regularExpression) : s
+    }
+
+    /// How many columns the text takes on a terminal.
+    static func visible(_ s: String) -> Int { plain(s).count }
 
     /// A cell shows on one line.
     static func flat(_ s: String) -> String {

@@ -349,12 +349,7 @@ struct DaemonAPITests {
 
     @Test("watched folder: a file renamed in is imported and moved to .done; garbage goes to .failed with its reason; the same content again is not imported")
     func watchedFolder() throws {
-        let d = try DaemonProcess(config: DaemonProcess.config(extra: """
-            [[watch]]
-            path = "inbox/trips"
-            store = "travel"
-            entity = "Trip"
-            """))
+        let d = try DaemonProcess(config: DaemonProcess.config(extra: WatchReloadTests.watch))
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         let inbox = d.folder.appendingPathComponent("inbox/trips")
         func drop(_ text: String, as name: String) throws {

@@ -195,20 +195,21 @@ public actor JobManager {
             }.run(&record)
             record.state = .succeeded
             record.error = nil
-        } catch is CancellationError {
-            if stopping {
-                // Interrupted by shutdown: stays unfinished, resumes next start.
-                running[record.id] = nil
-                busy.remove(store.name)
-                return
-            }
-            record.state = .cancelled
-        } catch let error as DepotError {
-            record.state = .failed
-            record.error = error.message
         } catch {
-            record.state = .failed
-            record.error = "\(error)"
+            // A cancelled job may end in SQLite's interruption or another
+            // error of the step it was in: the cancellation is what happened.
+            if error is CancellationError || Task.isCancelled {
+                if stopping {
+                    // Interrupted by shutdown: stays unfinished, resumes next start.
+                    running[record.id] = nil
+                    busy.remove(store.name)
+                    return
+                }
+                record.state = .cancelled
+            } else {
+                record.state = .failed
+                record.error = (error as? DepotError)?.message ?? "\(error)"
+            }
         }
         record.finished = Timestamp.now()
         if let latest = jobs[record.id] { record.rate = record.rate == 0 ? latest.rate : record.rate }

@@ -1,0 +1,280 @@
+import Foundation
+import Testing
+
+@Suite("depotctl against a real depotd", .serialized, .timeLimit(.minutes(5)))
+struct CtlTests {
+    /// Every command's --help, compared with Golden/help-*.txt.
+    /// `DEPOT_UPDATE_GOLDEN=1 swift test --filter CtlTests` rewrites them.
+    @Test("--help of every command matches its golden file, explains each option and shows an example")
+    func help() throws {
+        let golden = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
+        let update = ProcessInfo.processInfo.environment["DEPOT_UPDATE_GOLDEN"] == "1"
+        let commands = [[], ["status"], ["import"], ["jobs"], ["job"], ["follow"], ["cancel"], ["fetch"], ["count"], ["ids"],
+                        ["stats"], ["duplicates"], ["delete"], ["update"], ["export"], ["history"], ["history", "list"],
+                        ["history", "prune"], ["watches"]]
+        for command in commands {
+            let result = try Ctl.run(command + ["--help"], socket: nil)
+            #expect(result.status == 0)
+            #expect(result.out.contains("Example:"), "\(command) --help shows no example")
+            // Each option's help is a sentence: it ends with a full stop.
+            for line in result.out.split(separator: "\n") where line.hasPrefix("  -") && line.count < 26 {
+                Issue.record("\(command): option \(line) has no explanation")
+            }
+            let file = golden.appendingPathComponent("help-" + (command.isEmpty ? "depotctl" : command.joined(separator: "-")) + ".txt")
+            if update {
+                try FileManager.default.createDirectory(at: golden, withIntermediateDirectories: true)
+                try Data(result.out.utf8).write(to: file)
+            } else {
+                #expect(result.out == (try String(contentsOf: file, encoding: .utf8)), "\(command) --help differs from \(file.lastPathComponent)")
+            }
+        }
+    }
+
+    @Test("the errors: no daemon, unknown names with a suggestion, a predicate with a caret, a usage mistake, a failed job")
+    func errors() throws {
+        let none = try Ctl.run(["count", "travel", "Trip"], socket: "/tmp/no-such-depot.sock")
+        #expect(none.status == 1)
+        #expect(none.err.hasPrefix("depotctl: no daemon at /tmp/no-such-depot.sock"))
+        #expect(none.err.contains("--socket"))
+        #expect(none.err.split(separator: "\n").count == 1)
+
+        let d = try DaemonProcess()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let store = try Ctl.run(["count", "travl", "Trip"], socket: d.socket)
+        #expect(store.status == 1)
+        #expect(store.err.contains("did you mean \"travel\""))
+        let entity = try Ctl.run(["fetch", "travel", "Trp"], socket: d.socket)
+        #expect(entity.status == 1)
+        #expect(entity.err.contains("did you mean \"Trip\""))
+        let field = try Ctl.run(["count", "travel", "Trip", "--where", "budgt > 3"], socket: d.socket)
+        #expect(field.status == 1)
+        #expect(field.err.contains("did you mean \"budget\""))
+
+        let predicate = try Ctl.run(["count", "travel", "Trip", "--where", "budget >"], socket: d.socket)
+        #expect(predicate.status == 1)
+        let lines = predicate.err.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines.dropFirst().first == "  budget >")
+        #expect(lines.last == "  " + String(repeating: " ", count: 8) + "^")
+
+        let usage = try Ctl.run(["import", "x.csv", "--entity", "Trip"], socket: d.socket)
+        #expect(usage.status == 64)
+        #expect(usage.err.contains("--store"))
+        let badFormat = try Ctl.run(["fetch", "travel", "Trip", "--format", "xml"], socket: d.socket)
+        #expect(badFormat.status == 64)
+
+        let missing = try Ctl.run(["import", "/nonexistent.csv", "--store", "travel", "--entity", "Trip"], socket: d.socket)
+        #expect(missing.status == 1)
+        #expect(missing.err.contains("not a file"))
+        let bad = d.folder.appendingPathComponent("bad.csv")
+        try Data("nothing,useful\n1,2\n".utf8).write(to: bad)
+        let failed = try Ctl.run(["import", bad.path, "--store", "travel", "--entity", "Trip"], socket: d.socket)
+        #expect(failed.status == 1)
+        #expect(failed.err.contains("failed: the header of"))
+        #expect(failed.err.contains("no column for identifier field"))
+    }
+
+    @Test("access refused by the daemon is one line saying which role is needed", .enabled(if: getuid() == 0))
+    func refused() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config(socketMode: "0666", extra: "[access]\nread = [\"uid:65533\"]\n"))
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        p.arguments = ["--reuid=65533", "--regid=65533", "--clear-groups", Ctl.executable.path,
+                       "delete", "travel", "Trip", "--where", "TRUEPREDICATE", "--socket", d.socket]
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 1)
+        #expect(text.hasPrefix("depotctl: "))
+        #expect(text.contains("write"))
+        #expect(text.split(separator: "\n").count == 1)
+    }
+
+    @Test("a whole session: import, jobs, queries, statistics, duplicates, changes, export, history, watches; --json shapes")
+    func session() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config(extra: WatchReloadTests.watch))
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        func ctl(_ args: String...) throws -> Ctl.Result {
+            let r = try Ctl.run(args, socket: d.socket)
+            #expect(r.status == 0, "depotctl \(args.joined(separator: " ")): \(r.err)")
+            return r
+        }
+        let file = d.folder.appendingPathComponent("trips.csv")
+        try Data((tripsCSV(30) + "t30,Bad,Oslo,2025-01-01,cheap,true\n").utf8).write(to: file)
+
+        // import: follows to the end; --json prints the finished job's record.
+        let imported = try ctl("import", file.path, "--store", "travel", "--entity", "Trip", "--json")
+        let record = imported.json
+        for key in ["id", "state", "inserted", "updated", "unchanged", "skipped", "rejected", "rejects"] {
+            #expect(record[key] != nil, "the job record lacks \(key)")
+        }
+        #expect(record["state"] as? String == "succeeded")
+        #expect(record["inserted"] as? Int == 30)
+        #expect(record["rejected"] as? Int == 1)
+        let id = record["id"] as? String ?? ""
+        let human = try ctl("import", file.path, "--store", "travel", "--entity", "Trip")
+        #expect(human.out.contains("imported trips.csv into travel.Trip: 31 read, 0 inserted, 0 updated, 30 unchanged"))
+        #expect(!human.out.contains("\u{1B}"), "escape codes in a pipe")
+        #expect(human.out.contains("depotctl job "))
+
+        // job, --rejects, jobs, detach + follow.
+        #expect(try ctl("job", id).out.contains("succeeded"))
+        let rejects = try ctl("job", id, "--rejects", "--json")
+        #expect(json(rejects.lines.first ?? "")["line"] as? Int == 32)
+        #expect((json(rejects.lines.first ?? "")["reason"] as? String)?.contains("budget") == true)
+        #expect(try ctl("job", id, "--rejects").out.contains("cheap"))
+        #expect(try ctl("jobs").out.contains(id))
+        #expect(((try ctl("jobs", "--json").json["jobs"] as? [Any])?.count ?? 0) == 2)
+        let detached = try ctl("import", file.path, "--store", "travel", "--entity", "Trip", "--detach")
+        let detachedID = detached.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(detachedID.hasPrefix("j"))
+        #expect(try ctl("follow", detachedID).out.contains("job \(detachedID) succeeded"))
+
+        // Queries.
+        #expect(try ctl("count", "travel", "Trip", "--json").out == "{\"count\":30}\n")
+        #expect(try ctl("count", "travel", "Trip", "--where", "isFavorite == true").out == "15\n")
+        #expect(try ctl("count", "travel", "Trip").out == "30\n")
+        let table = try ctl("fetch", "travel", "Trip", "--where", "budget >= 27", "--sort=-budget")
+        #expect(table.lines.first?.hasPrefix("id") == true)
+        #expect(table.lines.dropFirst().map { String($0.prefix(3)) } == ["t29", "t28", "t27"])
+        let csv = try ctl("fetch", "travel", "Trip", "--fields", "id,budget", "--sort", "id", "--limit", "2", "--format", "csv")
+        #expect(csv.out == "id,budget\nt0,0.5\nt1,1.5\n")
+        let ndjson = try ctl("fetch", "travel", "Trip", "--fields", "id,name", "--sort", "id", "--limit", "1", "--format", "ndjson")
+        #expect(ndjson.out == "{\"id\":\"t0\",\"name\":\"Trip 0\"}\n")
+        #expect((try ctl("fetch", "travel", "Trip", "--limit", "3", "--json").json["records"] as? [Any])?.count == 3)
+        let sections = try ctl("fetch", "travel", "Trip", "--where", "budget < 2", "--section-by", "destination", "--fields", "id")
+        #expect(sections.out.contains("City 0  1 record\n"))
+        #expect(try ctl("ids", "travel", "Trip", "--sort", "-budget", "--limit", "2").out == "t29\nt28\n")
+        let stats = try ctl("stats", "travel", "Trip", "--field", "budget", "--group-by", "isFavorite")
+        #expect(stats.lines.first?.split(separator: " ").map(String.init) == ["isFavorite", "count", "sum", "avg", "min", "max"])
+        #expect(stats.out.contains("false"))
+
+        // Duplicates: t1 takes t0's name, then one of the two goes.
+        #expect(try ctl("update", "travel", "Trip", "--where", "id == 't1'", "--set", "name=Trip 0", "--set", "isFavorite=yes")
+            .out == "updated 1 record of travel.Trip (0 already so)\n")
+        let dupes = try ctl("duplicates", "travel", "Trip", "--by", "name")
+        #expect(dupes.out.contains("t0, t1"))
+        #expect((try ctl("duplicates", "travel", "Trip", "--by", "name", "--json").json["groups"] as? [Any])?.count == 1)
+        #expect(try ctl("duplicates", "travel", "Trip", "--by", "name", "--resolve", "keep-first").out.contains("deleted 1 duplicate, kept the first"))
+        #expect(try ctl("delete", "travel", "Trip", "--where", "budget < 3").out == "deleted 2 records from travel.Trip\n")
+        let bool = try Ctl.run(["update", "travel", "Trip", "--where", "id == 't5'", "--set", "isFavorite=perhaps"], socket: d.socket)
+        #expect(bool.status == 1)
+        #expect(bool.err.contains("isFavorite is a bool"))
+
+        // Export, to a file and to stdout.
+        let out = d.folder.appendingPathComponent("out.csv")
+        #expect(try ctl("export", "travel", "Trip", "--format", "csv", "-o", out.path).out.contains("exported 27 records"))
+        #expect(try String(contentsOf: out, encoding: .utf8).split(whereSeparator: \.isNewline).count == 28)
+        #expect(try ctl("export", "travel", "Trip", "--where", "id == 't9'").out.split(separator: "\n").count == 1)
+
+        // History: oldest first, pages, shapes.
+        let page = try ctl("history", "travel", "--limit", "2", "--json").json
+        let transactions = page["transactions"] as? [[String: Any]] ?? []
+        #expect(transactions.count == 2)
+        #expect(transactions.first?["token"] as? String == "1")
+        for key in ["token", "timestamp", "author", "changes"] { #expect(transactions.first?[key] != nil, "a transaction lacks \(key)") }
+        let change = (transactions.first?["changes"] as? [[String: Any]])?.first ?? [:]
+        #expect(Set(change.keys).isSuperset(of: ["entity", "identifier", "kind"]))
+        let next = try ctl("history", "travel", "--after", transactions.last?["token"] as? String ?? "", "--limit", "1", "--json").json
+        let nextToken = Int((next["transactions"] as? [[String: Any]])?.first?["token"] as? String ?? "") ?? 0
+        #expect(nextToken > Int(transactions.last?["token"] as? String ?? "") ?? Int.max)
+        #expect(try ctl("history", "travel", "--limit", "1").out.contains("next page: depotctl history travel --after 1 --limit 1"))
+        #expect(try ctl("history", "prune", "travel", "--before", "2").out == "pruned 1 transaction from travel's history\n")
+        let expired = try Ctl.run(["history", "travel", "--after", "0"], socket: d.socket)
+        #expect(expired.status == 1)
+
+        // Watches and status.
+        #expect(try ctl("watches").out.contains("travel.Trip"))
+        #expect((try ctl("watches", "--json").json["watches"] as? [Any])?.count == 1)
+        #expect(try ctl("status").out.contains("travel"))
+        #expect(try ctl("status", "--json").json["stores"] != nil)
+    }
+
+    @Test("live commands stream until Ctrl-C and exit 0: follow, fetch --watch, history --follow; cancel stops a queued job")
+    func live() throws {
+        let d = try DaemonProcess()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let small = d.folder.appendingPathComponent("small.csv")
+        try Data(tripsCSV(10).utf8).write(to: small)
+        #expect(try Ctl.run(["import", small.path, "--store", "travel", "--entity", "Trip"], socket: d.socket).status == 0)
+
+        // fetch --watch: the count now, then again after a change made meanwhile.
+        var changed = false
+        let watched = try Ctl.live(["fetch", "travel", "Trip", "--where", "isFavorite == true", "--watch", "--json"], socket: d.socket) { line in
+            if !changed {
+                changed = true
+                _ = try Ctl.run(["update", "travel", "Trip", "--where", "id == 't1'", "--set", "isFavorite=true"], socket: d.socket)
+                return true
+            }
+            return false
+        }
+        #expect(watched.status == 0)
+        #expect(watched.lines.compactMap { ((json($0)["result"] as? [String: Any])?["records"] as? [Any])?.count } == [5, 6])
+
+        // history --follow: the past first, then what commits meanwhile.
+        var deleted = false
+        let followed = try Ctl.live(["history", "travel", "--follow", "--json"], socket: d.socket) { line in
+            if json(line)["token"] as? String == "2" && !deleted {
+                deleted = true
+                _ = try Ctl.run(["delete", "travel", "Trip", "--where", "id == 't0'"], socket: d.socket)
+            }
+            return json(line)["token"] as? String != "3"
+        }
+        #expect(followed.status == 0)
+        #expect(followed.lines.compactMap { json($0)["token"] as? String } == ["1", "2", "3"])
+
+        // A big import runs; a job queued behind it is cancelled; follow sees the import through.
+        let big = d.folder.appendingPathComponent("inbox/big.csv")
+        try Data(tripsCSV(150_000, prefix: "b").utf8).write(to: big)
+        let running = try Ctl.run(["import", big.path, "--store", "travel", "--entity", "Trip", "--detach"], socket: d.socket)
+        let runningID = running.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let queued = try d.request("POST", "/v1/jobs", body: #"{"kind":"delete","store":"travel","entity":"Trip","where":"TRUEPREDICATE"}"#)
+        let queuedID = queued.object["id"] as? String ?? ""
+        // Queued still (cancelled at once) or started already (stops at its next save): either way it ends cancelled.
+        let cancelled = try Ctl.run(["cancel", queuedID], socket: d.socket)
+        #expect(cancelled.out == "job \(queuedID) cancelled\n"
+            || cancelled.out.hasPrefix("job \(queuedID) stops at its next save"))
+        let end = try Ctl.run(["follow", queuedID], socket: d.socket)
+        #expect(end.status == 1)
+        #expect(end.err == "depotctl: job \(queuedID) was cancelled\n")
+        let jobs = try Ctl.run(["jobs", "--json"], socket: d.socket).json["jobs"] as? [[String: Any]] ?? []
+        #expect(jobs.first { $0["id"] as? String == queuedID }?["state"] as? String == "cancelled")
+        var events = 0
+        let follow = try Ctl.live(["follow", runningID, "--json"], socket: d.socket) { line in
+            events += 1
+            return !["succeeded", "failed"].contains(json(line)["state"] as? String ?? "")
+        }
+        #expect(follow.status == 0)
+        #expect(json(follow.lines.last ?? "")["state"] as? String == "succeeded")
+        #expect(events >= 1)
+    }
+
+    @Test("on a terminal: a live progress bar and colours; NO_COLOR turns colours off; in a pipe, neither",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+    func terminal() throws {
+        let d = try DaemonProcess()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let file = d.folder.appendingPathComponent("big.csv")
+        try Data(tripsCSV(200_000).utf8).write(to: file)
+        let tty = try Ctl.onTerminal(["import", file.path, "--store", "travel", "--entity", "Trip"], socket: d.socket)
+        #expect(tty.status == 0)
+        // The bar redraws in place: carriage return, erase line, a bar, a percentage, counters.
+        let frames = tty.out.components(separatedBy: "\r\u{1B}[K").filter { $0.contains("%") }
+        #expect(frames.count >= 1)
+        #expect(frames.contains { $0.hasPrefix("[") && $0.contains("] ") && $0.contains(" rows") && $0.contains("rejected") })
+        #expect(tty.out.contains("imported big.csv into travel.Trip: 200,000 read, 200,000 inserted"))
+
+        let colours = try Ctl.onTerminal(["jobs"], socket: d.socket)
+        #expect(colours.out.contains("\u{1B}[1m"))
+        #expect(colours.out.contains("\u{1B}[32msucceeded"))
+        let plain = try Ctl.onTerminal(["jobs"], socket: d.socket, environment: ["NO_COLOR": "1"])
+        #expect(!plain.out.contains("\u{1B}["))
+        #expect(plain.out.contains("succeeded"))
+        let piped = try Ctl.run(["jobs"], socket: d.socket)
+        #expect(!piped.out.contains("\u{1B}"))
+    }
+}
