@@ -217,7 +217,7 @@ struct JobCommand: DepotCommand {
         if let p = j.path { rows.append(("file", p)) }
         rows.append(("did", j.summary))
         if j.kind == "import", j.bytesTotal > 0 {
-            rows.append(("read", "\(Format.grouped(j.bytesRead)) of \(Format.grouped(j.bytesTotal)) bytes, \(j.saves) saves"))
+            rows.append(("read", "\(Format.grouped(j.bytesRead)) of \(Format.grouped(j.bytesTotal)) bytes, \(RecordPrinter.plural(j.saves, "save"))"))
         }
         if j.rate > 0 { rows.append(("rate", "\(Format.grouped(Int(j.rate))) rows/s")) }
         if let e = j.error { rows.append(("error", e)) }

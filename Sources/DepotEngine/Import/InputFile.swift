@@ -17,7 +17,8 @@ final class InputFile {
     /// - Throws: ``DepotError/Code/invalidArgument`` saying why the file cannot be read.
     init(path: String, offset: Int64 = 0) throws {
         self.path = path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO is refused below instead of waiting for a writer.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             let reason = String(cString: strerror(errno))
             throw DepotError(.invalidArgument, "cannot read \(path): \(reason)")

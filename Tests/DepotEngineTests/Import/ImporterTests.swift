@@ -79,6 +79,20 @@ struct ImporterTests {
         #expect(try await t.store.reader.history().count == before)
     }
 
+    @Test("a FIFO or a folder is refused at once, without waiting for a writer")
+    func notRegular() async throws {
+        let t = try await TemporaryStore()
+        let fifo = t.folder.appendingPathComponent("pipe.csv").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for path in [fifo, t.folder.path] {
+            let error = await #expect(throws: DepotError.self) {
+                try await Importer.run(ImportRequest(job: "f", entity: "Trip", path: path,
+                                                     rejectsPath: t.folder.appendingPathComponent("rf").path), into: t.store)
+            }
+            #expect(error?.message.contains("not a regular file") == true)
+        }
+    }
+
     @Test("a header that does not fit the entity fails the job before anything is written")
     func badHeaders() async throws {
         let t = try await TemporaryStore()
