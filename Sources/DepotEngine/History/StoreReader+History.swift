@@ -109,7 +109,7 @@ enum HistoryQuery {
             let pruned = try prunedThrough(db)
             if after < pruned {
                 throw DepotError(.historyExpired, "the history of store \(JSONText.quoted(store)) after token "
-                    + "\(after) was pruned (kept from token \(pruned) on); read the current records again and "
+                    + "\(after) was pruned (the transactions up to token \(pruned) are gone); read the current records again and "
                     + "follow the history from its latest token")
             }
             let issued = try lastIssued(db)
