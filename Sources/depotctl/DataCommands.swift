@@ -278,10 +278,10 @@ struct Duplicates: DepotCommand {
     func execute(_ client: DaemonClient) async throws {
         let fields = commaList(by) ?? []
         if let resolve {
-            let accepted = try await Jobs_.submit(client, ["kind": .string("dedupe"), "store": .string(store), "entity": .string(entity),
+            let accepted = try await JobFlow.submit(client, ["kind": .string("dedupe"), "store": .string(store), "entity": .string(entity),
                                                            "by": .array(fields.map(JSONValue.string)), "keep": .string(resolve)])
-            let (last, text) = try await Jobs_.follow(client, try Job.decode(accepted).id, quiet: global.json)
-            try Jobs_.finish(last, text: text, json: global.json) { "deleted \(RecordPrinter.plural($0.deleted, "duplicate")), kept the \(resolve == "keep-first" ? "first" : "last") of each group" }
+            let (last, text) = try await JobFlow.follow(client, try Job.decode(accepted).id, quiet: global.json)
+            try JobFlow.finish(last, text: text, json: global.json) { "deleted \(RecordPrinter.plural($0.deleted, "duplicate")), kept the \(resolve == "keep-first" ? "first" : "last") of each group" }
             return
         }
         let bytes = try await post(client, dataPath(store, entity, "duplicates"), ["by": .array(fields.map(JSONValue.string))])
@@ -314,10 +314,10 @@ struct Delete: DepotCommand {
     var predicate: String? { predicateText }
 
     func execute(_ client: DaemonClient) async throws {
-        let accepted = try await Jobs_.submit(client, ["kind": .string("delete"), "store": .string(store), "entity": .string(entity),
+        let accepted = try await JobFlow.submit(client, ["kind": .string("delete"), "store": .string(store), "entity": .string(entity),
                                                        "where": .string(predicateText)])
-        let (last, text) = try await Jobs_.follow(client, try Job.decode(accepted).id, quiet: global.json)
-        try Jobs_.finish(last, text: text, json: global.json) { "deleted \(RecordPrinter.plural($0.deleted, "record")) from \(store).\(entity)" }
+        let (last, text) = try await JobFlow.follow(client, try Job.decode(accepted).id, quiet: global.json)
+        try JobFlow.finish(last, text: text, json: global.json) { "deleted \(RecordPrinter.plural($0.deleted, "record")) from \(store).\(entity)" }
     }
 }
 
@@ -360,10 +360,10 @@ struct Update: DepotCommand {
             }
             values[name] = try Self.value(text, type: field.type, field: name)
         }
-        let accepted = try await Jobs_.submit(client, ["kind": .string("update"), "store": .string(store), "entity": .string(entity),
+        let accepted = try await JobFlow.submit(client, ["kind": .string("update"), "store": .string(store), "entity": .string(entity),
                                                        "where": .string(predicateText), "set": .object(values)])
-        let (last, text) = try await Jobs_.follow(client, try Job.decode(accepted).id, quiet: global.json)
-        try Jobs_.finish(last, text: text, json: global.json) { "updated \(RecordPrinter.plural($0.updated, "record")) of \(store).\(entity) (\(Format.grouped($0.unchanged)) already so)" }
+        let (last, text) = try await JobFlow.follow(client, try Job.decode(accepted).id, quiet: global.json)
+        try JobFlow.finish(last, text: text, json: global.json) { "updated \(RecordPrinter.plural($0.updated, "record")) of \(store).\(entity) (\(Format.grouped($0.unchanged)) already so)" }
     }
 
     /// A command-line value as the field's type.
@@ -418,9 +418,9 @@ struct Export: DepotCommand {
         var body: [String: JSONValue] = ["kind": .string("export"), "store": .string(store), "entity": .string(entity),
                                          "format": .string(format)]
         if let predicateText { body["where"] = .string(predicateText) }
-        let accepted = try await Jobs_.submit(client, body)
+        let accepted = try await JobFlow.submit(client, body)
         // With the data on stdout, no progress bar there.
-        let (last, _) = try await Jobs_.follow(client, try Job.decode(accepted).id, quiet: output == nil || global.json)
+        let (last, _) = try await JobFlow.follow(client, try Job.decode(accepted).id, quiet: output == nil || global.json)
         guard last.state == "succeeded" else {
             throw Failure("job \(last.id) \(last.state): \(last.error ?? "no reason given")")
         }

@@ -149,8 +149,8 @@ struct Job: Decodable {
     }
 }
 
-/// Jobs: submitting, following to the end, reporting.
-enum Jobs_ {
+/// Submitting a job, following it to its end, reporting how it ended.
+enum JobFlow {
     /// Submits a job; returns its record's JSON text.
     static func submit(_ client: DaemonClient, _ body: [String: JSONValue]) async throws -> String {
         let bytes = try await client.call(.POST, "/v1/jobs",

@@ -110,7 +110,7 @@ struct Import: DepotCommand {
                                              "path": .string(url.standardizedFileURL.path), "format": .string(format)]
             if let onConflict { body["on_conflict"] = .string(onConflict) }
             if let maxRejects { body["max_rejects"] = .string(maxRejects) }
-            accepted = try await Jobs_.submit(client, body)
+            accepted = try await JobFlow.submit(client, body)
         } else {
             var query = "format=\(format)"
             if let onConflict { query += "&on_conflict=\(onConflict.encoded)" }
@@ -133,8 +133,8 @@ struct Import: DepotCommand {
             if Terminal.isTTY { Out.write(1, "\r\u{1B}[K") }
             Out.error("depotctl: stopped following; job \(id) carries on in the daemon (depotctl follow \(id), depotctl cancel \(id))")
         }
-        let (last, text) = try await Jobs_.follow(client, id, quiet: global.json)
-        try Jobs_.finish(last, text: text, json: global.json) { job in
+        let (last, text) = try await JobFlow.follow(client, id, quiet: global.json)
+        try JobFlow.finish(last, text: text, json: global.json) { job in
             var line = "imported \(url.lastPathComponent) into \(store).\(entity): \(job.summary)"
             if job.rate > 0 { line += " (\(Format.grouped(Int(job.rate))) rows/s)" }
             if job.rejected > 0 { line += "\nthe rejected records, with their lines and reasons: depotctl job \(job.id) --rejects" }
@@ -246,7 +246,7 @@ struct Follow: DepotCommand {
     func execute(_ client: DaemonClient) async throws {
         Interrupt.onInterrupt { if Terminal.isTTY { Out.write(1, "\r\u{1B}[K") } }
         let json = global.json
-        let (last, _) = try await Jobs_.follow(client, id, quiet: json, onEvent: json ? { Out.line($0) } : nil)
+        let (last, _) = try await JobFlow.follow(client, id, quiet: json, onEvent: json ? { Out.line($0) } : nil)
         if !json { Out.line("job \(last.id) \(Terminal.state(last.state)): \(last.summary)") }
         switch last.state {
         case "succeeded": return
