@@ -100,9 +100,7 @@ struct CSVBatcher: RecordBatcher {
                     row.append(value)
                 case .failure(let error):
                     let value = reader.withBytes(input) { String(decoding: $0, as: UTF8.self) }
-                    failure = RejectsFile.line(reader.line, field: field.name,
-                        reason: "field \(JSONText.quoted(field.name)) is \(field.type.rawValue), but the value "
-                            + error.reason, value: value)
+                    failure = RejectsFile.line(reader.line, field: field, failure: error, value: value)
                 }
                 if failure != nil { break }
             }

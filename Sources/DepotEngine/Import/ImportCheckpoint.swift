@@ -89,6 +89,12 @@ final class RejectsFile: @unchecked Sendable {
         fsync(fd)
     }
 
+    /// The line of a value that does not convert to its field's type.
+    static func line(_ line: Int, field: Field, failure: FieldParser.Failure, value: String?) -> String {
+        self.line(line, field: field.name, reason: "field \(JSONText.quoted(field.name)) is \(field.type.rawValue), "
+            + "but the value " + failure.reason, value: value)
+    }
+
     static func line(_ line: Int, field: String?, reason: String, value: String?) -> String {
         var out = "{\"line\":\(line),\"field\":"
         if let field { JSONText.appendQuoted(field, to: &out) } else { out += "null" }

@@ -81,9 +81,7 @@ struct JSONBatcher: RecordBatcher {
                 case .success(let value):
                     row[f] = value
                 case .failure(let error):
-                    failure = RejectsFile.line(reader.line, field: fields[f].name,
-                        reason: "field \(JSONText.quoted(fields[f].name)) is \(fields[f].type.rawValue), but the value "
-                            + error.reason, value: reader.rawValue(m))
+                    failure = RejectsFile.line(reader.line, field: fields[f], failure: error, value: reader.rawValue(m))
                 }
                 if failure != nil { break }
             }
