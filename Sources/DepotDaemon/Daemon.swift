@@ -71,6 +71,7 @@ public final class DaemonRuntime: Sendable {
         for storeConfig in config.stores {
             try await openStore(storeConfig, into: jobs, logger: logger)
         }
+        await jobs.removeOrphanSpoolFiles()
         let watcher = FolderWatcher(jobs: jobs, logger: logger)
         let runtime = DaemonRuntime(config: config, jobs: jobs, metrics: metrics, logger: logger, watcher: watcher)
         await jobs.onFinish { record in await watcher.jobFinished(record) }

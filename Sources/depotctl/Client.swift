@@ -89,47 +89,68 @@ struct DaemonClient: Sendable {
             head.headers.add(name: "Host", value: "depot")
             head.headers.add(name: "User-Agent", value: "depotctl")
             head.headers.add(name: "Connection", value: "close")
-            switch body {
-            case .none:
-                head.headers.add(name: "Content-Length", value: "0")
-                try await outbound.write(.head(head))
-            case .bytes(let bytes, let type):
-                head.headers.add(name: "Content-Type", value: type)
-                head.headers.add(name: "Content-Length", value: "\(bytes.count)")
-                try await outbound.write(.head(head))
-                try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: bytes))))
-            case .file(let path, let type):
-                guard let handle = FileHandle(forReadingAtPath: path) else {
-                    throw Failure("cannot read \(path): \(String(cString: strerror(errno)))")
+            // The daemon may answer and close the connection as soon as it has
+            // read the head (a job that ended already, a refusal): a write
+            // after that fails with "I/O on closed channel" although the
+            // answer is there to read. So a failed write only counts when no
+            // complete answer follows.
+            var unsent: (any Error)?
+            do {
+                switch body {
+                case .none:
+                    head.headers.add(name: "Content-Length", value: "0")
+                    try await outbound.write(contentsOf: [.head(head), .end(nil)])
+                case .bytes(let bytes, let type):
+                    head.headers.add(name: "Content-Type", value: type)
+                    head.headers.add(name: "Content-Length", value: "\(bytes.count)")
+                    try await outbound.write(contentsOf: [.head(head), .body(.byteBuffer(ByteBuffer(bytes: bytes))), .end(nil)])
+                case .file(let path, let type):
+                    guard let handle = FileHandle(forReadingAtPath: path) else {
+                        throw Failure("cannot read \(path): \(String(cString: strerror(errno)))")
+                    }
+                    defer { try? handle.close() }
+                    let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+                    head.headers.add(name: "Content-Type", value: type)
+                    head.headers.add(name: "Content-Length", value: "\(size)")
+                    try await outbound.write(.head(head))
+                    while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: chunk))))
+                    }
+                    try await outbound.write(.end(nil))
                 }
-                defer { try? handle.close() }
-                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-                head.headers.add(name: "Content-Type", value: type)
-                head.headers.add(name: "Content-Length", value: "\(size)")
-                try await outbound.write(.head(head))
-                while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-                    try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: chunk))))
-                }
+            } catch let failure as Failure {
+                throw failure
+            } catch {
+                unsent = error
             }
-            try await outbound.write(.end(nil))
             var status = 0
             var errorBody: [UInt8] = []
-            for try await part in inbound {
-                switch part {
-                case .head(let h):
-                    status = Int(h.status.code)
-                case .body(let buffer):
-                    if status >= 300 {
-                        errorBody += buffer.readableBytesView
-                    } else if try await !onBody(Array(buffer.readableBytesView)) {
+            do {
+                for try await part in inbound {
+                    switch part {
+                    case .head(let h):
+                        status = Int(h.status.code)
+                    case .body(let buffer):
+                        if status >= 300 {
+                            errorBody += buffer.readableBytesView
+                        } else if try await !onBody(Array(buffer.readableBytesView)) {
+                            return
+                        }
+                    case .end:
+                        if status >= 300 { throw Self.failure(status: status, body: errorBody) }
                         return
                     }
-                case .end:
-                    if status >= 300 { throw Self.failure(status: status, body: errorBody) }
-                    return
                 }
+            } catch let failure as Failure {
+                throw failure
+            } catch where unsent != nil {
+                // Reading failed too: the write's error says more.
             }
             if status >= 300 { throw Self.failure(status: status, body: errorBody) }
+            if status == 0 {
+                if let unsent { throw Failure("the daemon closed the connection before depotctl could send its request: \(unsent)") }
+                throw Failure("the daemon closed the connection without answering")
+            }
         }
     }
 

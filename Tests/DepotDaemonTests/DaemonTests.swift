@@ -100,9 +100,16 @@ struct ConfigTests {
         #expect(c.importRoots == ["/srv/depot/conf/inbox"])
         #expect(c.stores[0].path == "/srv/depot/conf/state/travel.sqlite")
         #expect(c.stores[0].saveInterval == .seconds(3600))
-        #expect(DurationText.parse("500ms") == .milliseconds(500))
-        #expect(DurationText.parse("7d") == .seconds(604_800))
-        #expect(DurationText.parse("soon") == nil)
+        #expect(try DurationText.parse("500ms", in: DurationText.retention) == .milliseconds(500))
+        #expect(try DurationText.parse("7d", in: DurationText.retention) == .seconds(604_800))
+        #expect(try DurationText.parse(" 1.5m ", in: DurationText.retention) == .seconds(90))
+        for bad in ["soon", "1e300s", "-5s", "nan", "inf", "1e3s", "99999999999999d", "", "s", "+5s", "0x10s"] {
+            #expect(throws: DurationText.Invalid.self, "\(bad)") { try DurationText.parse(bad, in: DurationText.retention) }
+        }
+        #expect(throws: DurationText.Invalid.self) { try DurationText.parse("0s", in: DurationText.idleTimeout) }
+        #expect(throws: DurationText.Invalid.self) { try DurationText.parse("2d", in: DurationText.saveInterval) }
+        #expect(DurationText.format(.seconds(36_500 * 86_400)) == "36500d")
+        #expect(DurationText.format(.milliseconds(1500)) == "1500ms")
     }
 
     @Test("depotd --check-config says OK or lists the problems and exits 78")
@@ -148,7 +155,7 @@ struct DaemonAPITests {
         #expect((badPredicate.object["error"] as? [String: Any])?["code"] as? String == "invalid_predicate")
         #expect(try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: "{nope").status == 400)
         #expect(try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"limit": "ten"}"#).body
-            .contains("\\\"limit\\\" must be an integer") == true)
+            .contains("\\\"limit\\\" must be a whole number") == true)
         let typeMismatch = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"where": "budget == 'x'"}"#)
         #expect(typeMismatch.status == 400)
         #expect(try d.request("GET", "/v1/no/such/thing").status == 404)

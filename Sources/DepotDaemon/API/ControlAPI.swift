@@ -165,7 +165,7 @@ enum JSONBody {
         switch error {
         case .dataCorrupted(let c) where c.codingPath.isEmpty:
             return "the request body is not valid JSON"
-        case .dataCorrupted(let c): return "\(path(c)): \(c.debugDescription)"
+        case .dataCorrupted(let c): return "\(path(c)) \(c.debugDescription)"
         case .keyNotFound(let key, let c):
             return "\(path(c) == "the body" ? "the body" : path(c)) lacks the key \"\(key.stringValue)\""
         case .typeMismatch(let type, let c): return "\(path(c)) must be \(describe(type))"

@@ -10,8 +10,8 @@ struct FetchBody: Decodable {
     var arguments: [String: JSONScalar]?
     var sort: [String]?
     var nulls: String?
-    var limit: Int?
-    var offset: Int?
+    var limit: RequestCount?
+    var offset: RequestCount?
     var fields: [String]?
     var sectionBy: String?
     var result: String?
@@ -38,7 +38,7 @@ struct DuplicatesBody: Decodable {
     var by: [String]
     var `where`: String?
     var arguments: [String: JSONScalar]?
-    var limit: Int?
+    var limit: RequestCount?
 }
 
 extension ControlRoutes {
@@ -62,8 +62,8 @@ extension ControlRoutes {
         }
         let descriptor = FetchDescriptor(
             entity: entity, where: body.where, arguments: (body.arguments ?? [:]).mapValues(\.value),
-            sort: (body.sort ?? []).map { DepotEngine.SortDescriptor(parsing: $0, nulls: nulls) }, limit: body.limit,
-            offset: body.offset, fields: body.fields, sectionBy: body.sectionBy)
+            sort: (body.sort ?? []).map { DepotEngine.SortDescriptor(parsing: $0, nulls: nulls) }, limit: body.limit?.value,
+            offset: body.offset?.value, fields: body.fields, sectionBy: body.sectionBy)
         let result = body.result ?? "records"
         guard ["records", "count", "identifiers"].contains(result) else {
             throw APIError(.badRequest, "invalid_argument", "result must be records, count or identifiers")
@@ -146,7 +146,7 @@ extension ControlRoutes {
         let groups = try await store.reader.duplicates(entity: context.parameters.get("entity") ?? "", by: body.by,
                                                        where: body.where,
                                                        arguments: (body.arguments ?? [:]).mapValues(\.value),
-                                                       limit: body.limit)
+                                                       limit: body.limit?.value)
         let items = groups.map { g in
             "{\"values\":[" + g.values.map(value).joined(separator: ",") + "],\"identifiers\":["
                 + g.identifiers.map(\.json).joined(separator: ",") + "]}"
@@ -193,8 +193,14 @@ extension ControlRoutes {
         return JSONResponse.make("{\"transactions\":[" + page.map(Self.transactionJSON).joined(separator: ",") + "]}")
     }
 
-    /// `POST /v1/jobs`: checks what it can before the job is queued.
-    func submit(_ body: JobRequest, _ context: DepotRequestContext, path override: String? = nil) async throws -> JobRecord {
+    /// `POST /v1/jobs`: the job, refused with `400` (or `404`) unless it can run.
+    func submit(_ body: JobRequest, _ context: DepotRequestContext) async throws -> JobRecord {
+        try await jobs.submit(try await record(for: body, context, path: nil))
+    }
+
+    /// The record of a new job, every setting checked against its store as
+    /// running it would (``JobPlan``), so that nothing bad is queued.
+    func record(for body: JobRequest, _ context: DepotRequestContext, path override: String?) async throws -> JobRecord {
         guard let kind = JobRecord.Kind(rawValue: body.kind) else {
             throw APIError(.badRequest, "invalid_argument", "kind must be one of "
                 + JobRecord.Kind.allCases.map(\.rawValue).joined(separator: ", "))
@@ -202,12 +208,6 @@ extension ControlRoutes {
         guard let store = await jobs.store(body.store) else {
             throw APIError(.notFound, "unknown_store", "no store is named \(JSONText.quoted(body.store))"
                 + DepotError.suggestion(for: body.store, in: await jobs.storeNames))
-        }
-        if kind != .prune {
-            guard let entity = body.entity else {
-                throw APIError(.badRequest, "invalid_argument", "a \(kind.rawValue) job names its entity")
-            }
-            _ = try store.reader.entity(entity)
         }
         let peer = context.peer
         var record = JobRecord(id: Self.newJobID(), kind: kind, store: body.store, entity: body.entity,
@@ -222,23 +222,12 @@ extension ControlRoutes {
         record.before = body.before
         record.olderThan = body.olderThan
         if kind == .import {
-            if let override {
-                record.path = override
-            } else {
-                guard let path = body.path else {
-                    throw APIError(.badRequest, "invalid_argument", "an import names a path on the daemon's machine, "
-                        + "or uploads the data to /v1/stores/STORE/entities/ENTITY/import")
-                }
-                record.path = try checkImportPath(path)
-            }
-        }
-        if kind == .export, let path = body.path {
+            record.path = try override ?? body.path.map(checkImportPath)
+        } else if kind == .export, let path = body.path {
             record.path = try checkImportPath(path)
         }
-        if kind == .update && (body.set ?? [:]).isEmpty {
-            throw APIError(.badRequest, "invalid_argument", "an update job needs set: the fields to change and their values")
-        }
-        return try await jobs.submit(record)
+        try JobPlan(record).check(against: store.reader)
+        return record
     }
 
     /// A path the daemon may read (or write): under one of `import_roots`,
@@ -273,9 +262,15 @@ extension ControlRoutes {
         guard ImportOptions.Format(rawValue: format) != nil else {
             throw APIError(.badRequest, "invalid_argument", "format must be csv, tsv, ndjson or json")
         }
+        let body = JobRequest(kind: "import", store: context.parameters.get("store") ?? "",
+                              entity: context.parameters.get("entity"), format: format,
+                              onConflict: q.get("on_conflict").map { String($0) },
+                              maxRejects: q.get("max_rejects").map { String($0) })
+        // Refuse bad options before a byte is spooled.
+        var record = try await record(for: body, context, path: "")
         let spool = config.stateDir + "/spool"
         try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
-        let path = "\(spool)/\(Self.newJobID()).\(format)"
+        let path = "\(spool)/\(record.id).\(format)"
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw APIError(.internalServerError, "internal", "cannot create a spool file") }
         var total: Int64 = 0
@@ -298,12 +293,9 @@ extension ControlRoutes {
             unlink(path)
             throw error
         }
-        let body = JobRequest(kind: "import", store: context.parameters.get("store") ?? "",
-                              entity: context.parameters.get("entity"), format: format,
-                              onConflict: q.get("on_conflict").map { String($0) },
-                              maxRejects: q.get("max_rejects").map { String($0) })
+        record.path = path
         do {
-            return try JSONResponse.encode(try await submit(body, context, path: path), status: .accepted)
+            return try JSONResponse.encode(try await jobs.submit(record), status: .accepted)
         } catch {
             unlink(path)
             throw error

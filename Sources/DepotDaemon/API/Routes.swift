@@ -101,16 +101,11 @@ public struct ControlRoutes: Sendable {
         v1.delete("stores/:store/history") { request, context in
             try self.require(.write, context)
             let store = try await self.store(context)
-            let pruned: Int
-            if let before = request.uri.queryParameters.get("before") {
-                pruned = try await store.pruneHistory(before: try HistoryToken.parse(before))
-            } else if let age = request.uri.queryParameters.get("older_than") {
-                guard let d = DurationText.parse(age) else {
-                    throw APIError(.badRequest, "invalid_argument", "older_than must be a duration such as 7d or 12h")
-                }
-                pruned = try await store.pruneHistory(olderThan: d)
-            } else {
-                throw APIError(.badRequest, "invalid_argument", "say which history to prune: ?before=TOKEN or ?older_than=7d")
+            let q = request.uri.queryParameters
+            let pruned = switch try JobPlan.Prune(before: q.get("before").map { String($0) },
+                                                  olderThan: q.get("older_than").map { String($0) }) {
+            case .before(let token): try await store.pruneHistory(before: token)
+            case .olderThan(let age): try await store.pruneHistory(olderThan: age)
             }
             return JSONResponse.make("{\"pruned\":\(pruned)}")
         }

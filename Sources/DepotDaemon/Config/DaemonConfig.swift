@@ -108,10 +108,10 @@ struct ConfigReader {
         return s
     }
 
-    mutating func int(_ table: TOMLTable, _ name: String, at key: String) -> Int? {
+    mutating func int(_ table: TOMLTable, _ name: String, at key: String, in range: ClosedRange<Int>) -> Int? {
         guard let value = table[name] else { return nil }
-        guard let i = value.tomlValue.int else {
-            problem(key, "must be an integer")
+        guard let i = value.tomlValue.int, range.contains(i) else {
+            problem(key, "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
             return nil
         }
         return i
@@ -134,14 +134,19 @@ struct ConfigReader {
         return out
     }
 
-    mutating func duration(_ table: TOMLTable, _ name: String, at key: String) -> Duration? {
+    mutating func duration(_ table: TOMLTable, _ name: String, at key: String,
+                           in range: ClosedRange<Duration>) -> Duration? {
         guard let value = table[name] else { return nil }
-        if let i = value.tomlValue.int { return .seconds(i) }
-        guard let s = value.tomlValue.string, let d = DurationText.parse(s) else {
-            problem(key, "must be a duration such as \"500ms\", \"2s\", \"5m\", \"1h\" or \"30d\"")
+        do throws(DurationText.Invalid) {
+            if let i = value.tomlValue.int { return try DurationText.seconds(i, in: range) }
+            guard let s = value.tomlValue.string else {
+                throw DurationText.Invalid(reason: DurationText.expectation(range))
+            }
+            return try DurationText.parse(s, in: range)
+        } catch {
+            problem(key, error.reason)
             return nil
         }
-        return d
     }
 
     mutating func read(_ root: TOMLTable, file: String) -> DaemonConfig? {
@@ -154,7 +159,10 @@ struct ConfigReader {
         let socket = resolve(string(daemon, "socket", at: "daemon.socket") ?? "/run/depot/depot.sock")
         var socketMode: UInt16 = 0o660
         if let text = string(daemon, "socket_mode", at: "daemon.socket_mode") {
-            if let mode = UInt16(text, radix: 8), mode <= 0o777 { socketMode = mode } else {
+            if (1...4).contains(text.count), text.allSatisfy({ ("0"..."7").contains($0) }),
+               let mode = UInt16(text, radix: 8), mode <= 0o777 {
+                socketMode = mode
+            } else {
                 problem("daemon.socket_mode", "must be an octal mode such as \"0660\", not \(JSONText.quoted(text))")
             }
         }
@@ -165,9 +173,11 @@ struct ConfigReader {
         if !levels.contains(logLevel) {
             problem("daemon.log_level", "must be one of \(levels.joined(separator: ", "))")
         }
-        let maxUpload = int(daemon, "max_upload_bytes", at: "daemon.max_upload_bytes") ?? (8 << 30)
-        let maxRequest = int(daemon, "max_request_bytes", at: "daemon.max_request_bytes") ?? (1 << 20)
-        let idle = duration(daemon, "idle_timeout", at: "daemon.idle_timeout") ?? .seconds(60)
+        let maxUpload = int(daemon, "max_upload_bytes", at: "daemon.max_upload_bytes", in: 1...(1 << 40)) ?? (8 << 30)
+        let maxRequest = int(daemon, "max_request_bytes", at: "daemon.max_request_bytes", in: 1024...(1 << 30))
+            ?? (1 << 20)
+        let idle = duration(daemon, "idle_timeout", at: "daemon.idle_timeout", in: DurationText.idleTimeout)
+            ?? .seconds(60)
 
         var read: [Principal] = [], write: [Principal] = []
         if let access = root["access"]?.tomlValue.table {
@@ -249,13 +259,14 @@ struct ConfigReader {
 
     mutating func rejectLimit(_ table: TOMLTable, at key: String) -> ImportOptions.RejectLimit? {
         guard let value = table["max_rejects"] else { return nil }
-        if let i = value.tomlValue.int, i >= 0 { return .count(i) }
-        if let d = value.tomlValue.double, d >= 0, d < 1 { return .fraction(d) }
-        if let s = value.tomlValue.string, s.hasSuffix("%"), let p = Double(s.dropLast()), p >= 0, p <= 100 {
-            return .fraction(p / 100)
+        // The same reading as a job's max_rejects: a count, a fraction or a percentage.
+        let text = value.tomlValue.int.map(String.init) ?? value.tomlValue.double.map { String($0) }
+            ?? value.tomlValue.string
+        guard let text, let limit = ImportOptions.RejectLimit(text: text) else {
+            problem(key, ImportOptions.RejectLimit.expectation)
+            return nil
         }
-        problem(key, "must be a count (1000), a fraction (0.01) or a percentage (\"1%\")")
-        return nil
+        return limit
     }
 
     mutating func readStore(_ table: TOMLTable, at key: String, stateDir: String) -> StoreConfiguration? {
@@ -331,34 +342,20 @@ struct ConfigReader {
             }
         }
         var config = StoreConfiguration(name: name, path: path, entities: entities)
-        if let every = int(table, "save_every", at: "\(key).save_every") {
-            if every > 0 { config.saveEvery = every } else { problem("\(key).save_every", "must be positive") }
+        if let every = int(table, "save_every", at: "\(key).save_every", in: 1...Int(Int32.max)) {
+            config.saveEvery = every
         }
-        if let interval = duration(table, "save_interval", at: "\(key).save_interval") { config.saveInterval = interval }
-        if let retention = duration(table, "history_retention", at: "\(key).history_retention") {
+        if let interval = duration(table, "save_interval", at: "\(key).save_interval", in: DurationText.saveInterval) {
+            config.saveInterval = interval
+        }
+        if let retention = duration(table, "history_retention", at: "\(key).history_retention",
+                                    in: DurationText.retention) {
             config.historyRetention = retention
         }
-        if let mb = int(table, "cache_mb", at: "\(key).cache_mb") {
-            if mb >= 1 { config.writerCacheBytes = mb << 20 } else { problem("\(key).cache_mb", "must be at least 1") }
+        // At most 64 GiB: more than this machine class has, and far from overflowing the shift.
+        if let mb = int(table, "cache_mb", at: "\(key).cache_mb", in: 1...65_536) {
+            config.writerCacheBytes = mb << 20
         }
         return config
-    }
-}
-
-/// Durations as the configuration and the API write them: `500ms`, `2s`,
-/// `5m`, `1h`, `7d`, or a number of seconds.
-public enum DurationText {
-    public static func parse(_ text: String) -> Duration? {
-        let s = text.trimmingCharacters(in: .whitespaces)
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800)]
-        for (suffix, scale) in units where s.hasSuffix(suffix) {
-            let number = s.dropLast(suffix.count)
-            // "ms" must not be read as "m" + "s".
-            if suffix == "s", number.hasSuffix("m") { continue }
-            guard let v = Double(number), v >= 0, v.isFinite else { return nil }
-            return .milliseconds(Int64((v * scale * 1000).rounded()))
-        }
-        if let v = Double(s), v >= 0, v.isFinite { return .milliseconds(Int64((v * 1000).rounded())) }
-        return nil
     }
 }

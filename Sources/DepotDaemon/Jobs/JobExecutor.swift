@@ -18,40 +18,17 @@ struct JobExecutor {
     static func jobFolder(_ stateDir: String) -> String { stateDir + "/jobs" }
 
     func run(_ record: inout JobRecord) async throws {
-        let entity = record.entity ?? ""
         let author = record.author
         let snapshot = record
-        switch record.kind {
-        case .import:
-            guard let path = record.path else { throw DepotError(.invalidArgument, "an import needs a path") }
-            var options = ImportOptions()
-            if let f = record.format, f != "auto" {
-                guard let format = ImportOptions.Format(rawValue: f) else {
-                    throw DepotError(.invalidArgument, "format must be csv, tsv, ndjson or json, not \(JSONText.quoted(f))")
-                }
-                options.format = format
-            } else {
-                options.format = ImportOptions.Format(fileName: path) ?? .csv
-            }
-            if let c = record.onConflict {
-                guard let policy = ConflictPolicy(rawValue: c) else {
-                    throw DepotError(.invalidArgument, "on_conflict must be upsert, replace, skip or fail")
-                }
-                options.onConflict = policy
-            }
-            if let text = record.maxRejects {
-                guard let limit = ImportOptions.RejectLimit(text: text) else {
-                    throw DepotError(.invalidArgument, "max_rejects must be a count (1000), a fraction (0.01) or a percentage (1%)")
-                }
-                options.maxRejects = limit
-            }
+        let progress = self.progress
+        switch try JobPlan(record) {
+        case .importFile(let entity, let path, let options):
             let folder = Self.jobFolder(stateDir)
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let rejects = "\(folder)/\(record.id).rejects.ndjson"
             let request = ImportRequest(job: record.id, entity: entity, path: path, rejectsPath: rejects,
                                         author: author, options: options)
             let metrics = self.metrics
-            let progress = self.progress
             let result = try await Importer.run(request, into: store) { p in
                 var r = snapshot
                 r.apply(p)
@@ -60,63 +37,45 @@ struct JobExecutor {
             }
             record.apply(result)
             if result.rejected > 0 { record.rejects = rejects } else { try? FileManager.default.removeItem(atPath: rejects) }
-        case .delete:
-            let counts = try await store.delete(entity: entity, where: record.where, author: author, job: record.id) { c in
+        case .delete(let entity, let predicate):
+            let counts = try await store.delete(entity: entity, where: predicate, author: author, job: record.id) { c in
                 var r = snapshot
                 r.apply(c)
                 progress(r)
             }
             record.apply(counts)
-        case .update:
-            let values = (record.set ?? [:]).mapValues(\.value)
-            let counts = try await store.update(entity: entity, where: record.where, set: values, author: author,
+        case .update(let entity, let predicate, let values):
+            let counts = try await store.update(entity: entity, where: predicate, set: values, author: author,
                                                 job: record.id) { c in
                 var r = snapshot
                 r.apply(c)
                 progress(r)
             }
             record.apply(counts)
-        case .dedupe:
-            guard let by = record.by, !by.isEmpty else {
-                throw DepotError(.invalidArgument, "a dedupe job needs by: the fields whose equal values make duplicates")
-            }
-            let keep = DuplicateResolution(rawValue: record.keep ?? "keep-first") ?? .keepFirst
-            let counts = try await store.resolveDuplicates(entity: entity, by: by, keep: keep, where: record.where,
+        case .dedupe(let entity, let by, let keep, let predicate):
+            let counts = try await store.resolveDuplicates(entity: entity, by: by, keep: keep, where: predicate,
                                                            author: author, job: record.id) { c in
                 var r = snapshot
                 r.apply(c)
                 progress(r)
             }
             record.apply(counts)
-        case .prune:
-            if let before = record.before {
-                guard let token = HistoryToken(before) else {
-                    throw DepotError(.invalidToken, "\(JSONText.quoted(before)) is not a history token")
-                }
-                record.deleted = try await store.pruneHistory(before: token)
-            } else if let age = record.olderThan {
-                guard let duration = DurationText.parse(age) else {
-                    throw DepotError(.invalidArgument, "older_than must be a duration such as \"7d\" or \"12h\"")
-                }
-                record.deleted = try await store.pruneHistory(olderThan: duration)
-            } else {
-                throw DepotError(.invalidArgument, "a prune job needs before (a token) or older_than (a duration)")
-            }
-        case .export:
-            try await export(&record)
+        case .prune(.before(let token)):
+            record.deleted = try await store.pruneHistory(before: token)
+        case .prune(.olderThan(let age)):
+            record.deleted = try await store.pruneHistory(olderThan: age)
+        case .export(let entity, let predicate, let format, let path):
+            try await export(&record, entity: entity, where: predicate, format: format, path: path)
         }
     }
 
     /// Writes the entity's records (those matching `where`) to a file, as
     /// NDJSON or CSV, a batch at a time; the file appears complete or not at all.
-    func export(_ record: inout JobRecord) async throws {
+    func export(_ record: inout JobRecord, entity: String, where predicate: String?, format: JobPlan.ExportFormat,
+                path: String?) async throws {
         let folder = stateDir + "/exports"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let format = record.format ?? "ndjson"
-        guard format == "ndjson" || format == "csv" else {
-            throw DepotError(.invalidArgument, "an export's format is ndjson or csv")
-        }
-        let path = record.path ?? "\(folder)/\(record.id).\(format)"
+        let path = path ?? "\(folder)/\(record.id).\(format.rawValue)"
         let temporary = path + ".part"
         guard FileManager.default.createFile(atPath: temporary, contents: nil),
               let handle = FileHandle(forWritingAtPath: temporary) else {
@@ -125,14 +84,14 @@ struct JobExecutor {
         defer { try? handle.close() }
         var header = true
         var count = 0
-        for try await batch in store.reader.enumerate(FetchDescriptor(entity: record.entity ?? "", where: record.where)) {
+        for try await batch in store.reader.enumerate(FetchDescriptor(entity: entity, where: predicate)) {
             var text = ""
-            if format == "csv" && header {
+            if format == .csv && header {
                 text += batch.fields.map { CSVText.field($0.name) }.joined(separator: ",") + "\r\n"
                 header = false
             }
             for row in 0..<batch.count {
-                if format == "ndjson" {
+                if format == .ndjson {
                     text += batch.jsonObject(row: row) + "\n"
                 } else {
                     text += batch.rows[row].map(CSVText.field).joined(separator: ",") + "\r\n"

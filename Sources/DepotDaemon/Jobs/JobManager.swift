@@ -30,22 +30,66 @@ public actor JobManager {
     public func onFinish(_ hook: @escaping @Sendable (JobRecord) async -> Void) { finishHooks.append(hook) }
 
     /// Adds a store and resumes its unfinished jobs.
+    ///
+    /// A persisted job that cannot run any more (its record does not read
+    /// back, or a setting no longer passes ``JobPlan``) is marked failed with
+    /// the reason instead of being resumed.
     public func add(store: Store) async throws {
         stores[store.name] = store
         for (id, bytes) in try await store.jobs() {
-            guard var record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)) else {
-                logger.warning("job record \(id) of store \(store.name) is unreadable; skipped")
-                continue
+            var record: JobRecord
+            do {
+                record = try JSONDecoder().decode(JobRecord.self, from: Data(bytes))
+            } catch {
+                guard var stub = JobRecord(unreadable: bytes, id: id, store: store.name) else {
+                    logger.error("a job record cannot be read and is not resumed",
+                                 metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "depot.error": "\(error)"])
+                    continue
+                }
+                stub.error = "the job's record could not be read back, so it was not resumed: "
+                    + ((error as? DecodingError).map(JSONBody.describe) ?? "\(error)")
+                record = stub
+                try? await persist(record, in: store)
             }
             if jobs[id] == nil { order.append(id) }
             if !record.state.isFinal {
-                record.state = .queued
-                queues[store.name, default: []].append(id)
-                logger.info("job \(id) resumes", metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)"])
+                do {
+                    try JobPlan(record).check(against: store.reader)
+                    record.state = .queued
+                    queues[store.name, default: []].append(id)
+                    logger.info("job \(id) resumes", metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)"])
+                } catch {
+                    record.state = .failed
+                    record.finished = Timestamp.now()
+                    record.error = "the job cannot resume: " + ((error as? DepotError)?.message ?? "\(error)")
+                    logger.error("a persisted job cannot resume and is marked failed",
+                                 metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "depot.error": "\(record.error ?? "")"])
+                    try? await persist(record, in: store)
+                    removeSpoolFile(of: record)
+                }
             }
             jobs[id] = record
         }
         pump(store.name)
+    }
+
+    /// Removes the spool files that no unfinished job reads: uploads whose
+    /// job ended, or that never became a job (the daemon stopped mid-upload).
+    public func removeOrphanSpoolFiles() {
+        let folder = stateDir + "/spool"
+        let wanted = Set(jobs.values.filter { !$0.state.isFinal }.compactMap(\.path))
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+            let path = folder + "/" + name
+            if !wanted.contains(path) { unlink(path) }
+        }
+    }
+
+    /// An upload's spool file goes once its job ended, however it ended, so
+    /// that failed uploads cannot fill `state_dir`.
+    private func removeSpoolFile(of record: JobRecord) {
+        if record.kind == .import, record.watchFile == nil, let path = record.path, path.hasPrefix(stateDir + "/spool/") {
+            unlink(path)
+        }
     }
 
     public func store(_ name: String) -> Store? { stores[name] }
@@ -151,12 +195,7 @@ public actor JobManager {
         } catch {
             unrecorded = error
         }
-        // An upload's spool file goes once it is imported (kept when the job
-        // failed, for a look at what was sent).
-        if record.kind == .import, record.watchFile == nil, record.state != .failed,
-           let path = record.path, path.hasPrefix(stateDir + "/spool/") {
-            unlink(path)
-        }
+        removeSpoolFile(of: record)
         // Hooks first (a watched file moves), then the final state shows,
         // in the job list and as the final event.
         for hook in finishHooks { await hook(record) }

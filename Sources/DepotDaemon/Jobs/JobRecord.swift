@@ -78,6 +78,20 @@ public struct JobRecord: Codable, Sendable, Hashable {
         self.created = Timestamp.now()
     }
 
+    /// A failed record standing for one that does not decode: what can be
+    /// read of its `kind`, `entity`, `author` and `created`; `nil` when not even
+    /// its kind can be.
+    init?(unreadable bytes: [UInt8], id: String, store: String) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
+              let kind = (object["kind"] as? String).flatMap(Kind.init(rawValue:)) else { return nil }
+        self.init(id: id, kind: kind, store: store, entity: object["entity"] as? String,
+                  author: object["author"] as? String ?? "depotd")
+        created = object["created"] as? String ?? created
+        path = object["path"] as? String
+        state = .failed
+        finished = Timestamp.now()
+    }
+
     mutating func apply(_ p: ImportProgress) {
         read = p.read
         inserted = p.inserted
@@ -121,7 +135,7 @@ public enum JSONScalar: Codable, Sendable, Hashable {
         if c.decodeNil() { self = .null }
         else if let b = try? c.decode(Bool.self) { self = .bool(b) }
         else if let i = try? c.decode(Int64.self) { self = .int(i) }
-        else if let d = try? c.decode(Double.self) { self = .double(d) }
+        else if let d = try? c.decode(Double.self), d.isFinite { self = .double(d) }
         else if let s = try? c.decode(String.self) { self = .string(s) }
         else {
             throw DecodingError.typeMismatch(JSONScalar.self, .init(codingPath: decoder.codingPath,
@@ -152,7 +166,11 @@ public enum JSONScalar: Codable, Sendable, Hashable {
 }
 
 extension ImportOptions.RejectLimit {
-    /// Reads "1000", "0.01" or "1%".
+    /// What a reject limit looks like, for error messages.
+    static let expectation = "must be a count (1000), a fraction below 1 (0.01) or a percentage (\"1%\")"
+
+    /// Reads "1000", "0.01" or "1%": the one reading of `max_rejects`, from
+    /// the configuration, a job body or an upload's query.
     init?(text: String) {
         if let n = Int(text), n >= 0 { self = .count(n); return }
         if text.hasSuffix("%"), let p = Double(text.dropLast()), p >= 0, p <= 100 { self = .fraction(p / 100); return }

@@ -11,7 +11,32 @@ struct SQLFragment: Sendable {
 /// Values are always bound as parameters, never pasted into the SQL text.
 /// Field names are quoted. `[c]`/`[d]` comparisons fold both sides with
 /// ``TextFolding``.
+///
+/// What it writes stays inside SQLite's own limits, so that no predicate a
+/// user can write fails in SQLite's parser: `NOT` is pushed down to the
+/// comparisons (De Morgan's laws hold in SQL's three-valued logic), long
+/// `AND`/`OR` chains are written as balanced groups of at most
+/// ``chainWidth`` terms (SQLite's expression trees may be 1,000 deep, its
+/// parser stack about 100 entries), a predicate whose `AND`/`OR` nesting is
+/// still deeper than ``maxNesting`` is refused with its position, long `IN`
+/// lists are bound as one JSON array, and more than ``maxArguments`` bound
+/// values are refused with a hint.
 struct PredicateCompiler {
+    /// The most terms one SQL `AND`/`OR` chain holds; longer chains are grouped.
+    static let chainWidth = 16
+    /// The deepest nesting of parentheses the SQL may have. SQLite's parser
+    /// (a stack of 100 entries) overflows at 26 levels with the heaviest
+    /// comparison (`NOT … IN (SELECT … json_each(?))`); 16 leaves room for the
+    /// subqueries that counts, aggregates and batch writes wrap around it.
+    static let maxNesting = 16
+    /// The most values one predicate may bind (SQLite takes 32,766 per statement;
+    /// the queries around a predicate bind a few of their own).
+    static let maxArguments = 32_000
+    /// `IN` lists longer than this are bound as one JSON array read by `json_each`.
+    static let longList = 64
+    /// SQLite's limit on the length of a LIKE or GLOB pattern, in bytes.
+    static let maxPattern = 50_000
+
     private let entity: EntitySchema
     private let variables: [String: Value]
     private var arguments: [Value] = []
@@ -25,7 +50,7 @@ struct PredicateCompiler {
         guard let text, !text.trimmingWhitespace().isEmpty else { return .alwaysTrue }
         let expression = try PredicateParser.parse(text)
         var compiler = PredicateCompiler(entity: entity, variables: arguments)
-        let sql = try compiler.compile(expression)
+        let sql = try compiler.compile(expression, negated: false, nesting: 0)
         return SQLFragment(sql: sql, arguments: compiler.arguments)
     }
 
@@ -34,13 +59,61 @@ struct PredicateCompiler {
         self.variables = variables
     }
 
-    private mutating func compile(_ e: PredicateExpression) throws -> String {
+    /// The SQL of `e`, or of `NOT e` when `negated`, standing inside
+    /// `nesting` parentheses; a group comes back in parentheses of its own.
+    private mutating func compile(_ e: PredicateExpression, negated: Bool, nesting: Int) throws -> String {
         switch e {
-        case .and(let l, let r): return "(\(try compile(l)) AND \(try compile(r)))"
-        case .or(let l, let r): return "(\(try compile(l)) OR \(try compile(r)))"
-        case .not(let x): return "(NOT \(try compile(x)))"
-        case .constant(let b): return b ? "1" : "0"
-        case .comparison(let c): return try comparison(c)
+        case .constant(let b, _):
+            return b != negated ? "1" : "0"
+        case .comparison(let c):
+            let sql = try comparison(c)
+            return negated ? "NOT \(sql)" : sql
+        case .not(let x):
+            return try compile(x, negated: !negated, nesting: nesting)
+        case .and(let terms), .or(let terms):
+            // NOT (a AND b) is NOT a OR NOT b; NOT (a OR b) is NOT a AND NOT b.
+            var isAnd = if case .and = e { true } else { false }
+            if negated { isAnd.toggle() }
+            // Terms that turn into the same operator once negated join this chain.
+            var flat: [(PredicateExpression, Bool)] = []
+            Self.collect(terms, negated: negated, isAnd: isAnd, into: &flat)
+            var levels = 1
+            var width = flat.count
+            while width > Self.chainWidth {
+                width = (width + Self.chainWidth - 1) / Self.chainWidth
+                levels += 1
+            }
+            guard nesting + levels <= Self.maxNesting else {
+                throw DepotError(.invalidPredicate, "the predicate nests AND and OR more than \(Self.maxNesting) levels "
+                    + "deep here, more than SQLite can evaluate; simplify it", position: e.position)
+            }
+            var parts = try flat.map { try compile($0.0, negated: $0.1, nesting: nesting + levels) }
+            let op = isAnd ? " AND " : " OR "
+            while parts.count > Self.chainWidth {
+                parts = stride(from: 0, to: parts.count, by: Self.chainWidth).map {
+                    "(" + parts[$0..<min($0 + Self.chainWidth, parts.count)].joined(separator: op) + ")"
+                }
+            }
+            return "(" + parts.joined(separator: op) + ")"
+        }
+    }
+
+    /// The terms of a chain: those of nested groups that are, once negated,
+    /// the same operator join it; each with whether it is negated.
+    private static func collect(_ terms: [PredicateExpression], negated: Bool, isAnd: Bool,
+                                into flat: inout [(PredicateExpression, Bool)]) {
+        for term in terms {
+            var t = term, n = negated
+            while case .not(let inner) = t {
+                t = inner
+                n.toggle()
+            }
+            switch t {
+            case .and(let inner) where isAnd != n, .or(let inner) where isAnd == n:
+                collect(inner, negated: n, isAnd: isAnd, into: &flat)
+            default:
+                flat.append((t, n))
+            }
         }
     }
 
@@ -99,7 +172,14 @@ struct PredicateCompiler {
         }
     }
 
-    private mutating func bind(_ v: Value) -> String {
+    /// Appends `v` to the arguments; the operand's `position` names it when
+    /// there are too many.
+    private mutating func bind(_ v: Value, at position: Int) throws -> String {
+        guard arguments.count < Self.maxArguments else {
+            throw DepotError(.invalidPredicate, "the predicate holds more than \(Self.maxArguments) values, more than "
+                + "SQLite takes in one query; write a long list of values as field IN {…}, which takes any number",
+                position: position)
+        }
         arguments.append(v)
         return "?"
     }
@@ -179,10 +259,20 @@ struct PredicateCompiler {
                     throw DepotError(.invalidPredicate, "BETWEEN needs exactly two values, like {100, 500}",
                                      position: listPosition)
                 }
-                return "(\(column) BETWEEN \(bind(values[0])) AND \(bind(values[1])))"
+                return "(\(column) BETWEEN \(try bind(values[0], at: listPosition)) AND \(try bind(values[1], at: listPosition)))"
             }
             if values.isEmpty { return "0" }
-            return "(\(column) IN (" + values.map { bind($0) }.joined(separator: ", ") + "))"
+            if values.count > Self.longList {
+                // One bound JSON array instead of a parameter per value: any length fits.
+                var json = "["
+                for (k, v) in values.enumerated() {
+                    if k > 0 { json += "," }
+                    JSONText.append(v, to: &json)
+                }
+                json += "]"
+                return "(\(column) IN (SELECT value FROM json_each(\(try bind(.string(json), at: listPosition)))))"
+            }
+            return "(\(column) IN (" + (try values.map { try bind($0, at: listPosition) }).joined(separator: ", ") + "))"
         default:
             break
         }
@@ -199,21 +289,27 @@ struct PredicateCompiler {
                 throw mismatch("nil can only be compared with == or !=", at: c.rhs.position)
             }
         }
+        let at = c.rhs.position
         switch c.op {
-        case .equal: return "(\(column) = \(bind(v)))"
-        case .notEqual: return "(\(column) IS NOT \(bind(v)))"
-        case .less, .lessOrEqual, .greater, .greaterOrEqual: return "(\(column) \(c.op.rawValue) \(bind(v)))"
-        case .contains: return "(instr(\(column), \(bind(v))) > 0)"
+        case .equal: return "(\(column) = \(try bind(v, at: at)))"
+        case .notEqual: return "(\(column) IS NOT \(try bind(v, at: at)))"
+        case .less, .lessOrEqual, .greater, .greaterOrEqual: return "(\(column) \(c.op.rawValue) \(try bind(v, at: at)))"
+        case .contains: return "(instr(\(column), \(try bind(v, at: at))) > 0)"
         case .beginsWith:
             guard case .string(let s) = v else { preconditionFailure() }
-            return "(substr(\(column), 1, \(s.unicodeScalars.count)) = \(bind(v)))"
+            return "(substr(\(column), 1, \(s.unicodeScalars.count)) = \(try bind(v, at: at)))"
         case .endsWith:
             guard case .string(let s) = v else { preconditionFailure() }
             if s.isEmpty { return "(\(column) IS NOT NULL)" }
-            return "(substr(\(column), -\(s.unicodeScalars.count)) = \(bind(v)))"
+            return "(substr(\(column), -\(s.unicodeScalars.count)) = \(try bind(v, at: at)))"
         case .like:
             guard case .string(let s) = v else { preconditionFailure() }
-            return "(\(column) GLOB \(bind(.string(Self.glob(fromLike: s)))))"
+            let pattern = Self.glob(fromLike: s)
+            guard pattern.utf8.count <= Self.maxPattern else {
+                throw DepotError(.invalidPredicate, "the LIKE pattern is longer than \(Self.maxPattern) bytes, "
+                    + "more than SQLite matches; use CONTAINS, BEGINSWITH or ENDSWITH", position: at)
+            }
+            return "(\(column) GLOB \(try bind(.string(pattern), at: at)))"
         case .in, .between: preconditionFailure()
         }
     }

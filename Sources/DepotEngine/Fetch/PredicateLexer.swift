@@ -124,8 +124,11 @@ struct PredicateLexer {
             text.unicodeScalars.append(c)
             i += 1
         }
-        guard digits > 0, Double(text) != nil else {
+        guard digits > 0, let value = Double(text) else {
             throw error("\(JSONText.quoted(text)) is not a number", at: start)
+        }
+        guard value.isFinite else {
+            throw error("\(JSONText.quoted(text)) is too large for a number (at most about 1.8e308)", at: start)
         }
         return text
     }

@@ -1,10 +1,48 @@
 /// A parsed predicate, before it is checked against an entity.
+///
+/// `AND` and `OR` chains are flat (`a AND b AND (c AND d)` is one `and` of
+/// four terms) and runs of `NOT` are folded, so the tree is only as deep as
+/// the predicate's parentheses, which the parser bounds: no predicate can
+/// make the compiler, or the tree's own deallocation, recurse without limit.
 indirect enum PredicateExpression: Equatable {
-    case and(PredicateExpression, PredicateExpression)
-    case or(PredicateExpression, PredicateExpression)
+    /// Every term holds; two or more terms, none of them an `and`.
+    case and([PredicateExpression])
+    /// Some term holds; two or more terms, none of them an `or`.
+    case or([PredicateExpression])
+    /// The term does not hold; never directly another `not`.
     case not(PredicateExpression)
-    case constant(Bool)
+    case constant(Bool, position: Int)
     case comparison(Comparison)
+
+    /// The 1-based position where the expression starts.
+    var position: Int {
+        switch self {
+        case .and(let terms), .or(let terms): terms[0].position
+        case .not(let e): e.position
+        case .constant(_, let p): p
+        case .comparison(let c): c.position
+        }
+    }
+
+    /// `terms` joined by AND (`or: false`) or OR, flattening terms of the same kind.
+    static func join(_ terms: [PredicateExpression], or: Bool) -> PredicateExpression {
+        if terms.count == 1 { return terms[0] }
+        var flat: [PredicateExpression] = []
+        flat.reserveCapacity(terms.count)
+        for term in terms {
+            switch (term, or) {
+            case (.or(let inner), true), (.and(let inner), false): flat += inner
+            default: flat.append(term)
+            }
+        }
+        return or ? .or(flat) : .and(flat)
+    }
+
+    /// `NOT e`: `NOT NOT e` is `e`, in SQL's three-valued logic too.
+    static func negate(_ e: PredicateExpression) -> PredicateExpression {
+        if case .not(let inner) = e { return inner }
+        return .not(e)
+    }
 
     struct Comparison: Equatable {
         var lhs: Operand
@@ -65,14 +103,21 @@ indirect enum PredicateExpression: Equatable {
 /// expression := or
 /// or         := and (("OR" | "||") and)*
 /// and        := not (("AND" | "&&") not)*
-/// not        := ("NOT" | "!") not | primary
+/// not        := ("NOT" | "!")* primary
 /// primary    := "(" expression ")" | "TRUEPREDICATE" | "FALSEPREDICATE" | comparison
 /// comparison := operand operator options? operand
 /// operand    := field | `field` | string | number | true | false | nil | $name | "{" operand, … "}"
 /// ```
+///
+/// It recurses only into parentheses, at most ``maxDepth`` deep; chains of
+/// `AND`, `OR` and `NOT` of any length are read in loops.
 struct PredicateParser {
+    /// How deep parentheses may nest.
+    static let maxDepth = 256
+
     private var tokens: [PredicateLexer.Token]
     private var i = 0
+    private var depth = 0
 
     private static let keywords: Set<String> = [
         "AND", "OR", "NOT", "IN", "BETWEEN", "CONTAINS", "BEGINSWITH", "ENDSWITH", "LIKE",
@@ -127,33 +172,40 @@ struct PredicateParser {
     }
 
     private mutating func expression() throws -> PredicateExpression {
-        var lhs = try conjunction()
+        var terms = [try conjunction()]
         while keyword(current) == "OR" || current.kind == .op("||") {
             i += 1
-            lhs = .or(lhs, try conjunction())
+            terms.append(try conjunction())
         }
-        return lhs
+        return .join(terms, or: true)
     }
 
     private mutating func conjunction() throws -> PredicateExpression {
-        var lhs = try negation()
+        var terms = [try negation()]
         while keyword(current) == "AND" || current.kind == .op("&&") {
             i += 1
-            lhs = .and(lhs, try negation())
+            terms.append(try negation())
         }
-        return lhs
+        return .join(terms, or: false)
     }
 
     private mutating func negation() throws -> PredicateExpression {
-        if keyword(current) == "NOT" || current.kind == .op("!") {
+        var negated = false
+        while keyword(current) == "NOT" || current.kind == .op("!") {
             i += 1
-            return .not(try negation())
+            negated.toggle()
         }
-        return try primary()
+        let e = try primary()
+        return negated ? .negate(e) : e
     }
 
     private mutating func primary() throws -> PredicateExpression {
         if current.kind == .lparen {
+            guard depth < Self.maxDepth else {
+                throw error("parentheses nest more than \(Self.maxDepth) levels deep here; simplify the predicate")
+            }
+            depth += 1
+            defer { depth -= 1 }
             i += 1
             let e = try expression()
             guard current.kind == .rparen else {
@@ -163,8 +215,8 @@ struct PredicateParser {
             return e
         }
         switch keyword(current) {
-        case "TRUEPREDICATE": i += 1; return .constant(true)
-        case "FALSEPREDICATE": i += 1; return .constant(false)
+        case "TRUEPREDICATE": i += 1; return .constant(true, position: tokens[i - 1].position)
+        case "FALSEPREDICATE": i += 1; return .constant(false, position: tokens[i - 1].position)
         default: break
         }
         let position = current.position

@@ -12,6 +12,20 @@ extension StoreReader {
         return try await read { db in try query.records(db) }
     }
 
+    /// Checks a descriptor without running it: its entity, fields, sort, and
+    /// predicate with its arguments, as a fetch would.
+    ///
+    /// For example, to refuse a batch job's predicate before queueing it:
+    ///
+    /// ```swift
+    /// try store.reader.check(FetchDescriptor(entity: "Trip", where: "budget >"))   // throws, position 9
+    /// ```
+    ///
+    /// - Throws: the ``DepotError`` that ``fetch(_:)`` would throw for it.
+    public func check(_ descriptor: FetchDescriptor) throws {
+        _ = try FetchQuery(descriptor, entity: entity(descriptor.entity))
+    }
+
     /// The records a descriptor selects, grouped by its `sectionBy` field.
     ///
     /// - Throws: as ``fetch(_:)``, and ``DepotError/Code/invalidArgument``

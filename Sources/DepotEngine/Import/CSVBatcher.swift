@@ -3,6 +3,8 @@ struct CSVBatcher: RecordBatcher {
     let reader: CSVReader
     var startOffset: Int64 { reader.offset }
     var startLine: Int { reader.resumeLine }
+    /// CSV errors name lines only: the line's start is not needed to resume.
+    var startLineStart: Int64 { reader.offset }
     private let columns: [(input: Int, field: Field)]
     private let headerCount: Int
     private let entity: EntitySchema
@@ -112,6 +114,6 @@ struct CSVBatcher: RecordBatcher {
             lines.append(reader.line)
         }
         return ParsedBatch(batch: batch, lines: lines, rejects: rejects, read: read, endOffset: reader.offset,
-                           endLine: reader.resumeLine, atEnd: atEnd)
+                           endLine: reader.resumeLine, endLineStart: reader.offset, atEnd: atEnd)
     }
 }

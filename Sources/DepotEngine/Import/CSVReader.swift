@@ -100,9 +100,11 @@ final class CSVReader {
             switch scan() {
             case .needMore:
                 if atEOF {
-                    // Only an unterminated quote leaves bytes behind at EOF.
+                    // Only an unterminated quote leaves bytes behind at EOF:
+                    // the record starts on `nextLine` and takes the rest.
                     let start = nextLine
-                    consume(to: end, lines: 0)
+                    line = start
+                    consume(to: end, lines: lineBreaks(begin, end))
                     return .malformed(line: start, reason: "a quoted field is not closed before the end of the file")
                 }
                 try fill()
@@ -122,6 +124,17 @@ final class CSVReader {
                 return .malformed(line: start, reason: reason)
             }
         }
+    }
+
+    /// The line breaks (LF, CRLF or a lone CR) in `buffer[from..<to]`.
+    private func lineBreaks(_ from: Int, _ to: Int) -> Int {
+        var n = 0
+        var i = from
+        while i < to {
+            if buffer[i] == 0x0A || (buffer[i] == 0x0D && !(i + 1 < to && buffer[i + 1] == 0x0A)) { n += 1 }
+            i += 1
+        }
+        return n
     }
 
     private func consume(to next: Int, lines: Int) {

@@ -8,6 +8,9 @@ struct ImportCheckpoint: Codable, Sendable {
     var offset: Int64
     /// The line on which that record starts.
     var line: Int
+    /// The file offset where that line starts (JSON errors give columns);
+    /// `nil` in checkpoints written before it was kept: then `offset`.
+    var lineStart: Int64?
     /// The rejects file's length after the save.
     var rejectsLength: Int64
     /// The entity's greatest rowid when the job started: rows above it came

@@ -76,6 +76,7 @@ public enum Importer {
         if state.offset == 0 {
             state.offset = batcher.startOffset
             state.line = batcher.startLine
+            state.lineStart = batcher.startLineStart
         }
         let policy = options.onConflict
         let job = request.job
@@ -112,6 +113,7 @@ public enum Importer {
                     }
                     next.offset = chunk.endOffset
                     next.line = chunk.endLine
+                    next.lineStart = chunk.endLineStart
                     next.progress.read += chunk.read
                     next.progress.inserted += counts.inserted
                     next.progress.updated += counts.updated
@@ -119,7 +121,7 @@ public enum Importer {
                     next.progress.skipped += counts.skipped
                     next.progress.duplicates += counts.duplicates
                     next.progress.rejected += chunk.rejects.count + counts.rejected.count
-                    next.progress.bytesRead = chunk.endOffset
+                    next.progress.bytesRead = min(chunk.endOffset, next.progress.bytesTotal)
                     next.progress.finished = chunk.atEnd
                     records += chunk.read
                 } while !next.progress.finished && records < saveEvery && clock.now < deadline
@@ -181,6 +183,7 @@ protocol RecordBatcher {
     /// Where the first record starts (after a header), for a fresh job.
     var startOffset: Int64 { get }
     var startLine: Int { get }
+    var startLineStart: Int64 { get }
     /// Reads up to `max` records (a chunk; the save decides when to commit).
     mutating func next(max: Int) throws -> ParsedBatch
 }
@@ -196,6 +199,8 @@ struct ParsedBatch: Sendable {
     var read: Int
     var endOffset: Int64
     var endLine: Int
+    /// The file offset where `endLine` starts.
+    var endLineStart: Int64
     var atEnd: Bool
 }
 

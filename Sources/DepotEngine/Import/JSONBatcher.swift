@@ -20,9 +20,11 @@ struct JSONBatcher: RecordBatcher {
 
     var startOffset: Int64 { reader.offset }
     var startLine: Int { reader.resumeLine }
+    var startLineStart: Int64 { reader.resumeLineStart }
 
     init(request: ImportRequest, entity: EntitySchema, from state: ImportCheckpoint) throws {
-        reader = try JSONRecordReader(path: request.path, offset: state.offset, line: state.line)
+        reader = try JSONRecordReader(path: request.path, offset: state.offset, line: state.line,
+                                      lineStart: state.lineStart)
         self.entity = entity
         fieldNames = entity.fields.map { Array($0.name.utf8) }
         refuseUnknown = request.options.refuseUnknownColumns
@@ -60,8 +62,13 @@ struct JSONBatcher: RecordBatcher {
                 break
             }
             read += 1
+            // A chunk that holds the input's last item says so, so that its
+            // save finishes the job: the reader's place after its end is not
+            // one to resume at.
+            if reader.isFinished { atEnd = true }
             if case .malformed(let line, let reason) = item {
                 rejects.append(RejectsFile.line(line, field: nil, reason: reason, value: nil))
+                if atEnd { break }
                 continue
             }
             for k in row.indices { row[k] = .null }
@@ -91,13 +98,15 @@ struct JSONBatcher: RecordBatcher {
             }
             if let failure {
                 rejects.append(failure)
+                if atEnd { break }
                 continue
             }
             batch.append(row)
             lines.append(reader.line)
+            if atEnd { break }
         }
         return ParsedBatch(batch: batch, lines: lines, rejects: rejects, read: read, endOffset: reader.offset,
-                           endLine: reader.resumeLine, atEnd: atEnd)
+                           endLine: reader.resumeLine, endLineStart: reader.resumeLineStart, atEnd: atEnd)
     }
 
     private func convert(member m: Int, to field: Field) -> Result<Value, FieldParser.Failure> {

@@ -68,20 +68,39 @@ final class JSONRecordReader {
     private(set) var offset: Int64
     /// The line of the byte at `offset`.
     private(set) var resumeLine: Int
+    /// The file offset where line `resumeLine` starts, so that a resumed
+    /// read gives the same columns as a whole one.
+    private(set) var resumeLineStart: Int64
+    /// Whether the input is read to its end: nothing more will come, and
+    /// ``offset`` is no longer a place to resume at.
+    private(set) var isFinished = false
 
-    /// Opens `path` at `offset` (0, or an `offset` this reader gave), on `line`.
-    init(path: String, offset: Int64 = 0, line: Int = 1, bufferSize: Int = 1 << 20) throws {
-        // The layout comes from the file's first significant byte.
+    /// Opens `path` at `offset`, on `line`, which starts at file offset
+    /// `lineStart`: 0, or a place this reader gave (``offset``,
+    /// ``resumeLine``, ``resumeLineStart``) before it finished. A resumed
+    /// read gives exactly what the whole read gave after that place.
+    init(path: String, offset: Int64 = 0, line: Int = 1, lineStart: Int64? = nil, bufferSize: Int = 1 << 20) throws {
+        // The layout comes from the file's first significant byte, after a
+        // byte order mark (only a whole one, at the very start).
         let head = try InputFile(path: path)
         var first: UInt8 = 0
+        var firstOffset: Int64 = 0
         var probe = [UInt8](repeating: 0, count: 4096)
+        var probed: Int64 = 0
         probeLoop: while true {
             let n = try probe.withUnsafeMutableBytes { try head.read(into: $0.baseAddress!, count: $0.count) }
             if n == 0 { break }
-            for c in probe[0..<n] where !JSONSyntax.isSpace(c) && c != 0xEF && c != 0xBB && c != 0xBF {
-                first = c
-                break probeLoop
+            var k = 0
+            if probed == 0, n >= 3, probe[0] == 0xEF, probe[1] == 0xBB, probe[2] == 0xBF { k = 3 }
+            while k < n {
+                if !JSONSyntax.isSpace(probe[k]) {
+                    first = probe[k]
+                    firstOffset = probed + Int64(k)
+                    break probeLoop
+                }
+                k += 1
             }
+            probed += Int64(n)
         }
         layout = first == 0x5B ? .array : .lines
         file = try InputFile(path: path, offset: offset)
@@ -91,14 +110,19 @@ final class JSONRecordReader {
         self.line = line
         self.nextLine = line
         self.resumeLine = line
-        lineStart = offset
-        arrayState = offset == 0 ? .open : .after
+        self.lineStart = lineStart ?? offset
+        self.resumeLineStart = lineStart ?? offset
+        // Up to the opening bracket nothing was read; after it, a resumed
+        // read stands after an element (or at the `,` or `]` that follows it).
+        arrayState = offset <= firstOffset ? .open : .after
         members.reserveCapacity(32)
         if offset == 0 {
             try fill()
             if end >= 3, base[0] == 0xEF, base[1] == 0xBB, base[2] == 0xBF {
                 begin = 3
                 self.offset = 3
+                self.lineStart = 3
+                self.resumeLineStart = 3
             }
         }
     }
@@ -110,6 +134,14 @@ final class JSONRecordReader {
 
     private func fill() throws {
         if try file.refill(&buffer, begin: &begin, end: &end, bufferOffset: &bufferOffset) { atEOF = true }
+    }
+
+    /// Makes the byte at buffer index `i` (whose line `nextLine` starts at
+    /// `lineStart`) the place a resumed read starts.
+    private func resume(at i: Int) {
+        offset = bufferOffset + Int64(i)
+        resumeLine = nextLine
+        resumeLineStart = lineStart
     }
 
     /// Counts the line feeds in `base[from..<to]` into `nextLine` and `lineStart`.
@@ -144,10 +176,12 @@ final class JSONRecordReader {
 
     /// Reads the next record; `nil` at the end of the input.
     func next() throws -> Item? {
-        switch layout {
+        let item = switch layout {
         case .lines: try readLineRecord()
         case .array: try readArrayElement()
         }
+        if item == nil || arrayState == .done { isFinished = true }
+        return item
     }
 
     // MARK: NDJSON
@@ -173,8 +207,7 @@ final class JSONRecordReader {
                 begin = following
                 nextLine += 1
                 lineStart = bufferOffset + Int64(following)
-                offset = lineStart
-                resumeLine = nextLine
+                resume(at: following)
             }
             if start == lineEnd { continue } // a blank line
             line = recordLine
@@ -219,14 +252,12 @@ final class JSONRecordReader {
                 switch arrayState {
                 case .open, .tail, .done:
                     arrayState = .done
-                    offset = bufferOffset + Int64(begin)
-                    resumeLine = nextLine
+                    resume(at: begin)
                     return nil
                 case .first, .element, .after:
                     arrayState = .done
                     line = nextLine
-                    offset = bufferOffset + Int64(begin)
-                    resumeLine = nextLine
+                    resume(at: begin)
                     return .malformed(line: nextLine, reason: "the JSON array is not closed with ] before the end of the file")
                 }
             }
@@ -266,10 +297,11 @@ final class JSONRecordReader {
                     }
                     let recordLine = nextLine
                     line = recordLine
+                    // A resumed read starts at the `]` (after an element, as
+                    // it were), so that it reads what follows the same way.
+                    resume(at: i)
                     begin = i + 1
                     arrayState = .tail
-                    offset = bufferOffset + Int64(begin)
-                    resumeLine = nextLine
                     return .malformed(line: recordLine, reason: "invalid JSON at \(place(i, start: i, startLine: recordLine)): "
                         + "a comma before ] (trailing commas are not JSON)")
                 }
@@ -285,8 +317,7 @@ final class JSONRecordReader {
                     advance(i, e)
                     begin = e
                     arrayState = .after
-                    offset = bufferOffset + Int64(e)
-                    resumeLine = nextLine
+                    resume(at: e)
                     if c != 0x7B {
                         return .malformed(line: recordLine, reason: "the array element is a JSON value that is not an object; "
                             + "each element must be one object")
@@ -302,15 +333,18 @@ final class JSONRecordReader {
         }
     }
 
-    /// Reports text after the array (or instead of it) once, then ends.
+    /// Reports text after the array (or instead of it) once, then ends:
+    /// the rest of the file, however long, is not read.
     private func trailing(at i: Int, reason: String) -> Item {
         let recordLine = nextLine
         line = recordLine
         arrayState = .done
+        let item = Item.malformed(line: recordLine, reason: "invalid JSON at \(place(i, start: i, startLine: recordLine)): \(reason)")
         begin = end
-        offset = bufferOffset + Int64(end)
+        offset = max(bufferOffset + Int64(end), file.size)
         resumeLine = nextLine
-        return .malformed(line: recordLine, reason: "invalid JSON at \(place(i, start: i, startLine: recordLine)): \(reason)")
+        resumeLineStart = lineStart
+        return item
     }
 
     /// Skips a bad element: on to the next `,` or `]` at the array's level,
@@ -357,8 +391,7 @@ final class JSONRecordReader {
         advance(begin, i)
         begin = i
         arrayState = state
-        offset = bufferOffset + Int64(i)
-        resumeLine = nextLine
+        resume(at: i)
     }
 
     // MARK: Objects

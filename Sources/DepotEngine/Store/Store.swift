@@ -146,6 +146,15 @@ public actor Store {
     static func translate(_ error: any Error, store: String) -> any Error {
         if error is DepotError || error is CancellationError { return error }
         if let db = error as? DatabaseError {
+            // The compiler keeps predicates inside SQLite's limits; should one
+            // still pass them, it is the request's fault, not the store's.
+            let limits = ["parser stack overflow", "Expression tree is too large", "too many SQL variables",
+                          "LIKE or GLOB pattern too complex", "too many terms in compound SELECT"]
+            if db.resultCode == .SQLITE_TOOBIG
+                || limits.contains(where: { db.message?.contains($0) == true }) {
+                return DepotError(.invalidPredicate, "the request is too large or too deeply nested for SQLite "
+                    + "(\(db.message ?? "too big")); simplify the predicate")
+            }
             var hint = ""
             switch db.resultCode {
             case .SQLITE_FULL: hint = "; the disk is full: free space, then retry (nothing of this save was kept)"

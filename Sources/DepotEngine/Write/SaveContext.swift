@@ -128,12 +128,15 @@ package enum Timestamp {
             + "." + DateValue.pad(ms % 1000, 3) + "Z"
     }
 
-    /// The epoch milliseconds of a canonical timestamp, `now` minus `age`.
+    /// The canonical timestamp of `now` minus `age`; an age reaching back
+    /// before 1970 gives 1970-01-01 (no history is older), never a trap.
     static func ago(_ age: Duration) -> String {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         let now = Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000)
         let (seconds, attos) = age.components
-        return format(epochMillis: now - seconds * 1000 - attos / 1_000_000_000_000_000)
+        let (ms, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        guard !overflow, seconds >= 0 else { return format(epochMillis: seconds < 0 ? now : 0) }
+        return format(epochMillis: max(0, now - min(now, ms + attos / 1_000_000_000_000_000)))
     }
 }

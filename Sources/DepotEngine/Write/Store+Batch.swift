@@ -47,16 +47,7 @@ extension Store {
                        progress: (@Sendable (WriteCounts) -> Void)? = nil) async throws -> WriteCounts {
         let entity = try schema.entity(name)
         let filter = try PredicateCompiler.compile(predicate, entity: entity, arguments: arguments)
-        guard !values.isEmpty else { throw DepotError(.invalidArgument, "an update needs at least one field to set") }
-        var assignments: [(Int, Value)] = []
-        for (fieldName, value) in values.sorted(by: { $0.key < $1.key }) {
-            let field = try entity.field(named: fieldName)
-            if entity.identifier.contains(fieldName) {
-                throw DepotError(.invalidArgument, "field \(JSONText.quoted(fieldName)) is part of the identifier "
-                    + "and cannot be updated; delete the record and import it under its new identifier")
-            }
-            assignments.append((entity.position(of: fieldName)!, try ValueConversion.convert(value, to: field)))
-        }
+        let assignments = try Self.assignments(values, in: entity)
         let size = batchSize ?? configuration.saveEvery
         var total = WriteCounts()
         var after: Int64 = 0
@@ -74,6 +65,21 @@ extension Store {
             progress?(total)
         }
         return total
+    }
+
+    /// The positions and converted values of an update's `set`.
+    static func assignments(_ values: [String: Value], in entity: EntitySchema) throws -> [(Int, Value)] {
+        guard !values.isEmpty else { throw DepotError(.invalidArgument, "an update needs at least one field to set") }
+        var assignments: [(Int, Value)] = []
+        for (fieldName, value) in values.sorted(by: { $0.key < $1.key }) {
+            let field = try entity.field(named: fieldName)
+            if entity.identifier.contains(fieldName) {
+                throw DepotError(.invalidArgument, "field \(JSONText.quoted(fieldName)) is part of the identifier "
+                    + "and cannot be updated; delete the record and import it under its new identifier")
+            }
+            assignments.append((entity.position(of: fieldName)!, try ValueConversion.convert(value, to: field)))
+        }
+        return assignments
     }
 
     /// Finds the records that share the values of `fields` and deletes all
