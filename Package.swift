@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        // Tests only: reads docs/openapi.yaml as a YAML parser does.
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // The engine: schema, stores, the store actor, fetch and predicates,
@@ -110,7 +112,7 @@ let package = Package(
         .testTarget(
             name: "DepotDaemonTests",
             dependencies: ["DepotDaemon", "DepotEngine", .product(name: "Hummingbird", package: "hummingbird"),
-                           .product(name: "Logging", package: "swift-log")],
+                           .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams")],
             // The golden --help outputs, read by path.
             exclude: ["Golden"],
             swiftSettings: swiftSettings

@@ -3,27 +3,53 @@ import Foundation
 import Hummingbird
 import Logging
 import Testing
+import Yams
 
 @Suite("docs/openapi.yaml")
 struct OpenAPITests {
-    /// "METHOD /path/{param}" for every operation the document lists.
-    static func documented() throws -> Set<String> {
+    static func document() throws -> [String: Any] {
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../docs/openapi.yaml").standardized
         let text = try String(contentsOf: file, encoding: .utf8)
+        guard let document = try Yams.load(yaml: text) as? [String: Any] else {
+            throw DaemonProcess.DaemonError(message: "docs/openapi.yaml is not a YAML mapping")
+        }
+        return document
+    }
+
+    /// "METHOD /path/{param}" for every operation the document lists.
+    static func documented() throws -> Set<String> {
+        let paths = try document()["paths"] as? [String: Any] ?? [:]
         var operations = Set<String>()
-        var path: String?
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.hasPrefix("  /"), line.hasSuffix(":") {
-                path = String(line.dropFirst(2).dropLast())
-            } else if !line.hasPrefix("  ") {
-                path = nil
-            } else if let path, line.hasPrefix("    "), !line.hasPrefix("     "),
-                      let method = ["get", "post", "put", "delete", "patch"].first(where: { line == "    \($0):" }) {
+        for (path, item) in paths {
+            for method in (item as? [String: Any] ?? [:]).keys where ["get", "post", "put", "delete", "patch"].contains(method) {
                 operations.insert("\(method.uppercased()) \(path)")
             }
         }
         return operations
+    }
+
+    @Test("is valid YAML, an OpenAPI 3.1 document whose every $ref resolves")
+    func parses() throws {
+        let document = try Self.document()
+        #expect((document["openapi"] as? String)?.hasPrefix("3.1") == true)
+        var refs: [String] = []
+        func walk(_ node: Any) {
+            if let map = node as? [String: Any] {
+                if let ref = map["$ref"] as? String { refs.append(ref) }
+                map.values.forEach(walk)
+            } else if let list = node as? [Any] {
+                list.forEach(walk)
+            }
+        }
+        walk(document)
+        #expect(refs.count > 20)
+        for ref in Set(refs) {
+            #expect(ref.hasPrefix("#/"), "\(ref)")
+            var node: Any? = document
+            for part in ref.dropFirst(2).split(separator: "/") { node = (node as? [String: Any])?[String(part)] }
+            #expect(node != nil, "\(ref) points at nothing")
+        }
     }
 
     @Test("documents exactly the routes the daemon serves")
