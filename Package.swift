@@ -102,6 +102,19 @@ let package = Package(
             path: "Tests/ImportChild",
             swiftSettings: swiftSettings
         ),
+        // Fuzz targets (scripts/fuzz): libFuzzer entry points that replay
+        // files through the same checks in a normal build.
+        .target(name: "FuzzSupport", path: "Fuzz/Support", swiftSettings: swiftSettings),
+        .executableTarget(name: "FuzzPredicate", dependencies: ["DepotEngine", "FuzzSupport"],
+                          path: "Fuzz/Predicate", swiftSettings: swiftSettings),
+        .executableTarget(name: "FuzzCSV", dependencies: ["DepotEngine", "FuzzSupport"],
+                          path: "Fuzz/CSV", swiftSettings: swiftSettings),
+        .executableTarget(name: "FuzzJSON", dependencies: ["DepotEngine", "FuzzSupport"],
+                          path: "Fuzz/JSON", swiftSettings: swiftSettings),
+        .executableTarget(name: "FuzzConfig", dependencies: ["DepotDaemon", "DepotEngine", "FuzzSupport"],
+                          path: "Fuzz/Config", swiftSettings: swiftSettings),
+        .executableTarget(name: "FuzzAPIBody", dependencies: ["DepotDaemon", "DepotEngine", "FuzzSupport"],
+                          path: "Fuzz/APIBody", swiftSettings: swiftSettings),
         .testTarget(
             name: "DepotEngineTests",
             dependencies: ["DepotEngine"],

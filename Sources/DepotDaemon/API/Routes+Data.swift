@@ -20,6 +20,23 @@ struct FetchBody: Decodable {
     enum CodingKeys: String, CodingKey {
         case `where`, arguments, sort, nulls, limit, offset, fields, sectionBy = "section_by", result, watch
     }
+
+    /// The engine's descriptor of this fetch.
+    ///
+    /// - Throws: ``APIError`` for a `nulls` that is neither first nor last.
+    func descriptor(entity: String) throws -> FetchDescriptor {
+        var nulls: DepotEngine.SortDescriptor.NullsOrder?
+        if let n = self.nulls {
+            guard let order = DepotEngine.SortDescriptor.NullsOrder(rawValue: n) else {
+                throw APIError(.badRequest, "invalid_argument", "nulls must be first or last")
+            }
+            nulls = order
+        }
+        return FetchDescriptor(
+            entity: entity, where: self.where, arguments: (arguments ?? [:]).mapValues(\.value),
+            sort: (sort ?? []).map { DepotEngine.SortDescriptor(parsing: $0, nulls: nulls) }, limit: limit?.value,
+            offset: offset?.value, fields: fields, sectionBy: sectionBy)
+    }
 }
 
 struct AggregateBody: Decodable {
@@ -53,17 +70,7 @@ extension ControlRoutes {
         let body = try await JSONBody.decode(FetchBody.self, from: request, limit: config.maxRequestBytes)
         let entity = context.parameters.get("entity") ?? ""
         _ = try store.reader.entity(entity)
-        var nulls: DepotEngine.SortDescriptor.NullsOrder?
-        if let n = body.nulls {
-            guard let order = DepotEngine.SortDescriptor.NullsOrder(rawValue: n) else {
-                throw APIError(.badRequest, "invalid_argument", "nulls must be first or last")
-            }
-            nulls = order
-        }
-        let descriptor = FetchDescriptor(
-            entity: entity, where: body.where, arguments: (body.arguments ?? [:]).mapValues(\.value),
-            sort: (body.sort ?? []).map { DepotEngine.SortDescriptor(parsing: $0, nulls: nulls) }, limit: body.limit?.value,
-            offset: body.offset?.value, fields: body.fields, sectionBy: body.sectionBy)
+        let descriptor = try body.descriptor(entity: entity)
         let result = body.result ?? "records"
         guard ["records", "count", "identifiers"].contains(result) else {
             throw APIError(.badRequest, "invalid_argument", "result must be records, count or identifiers")
@@ -210,17 +217,8 @@ extension ControlRoutes {
                 + DepotError.suggestion(for: body.store, in: await jobs.storeNames))
         }
         let peer = context.peer
-        var record = JobRecord(id: Self.newJobID(), kind: kind, store: body.store, entity: body.entity,
-                               author: peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd")
-        record.format = body.format
-        record.onConflict = body.onConflict
-        record.maxRejects = body.maxRejects
-        record.where = body.where
-        record.set = body.set
-        record.by = body.by
-        record.keep = body.keep
-        record.before = body.before
-        record.olderThan = body.olderThan
+        var record = body.record(id: Self.newJobID(), kind: kind,
+                                 author: peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd")
         if kind == .import {
             record.path = try override ?? body.path.map(checkImportPath)
         } else if kind == .export, let path = body.path {

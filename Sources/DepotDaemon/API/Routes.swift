@@ -242,4 +242,20 @@ struct JobRequest: Decodable {
         case kind, store, entity, path, format, onConflict = "on_conflict", maxRejects = "max_rejects", `where`, set, by, keep, before
         case olderThan = "older_than"
     }
+
+    /// A new job's record with this request's settings (all but its path,
+    /// which the route checks against `import_roots`).
+    func record(id: String, kind: JobRecord.Kind, author: String) -> JobRecord {
+        var record = JobRecord(id: id, kind: kind, store: store, entity: entity, author: author)
+        record.format = format
+        record.onConflict = onConflict
+        record.maxRejects = maxRejects
+        record.where = self.where
+        record.set = set
+        record.by = by
+        record.keep = keep
+        record.before = before
+        record.olderThan = olderThan
+        return record
+    }
 }

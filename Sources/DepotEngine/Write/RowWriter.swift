@@ -8,7 +8,9 @@ import GRDBSQLite
 /// an insert, an update of the provided fields, or nothing when every value
 /// is equal (unchanged records are neither written nor logged).
 final class RowWriter {
-    private let context: SaveContext
+    /// Unowned: the save's context caches its writers, and a writer never
+    /// outlives its save (a strong reference leaked both on every save).
+    private unowned let context: SaveContext
     private let entity: EntitySchema
     private let policy: ConflictPolicy
     private let columns: [String]

@@ -101,6 +101,20 @@ final class DaemonProcess {
         }
     }
 
+    /// Runs `depotd --config PATH --check-config`; its exit status and stderr.
+    static func checkConfig(_ path: String) throws -> (status: Int32, stderr: String) {
+        let p = Process()
+        p.executableURL = executable
+        p.arguments = ["--config", path, "--check-config"]
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return (p.terminationStatus, said)
+    }
+
     struct DaemonError: Error, CustomStringConvertible { var message: String; var description: String { message } }
 
     var log: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }

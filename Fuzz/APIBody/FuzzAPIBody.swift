@@ -1,0 +1,133 @@
+@testable import DepotDaemon
+import DepotEngine
+import Foundation
+import FuzzSupport
+
+/// Any bytes as the JSON body of a fetch, an aggregate, a duplicates
+/// request or a job (the first byte chooses), read and checked as the
+/// daemon's routes do: a clear refusal (a decoding error's message, an
+/// engine or API error) or a request that runs. A trap, a stack overflow
+/// (1 MB of nesting) or an error of another kind is a finding.
+enum APIBodyTarget {
+    static let store: Store = {
+        let folder = NSTemporaryDirectory() + "/depot-fuzz-api-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(atPath: folder + "/fuzz.sqlite")
+        let config = try! DaemonConfig.parse("""
+            [[store]]
+            name = "travel"
+            path = "\(folder)/fuzz.sqlite"
+              [[store.entity]]
+              name = "Trip"
+              identifier = "id"
+              indexes = [["destination"]]
+                [store.entity.fields]
+                id = "string"
+                name = "string"
+                destination = "string?"
+                startDate = "date"
+                budget = "double"
+                isFavorite = "bool"
+                nights = "int?"
+            """, file: "/fuzz/depot.toml")
+        return try! Fuzz.blocking { try await Store.open(config.stores[0]) }
+    }()
+
+    static func decode<T: Decodable>(_ type: T.Type, _ bytes: Data) -> T? {
+        do {
+            return try JSONDecoder().decode(T.self, from: bytes)
+        } catch let error as DecodingError {
+            if JSONBody.describe(error).isEmpty { Fuzz.fail("an empty message for \(error)") }
+            return nil
+        } catch {
+            Fuzz.fail("decoding threw \(error)")
+        }
+    }
+
+    /// Errors a route may answer with: the API's own and the engine's.
+    static func expected(_ body: () async throws -> Void) async {
+        do { try await body() } catch is APIError {} catch let error as DepotError {
+            if error.code == .database { Fuzz.fail("a database error: \(error.message)") }
+        } catch {
+            Fuzz.fail("an error of another kind: \(error)")
+        }
+    }
+
+    static func check(_ kind: UInt8, _ bytes: Data) {
+        let reader = store.reader
+        switch kind % 4 {
+        case 0:
+            guard let body = decode(FetchBody.self, bytes) else { return }
+            try? Fuzz.blocking {
+                await expected {
+                    let d = try body.descriptor(entity: "Trip")
+                    try reader.check(d)
+                    _ = try await reader.count(FetchDescriptor(entity: d.entity, where: d.predicate, arguments: d.arguments,
+                                                               limit: d.limit.map { min($0, 10) }, offset: d.offset))
+                }
+            }
+        case 1:
+            guard let body = decode(AggregateBody.self, bytes) else { return }
+            try? Fuzz.blocking {
+                await expected {
+                    let functions = try body.functions?.map { name in
+                        guard let f = AggregateFunction(rawValue: name) else { throw DepotError(.invalidArgument, name) }
+                        return f
+                    }
+                    _ = try await reader.aggregate(AggregateRequest(entity: "Trip", field: body.field, functions: functions,
+                                                                    groupBy: body.groupBy ?? [], where: body.where,
+                                                                    arguments: (body.arguments ?? [:]).mapValues(\.value)))
+                }
+            }
+        case 2:
+            guard let body = decode(DuplicatesBody.self, bytes) else { return }
+            try? Fuzz.blocking {
+                await expected {
+                    _ = try await reader.duplicates(entity: "Trip", by: body.by, where: body.where,
+                                                    arguments: (body.arguments ?? [:]).mapValues(\.value),
+                                                    limit: body.limit.map { min($0.value, 10) })
+                }
+            }
+        default:
+            guard let body = decode(JobRequest.self, bytes), let kind = JobRecord.Kind(rawValue: body.kind) else { return }
+            var record = body.record(id: "jfuzz", kind: kind, author: "fuzz")
+            record.path = body.path
+            do {
+                try JobPlan(record).check(against: reader)
+                // What is persisted must read back as it was.
+                let back = try JSONDecoder().decode(JobRecord.self, from: JSONEncoder().encode(record))
+                if back != record { Fuzz.fail("a job record does not read back as written") }
+            } catch let error as DepotError {
+                if error.code == .database { Fuzz.fail("a database error: \(error.message)") }
+            } catch {
+                Fuzz.fail("an error of another kind: \(error)")
+            }
+        }
+    }
+}
+
+func fuzzAPIBody(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let data = input else { return 0 }
+    guard size > 0 else { return 0 }
+    APIBodyTarget.check(data[0], Data(bytes: data + 1, count: size - 1))
+    return 0
+}
+
+@main
+enum Main {
+
+    /// Each body kind (the first byte), with deep nesting up to 1 MB.
+    static let seeds: [[UInt8]] = [
+        [0] + Array(#"{"where": "budget > $b", "arguments": {"b": 1}, "sort": ["-budget"], "limit": 5, "fields": ["id"]}"#.utf8),
+        [0] + Array((#"{"where": ""# + Fuzz.repeated("(", 300) + "budget > 1" + Fuzz.repeated(")", 300) + #""}"#).utf8),
+        [0] + Array(("{\"arguments\": " + Fuzz.repeated("[", 500_000) + Fuzz.repeated("]", 500_000) + "}").utf8),
+        [0] + Array(#"{"limit": 1e300, "offset": -1, "nulls": "middle"}"#.utf8),
+        [1] + Array(#"{"field": "budget", "functions": ["sum", "avg"], "group_by": ["destination"], "where": "budget > 1"}"#.utf8),
+        [2] + Array(#"{"by": ["name", "startDate"], "limit": 3}"#.utf8),
+        [3] + Array(#"{"kind": "prune", "store": "travel", "older_than": "1e300s"}"#.utf8),
+        [3] + Array(#"{"kind": "update", "store": "travel", "entity": "Trip", "where": "id == 't1'", "set": {"budget": 1e400}}"#.utf8),
+        [3] + Array(#"{"kind": "import", "store": "travel", "entity": "Trip", "path": "/x.csv", "on_conflict": "merge", "max_rejects": "1%"}"#.utf8),
+        [3] + Array(("{\"kind\": \"dedupe\", \"by\": " + Fuzz.repeated("[", 500_000) + "}").utf8),
+    ]
+    static func main() { Fuzz.main(fuzzAPIBody, seeds: seeds) }
+}

@@ -1,0 +1,100 @@
+@testable import DepotEngine
+import Foundation
+import FuzzSupport
+
+/// Predicates as a user may write them (up to 1 MB, nested or chained
+/// without bound) must compile or be refused with a position inside the
+/// text; a predicate that compiles must run in SQLite without a database
+/// error. A trap, a stack overflow or a `database` error is a finding.
+enum PredicateTarget {
+    static let entity = try! EntitySchema(
+        name: "Trip",
+        fields: [
+            Field(name: "id", type: .string), Field(name: "name", type: .string),
+            Field(name: "destination", type: .string, isOptional: true), Field(name: "startDate", type: .date),
+            Field(name: "endDate", type: .date, isOptional: true), Field(name: "budget", type: .double),
+            Field(name: "isFavorite", type: .bool), Field(name: "notes", type: .string, isOptional: true),
+            Field(name: "nights", type: .int, isOptional: true), Field(name: "extra", type: .json, isOptional: true),
+        ],
+        identifier: ["id"], indexes: [["destination"], ["startDate"]])
+
+    static let store: Store = {
+        let folder = NSTemporaryDirectory() + "/depot-fuzz-predicate-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(atPath: folder + "/fuzz.sqlite")
+        return try! Fuzz.blocking {
+            let store = try await Store.open(StoreConfiguration(name: "fuzz", path: folder + "/fuzz.sqlite", entities: [entity]))
+            var batch = RecordBatch(entity: "Trip", columns: entity.fields.map(\.name))
+            batch.append(["t1", "Paris in spring", "Paris", "2025-04-01", "2025-04-08", 1500.0, true, "Louvre", 7, "{\"a\":1}"])
+            batch.append(["t2", "Zürich", nil, "2025-02-10", nil, 0.0, false, nil, nil, nil])
+            let frozen = batch
+            _ = try await store.save(author: "fuzz") { try $0.write(frozen, policy: .upsert) }
+            return store
+        }
+    }()
+
+    static let arguments: [String: Value] = ["s": "Paris", "n": 5, "d": 2.5, "b": true, "date": "2025-01-01", "nil": .null]
+
+    static func check(_ text: String) {
+        let scalars = text.unicodeScalars.count
+        do {
+            _ = try PredicateCompiler.compile(text, entity: entity, arguments: arguments)
+        } catch let error as DepotError {
+            guard [.invalidPredicate, .unknownField, .typeMismatch].contains(error.code) else {
+                Fuzz.fail("compile: unexpected code \(error.code): \(error.message)")
+            }
+            guard let p = error.position, p >= 1, p <= scalars + 1 else {
+                Fuzz.fail("compile: position \(String(describing: error.position)) outside 1...\(scalars + 1): \(error.message)")
+            }
+            return
+        } catch {
+            Fuzz.fail("compile: not a DepotError: \(error)")
+        }
+        let descriptor = FetchDescriptor(entity: "Trip", where: text, arguments: arguments, limit: 3, offset: 0)
+        do {
+            _ = try Fuzz.blocking { try await store.reader.count(descriptor) }
+            _ = try Fuzz.blocking { try await store.reader.identifiers(descriptor) }
+        } catch let error as DepotError {
+            Fuzz.fail("a predicate that compiled failed in SQLite (\(error.code)): \(error.message)")
+        } catch {
+            Fuzz.fail("run: \(error)")
+        }
+    }
+}
+
+func fuzzPredicate(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let data = input else { return 0 }
+    PredicateTarget.check(String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self))
+    return 0
+}
+
+@main
+enum Main {
+
+    /// Deep nesting and long chains, up to about 1 MB: the class of input that overflowed the stack.
+    static let seeds: [[UInt8]] = ([
+        Fuzz.repeated("!", 50_000) + "budget > 1",
+        Fuzz.repeated("(", 50_000) + "budget > 1" + Fuzz.repeated(")", 50_000),
+        Fuzz.repeated("(", 256) + "budget > 1" + Fuzz.repeated(")", 256),
+        Array(repeating: "budget > 1", count: 40_000).joined(separator: " AND "),
+        (0..<10_000).map { #"id == "T\#($0)""# }.joined(separator: " OR "),
+        Fuzz.repeated("NOT ", 10_000) + "budget > 1",
+        Fuzz.repeated("NOT (", 300) + "budget > 1" + Fuzz.repeated(")", 300),
+        alternating(300),
+        "id IN {" + (0..<40_000).map { #""T\#($0)""# }.joined(separator: ", ") + "}",
+        #"name LIKE ""# + Fuzz.repeated("a*", 30_000) + #"""#,
+        #"name CONTAINS[cd] "zürich" AND startDate >= $date AND nights BETWEEN {1, $n} OR extra == nil"#,
+        #"`name` ENDSWITH[c] "\u00e9" || destination IN[cd] {"Paris", $s} && !(isFavorite == $b)"#,
+        "budget > 1e999", "budget > 99999999999999999999", "nights == -9223372036854775808",
+    ] as [String]).map { Array($0.utf8) }
+    /// `(id == 'x' OR (budget > 0 AND (…)))`, `depth` levels deep.
+    static func alternating(_ depth: Int) -> String {
+        var text = "budget > 1"
+        for level in 0..<depth {
+            text = level % 2 == 0 ? "(id == 'x' OR " + text + ")" : "(budget > 0 AND " + text + ")"
+        }
+        return text
+    }
+
+    static func main() { Fuzz.main(fuzzPredicate, seeds: seeds) }
+}

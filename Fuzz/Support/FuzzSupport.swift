@@ -1,0 +1,119 @@
+import Foundation
+import Synchronization
+
+/// What every fuzz target shares: the replay of inputs in a normal build,
+/// running async engine calls from libFuzzer's synchronous entry point, and
+/// the way a target reports a broken invariant.
+///
+/// A fuzz target is an executable whose `LLVMFuzzerTestOneInput` checks one
+/// input. Built by `scripts/fuzz` (with `-sanitize=fuzzer,address` and
+/// `-DFUZZING`), libFuzzer drives it; built by `swift build`, its `main`
+/// replays files through the same entry point, which is how the suite runs
+/// the kept crash inputs and the seeds as regression tests:
+///
+/// ```sh
+/// .build/debug/FuzzPredicate Fuzz/Regressions/FuzzPredicate Fuzz/Seeds/FuzzPredicate
+/// ```
+public enum Fuzz {
+    /// Runs `body` over every file named, or inside a folder named; prints
+    /// how many ran. A broken invariant aborts, as under libFuzzer.
+    public static func replay(_ arguments: [String], _ body: (UnsafePointer<UInt8>, Int) -> CInt) {
+        var files: [String] = []
+        for argument in arguments {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: argument, isDirectory: &isFolder) else { continue }
+            if isFolder.boolValue {
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: argument)) ?? []
+                files += names.filter { !$0.hasPrefix(".") }.sorted().map { argument + "/" + $0 }
+            } else {
+                files.append(argument)
+            }
+        }
+        for file in files {
+            guard let data = FileManager.default.contents(atPath: file) else { continue }
+            let bytes = [UInt8](data)
+            _ = bytes.withUnsafeBufferPointer { buffer in
+                // An empty input still needs a valid pointer.
+                body(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!, buffer.count)
+            }
+        }
+        print("\(files.count) inputs and the generated seeds replayed clean")
+    }
+
+    /// The target's `main`: under `-DFUZZING`, libFuzzer's driver with the
+    /// command line (`-max_total_time=60 CORPUS`…); else the replay of the
+    /// files named on it.
+    ///
+    /// `seeds` are the target's generated inputs (deep nesting, long chains,
+    /// up to 1 MB): `TARGET --write-seeds DIR` writes them as files for a
+    /// corpus, and every replay runs them first.
+    public static func main(_ body: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt, seeds: [[UInt8]]) -> Never {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "--write-seeds", arguments.count == 2 {
+            try? FileManager.default.createDirectory(atPath: arguments[1], withIntermediateDirectories: true)
+            for (i, seed) in seeds.enumerated() {
+                FileManager.default.createFile(atPath: "\(arguments[1])/generated-\(i)", contents: Data(seed))
+            }
+            print("\(seeds.count) seeds written to \(arguments[1])")
+            exit(0)
+        }
+        #if FUZZING
+        var argc = CommandLine.argc
+        var argv = CommandLine.unsafeArgv
+        exit(LLVMFuzzerRunDriver(&argc, &argv, body))
+        #else
+        for seed in seeds {
+            _ = seed.withUnsafeBufferPointer { body($0.baseAddress, $0.count) }
+        }
+        replay(arguments) { data, size in body(data, size) }
+        exit(0)
+        #endif
+    }
+
+    /// `count` copies of `text`.
+    public static func repeated(_ text: String, _ count: Int) -> String { String(repeating: text, count: count) }
+
+    /// Reports a broken invariant and aborts, so that libFuzzer keeps the input.
+    public static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data(("fuzz invariant broken: " + message + "\n").utf8))
+        abort()
+    }
+
+    /// Runs async work to its end from synchronous code (libFuzzer's entry point).
+    public static func blocking<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+        let box = Mutex<Result<T, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let result: Result<T, any Error>
+            do { result = .success(try await work()) } catch { result = .failure(error) }
+            box.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return try box.withLock { $0! }.get()
+    }
+
+    /// A scratch file for readers that read files: written anew for each input.
+    public static func scratchFile(_ name: String, _ data: UnsafePointer<UInt8>, _ size: Int) -> String {
+        let folder = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
+        let path = "\(folder)/depot-fuzz-\(getpid())-\(name)"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard fd >= 0 else { fail("cannot write \(path)") }
+        var done = 0
+        while done < size {
+            let n = write(fd, data + done, size - done)
+            guard n > 0 else { fail("cannot write \(path)") }
+            done += n
+        }
+        close(fd)
+        return path
+    }
+}
+
+#if FUZZING
+/// libFuzzer's driver, from `libclang_rt.fuzzer_no_main` (linked by scripts/fuzz).
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<CInt>,
+                         _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
+#endif
