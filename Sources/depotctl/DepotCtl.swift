@@ -11,7 +11,7 @@ struct DepotCtl: AsyncParsableCommand {
             depotctl imports files into Depot's stores, follows jobs, queries records, \
             computes statistics, finds duplicates and reads the stores' history. It talks \
             HTTP to depotd over the daemon's Unix socket: --socket, else $DEPOT_SOCKET, \
-            else /run/depot/depot.sock.
+            else /run/depot/depot.sock. --socket and --json go before the command or after it.
 
             Output is for people by default (aligned tables, a progress bar on a terminal); \
             --json prints JSON for scripts (one document, or NDJSON for streams). \
@@ -21,6 +21,7 @@ struct DepotCtl: AsyncParsableCommand {
             Example:
               depotctl import trips.csv --store travel --entity Trip
               depotctl fetch travel Trip --where "budget > 1000" --sort -budget --limit 5
+              depotctl --socket /srv/depot/depot.sock status
             """,
         version: "0.1.0",
         subcommands: [
@@ -28,6 +29,13 @@ struct DepotCtl: AsyncParsableCommand {
             Fetch.self, Count.self, IDs.self, Stats.self, Duplicates.self, Delete.self, Update.self,
             Export.self, History.self, Watches.self,
         ])
+
+    /// Reads the command line with the options every command takes
+    /// (`--socket`, `--json`) accepted before the subcommand too, as
+    /// `docker -H` or `git -C` are (DESIGN §6).
+    static func main() async {
+        await main(Global.movingLeadingOptions(Array(CommandLine.arguments.dropFirst())))
+    }
 }
 
 /// Options every command takes.
@@ -46,6 +54,31 @@ struct Global: ParsableArguments {
     }
 
     var client: DaemonClient { DaemonClient(socketPath: socketPath) }
+
+    /// `--socket S` / `--socket=S` and `--json` given before the subcommand,
+    /// moved after it, where every command's options are read (swift-argument-parser
+    /// does not hand a parent's options to its subcommands). A `--` ends the
+    /// options: what follows it stays where it is.
+    static func movingLeadingOptions(_ arguments: [String]) -> [String] {
+        var leading: [String] = []
+        var rest = arguments[...]
+        while let first = rest.first {
+            if first == "--socket", rest.count >= 2 {
+                leading += rest.prefix(2)
+                rest = rest.dropFirst(2)
+            } else if first.hasPrefix("--socket=") || first == "--json" {
+                leading.append(first)
+                rest = rest.dropFirst()
+            } else {
+                break
+            }
+        }
+        guard !leading.isEmpty else { return arguments }
+        var moved = Array(rest)
+        let end = moved.firstIndex(of: "--") ?? moved.endIndex
+        moved.insert(contentsOf: leading, at: end)
+        return moved
+    }
 }
 
 /// A command that talks to the daemon: its failures become one line on

@@ -52,6 +52,37 @@ struct CtlTests {
         }
     }
 
+    @Test("--socket and --json work before the subcommand too, for every command, history prune included")
+    func socketFirst() throws {
+        let d = try DaemonProcess()
+        defer { d.stop() }
+        let file = d.folder.appendingPathComponent("inbox/first.csv")
+        try Data(tripsCSV(5).utf8).write(to: file)
+        // DEPOT_SOCKET names nothing: only the option can reach the daemon.
+        func ctl(_ args: [String]) throws -> Ctl.Result { try Ctl.run(args, socket: "/nonexistent/depot.sock") }
+        let imported = try ctl(["--socket", d.socket, "import", file.path, "--store", "travel", "--entity", "Trip"])
+        #expect(imported.status == 0, "\(imported.err)")
+        let commands: [[String]] = [
+            ["status"], ["jobs"], ["count", "travel", "Trip"], ["fetch", "travel", "Trip", "--limit", "1"],
+            ["ids", "travel", "Trip"], ["stats", "travel", "Trip", "--field", "budget"],
+            ["duplicates", "travel", "Trip", "--by", "name"], ["history", "travel", "--limit", "1"],
+            ["history", "list", "travel", "--limit", "1"], ["history", "prune", "travel", "--older-than", "36500d"],
+            ["watches"], ["update", "travel", "Trip", "--where", "id == 't1'", "--set", "budget=5"],
+        ]
+        for command in commands {
+            for prefix in [["--socket", d.socket], ["--socket=\(d.socket)", "--json"], ["--json", "--socket", d.socket]] {
+                let r = try ctl(prefix + command)
+                #expect(r.status == 0, "\(prefix + command): \(r.err)")
+                if prefix.contains("--json"), command != ["history", "travel", "--limit", "1"], command != ["history", "list", "travel", "--limit", "1"] {
+                    #expect(!r.json.isEmpty || r.out.hasPrefix("{"), "\(prefix + command): \(r.out)")
+                }
+            }
+        }
+        // After the subcommand, as before; a wrong socket first is still an error.
+        #expect(try ctl(["count", "travel", "Trip", "--socket", d.socket, "--json"]).json["count"] as? Int == 5)
+        #expect(try ctl(["--socket", "/tmp/none.sock", "status"]).err.contains("no daemon at /tmp/none.sock"))
+    }
+
     /// The daemon may close the connection of a finished job's event stream
     /// before the client has written its request's end; depotctl once failed
     /// then with "I/O on closed channel".

@@ -388,6 +388,13 @@ struct DaemonAPITests {
         let after = try d.request("GET", "/v1/jobs").object["jobs"] as? [[String: Any]] ?? []
         #expect(after.count == (before?.count ?? 0) + 1)
         #expect(FileManager.default.fileExists(atPath: inbox.appendingPathComponent(".done/c.csv").path))
+        // Binary data of which no record can be read: failed (DESIGN §3), not "succeeded" with every record rejected.
+        let aside = inbox.appendingPathComponent(".e.ndjson.part")
+        try Data((0..<3_000).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) }).write(to: aside)
+        #expect(rename(aside.path, inbox.appendingPathComponent("e.ndjson").path) == 0)
+        #expect(try watchJobEnded(d, file: "e.ndjson")["state"] as? String == "failed")
+        let reason = try String(contentsOf: inbox.appendingPathComponent(".failed/e.ndjson.error.json"), encoding: .utf8)
+        #expect(reason.contains("could be read: all"), "\(reason)")
     }
 
     @Test("SIGTERM in the middle of an import: exit 0 at a save boundary; the restart completes the job exactly")

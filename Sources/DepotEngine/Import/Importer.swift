@@ -55,6 +55,7 @@ public enum Importer {
             }
             if saved.progress.finished {
                 progress?(saved.progress)
+                try judge(saved.progress, request: request)
                 return saved.progress
             }
             state = saved
@@ -141,11 +142,31 @@ public enum Importer {
             if state.progress.finished { break }
             try Task.checkCancellation()
         }
-        if case .fraction(let f) = options.maxRejects, state.progress.read > 0,
-           Double(state.progress.rejected) > f * Double(state.progress.read) {
-            throw tooManyRejects(state.progress, limit: "\(f * 100)% of \(state.progress.read)", request: request)
-        }
+        try judge(state.progress, request: request)
         return state.progress
+    }
+
+    /// Whether a finished import failed for what it read: every record
+    /// rejected (binary data, another format), or more rejects than a
+    /// fractional `max_rejects` allows. The same verdict when a job that had
+    /// finished its last save resumes.
+    static func judge(_ p: ImportProgress, request: ImportRequest) throws {
+        if p.read > 0, p.rejected == p.read {
+            var first = ""
+            let handle = FileHandle(forReadingAtPath: request.rejectsPath)
+            defer { try? handle?.close() }
+            if let head = try? handle?.read(upToCount: 4096), let end = head.firstIndex(of: 0x0A),
+               let object = try? JSONSerialization.jsonObject(with: head[..<end]) as? [String: Any],
+               let line = object["line"] as? Int, let reason = object["reason"] as? String {
+                first = "; the first, on line \(line): \(reason)"
+            }
+            throw DepotError(.invalidArgument, "no record of \(request.path) could be read: all \(p.read) were "
+                + "rejected\(first). Is it binary data, or in another format than \(request.options.format.rawValue)? "
+                + "See \(request.rejectsPath) for each record's line and reason")
+        }
+        if case .fraction(let f) = request.options.maxRejects, p.read > 0, Double(p.rejected) > f * Double(p.read) {
+            throw tooManyRejects(p, limit: "\(f * 100)% of \(p.read)", request: request)
+        }
     }
 
     /// Runs (or resumes) an import as a sequence of progress events: one

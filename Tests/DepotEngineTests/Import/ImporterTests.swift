@@ -25,6 +25,38 @@ struct ImporterTests {
         return path
     }
 
+    @Test("an input of which no record could be read fails, saying why; one good record is enough to succeed")
+    func nothingReadable() async throws {
+        let t = try await TemporaryStore()
+        var garbage: [UInt8] = []
+        var rng = SplitMix(seed: 7)
+        for _ in 0..<4_000 { garbage.append(UInt8(rng.next(256))) }
+        garbage += Array("\n\u{1}\u{2}\n".utf8)
+        let cases: [(String, [UInt8], ImportOptions.Format)] = [
+            ("garbage.ndjson", garbage, .ndjson),
+            ("garbage.json", Array("[".utf8) + garbage, .json),
+            ("rows.csv", Array("id,name,startDate,budget,isFavorite\nx,y,someday,cheap,maybe\nz,w,never,free,no way\n".utf8), .csv),
+        ]
+        for (name, bytes, format) in cases {
+            let path = t.folder.appendingPathComponent(name).path
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            let request = ImportRequest(job: "j-\(name)", entity: "Trip", path: path,
+                                        rejectsPath: path + ".rejects", options: ImportOptions(format: format))
+            let error = await #expect(throws: DepotError.self, "\(name)") { try await Importer.run(request, into: t.store) }
+            #expect(error?.message.contains("no record of \(path) could be read: all") == true, "\(error?.message ?? "")")
+            #expect(error?.message.contains("the first, on line") == true, "\(error?.message ?? "")")
+            // Resumed after its last save, the job fails the same way.
+            let again = await #expect(throws: DepotError.self) { try await Importer.run(request, into: t.store) }
+            #expect(again?.message == error?.message)
+        }
+        let one = try write("id,name,startDate,budget,isFavorite\nx,y,someday,cheap,maybe\nok,Fine,2025-01-01,1,true\n",
+                            in: t.folder, name: "one.csv")
+        let result = try await Importer.run(ImportRequest(job: "j-one", entity: "Trip", path: one, rejectsPath: one + ".rejects"),
+                                            into: t.store)
+        #expect(result.inserted == 1 && result.rejected == 1)
+        #expect(try await t.store.reader.count(FetchDescriptor(entity: "Trip")) == 1)
+    }
+
     @Test("good records are imported, bad ones rejected one by one with line, field and reason")
     func importsAndRejects() async throws {
         let t = try await TemporaryStore()
