@@ -10,10 +10,10 @@ enum JSONTarget {
     struct Item: Equatable { var text: String; var line: Int }
     struct Place { var offset: Int64; var line: Int; var lineStart: Int64; var finished: Bool }
 
-    static func read(_ path: String, buffer: Int, from place: Place? = nil) -> (items: [Item], places: [Place]) {
+    static func read(_ path: String, buffer: Int, cap: Int, from place: Place? = nil) -> (items: [Item], places: [Place]) {
         do {
             let reader = try JSONRecordReader(path: path, offset: place?.offset ?? 0, line: place?.line ?? 1,
-                                              lineStart: place?.lineStart, bufferSize: buffer)
+                                              lineStart: place?.lineStart, bufferSize: buffer, maxRecordBytes: cap)
             var items: [Item] = []
             var places = [Place(offset: reader.offset, line: reader.resumeLine, lineStart: reader.resumeLineStart, finished: false)]
             while let item = try reader.next() {
@@ -41,13 +41,15 @@ enum JSONTarget {
 func fuzzJSON(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data = input else { return 0 }
     let path = Fuzz.scratchFile("json", data, size)
-    let whole = JSONTarget.read(path, buffer: 1 << 20)
-    let small = JSONTarget.read(path, buffer: size <= 65_536 ? 7 : 4_096)
+    // A third of the inputs meet a small line and element cap, the rest the daemon's.
+    let cap = size % 3 == 0 ? 256 : 64 << 20
+    let whole = JSONTarget.read(path, buffer: 1 << 20, cap: cap)
+    let small = JSONTarget.read(path, buffer: size <= 65_536 ? 7 : 4_096, cap: cap)
     if whole.items != small.items { Fuzz.fail("a small buffer reads differently") }
     for k in Set([1, whole.places.count / 2, whole.places.count - 2]) where k > 0 && k < whole.places.count {
         let place = whole.places[k]
         if place.finished { continue }
-        let rest = JSONTarget.read(path, buffer: 16, from: place)
+        let rest = JSONTarget.read(path, buffer: 16, cap: cap, from: place)
         if rest.items != Array(whole.items[k...]) { Fuzz.fail("resumed after item \(k), the rest differs") }
     }
     // Field conversion of whatever the members hold must not trap either.

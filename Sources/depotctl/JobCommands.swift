@@ -136,7 +136,7 @@ struct Import: DepotCommand {
         let (last, text) = try await JobFlow.follow(client, id, quiet: global.json)
         try JobFlow.finish(last, text: text, json: global.json) { job in
             var line = "imported \(url.lastPathComponent) into \(store).\(entity): \(job.summary)"
-            if job.rate > 0 { line += " (\(Format.grouped(Int(job.rate))) rows/s)" }
+            if job.rate > 0 { line += " (\(Format.grouped(Int(min(job.rate, 1e15)))) rows/s)" }
             if job.rejected > 0 { line += "\nthe rejected records, with their lines and reasons: depotctl job \(job.id) --rejects" }
             return line
         }
@@ -219,7 +219,7 @@ struct JobCommand: DepotCommand {
         if j.kind == "import", j.bytesTotal > 0 {
             rows.append(("read", "\(Format.grouped(j.bytesRead)) of \(Format.grouped(j.bytesTotal)) bytes, \(RecordPrinter.plural(j.saves, "save"))"))
         }
-        if j.rate > 0 { rows.append(("rate", "\(Format.grouped(Int(j.rate))) rows/s")) }
+        if j.rate > 0 { rows.append(("rate", "\(Format.grouped(Int(min(j.rate, 1e15)))) rows/s")) }
         if let e = j.error { rows.append(("error", e)) }
         if let r = j.rejects { rows.append(("rejects", "\(r) (depotctl job \(j.id) --rejects)")) }
         let width = rows.map(\.0.count).max() ?? 0

@@ -78,7 +78,8 @@ enum Format {
 
     /// At most two decimals, integer part grouped.
     static func decimal(_ d: Double) -> String {
-        guard d.isFinite else { return "\(d)" }
+        // Past 10^15 (and for inf, nan) Int cannot hold the whole part: as Swift writes it.
+        guard d.isFinite, d.magnitude < 1e15 else { return "\(d)" }
         let rounded = (d * 100).rounded() / 100
         let whole = Int(rounded.magnitude)
         let cents = Int(((rounded.magnitude - Double(whole)) * 100).rounded())
@@ -100,7 +101,7 @@ enum Format {
 
     /// 75 → "1m 15s".
     static func duration(_ seconds: Double) -> String {
-        guard seconds.isFinite, seconds >= 0 else { return "?" }
+        guard seconds.isFinite, seconds >= 0, seconds < 1e12 else { return "?" }
         let s = Int(seconds.rounded())
         if s < 60 { return "\(s)s" }
         if s < 3600 { return "\(s / 60)m \(String(format: "%02d", s % 60))s" }
@@ -175,10 +176,10 @@ final class ProgressDisplay {
     func show(_ job: Job) {
         let rows = job.kind == "import" ? job.read : job.deleted + job.updated + job.exported
         var parts = ["\(Format.grouped(rows)) rows"]
-        if job.rate > 0 { parts.append("\(Format.grouped(Int(job.rate))) rows/s") }
+        if job.rate > 0 { parts.append("\(Format.grouped(Int(min(job.rate, 1e15)))) rows/s") }
         if let eta = job.eta, job.state == "running", eta > 0 { parts.append("ETA \(Format.duration(eta))") }
         if job.kind == "import" { parts.append("\(Format.grouped(job.rejected)) rejected") }
-        let percent: Int? = job.bytesTotal > 0 ? Int(100 * Double(job.bytesRead) / Double(job.bytesTotal)) : nil
+        let percent: Int? = job.bytesTotal > 0 ? Int(100 * min(max(Double(job.bytesRead) / Double(job.bytesTotal), 0), 1)) : nil
         if tty {
             let text = (percent.map { String(format: "%3d%%  ", $0) } ?? "") + parts.joined(separator: "  ")
             let room = max(10, min(30, Terminal.width - 75))

@@ -83,6 +83,20 @@ struct CtlTests {
         #expect(try ctl(["--socket", "/tmp/none.sock", "status"]).err.contains("no daemon at /tmp/none.sock"))
     }
 
+    @Test("values past Int's range print in tables and statistics instead of trapping")
+    func hugeValues() throws {
+        let d = try DaemonProcess()
+        defer { d.stop() }
+        let file = d.folder.appendingPathComponent("inbox/huge.csv")
+        try Data("id,name,startDate,budget,isFavorite\nh1,Huge,2025-01-01,1e300,true\nh2,Low,2025-01-02,-9.5e18,false\n".utf8).write(to: file)
+        #expect(try Ctl.run(["import", file.path, "--store", "travel", "--entity", "Trip"], socket: d.socket).status == 0)
+        let table = try Ctl.run(["fetch", "travel", "Trip", "--fields", "id,budget"], socket: d.socket)
+        #expect(table.status == 0, "\(table.err)")
+        #expect(table.out.contains("1e+300"), "\(table.out)")
+        let stats = try Ctl.run(["stats", "travel", "Trip", "--field", "budget"], socket: d.socket)
+        #expect(stats.status == 0, "\(stats.err)")
+    }
+
     /// The daemon may close the connection of a finished job's event stream
     /// before the client has written its request's end; depotctl once failed
     /// then with "I/O on closed channel".

@@ -119,8 +119,9 @@ public struct JobRecord: Codable, Sendable, Hashable {
         var s = "\(kind.rawValue) \(id) on \(store)"
         if kind == .import {
             s += ": \(read) read"
-            if bytesTotal > 0 { s += " (\(Int(Double(bytesRead) / Double(bytesTotal) * 100))%)" }
-            s += ", \(Int(rate)) rows/s"
+            // Clamped: a record read back from disk may hold anything.
+            if bytesTotal > 0 { s += " (\(Int(min(max(Double(bytesRead) / Double(bytesTotal), 0), 1) * 100))%)" }
+            s += ", \(rate.isFinite && rate >= 0 && rate < 1e15 ? Int(rate) : 0) rows/s"
         }
         return s
     }

@@ -10,7 +10,9 @@
 ///
 /// An empty unquoted field is null and a quoted empty field (`""`) is the
 /// empty string, as PostgreSQL's `COPY … CSV` reads them. Blank lines are
-/// skipped.
+/// skipped. A record longer than ``maxRecordBytes`` (a quote left open in a
+/// large file makes the rest of the file one record) is reported malformed
+/// and skipped to the end of the line it starts on, so memory stays bounded.
 ///
 /// For example:
 ///
@@ -40,6 +42,8 @@ final class CSVReader {
     private let file: InputFile
     private let delimiter: UInt8
     private let lenientQuotes: Bool
+    /// The longest record read whole; longer ones are malformed.
+    let maxRecordBytes: Int
     private var buffer: UnsafeMutableRawBufferPointer
     private var begin = 0          // first unconsumed byte
     private var end = 0            // one past the last valid byte
@@ -70,10 +74,11 @@ final class CSVReader {
     /// one is literal text, as PostgreSQL reads it; strict RFC 4180 (the
     /// default) rejects such a record.
     init(path: String, delimiter: UInt8 = UInt8(ascii: ","), lenientQuotes: Bool = false, offset: Int64 = 0,
-         line: Int = 1, bufferSize: Int = 1 << 20) throws {
+         line: Int = 1, bufferSize: Int = 1 << 20, maxRecordBytes: Int = 64 << 20) throws {
         file = try InputFile(path: path, offset: offset)
         self.delimiter = delimiter
         self.lenientQuotes = lenientQuotes
+        self.maxRecordBytes = maxRecordBytes
         buffer = .allocate(byteCount: bufferSize, alignment: 16)
         bufferOffset = offset
         self.offset = offset
@@ -99,6 +104,9 @@ final class CSVReader {
         while true {
             switch scan() {
             case .needMore:
+                // Too long a record first, whether or not the file ends here,
+                // so that every buffer size reads the same.
+                if end - begin > maxRecordBytes { return try tooLong() }
                 if atEOF {
                     // Only an unterminated quote leaves bytes behind at EOF:
                     // the record starts on `nextLine` and takes the rest.
@@ -112,6 +120,10 @@ final class CSVReader {
                 consume(to: next, lines: lines)
             case .done:
                 return nil
+            case .record(let next, _) where next - begin > maxRecordBytes:
+                return try tooLong()
+            case .malformed(let next, _, _) where next - begin > maxRecordBytes:
+                return try tooLong()
             case .record(let next, let lines):
                 line = nextLine
                 unescape()
@@ -123,6 +135,33 @@ final class CSVReader {
                 consume(to: next, lines: lines)
                 return .malformed(line: start, reason: reason)
             }
+        }
+    }
+
+    /// A record longer than `maxRecordBytes`, whether or not it is all in
+    /// the buffer (so that every buffer size reads the same): malformed, and
+    /// skipped to the end of the line it starts on.
+    private func tooLong() throws -> Item {
+        let start = nextLine
+        line = start
+        try skipLine()
+        return .malformed(line: start, reason: "the record is longer than \(InputFile.size(maxRecordBytes)) "
+            + "(is a quote left open?); it is skipped to the end of the line it starts on")
+    }
+
+    /// Consumes up to the first line feed from `begin`, reading on (and
+    /// discarding, so the buffer does not grow) as far as it takes.
+    private func skipLine() throws {
+        while true {
+            var i = begin
+            while i < end, buffer[i] != 0x0A { i += 1 }
+            if i < end {
+                consume(to: i + 1, lines: 1)
+                return
+            }
+            consume(to: end, lines: 0)
+            if atEOF { return }
+            try fill()
         }
     }
 

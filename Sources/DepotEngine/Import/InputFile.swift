@@ -73,4 +73,11 @@ final class InputFile {
         end += n
         return n == 0
     }
+
+    /// A byte count as people read it: "64 MiB", "1 KiB", "100 bytes".
+    static func size(_ bytes: Int) -> String {
+        if bytes >= 1 << 20, bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
+        if bytes >= 1 << 10, bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
+        return "\(bytes) bytes"
+    }
 }

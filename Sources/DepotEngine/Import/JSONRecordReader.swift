@@ -6,7 +6,9 @@
 /// holds invalid UTF-8 or is not an object is returned as `.malformed` with
 /// the line it starts on, and reading goes on with the next one: in NDJSON at
 /// the next line, in an array after the next `,` at the array's own level.
-/// A multi-gigabyte array is read element by element, never whole.
+/// A multi-gigabyte array is read element by element, never whole. A line or
+/// an element longer than ``maxRecordBytes`` is reported malformed: a line
+/// is skipped, an array is not read past it; memory stays bounded.
 ///
 /// Hand-written on bytes (see ``JSONSyntax``) because it is the hot path of
 /// NDJSON imports and must report and skip bad records, which no JSON
@@ -74,12 +76,18 @@ final class JSONRecordReader {
     /// Whether the input is read to its end: nothing more will come, and
     /// ``offset`` is no longer a place to resume at.
     private(set) var isFinished = false
+    /// The longest line or array element read whole.
+    let maxRecordBytes: Int
+    /// Set by `resync()` when the stretch to skip is longer than `maxRecordBytes`.
+    private var resyncTooLong = false
 
     /// Opens `path` at `offset`, on `line`, which starts at file offset
     /// `lineStart`: 0, or a place this reader gave (``offset``,
     /// ``resumeLine``, ``resumeLineStart``) before it finished. A resumed
     /// read gives exactly what the whole read gave after that place.
-    init(path: String, offset: Int64 = 0, line: Int = 1, lineStart: Int64? = nil, bufferSize: Int = 1 << 20) throws {
+    init(path: String, offset: Int64 = 0, line: Int = 1, lineStart: Int64? = nil, bufferSize: Int = 1 << 20,
+         maxRecordBytes: Int = 64 << 20) throws {
+        self.maxRecordBytes = maxRecordBytes
         // The layout comes from the file's first significant byte, after a
         // byte order mark (only a whole one, at the very start).
         let head = try InputFile(path: path)
@@ -197,9 +205,12 @@ final class JSONRecordReader {
             var lineEnd = begin
             while lineEnd < end, p[lineEnd] != 0x0A { lineEnd += 1 }
             if lineEnd == end && !atEOF {
+                if end - begin > maxRecordBytes { return try skipLongLine() }
                 try fill()
                 continue
             }
+            // Too long a line is one whether or not it is all in the buffer.
+            if lineEnd - begin > maxRecordBytes { return try skipLongLine() }
             let following = lineEnd < end ? lineEnd + 1 : end
             let start = JSONSyntax.skipSpace(p, begin, lineEnd)
             let recordLine = nextLine
@@ -232,6 +243,43 @@ final class JSONRecordReader {
                 return .malformed(line: recordLine, reason: "the object is not complete")
             }
         }
+    }
+
+    /// Reports a line longer than `maxRecordBytes` and consumes it, reading
+    /// on (and discarding, so the buffer does not grow) to its end.
+    private func skipLongLine() throws -> Item {
+        let recordLine = nextLine
+        line = recordLine
+        while true {
+            var i = begin
+            while i < end, base[i] != 0x0A { i += 1 }
+            if i < end || atEOF {
+                let following = i < end ? i + 1 : end
+                begin = following
+                nextLine += 1
+                lineStart = bufferOffset + Int64(following)
+                resume(at: following)
+                break
+            }
+            begin = end
+            try fill()
+        }
+        return .malformed(line: recordLine, reason: "the line is longer than \(InputFile.size(maxRecordBytes)); "
+            + "each line of NDJSON must be one object")
+    }
+
+    /// Reports an array element longer than `maxRecordBytes`; the rest of
+    /// the array is not read (where it ends cannot be found without reading
+    /// the element whole).
+    private func tooLong(at i: Int, line recordLine: Int) -> Item {
+        line = recordLine
+        arrayState = .done
+        begin = end
+        offset = max(bufferOffset + Int64(end), file.size)
+        resumeLine = nextLine
+        resumeLineStart = lineStart
+        return .malformed(line: recordLine, reason: "the array element is longer than \(InputFile.size(maxRecordBytes)); "
+            + "the rest of the array is not read")
     }
 
     // MARK: JSON array
@@ -286,7 +334,12 @@ final class JSONRecordReader {
                 let recordLine = nextLine
                 line = recordLine
                 let reason = "invalid JSON at \(place(i, start: i, startLine: recordLine)): expected , or ] after an array element"
-                guard try resync() else { continue }
+                let skipStart = bufferOffset + Int64(i)
+                guard try resync() else {
+                    if resyncTooLong { return tooLong(at: begin, line: recordLine) }
+                    continue
+                }
+                if bufferOffset + Int64(begin) - skipStart > Int64(maxRecordBytes) { return tooLong(at: begin, line: recordLine) }
                 return .malformed(line: recordLine, reason: reason)
             case .first, .element:
                 if c == 0x5D {
@@ -310,8 +363,11 @@ final class JSONRecordReader {
                                      : JSONSyntax.scanValue(p, i, end, complete: atEOF)
                 switch scan {
                 case .needMore:
+                    if end - i > maxRecordBytes { return tooLong(at: i, line: recordLine) }
                     try fill()
                     continue
+                case .end(let e) where e - i > maxRecordBytes:
+                    return tooLong(at: i, line: recordLine)
                 case .end(let e):
                     line = recordLine
                     advance(i, e)
@@ -326,7 +382,14 @@ final class JSONRecordReader {
                 case .invalid(let at, let reason):
                     line = recordLine
                     let message = "invalid JSON at \(place(at, start: i, startLine: recordLine)): \(reason)"
-                    guard try resync() else { continue }
+                    let skipStart = bufferOffset + Int64(i)
+                    guard try resync() else {
+                        if resyncTooLong { return tooLong(at: begin, line: recordLine) }
+                        continue
+                    }
+                    if bufferOffset + Int64(begin) - skipStart > Int64(maxRecordBytes) {
+                        return tooLong(at: begin, line: recordLine)
+                    }
                     return .malformed(line: recordLine, reason: message)
                 }
             }
@@ -351,6 +414,7 @@ final class JSONRecordReader {
     /// reading strings and brackets loosely. Returns false when it needs more
     /// bytes first (the caller reads them and tries again).
     private func resync() throws -> Bool {
+        resyncTooLong = false
         let p = base
         var depth = 0
         var inString = false
@@ -380,6 +444,11 @@ final class JSONRecordReader {
             i += 1
         }
         if !atEOF {
+            // Judged before more is read, so that every buffer size agrees.
+            if end - begin > maxRecordBytes {
+                resyncTooLong = true
+                return false
+            }
             try fill()
             return false
         }

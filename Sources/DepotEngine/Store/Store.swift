@@ -155,6 +155,11 @@ public actor Store {
                 return DepotError(.invalidPredicate, "the request is too large or too deeply nested for SQLite "
                     + "(\(db.message ?? "too big")); simplify the predicate")
             }
+            // SQLite's sum() of integers past Int64: the request's answer does not fit.
+            if db.message?.contains("integer overflow") == true {
+                return DepotError(.invalidArgument, "a sum overflows a 64-bit integer (past ±9,223,372,036,854,775,807); "
+                    + "ask for avg, or declare the field double")
+            }
             var hint = ""
             switch db.resultCode {
             case .SQLITE_FULL: hint = "; the disk is full: free space, then retry (nothing of this save was kept)"

@@ -75,4 +75,21 @@ struct AggregateTests {
             == [#"delete "t5""#, #"delete "t1""#, #"delete "t2""#, #"delete "t3""#])
         #expect(try await t.store.reader.duplicates(entity: "Trip", by: ["isFavorite"]).isEmpty)
     }
+
+    @Test("a sum of integers past Int64 is a clear error, not a database failure")
+    func sumOverflow() async throws {
+        let t = try await TemporaryStore(entities: [TemporaryStore.tripEntity(extraFields: [Field(name: "nights", type: .int, isOptional: true)])])
+        var batch = RecordBatch(entity: "Trip", columns: TemporaryStore.tripColumns + ["nights"])
+        batch.append(["a", "A", nil, "2025-01-01", nil, 1.0, true, nil, .int(Int64.max)])
+        batch.append(["b", "B", nil, "2025-01-01", nil, 1.0, true, nil, .int(1)])
+        let frozen = batch
+        _ = try await t.store.save(author: "test") { try $0.write(frozen, policy: .upsert) }
+        let error = await #expect(throws: DepotError.self) {
+            try await t.store.reader.aggregate(AggregateRequest(entity: "Trip", field: "nights", functions: [.sum]))
+        }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.contains("overflows a 64-bit integer") == true)
+        let avg = try await t.store.reader.aggregate(AggregateRequest(entity: "Trip", field: "nights", functions: [.avg]))
+        #expect(avg.rows.count == 1)
+    }
 }

@@ -19,9 +19,9 @@ struct ReaderResumeTests {
     /// A place to resume at, and whether the reader had finished there.
     struct Place { var offset: Int64; var line: Int; var lineStart: Int64; var finished: Bool }
 
-    static func readJSON(_ path: String, bufferSize: Int, from place: Place? = nil) throws -> (items: [Item], places: [Place]) {
+    static func readJSON(_ path: String, bufferSize: Int, cap: Int, from place: Place? = nil) throws -> (items: [Item], places: [Place]) {
         let reader = try JSONRecordReader(path: path, offset: place?.offset ?? 0, line: place?.line ?? 1,
-                                          lineStart: place?.lineStart, bufferSize: bufferSize)
+                                          lineStart: place?.lineStart, bufferSize: bufferSize, maxRecordBytes: cap)
         var items: [Item] = []
         var places = [Place(offset: reader.offset, line: reader.resumeLine, lineStart: reader.resumeLineStart,
                             finished: reader.isFinished)]
@@ -44,8 +44,9 @@ struct ReaderResumeTests {
         return (items, places)
     }
 
-    static func readCSV(_ path: String, bufferSize: Int, from place: Place? = nil) throws -> (items: [Item], places: [Place]) {
-        let reader = try CSVReader(path: path, offset: place?.offset ?? 0, line: place?.line ?? 1, bufferSize: bufferSize)
+    static func readCSV(_ path: String, bufferSize: Int, cap: Int, from place: Place? = nil) throws -> (items: [Item], places: [Place]) {
+        let reader = try CSVReader(path: path, offset: place?.offset ?? 0, line: place?.line ?? 1, bufferSize: bufferSize,
+                                   maxRecordBytes: cap)
         var items: [Item] = []
         var places = [Place(offset: reader.offset, line: reader.resumeLine, lineStart: 0, finished: false)]
         while let item = try reader.next() {
@@ -64,7 +65,7 @@ struct ReaderResumeTests {
     }
 
     /// Reads `bytes` whole, then resumed at every place, through each buffer size.
-    static func check(_ bytes: [UInt8], name: String, csv: Bool = false) throws {
+    static func check(_ bytes: [UInt8], name: String, csv: Bool = false, cap: Int = 64 << 20) throws -> [Item] {
         let folder = try TemporaryStore.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent(csv ? "in.csv" : "in.json").path
@@ -72,14 +73,15 @@ struct ReaderResumeTests {
         let read = csv ? readCSV : readJSON
         var reference: [Item]?
         for size in [1 << 20, 16, 7] {
-            let whole = try read(path, size, nil)
+            let whole = try read(path, size, cap, nil)
             if let reference { #expect(whole.items == reference, "\(name): buffer \(size)") }
             reference = reference ?? whole.items
             for (k, place) in whole.places.enumerated() where !place.finished {
-                let rest = try read(path, size, place)
+                let rest = try read(path, size, cap, place)
                 #expect(rest.items == Array(whole.items[k...]), "\(name): resumed after item \(k), buffer \(size)")
             }
         }
+        return reference ?? []
     }
 
     /// The inputs of the review that found the defects, kept as regressions.
@@ -101,7 +103,7 @@ struct ReaderResumeTests {
 
     @Test("JSON: the regressions of item 7 read the same resumed anywhere", arguments: jsonRegressions.map(\.0))
     func jsonRegression(_ name: String) throws {
-        try Self.check(Self.jsonRegressions.first { $0.0 == name }!.1, name: name)
+        _ = try Self.check(Self.jsonRegressions.first { $0.0 == name }!.1, name: name)
     }
 
     @Test("JSON: after text past the closing ], the reader says it finished and its place is the file's end")
@@ -125,10 +127,12 @@ struct ReaderResumeTests {
           arguments: JSONConformanceTests.files)
     func jsonSuite(_ name: String) throws {
         let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path("\(JSONConformanceTests.folder)/\(name)"))))
-        try Self.check(bytes, name: name)
+        _ = try Self.check(bytes, name: name)
         // As NDJSON lines and as array elements, too.
-        try Self.check(bytes + [0x0A] + Array("{\"a\": 1}\n".utf8) + bytes, name: name + " as lines")
-        try Self.check(Array("[".utf8) + bytes + Array(", {\"a\": 1}]".utf8), name: name + " in an array")
+        _ = try Self.check(bytes + [0x0A] + Array("{\"a\": 1}\n".utf8) + bytes, name: name + " as lines")
+        _ = try Self.check(Array("[".utf8) + bytes + Array(", {\"a\": 1}]".utf8), name: name + " in an array")
+        // With a cap smaller than some of the files: skipped or cut, the same everywhere.
+        _ = try Self.check(bytes + [0x0A] + Array("{\"a\": 1}\n".utf8), name: name + " capped", cap: 40)
     }
 
     static let csvRegressions: [(String, [UInt8])] = [
@@ -140,7 +144,7 @@ struct ReaderResumeTests {
 
     @Test("CSV: the regressions read the same resumed anywhere, and line follows the errors", arguments: csvRegressions.map(\.0))
     func csvRegression(_ name: String) throws {
-        try Self.check(Self.csvRegressions.first { $0.0 == name }!.1, name: name, csv: true)
+        _ = try Self.check(Self.csvRegressions.first { $0.0 == name }!.1, name: name, csv: true)
     }
 
     @Test("CSV: a quote left open at the end is one error on its own line, and the count of lines goes on past it")
@@ -164,8 +168,42 @@ struct ReaderResumeTests {
         for folder in ["csv-spectrum/csvs", "commons-csv-CSVFileParser"] {
             for name in try Fixtures.files(in: folder) where name.hasSuffix(".csv") || name.hasSuffix(".txt") {
                 let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path("\(folder)/\(name)"))))
-                try Self.check(bytes, name: "\(folder)/\(name)", csv: true)
+                _ = try Self.check(bytes, name: "\(folder)/\(name)", csv: true)
+                _ = try Self.check(bytes, name: "\(folder)/\(name) capped", csv: true, cap: 30)
             }
         }
+    }
+
+    @Test("fuzz findings read the same through every buffer and resumed anywhere, with the cap the fuzzer used")
+    func fuzzFindings() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../Fuzz/Regressions")
+            .standardized
+        for target in ["FuzzJSON", "FuzzCSV"] {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent(target).path)) ?? []
+            for name in names where !name.hasPrefix(".") {
+                let bytes = try [UInt8](Data(contentsOf: folder.appendingPathComponent("\(target)/\(name)")))
+                _ = try Self.check(bytes, name: "\(target)/\(name)", csv: target == "FuzzCSV",
+                                   cap: bytes.count % 3 == 0 ? 256 : 64 << 20)
+            }
+        }
+    }
+
+    @Test("a record, line or element longer than the cap is one error, and reading goes on after it where it can")
+    func tooLong() throws {
+        let x = String(repeating: "x", count: 5_000)
+        let csv = try Self.check(Array("a,b\n1,2\n\"\(x),3\n4,5\n\"\(x)\n".utf8), name: "csv", csv: true, cap: 1_024)
+        #expect(csv.map(\.line) == [1, 2, 3, 4, 5])
+        #expect(csv[2].text == "error: the record is longer than 1 KiB (is a quote left open?); it is skipped to the end of the line it starts on")
+        #expect(csv[3].text == "4|5")
+        let ndjson = try Self.check(Array("{\"a\": 1}\n{\"a\": \"\(x)\"}\n{\"a\": 2}\n".utf8), name: "ndjson", cap: 1_024)
+        #expect(ndjson.map(\.line) == [1, 2, 3])
+        #expect(ndjson[1].text == "error: the line is longer than 1 KiB; each line of NDJSON must be one object")
+        let array = try Self.check(Array("[{\"a\": 1},\n{\"a\": \"\(x)\"},\n{\"a\": 2}]".utf8), name: "array", cap: 1_024)
+        #expect(array.map(\.line) == [1, 2])
+        #expect(array[1].text == "error: the array element is longer than 1 KiB; the rest of the array is not read")
+        let bad = try Self.check(Array("[{\"a\": 1},\n{\"a\" \(x)},\n{\"a\": 2}]".utf8), name: "bad element", cap: 1_024)
+        // The bad element and what follows it up to the next comma are one stretch longer than the cap.
+        #expect(bad.map(\.line) == [1, 2])
+        #expect(bad[1].text.contains("longer than 1 KiB"))
     }
 }
