@@ -1,0 +1,72 @@
+import DepotEngine
+import Foundation
+import Testing
+
+/// A disk that fills up under an import, made real: the daemon's state on a
+/// small tmpfs mounted by the test (root only; skipped with a message
+/// elsewhere).
+@Suite("depotd on a full disk", .serialized)
+struct FullDiskTests {
+    /// Whether this process may mount a tmpfs (root with CAP_SYS_ADMIN).
+    static let canMount: Bool = {
+        guard getuid() == 0 else { return false }
+        let probe = "/tmp/depot-mount-probe-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: probe) }
+        guard run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", probe]) == 0 else { return false }
+        _ = run("/bin/umount", [probe])
+        return true
+    }()
+
+    @discardableResult
+    static func run(_ tool: String, _ args: [String]) -> Int32 {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: tool)
+        p.arguments = args
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return -1 }
+        p.waitUntilExit()
+        return p.terminationStatus
+    }
+
+    @Test("an import that fills the disk fails saying so, keeps its saves and their history; the daemon serves on",
+          .enabled(if: canMount, "needs root to mount a small tmpfs; not run here"))
+    func importFillsTheDisk() throws {
+        let folder = try DaemonProcess.makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let small = folder.appendingPathComponent("small")
+        try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
+        #expect(Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=6m", "tmpfs", small.path]) == 0)
+        defer { Self.run("/bin/umount", ["-l", small.path]) }
+        let config = DaemonProcess.config(saveEvery: 5_000).replacingOccurrences(of: "state_dir = \"state\"", with: "state_dir = \"small/state\"")
+        let d = try DaemonProcess(folder: folder, config: config)
+        defer { d.stop() }
+        let file = folder.appendingPathComponent("inbox/big.csv")
+        try Data(tripsCSV(300_000).utf8).write(to: file)
+        let accepted = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
+        #expect(accepted.status == 202)
+        let events = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(accepted.object["id"] as? String ?? "")/events") {
+            ["succeeded", "failed"].contains(json($0)["state"] as? String ?? "")
+        }
+        let last = json(events.last ?? "")
+        #expect(last["state"] as? String == "failed")
+        #expect((last["error"] as? String)?.contains("the disk is full") == true, "\(last["error"] ?? "")")
+        // Serving on: health, and what was saved is there, each record with its one insert in the history.
+        #expect(try d.request("GET", "/v1/health").status == 200)
+        let count = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#).object["count"] as? Int ?? -1
+        #expect(count > 0 && count < 300_000, "\(count)")
+        #expect(count % 5_000 == 0, "whole saves only: \(count)")
+        var inserts = 0
+        var after: String?
+        while true {
+            let page = try d.request("GET", "/v1/stores/travel/history?limit=1000" + (after.map { "&after=\($0)" } ?? ""))
+            let transactions = page.object["transactions"] as? [[String: Any]] ?? []
+            if transactions.isEmpty { break }
+            for t in transactions { inserts += (t["changes"] as? [Any])?.count ?? 0 }
+            after = transactions.last?["token"] as? String
+        }
+        #expect(inserts == count)
+        #expect(d.process.isRunning)
+    }
+}
