@@ -67,6 +67,14 @@ struct FullDiskTests {
             after = transactions.last?["token"] as? String
         }
         #expect(inserts == count)
+        // An upload that does not fit: 507 disk_full, nothing left in the spool.
+        let upload = try UnixHTTP.request(socket: d.socket, method: "POST", path: "/v1/stores/travel/entities/Trip/import?format=csv",
+                                          body: Data(tripsCSV(100_000, prefix: "u").utf8), contentType: "text/csv")
+        #expect(upload.status == 507, "\(upload.body)")
+        #expect((upload.object["error"] as? [String: Any])?["code"] as? String == "disk_full")
+        let spool = small.appendingPathComponent("state/spool").path
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: spool)) ?? []).isEmpty)
+        #expect(try d.request("GET", "/v1/health").status == 200)
         #expect(d.process.isRunning)
     }
 }

@@ -89,9 +89,10 @@ struct APIMiddleware: RouterMiddleware {
                 logger.error("\(request.method) \(request.uri.path): \(error)")
             }
             var errorResponse = JSONResponse.make(api.body, status: api.status)
-            // The rest of a refused body is not read: close the connection
-            // rather than leave the client waiting.
-            if api.status == .contentTooLarge { errorResponse.headers[.connection] = "close" }
+            // The rest of a refused body (too large, no room on the disk, a
+            // failure while spooling) is not read: close the connection
+            // rather than leave the client waiting for the idle timeout.
+            if [413, 500, 507].contains(api.status.code) { errorResponse.headers[.connection] = "close" }
             response = errorResponse
         }
         let elapsed = ContinuousClock.now - start

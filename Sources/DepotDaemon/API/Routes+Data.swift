@@ -2,6 +2,7 @@ import DepotEngine
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 
 /// The body of a fetch.
@@ -228,6 +229,19 @@ extension ControlRoutes {
         return record
     }
 
+    /// Why an upload could not be spooled: a full disk is the client's to
+    /// know (`507 disk_full`); anything else goes to the log, and the client
+    /// gets a bare `500`, no errno text.
+    func spoolFailure(_ code: Int32, path: String) -> APIError {
+        if code == ENOSPC || code == EDQUOT {
+            return APIError(.init(code: 507, reasonPhrase: "Insufficient Storage"), "disk_full", "the daemon's disk is full, so the upload was not kept; "
+                + "free space under state_dir and send it again")
+        }
+        logger.error("an upload cannot be spooled", metadata: ["PATH": "\(path)", "ERRNO": "\(code)",
+                                                               "ERROR": "\(String(cString: strerror(code)))"])
+        return APIError(.internalServerError, "internal", "the daemon failed to serve the request; see its log")
+    }
+
     /// A path the daemon may read (or write): under one of `import_roots`,
     /// after symbolic links are resolved.
     func checkImportPath(_ path: String) throws -> String {
@@ -270,23 +284,30 @@ extension ControlRoutes {
         try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
         let path = "\(spool)/\(record.id).\(format)"
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw APIError(.internalServerError, "internal", "cannot create a spool file") }
+        guard fd >= 0 else { throw spoolFailure(errno, path: path) }
         var total: Int64 = 0
         do {
             defer { close(fd) }
+            // After a refusal the body is read on (discarding, up to 64 MiB)
+            // so that a client that sends all before it reads gets the answer.
+            var refusal: APIError?
+            var discarded = 0
             for try await chunk in request.body {
+                if refusal != nil {
+                    discarded += chunk.readableBytes
+                    if discarded > 64 << 20 { break }
+                    continue
+                }
                 total += Int64(chunk.readableBytes)
                 if total > config.maxUploadBytes {
-                    throw APIError(.contentTooLarge, "too_large",
-                                   "the upload is larger than max_upload_bytes (\(config.maxUploadBytes))")
-                }
-                if let reason = chunk.withUnsafeReadableBytes({ FileOutput.writeAll(fd, $0) }) {
-                    throw APIError(.internalServerError, "internal", "cannot spool the upload: \(reason)")
+                    refusal = APIError(.contentTooLarge, "too_large",
+                                       "the upload is larger than max_upload_bytes (\(config.maxUploadBytes))")
+                } else if let code = chunk.withUnsafeReadableBytes({ FileOutput.write(fd, $0) }) {
+                    refusal = spoolFailure(code, path: path)
                 }
             }
-            guard fsync(fd) == 0 else {
-                throw APIError(.internalServerError, "internal", "cannot spool the upload: \(String(cString: strerror(errno)))")
-            }
+            if let refusal { throw refusal }
+            guard fsync(fd) == 0 else { throw spoolFailure(errno, path: path) }
         } catch {
             unlink(path)
             throw error
