@@ -375,7 +375,11 @@ struct ImporterTests {
             seen.append(p)
         }
         // 100 records in saves of 25: four saves, and a fifth that finds the end.
-        #expect(seen.map(\.saves) == Array(1...5))
+        // (A save that takes over a second, on a loaded machine, has the
+        // ticker repeat the progress before it: each save once, in order.)
+        var saves: [Int] = []
+        for p in seen where saves.last != p.saves { saves.append(p.saves) }
+        #expect(saves == Array(1...5))
         #expect(seen.last?.finished == true)
         #expect(seen.last?.read == 100)
     }
