@@ -40,12 +40,12 @@ func fuzzCSV(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let delimiter: UInt8 = size > 0 && data[0] == 9 ? 9 : UInt8(ascii: ",")
     // A third of the inputs meet a small record cap, the rest the daemon's.
     let cap = size % 3 == 0 ? 256 : 64 << 20
-    let whole = CSVTarget.read(path, delimiter: delimiter, buffer: 1 << 20, cap: cap)
-    let small = CSVTarget.read(path, delimiter: delimiter, buffer: size <= 65_536 ? 7 : 4_096, cap: cap)
+    let whole = CSVTarget.read(path, delimiter: delimiter, buffer: size < 65_536 ? 65_536 : 1 << 20, cap: cap)
+    let small = CSVTarget.read(path, delimiter: delimiter, buffer: size <= 4_096 ? 7 : 509, cap: cap)
     if whole.items != small.items { Fuzz.fail("a small buffer reads differently") }
     for k in Set([1, whole.places.count / 2, whole.places.count - 2]) where k > 0 && k < whole.places.count {
         let (offset, line) = whole.places[k]
-        let rest = CSVTarget.read(path, delimiter: delimiter, buffer: 16, cap: cap, offset: offset, line: line)
+        let rest = CSVTarget.read(path, delimiter: delimiter, buffer: size <= 4_096 ? 16 : 4_093, cap: cap, offset: offset, line: line)
         if rest.items != Array(whole.items[k...]) { Fuzz.fail("resumed after item \(k), the rest differs") }
     }
     return 0

@@ -43,13 +43,13 @@ func fuzzJSON(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let path = Fuzz.scratchFile("json", data, size)
     // A third of the inputs meet a small line and element cap, the rest the daemon's.
     let cap = size % 3 == 0 ? 256 : 64 << 20
-    let whole = JSONTarget.read(path, buffer: 1 << 20, cap: cap)
-    let small = JSONTarget.read(path, buffer: size <= 65_536 ? 7 : 4_096, cap: cap)
+    let whole = JSONTarget.read(path, buffer: size < 65_536 ? 65_536 : 1 << 20, cap: cap)
+    let small = JSONTarget.read(path, buffer: size <= 4_096 ? 7 : 509, cap: cap)
     if whole.items != small.items { Fuzz.fail("a small buffer reads differently") }
     for k in Set([1, whole.places.count / 2, whole.places.count - 2]) where k > 0 && k < whole.places.count {
         let place = whole.places[k]
         if place.finished { continue }
-        let rest = JSONTarget.read(path, buffer: 16, cap: cap, from: place)
+        let rest = JSONTarget.read(path, buffer: size <= 4_096 ? 16 : 4_093, cap: cap, from: place)
         if rest.items != Array(whole.items[k...]) { Fuzz.fail("resumed after item \(k), the rest differs") }
     }
     // Field conversion of whatever the members hold must not trap either.
