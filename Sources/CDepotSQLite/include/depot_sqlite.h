@@ -8,4 +8,23 @@
 /// late. A C shim because sqlite3_config is variadic, which Swift cannot call.
 int depot_sqlite_disable_memstatus(void);
 
+/// What Depot reads of a file's status, in plain integers. A shim because
+/// Swift sees `struct stat` as a member of whichever system module happened
+/// to load <sys/stat.h> first, which differs between fresh builds and then
+/// fails MemberImportVisibility at random.
+struct depot_file_status {
+    long long device;
+    long long inode;
+    long long size;
+    long long modified_ns;
+    int is_regular;
+    int is_socket;
+};
+
+/// fstat(2) of `fd`; 0 on success, else -1 with errno set.
+int depot_fstat(int fd, struct depot_file_status *out);
+
+/// stat(2) of `path`; 0 on success, else -1 with errno set.
+int depot_stat(const char *path, struct depot_file_status *out);
+
 #endif

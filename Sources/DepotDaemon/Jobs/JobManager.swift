@@ -43,7 +43,7 @@ public actor JobManager {
             } catch {
                 guard var stub = JobRecord(unreadable: bytes, id: id, store: store.name) else {
                     logger.error("a job record cannot be read and is not resumed",
-                                 metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "depot.error": "\(error)"])
+                                 metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "ERROR": "\(error)"])
                     continue
                 }
                 stub.error = "the job's record could not be read back, so it was not resumed: "
@@ -63,7 +63,7 @@ public actor JobManager {
                     record.finished = Timestamp.now()
                     record.error = "the job cannot resume: " + ((error as? DepotError)?.message ?? "\(error)")
                     logger.error("a persisted job cannot resume and is marked failed",
-                                 metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "depot.error": "\(record.error ?? "")"])
+                                 metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "ERROR": "\(record.error ?? "")"])
                     try? await persist(record, in: store)
                     removeSpoolFile(of: record)
                 }

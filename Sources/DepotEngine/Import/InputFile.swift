@@ -23,14 +23,13 @@ final class InputFile {
             let reason = String(cString: strerror(errno))
             throw DepotError(.invalidArgument, "cannot read \(path): \(reason)")
         }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+        guard let status = FileIdentity.status(of: fd), status.isRegular else {
             close(fd)
             throw DepotError(.invalidArgument, "cannot read \(path): not a regular file")
         }
         self.fd = fd
-        self.size = Int64(st.st_size)
-        self.modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        self.size = status.size
+        self.modified = status.modified
         if offset > 0, lseek(fd, off_t(offset), SEEK_SET) < 0 {
             close(fd)
             throw DepotError(.invalidArgument, "cannot read \(path) from byte \(offset): \(String(cString: strerror(errno)))")

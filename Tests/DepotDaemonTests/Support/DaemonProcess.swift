@@ -1,3 +1,4 @@
+import DepotEngine
 import Foundation
 import Testing
 
@@ -87,8 +88,7 @@ final class DaemonProcess {
         var env = ProcessInfo.processInfo.environment
         env["NOTIFY_SOCKET"] = notify.path
         env.removeValue(forKey: "JOURNAL_STREAM")
-        var st = stat()
-        if journalStream, stat(stderrPath, &st) == 0 { env["JOURNAL_STREAM"] = "\(st.st_dev):\(st.st_ino)" }
+        if journalStream, let status = FileIdentity.status(atPath: stderrPath) { env["JOURNAL_STREAM"] = status.identity }
         for (k, v) in environment { env[k] = v }
         process.environment = env
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
