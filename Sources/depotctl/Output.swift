@@ -169,7 +169,10 @@ struct Table {
 /// A job's progress: a live bar on a terminal (percent, rows, rows/s, ETA,
 /// rejected so far), plain lines at most once a second elsewhere.
 final class ProgressDisplay {
-    private var lastPlain = Date.distantPast
+    /// Off a terminal, a line a second, the first after a second: a job
+    /// shorter than that prints only its result, the same on a busy machine
+    /// as on an idle one.
+    private var lastPlain = Date()
     private var drawn = false
     private let tty = Terminal.isTTY
 
