@@ -92,6 +92,32 @@ struct ConfigTests {
         }
     }
 
+    /// toml++ (inside TOMLKit) aborts the process on a table header whose
+    /// name starts with a character no key starts with; found by FuzzConfig.
+    @Test("a table header the TOML library would crash on is a configuration error; valid TOML still reads")
+    func tomlHeaders() throws {
+        for (text, column) in [("[`daemon]\n", 2), ("a = 1\n[[ `store]]\n", 4), ("[ +x]", 3)] {
+            let error = #expect(throws: DaemonConfig.Problems.self) { try DaemonConfig.parse(text, file: "/etc/depot.toml") }
+            #expect(error?.problems.first?.contains("column \(column): not valid TOML: a table name must be a bare key") == true,
+                    "\(error?.problems ?? [])")
+        }
+        let valid = #"""
+            a = [
+              [ {x = 1} ], [+1], [-2],
+              ["[`"], ['[`']
+            ]
+            b = """
+            [`not a header]
+            """
+            c = '[`' # [`comment]
+            [ "quoted [name]" ]
+            [[ 'literal' ]]
+            """#
+        #expect(TOMLPrecheck.problem(in: valid) == nil)
+        let error = #expect(throws: DaemonConfig.Problems.self) { try DaemonConfig.parse(valid, file: "/etc/depot.toml") }
+        #expect(error?.problems.contains { $0.contains("a: unknown key") } == true, "\(error?.problems ?? [])")
+    }
+
     @Test("relative paths resolve against the file's folder; store paths inside state_dir")
     func paths() throws {
         let c = try DaemonConfig.parse(DaemonProcess.config(), file: "/srv/depot/conf/depot.toml")

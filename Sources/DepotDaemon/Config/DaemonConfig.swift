@@ -63,6 +63,9 @@ public struct DaemonConfig: Sendable {
 
     /// Parses configuration text; `file` names it in errors and anchors relative paths.
     public static func parse(_ text: String, file: String) throws -> DaemonConfig {
+        if let problem = TOMLPrecheck.problem(in: text) {
+            throw Problems(file: file, problems: [problem])
+        }
         let table: TOMLTable
         do {
             table = try TOMLTable(string: text)

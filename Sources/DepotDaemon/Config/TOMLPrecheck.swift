@@ -1,0 +1,96 @@
+/// Finds the TOML that crashes the TOML library before it reads it.
+///
+/// TOMLKit 0.6.0 wraps toml++, whose table-header parser asserts (and aborts
+/// the process) when the character after `[` or `[[` cannot start a key:
+/// `[`daemon]` kills `depotd --check-config`, and a reload (SIGHUP) with such
+/// a typo would kill the daemon. Found by `scripts/fuzz FuzzConfig`. This scan
+/// follows just enough of TOML's structure (strings, comments, the nesting of
+/// arrays and inline tables in values) to find table headers, and refuses a
+/// header whose name does not start as a key must, with its line.
+enum TOMLPrecheck {
+    /// `nil`, or "line L, column C: …" for the first header toml++ cannot take.
+    static func problem(in text: String) -> String? {
+        let s = Array(text.utf8)
+        var i = 0
+        var line = 1
+        var lineStart = 0
+        var depth = 0                 // nesting of [ and { inside a value
+        var atLineStart = true        // only spaces so far on this line
+        func isKeyStart(_ c: UInt8) -> Bool {
+            (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39)
+                || c == 0x5F || c == 0x2D || c == 0x22 || c == 0x27 || c == 0x5D
+        }
+        func skipString(_ quote: UInt8) {
+            let multi = i + 2 < s.count && s[i + 1] == quote && s[i + 2] == quote
+            i += multi ? 3 : 1
+            while i < s.count {
+                let c = s[i]
+                if c == 0x0A {
+                    if !multi { return }   // a broken string: the TOML library reports it
+                    line += 1
+                    lineStart = i + 1
+                }
+                if quote == 0x22, c == 0x5C { i += 2; continue }
+                if c == quote {
+                    if !multi { i += 1; return }
+                    if i + 2 < s.count, s[i + 1] == quote, s[i + 2] == quote {
+                        i += 3
+                        // Up to two more quotes may close a multi-line string.
+                        while i < s.count, s[i] == quote { i += 1 }
+                        return
+                    }
+                }
+                i += 1
+            }
+        }
+        while i < s.count {
+            let c = s[i]
+            switch c {
+            case 0x0A:
+                line += 1
+                lineStart = i + 1
+                atLineStart = true
+                i += 1
+                continue
+            case 0x20, 0x09, 0x0D:
+                i += 1
+                continue
+            case 0x23:                // a comment, to the end of the line
+                while i < s.count, s[i] != 0x0A { i += 1 }
+                continue
+            case 0x22, 0x27:
+                atLineStart = false
+                skipString(c)
+                continue
+            case 0x5B where atLineStart && depth == 0:
+                // A table header: [ name ] or [[ name ]].
+                var j = i + 1
+                while j < s.count, s[j] == 0x20 || s[j] == 0x09 { j += 1 }
+                if j < s.count, s[j] == 0x5B {
+                    j += 1
+                    while j < s.count, s[j] == 0x20 || s[j] == 0x09 { j += 1 }
+                }
+                if j < s.count, !isKeyStart(s[j]) {
+                    return "line \(line), column \(j - lineStart + 1): not valid TOML: a table name must be a bare key "
+                        + "(letters, digits, _ and -) or quoted, as in [store] or [\"my store\"]"
+                }
+                // The rest of the header line: quoted keys may hold brackets.
+                i = j
+                atLineStart = false
+                while i < s.count, s[i] != 0x0A, s[i] != 0x23 {
+                    if s[i] == 0x22 || s[i] == 0x27 { skipString(s[i]) } else { i += 1 }
+                }
+                continue
+            case 0x5B, 0x7B:
+                depth += 1
+            case 0x5D, 0x7D:
+                depth = max(0, depth - 1)
+            default:
+                break
+            }
+            atLineStart = false
+            i += 1
+        }
+        return nil
+    }
+}
