@@ -46,10 +46,7 @@ struct FullDiskTests {
         try Data(tripsCSV(300_000).utf8).write(to: file)
         let accepted = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
         #expect(accepted.status == 202)
-        let events = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(accepted.object["id"] as? String ?? "")/events") {
-            ["succeeded", "failed"].contains(json($0)["state"] as? String ?? "")
-        }
-        let last = json(events.last ?? "")
+        let last = try d.jobEnded(accepted.object["id"] as? String ?? "")
         #expect(last["state"] as? String == "failed")
         #expect((last["error"] as? String)?.contains("the disk is full") == true, "\(last["error"] ?? "")")
         // Serving on: health, and what was saved is there, each record with its one insert in the history.

@@ -29,10 +29,7 @@ struct HostileInputTests {
         let file = d.folder.appendingPathComponent("inbox/trips.csv")
         try Data(tripsCSV(count).utf8).write(to: file)
         let accepted = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
-        let events = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(accepted.object["id"] as? String ?? "")/events") {
-            ["succeeded", "failed"].contains(json($0)["state"] as? String ?? "")
-        }
-        #expect(json(events.last ?? "")["inserted"] as? Int == count)
+        #expect(try d.jobEnded(accepted.object["id"] as? String ?? "")["inserted"] as? Int == count)
     }
 
     @Test("durations out of range: 400 from the history route and at the job door, never a trap")
@@ -180,10 +177,7 @@ struct HostileInputTests {
                                           path: "/v1/stores/travel/entities/Trip/import?format=csv&max_rejects=0",
                                           body: Data((0..<2_000).map { _ in UInt8.random(in: 0...255) }), contentType: "text/csv")
         #expect(upload.status == 202)
-        let events = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(upload.object["id"] as? String ?? "")/events") {
-            ["succeeded", "failed"].contains(json($0)["state"] as? String ?? "")
-        }
-        #expect(json(events.last ?? "")["state"] as? String == "failed")
+        #expect(try d.jobEnded(upload.object["id"] as? String ?? "")["state"] as? String == "failed")
         #expect(spooled().isEmpty)
         #expect(d.stop() == 0)
         // A file left by an upload cut short, with no job: removed at start.

@@ -271,7 +271,7 @@ final class JSONRecordReader {
     /// Reports an array element longer than `maxRecordBytes`; the rest of
     /// the array is not read (where it ends cannot be found without reading
     /// the element whole).
-    private func tooLong(at i: Int, line recordLine: Int) -> Item {
+    private func tooLong(line recordLine: Int) -> Item {
         line = recordLine
         arrayState = .done
         begin = end
@@ -334,13 +334,10 @@ final class JSONRecordReader {
                 let recordLine = nextLine
                 line = recordLine
                 let reason = "invalid JSON at \(place(i, start: i, startLine: recordLine)): expected , or ] after an array element"
-                let skipStart = bufferOffset + Int64(i)
-                guard try resync() else {
-                    if resyncTooLong { return tooLong(at: begin, line: recordLine) }
+                guard let item = try skipBadElement(from: bufferOffset + Int64(i), line: recordLine, reason: reason) else {
                     continue
                 }
-                if bufferOffset + Int64(begin) - skipStart > Int64(maxRecordBytes) { return tooLong(at: begin, line: recordLine) }
-                return .malformed(line: recordLine, reason: reason)
+                return item
             case .first, .element:
                 if c == 0x5D {
                     if arrayState == .first {
@@ -363,11 +360,11 @@ final class JSONRecordReader {
                                      : JSONSyntax.scanValue(p, i, end, complete: atEOF)
                 switch scan {
                 case .needMore:
-                    if end - i > maxRecordBytes { return tooLong(at: i, line: recordLine) }
+                    if end - i > maxRecordBytes { return tooLong(line: recordLine) }
                     try fill()
                     continue
                 case .end(let e) where e - i > maxRecordBytes:
-                    return tooLong(at: i, line: recordLine)
+                    return tooLong(line: recordLine)
                 case .end(let e):
                     line = recordLine
                     advance(i, e)
@@ -382,15 +379,10 @@ final class JSONRecordReader {
                 case .invalid(let at, let reason):
                     line = recordLine
                     let message = "invalid JSON at \(place(at, start: i, startLine: recordLine)): \(reason)"
-                    let skipStart = bufferOffset + Int64(i)
-                    guard try resync() else {
-                        if resyncTooLong { return tooLong(at: begin, line: recordLine) }
+                    guard let item = try skipBadElement(from: bufferOffset + Int64(i), line: recordLine, reason: message) else {
                         continue
                     }
-                    if bufferOffset + Int64(begin) - skipStart > Int64(maxRecordBytes) {
-                        return tooLong(at: begin, line: recordLine)
-                    }
-                    return .malformed(line: recordLine, reason: message)
+                    return item
                 }
             }
         }
@@ -408,6 +400,15 @@ final class JSONRecordReader {
         resumeLine = nextLine
         resumeLineStart = lineStart
         return item
+    }
+
+    /// Skips a bad element that starts at file offset `skipStart`: the
+    /// malformed item (`reason`), or a too-long one when the stretch skipped
+    /// passes `maxRecordBytes`; `nil` when more must be read first.
+    private func skipBadElement(from skipStart: Int64, line recordLine: Int, reason: String) throws -> Item? {
+        guard try resync() else { return resyncTooLong ? tooLong(line: recordLine) : nil }
+        if bufferOffset + Int64(begin) - skipStart > Int64(maxRecordBytes) { return tooLong(line: recordLine) }
+        return .malformed(line: recordLine, reason: reason)
     }
 
     /// Skips a bad element: on to the next `,` or `]` at the array's level,

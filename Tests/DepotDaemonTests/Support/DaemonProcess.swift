@@ -101,6 +101,15 @@ final class DaemonProcess {
         }
     }
 
+    /// Follows job `id`'s events to its end; its last record.
+    func jobEnded(_ id: String) throws -> [String: Any] {
+        let events = try UnixHTTP.stream(socket: socket, path: "/v1/jobs/\(id)/events") { line in
+            let state = (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["state"] as? String
+            return ["succeeded", "failed", "cancelled"].contains(state ?? "")
+        }
+        return (try? JSONSerialization.jsonObject(with: Data((events.last ?? "").utf8)) as? [String: Any]) ?? [:]
+    }
+
     /// Runs `depotd --config PATH --check-config`; its exit status and stderr.
     static func checkConfig(_ path: String) throws -> (status: Int32, stderr: String) {
         let p = Process()
