@@ -117,7 +117,7 @@ let package = Package(
                           path: "Fuzz/APIBody", swiftSettings: swiftSettings),
         .testTarget(
             name: "DepotEngineTests",
-            dependencies: ["DepotEngine"],
+            dependencies: ["DepotEngine", .product(name: "GRDB", package: "GRDB.swift")],
             // Third-party corpora, read by path from the tests (see Fixtures/README.md).
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings

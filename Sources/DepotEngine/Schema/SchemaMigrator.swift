@@ -3,40 +3,20 @@ import GRDB
 
 /// Creates a store's tables or migrates them to the configured schema.
 ///
-/// Runs once, in one transaction, when a store opens. Compatible changes are
+/// Runs once, in one transaction, when a store opens, after the engine's own
+/// tables are brought up to date (``SystemTables``). Compatible changes are
 /// applied in place (a new optional field, an optional field made required
 /// when no record holds null in it, added or removed indexes); every
 /// incompatible change of every entity is reported at once and nothing is
 /// changed.
 enum SchemaMigrator {
-    /// The engine's own tables. `depot_transactions` uses AUTOINCREMENT so a
-    /// pruned token is never issued again.
-    static let systemTables = """
-        CREATE TABLE IF NOT EXISTS depot_schema(
-            entity TEXT PRIMARY KEY, definition TEXT NOT NULL) STRICT;
-        CREATE TABLE IF NOT EXISTS depot_meta(key TEXT PRIMARY KEY, value ANY) STRICT;
-        CREATE TABLE IF NOT EXISTS depot_transactions(
-            id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp TEXT NOT NULL,
-            author TEXT NOT NULL, job TEXT) STRICT;
-        CREATE TABLE IF NOT EXISTS depot_changes(
-            id INTEGER PRIMARY KEY, txn INTEGER NOT NULL, entity TEXT NOT NULL,
-            identifier TEXT NOT NULL, kind TEXT NOT NULL, fields TEXT, tombstone TEXT) STRICT;
-        CREATE INDEX IF NOT EXISTS depot_changes_txn ON depot_changes(txn);
-        CREATE TABLE IF NOT EXISTS depot_checkpoints(
-            job TEXT PRIMARY KEY, data BLOB NOT NULL, updated TEXT NOT NULL) STRICT;
-        CREATE TABLE IF NOT EXISTS depot_jobs(
-            seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, record BLOB NOT NULL) STRICT;
-        CREATE TABLE IF NOT EXISTS depot_imported_files(
-            hash TEXT PRIMARY KEY, path TEXT NOT NULL, job TEXT NOT NULL, imported TEXT NOT NULL) STRICT;
-        """
-
     struct Definition: Codable {
         var fields: [Field]
         var identifier: [String]
     }
 
     static func migrate(_ db: Database, store: String, entities: [EntitySchema]) throws {
-        try db.execute(sql: systemTables)
+        try SystemTables.migrate(db, store: store)
         var problems: [String] = []
         var work: [() throws -> Void] = []
         for entity in entities {

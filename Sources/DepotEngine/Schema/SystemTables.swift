@@ -1,0 +1,95 @@
+import GRDB
+
+/// The versioned migrator of the engine's own tables (`depot_*`): history,
+/// jobs, checkpoints, imported-file hashes, the stored schema.
+///
+/// Each release that changes those tables appends a ``Step``; a store records
+/// the last step applied (`depot_meta.system_version`) and, when it opens,
+/// runs the steps it lacks, in order, inside the opening transaction, so a
+/// failure leaves the file as it was. A store written by a newer release
+/// (a version this one does not know) is refused, unchanged, rather than
+/// written with assumptions that no longer hold.
+///
+/// Written here rather than with GRDB's `DatabaseMigrator`, which keeps its
+/// own `grdb_migrations` table: DESIGN §9 gives the daemon's tables the
+/// `depot_` prefix, and the version must commit with the entities' migration
+/// in one transaction.
+package enum SystemTables {
+    /// One change of the engine's tables, from version `version - 1` to `version`.
+    package struct Step: Sendable {
+        package var version: Int
+        package var summary: String
+        package var apply: @Sendable (Database) throws -> Void
+
+        package init(version: Int, summary: String, apply: @escaping @Sendable (Database) throws -> Void) {
+            self.version = version
+            self.summary = summary
+            self.apply = apply
+        }
+    }
+
+    /// Every step, oldest first; versions count up from 1 without gaps.
+    package static let steps: [Step] = [
+        // Version 1 is the layout of the releases before the migrator, so its
+        // statements tolerate tables that already exist: those stores adopt
+        // version 1 unchanged. `depot_transactions` uses AUTOINCREMENT so a
+        // pruned token is never issued again.
+        Step(version: 1, summary: "schema, meta, history, checkpoints, jobs, imported files") { db in
+            try db.execute(sql: """
+                CREATE TABLE IF NOT EXISTS depot_schema(
+                    entity TEXT PRIMARY KEY, definition TEXT NOT NULL) STRICT;
+                CREATE TABLE IF NOT EXISTS depot_meta(key TEXT PRIMARY KEY, value ANY) STRICT;
+                CREATE TABLE IF NOT EXISTS depot_transactions(
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp TEXT NOT NULL,
+                    author TEXT NOT NULL, job TEXT) STRICT;
+                CREATE TABLE IF NOT EXISTS depot_changes(
+                    id INTEGER PRIMARY KEY, txn INTEGER NOT NULL, entity TEXT NOT NULL,
+                    identifier TEXT NOT NULL, kind TEXT NOT NULL, fields TEXT, tombstone TEXT) STRICT;
+                CREATE INDEX IF NOT EXISTS depot_changes_txn ON depot_changes(txn);
+                CREATE TABLE IF NOT EXISTS depot_checkpoints(
+                    job TEXT PRIMARY KEY, data BLOB NOT NULL, updated TEXT NOT NULL) STRICT;
+                CREATE TABLE IF NOT EXISTS depot_jobs(
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, record BLOB NOT NULL) STRICT;
+                CREATE TABLE IF NOT EXISTS depot_imported_files(
+                    hash TEXT PRIMARY KEY, path TEXT NOT NULL, job TEXT NOT NULL, imported TEXT NOT NULL) STRICT;
+                """)
+        },
+    ]
+
+    /// The version this release writes.
+    package static var currentVersion: Int { steps.last?.version ?? 0 }
+
+    /// The system version a store holds: 0 for a new file, 1 for a store of
+    /// the releases before the migrator (its tables exist, the key does not).
+    package static func version(_ db: Database) throws -> Int {
+        try recordedVersion(db) ?? (db.tableExists("depot_schema") ? 1 : 0)
+    }
+
+    private static func recordedVersion(_ db: Database) throws -> Int? {
+        guard try db.tableExists("depot_meta") else { return nil }
+        return try Int.fetchOne(db, sql: "SELECT value FROM depot_meta WHERE key = 'system_version'")
+    }
+
+    /// Brings a store's engine tables to the last of `steps`; runs inside the
+    /// caller's transaction, so the steps and the recorded version commit
+    /// together or not at all.
+    ///
+    /// - Throws: ``DepotError/Code/migrationRefused`` when the store holds a
+    ///   version newer than the last step (written by a newer release).
+    package static func migrate(_ db: Database, store: String, steps: [Step] = steps) throws {
+        let target = steps.last?.version ?? 0
+        let found = try version(db)
+        if found > target {
+            throw DepotError(.migrationRefused, "store \(JSONText.quoted(store)) was written by a newer Depot "
+                + "(its engine tables are at version \(found); this depotd knows versions up to \(target)); "
+                + "run the newer depotd, or restore a copy made before the upgrade")
+        }
+        for step in steps where step.version > found {
+            try step.apply(db)
+        }
+        if try recordedVersion(db) != target {
+            try db.execute(sql: "INSERT INTO depot_meta(key, value) VALUES ('system_version', ?) "
+                + "ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [target])
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import DepotEngine
+import Foundation
+import GRDB
+import Testing
+
+@Suite("The engine's tables: versioned migrator")
+struct SystemTablesTests {
+    private func version(_ path: String) throws -> String {
+        try sqlite3(path, "SELECT value FROM depot_meta WHERE key = 'system_version'")
+    }
+
+    @Test("a new store records the current version of the engine's tables")
+    func newStore() async throws {
+        let t = try await TemporaryStore()
+        #expect(try version(t.path) == String(SystemTables.currentVersion))
+        #expect(SystemTables.currentVersion >= 1)
+    }
+
+    @Test("a store of the releases before the migrator adopts it with its records")
+    func adoptsOldStore() async throws {
+        let t = try await TemporaryStore()
+        try await t.insertSample()
+        try await t.store.close()
+        _ = try sqlite3(t.path, "DELETE FROM depot_meta WHERE key = 'system_version'")
+        #expect(try version(t.path) == "")
+        let again = try await TemporaryStore(folder: t.folder)
+        #expect(try version(t.path) == String(SystemTables.currentVersion))
+        #expect(try await again.store.reader.count(FetchDescriptor(entity: "Trip")) == 6)
+    }
+
+    @Test("a store written by a newer release is refused, unchanged")
+    func newerRefused() async throws {
+        let t = try await TemporaryStore()
+        try await t.insertSample()
+        try await t.store.close()
+        _ = try sqlite3(t.path, "UPDATE depot_meta SET value = 99 WHERE key = 'system_version'")
+        let wider = try TemporaryStore.tripEntity(extraFields: [Field(name: "rating", type: .int, isOptional: true)])
+        let error = await #expect(throws: DepotError.self) {
+            _ = try await TemporaryStore(entities: [wider], folder: t.folder)
+        }
+        #expect(error?.code == .migrationRefused)
+        #expect(error?.message.contains("store \"travel\" was written by a newer Depot") == true)
+        #expect(error?.message.contains("version 99") == true)
+        #expect(error?.message.contains("up to \(SystemTables.currentVersion)") == true)
+        #expect(try version(t.path) == "99")
+        // The entity's migration did not run either.
+        #expect(try sqlite3(t.path, "SELECT count(*) FROM pragma_table_info('Trip')") == "8")
+        #expect(try sqlite3(t.path, "SELECT count(*) FROM Trip") == "6")
+    }
+
+    @Test("steps run once each, in order, and a failing step leaves the file as it was")
+    func stepsInOrderAndAtomic() throws {
+        let queue = try DatabaseQueue()
+        let create = SystemTables.Step(version: 2, summary: "a table") { db in
+            try db.execute(sql: "CREATE TABLE depot_extra(n INTEGER); INSERT INTO depot_extra VALUES (1)")
+        }
+        let failing = SystemTables.Step(version: 3, summary: "fails") { db in
+            try db.execute(sql: "INSERT INTO no_such_table VALUES (1)")
+        }
+        let v1 = SystemTables.steps[0]
+        #expect(throws: DatabaseError.self) {
+            try queue.write { try SystemTables.migrate($0, store: "s", steps: [v1, create, failing]) }
+        }
+        let afterFailure = try queue.read { db in
+            (try SystemTables.version(db), try db.tableExists("depot_extra"), try db.tableExists("depot_meta"))
+        }
+        #expect(afterFailure == (0, false, false))
+        try queue.write { try SystemTables.migrate($0, store: "s", steps: [v1, create]) }
+        try queue.write { try SystemTables.migrate($0, store: "s", steps: [v1, create]) }
+        let migrated = try queue.read { db in
+            (try SystemTables.version(db), try Int.fetchOne(db, sql: "SELECT count(*) FROM depot_extra"))
+        }
+        #expect(migrated == (2, 1))
+    }
+}
