@@ -84,7 +84,7 @@ public final class DaemonRuntime: Sendable {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let store = try await Store.open(storeConfig)
         try await jobs.add(store: store)
-        logger.info("store \(storeConfig.name) open at \(storeConfig.path)", metadata: ["STORE": "\(storeConfig.name)"])
+        logger.info("store open", metadata: ["STORE": "\(storeConfig.name)", "PATH": "\(storeConfig.path)"])
     }
 
     /// The HTTP/1.1 settings of the control socket: the idle timeout, the
@@ -119,15 +119,16 @@ public final class DaemonRuntime: Sendable {
             configuration: .init(address: .unixDomainSocket(path: socket), serverName: "depotd"),
             onServerRunning: { _ in
                 if chmod(socket, mode_t(mode)) != 0 {
-                    logger.error("cannot set mode \(String(mode, radix: 8)) on \(socket): \(String(cString: strerror(errno)))")
+                    logger.error("cannot set the control socket's mode", metadata: [
+                        "PATH": "\(socket)", "MODE": "\(String(mode, radix: 8))", "ERROR": "\(String(cString: strerror(errno)))"])
                 }
                 if let group {
                     if let gr = getgrnam(group), chown(socket, uid_t.max, gr.pointee.gr_gid) == 0 {
                     } else {
-                        logger.error("cannot give \(socket) to group \(group)")
+                        logger.error("cannot give the control socket to its group", metadata: ["PATH": "\(socket)", "GROUP": "\(group)"])
                     }
                 }
-                logger.info("listening on \(socket)")
+                logger.info("listening", metadata: ["PATH": "\(socket)"])
                 notifier.ready()
             },
             logger: logger)

@@ -30,9 +30,9 @@ struct ReloadService: Service {
                 try await DaemonRuntime.openStore(store, into: runtime.jobs, logger: logger)
             }
             for watch in fresh.watches { try await runtime.watcher.add(watch) }
-            logger.info("configuration reloaded from \(configPath)")
+            logger.info("configuration reloaded", metadata: ["PATH": "\(configPath)"])
         } catch {
-            logger.error("configuration not reloaded: \(error)")
+            logger.error("configuration not reloaded", metadata: ["PATH": "\(configPath)", "ERROR": "\(error)"])
         }
     }
 }

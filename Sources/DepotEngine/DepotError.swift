@@ -19,7 +19,7 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What kind of failure this is; stable across releases, used as the
     /// `code` of the control API's error objects.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable {
+        private enum Base: String, Hashable, Sendable, CaseIterable {
             case invalidSchema = "invalid_schema"
             case migrationRefused = "migration_refused"
             case unknownEntity = "unknown_entity"
@@ -60,6 +60,9 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let storeClosed = Code(.storeClosed)
         /// SQLite reported an error (disk full, I/O error, corruption…).
         public static let database = Code(.database)
+
+        /// Every code, for the daemon's mapping to the API and its tests.
+        package static var all: [Code] { Base.allCases.map(Code.init) }
 
         /// The code as the control API spells it, e.g. `unknown_field`.
         public var description: String { base.rawValue }

@@ -102,12 +102,15 @@ struct JournalTests {
         let entries = try journal.entries(pid: d.process.processIdentifier) { found in
             found.contains { $0["JOB_ID"] as? String == id }
         }
-        let opened = entries.first { ($0["MESSAGE"] as? String)?.hasPrefix("store travel open") == true }
+        // Constant messages; the data is in the fields.
+        let opened = entries.first { $0["MESSAGE"] as? String == "store open" }
         #expect(opened?["STORE"] as? String == "travel")
+        #expect((opened?["PATH"] as? String)?.contains("travel") == true)
         #expect(opened?["PRIORITY"] as? String == "6")
         #expect(opened?["SYSLOG_IDENTIFIER"] as? String == "depotd")
         let finished = entries.first { $0["JOB_ID"] as? String == id }
-        #expect(finished?["MESSAGE"] as? String == "job \(id) succeeded")
+        #expect(finished?["MESSAGE"] as? String == "job finished")
+        #expect(finished?["STATE"] as? String == "succeeded")
         #expect(finished?["STORE"] as? String == "travel")
         // Nothing went to stderr: the journal took it all.
         #expect(d.log.isEmpty)

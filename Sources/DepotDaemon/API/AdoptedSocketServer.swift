@@ -42,7 +42,7 @@ struct AdoptedSocketServer: Service {
             }
             .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
             .bind(NIOBSDSocket.Handle(descriptor)) { channel in http.setup(channel: channel, logger: logger) }
-        logger.info("serving the control API on the socket systemd handed in (fd \(descriptor))")
+        logger.info("serving the control API on the socket systemd handed in", metadata: ["FD": "\(descriptor)"])
         await onRunning()
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { tasks in
@@ -53,7 +53,7 @@ struct AdoptedSocketServer: Service {
                         }
                     }
                 } catch {
-                    logger.error("the control socket failed: \(error)")
+                    logger.error("the control socket failed", metadata: ["ERROR": "\(error)"])
                 }
             }
         } onGracefulShutdown: {

@@ -21,42 +21,6 @@ public struct DepotRequestContext: RequestContext {
     public var maxUploadSize: Int { 1 << 20 }
 }
 
-/// An error the API turns into `{"error": {"code", "message"}}` (with
-/// `position`, the 1-based character of a predicate where it went wrong).
-public struct APIError: Error, Sendable {
-    public var status: HTTPResponse.Status
-    public var code: String
-    public var message: String
-    public var position: Int?
-
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
-        self.status = status
-        self.code = code
-        self.message = message
-    }
-
-    /// The API's view of an engine error.
-    init(_ error: DepotError) {
-        let status: HTTPResponse.Status = switch error.code {
-        case .unknownEntity: .notFound
-        case .conflict: .conflict
-        case .historyExpired: .gone
-        case .storeClosed: .serviceUnavailable
-        case .database: .internalServerError
-        default: .badRequest
-        }
-        let message = error.code == .database ? "the store could not complete the request; see the daemon's log"
-                                               : error.message
-        self.init(status, error.code.description, message)
-        position = error.position
-    }
-
-    var body: String {
-        "{\"error\":{\"code\":" + JSONText.quoted(code) + ",\"message\":" + JSONText.quoted(message)
-            + (position.map { ",\"position\":\($0)" } ?? "") + "}}"
-    }
-}
-
 /// Turns every error into the API's JSON error body, reads the peer's
 /// credentials, and counts requests.
 struct APIMiddleware: RouterMiddleware {
@@ -72,21 +36,12 @@ struct APIMiddleware: RouterMiddleware {
             context.peer = try await PeerCredentials.read(context.channel)
             response = try await next(request, context)
         } catch {
-            let api: APIError
-            switch error {
-            case let e as APIError: api = e
-            case let e as DepotError: api = APIError(e)
-            case let e as HTTPError:
-                api = e.status == .contentTooLarge
-                    ? APIError(.contentTooLarge, "too_large", "the request body is larger than the daemon accepts")
-                    : APIError(e.status, e.status == .notFound ? "not_found" : "bad_request",
-                               e.body ?? e.status.reasonPhrase)
-            default:
-                logger.error("unexpected error serving \(request.method) \(request.uri.path): \(error)")
-                api = APIError(.internalServerError, "internal", "the daemon failed to serve the request; see its log")
-            }
-            if api.status == .internalServerError && !(error is APIError) {
-                logger.error("\(request.method) \(request.uri.path): \(error)")
+            let api = APIError.answer(to: error)
+            if api.code == .internal {
+                // The one log line of an unexpected error; the client sees
+                // the code and a fixed message, never the error's text.
+                logger.error("a request failed", metadata: [
+                    "METHOD": "\(request.method)", "PATH": "\(request.uri.path)", "ERROR": "\(error)"])
             }
             var errorResponse = JSONResponse.make(api.body, status: api.status)
             // The rest of a refused body (too large, no room on the disk, a
@@ -148,13 +103,13 @@ enum JSONBody {
             if total > 64 << 20 { break }
         }
         if total > limit {
-            throw APIError(.contentTooLarge, "too_large", "the request body is larger than \(limit) bytes")
+            throw APIError(.tooLarge, "the request body is larger than \(limit) bytes")
         }
         if bytes.isEmpty { bytes = Data("{}".utf8) }
         do {
             return try JSONDecoder().decode(T.self, from: bytes)
         } catch let error as DecodingError {
-            throw APIError(.badRequest, "invalid_argument", describe(error))
+            throw APIError(.invalidArgument, describe(error))
         }
     }
 

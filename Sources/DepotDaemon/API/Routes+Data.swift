@@ -29,7 +29,7 @@ struct FetchBody: Decodable {
         var nulls: DepotEngine.SortDescriptor.NullsOrder?
         if let n = self.nulls {
             guard let order = DepotEngine.SortDescriptor.NullsOrder(rawValue: n) else {
-                throw APIError(.badRequest, "invalid_argument", "nulls must be first or last")
+                throw APIError(.invalidArgument, "nulls must be first or last")
             }
             nulls = order
         }
@@ -74,7 +74,7 @@ extension ControlRoutes {
         let descriptor = try body.descriptor(entity: entity)
         let result = body.result ?? "records"
         guard ["records", "count", "identifiers"].contains(result) else {
-            throw APIError(.badRequest, "invalid_argument", "result must be records, count or identifiers")
+            throw APIError(.invalidArgument, "result must be records, count or identifiers")
         }
         let run: @Sendable () async throws -> String = {
             switch result {
@@ -128,7 +128,7 @@ extension ControlRoutes {
         if let names = body.functions {
             functions = try names.map { name in
                 guard let f = AggregateFunction(rawValue: name) else {
-                    throw APIError(.badRequest, "invalid_argument", "\(JSONText.quoted(name)) is not one of count, sum, avg, min, max")
+                    throw APIError(.invalidArgument, "\(JSONText.quoted(name)) is not one of count, sum, avg, min, max")
                 }
                 return f
             }
@@ -193,7 +193,7 @@ extension ControlRoutes {
         var limit = 100
         if let text = q.get("limit") {
             guard let n = Int(text), n > 0 else {
-                throw APIError(.badRequest, "invalid_argument", "limit must be a positive integer")
+                throw APIError(.invalidArgument, "limit must be a positive integer")
             }
             limit = min(n, 10_000)
         }
@@ -210,11 +210,11 @@ extension ControlRoutes {
     /// running it would (``JobPlan``), so that nothing bad is queued.
     func record(for body: JobRequest, _ context: DepotRequestContext, path override: String?) async throws -> JobRecord {
         guard let kind = JobRecord.Kind(rawValue: body.kind) else {
-            throw APIError(.badRequest, "invalid_argument", "kind must be one of "
+            throw APIError(.invalidArgument, "kind must be one of "
                 + JobRecord.Kind.allCases.map(\.rawValue).joined(separator: ", "))
         }
         guard let store = await jobs.store(body.store) else {
-            throw APIError(.notFound, "unknown_store", "no store is named \(JSONText.quoted(body.store))"
+            throw APIError(.unknownStore, "no store is named \(JSONText.quoted(body.store))"
                 + DepotError.suggestion(for: body.store, in: await jobs.storeNames))
         }
         let peer = context.peer
@@ -231,22 +231,22 @@ extension ControlRoutes {
 
     /// Why an upload could not be spooled: a full disk is the client's to
     /// know (`507 disk_full`); anything else goes to the log, and the client
-    /// gets a bare `500`, no errno text.
+    /// gets `500 io`, no errno text.
     func spoolFailure(_ code: Int32, path: String) -> APIError {
         if code == ENOSPC || code == EDQUOT {
-            return APIError(.init(code: 507, reasonPhrase: "Insufficient Storage"), "disk_full", "the daemon's disk is full, so the upload was not kept; "
+            return APIError(.diskFull, "the daemon's disk is full, so the upload was not kept; "
                 + "free space under state_dir and send it again")
         }
         logger.error("an upload cannot be spooled", metadata: ["PATH": "\(path)", "ERRNO": "\(code)",
                                                                "ERROR": "\(String(cString: strerror(code)))"])
-        return APIError(.internalServerError, "internal", "the daemon failed to serve the request; see its log")
+        return APIError(.io, "the daemon could not write the upload to its spool; see its log")
     }
 
     /// A path the daemon may read (or write): under one of `import_roots`,
     /// after symbolic links are resolved.
     func checkImportPath(_ path: String) throws -> String {
         guard path.hasPrefix("/") else {
-            throw APIError(.badRequest, "invalid_argument", "the path must be absolute: \(path)")
+            throw APIError(.invalidArgument, "the path must be absolute: \(path)")
         }
         let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path
         let parentReal = URL(fileURLWithPath: path).deletingLastPathComponent().resolvingSymlinksInPath()
@@ -257,7 +257,7 @@ extension ControlRoutes {
                 return candidate
             }
         }
-        throw APIError(.forbidden, "forbidden", "\(path) is not under an import root ("
+        throw APIError(.forbidden, "\(path) is not under an import root ("
             + (config.importRoots.isEmpty ? "none are configured" : config.importRoots.joined(separator: ", "))
             + "); upload the file instead, e.g. depotctl import FILE, or add a root to import_roots")
     }
@@ -272,7 +272,7 @@ extension ControlRoutes {
         let q = request.uri.queryParameters
         let format = q.get("format").map { String($0) } ?? "csv"
         guard ImportOptions.Format(rawValue: format) != nil else {
-            throw APIError(.badRequest, "invalid_argument", "format must be csv, tsv, ndjson or json")
+            throw APIError(.invalidArgument, "format must be csv, tsv, ndjson or json")
         }
         let body = JobRequest(kind: "import", store: context.parameters.get("store") ?? "",
                               entity: context.parameters.get("entity"), format: format,
@@ -300,8 +300,7 @@ extension ControlRoutes {
                 }
                 total += Int64(chunk.readableBytes)
                 if total > config.maxUploadBytes {
-                    refusal = APIError(.contentTooLarge, "too_large",
-                                       "the upload is larger than max_upload_bytes (\(config.maxUploadBytes))")
+                    refusal = APIError(.tooLarge, "the upload is larger than max_upload_bytes (\(config.maxUploadBytes))")
                 } else if let code = chunk.withUnsafeReadableBytes({ FileOutput.write(fd, $0) }) {
                     refusal = spoolFailure(code, path: path)
                 }

@@ -24,14 +24,14 @@ public struct ControlRoutes: Sendable {
     }
 
     func require(_ role: Role, _ context: DepotRequestContext) throws {
-        guard let peer = context.peer else { throw APIError(.forbidden, "forbidden", "the client's identity is unknown") }
-        guard access.allows(peer, role) else { throw APIError(.forbidden, "forbidden", access.refusal(peer, role)) }
+        guard let peer = context.peer else { throw APIError(.forbidden, "the client's identity is unknown") }
+        guard access.allows(peer, role) else { throw APIError(.forbidden, access.refusal(peer, role)) }
     }
 
     func store(_ context: DepotRequestContext) async throws -> Store {
         let name = context.parameters.get("store") ?? ""
         guard let store = await jobs.store(name) else {
-            throw APIError(.notFound, "unknown_store", "no store is named \(JSONText.quoted(name))"
+            throw APIError(.unknownStore, "no store is named \(JSONText.quoted(name))"
                 + DepotError.suggestion(for: name, in: await jobs.storeNames))
         }
         return store
@@ -179,10 +179,15 @@ public struct ControlRoutes: Sendable {
     /// What an export job wrote, streamed from its file.
     func output(_ record: JobRecord) async throws -> Response {
         guard record.kind == .export else {
-            throw APIError(.badRequest, "invalid_argument", "job \(record.id) is a \(record.kind.rawValue) job; only export jobs have output")
+            throw APIError(.invalidArgument, "job \(record.id) is a \(record.kind.rawValue) job; only export jobs have output")
         }
-        guard record.state == .succeeded, let path = record.path, let handle = FileHandle(forReadingAtPath: path) else {
-            throw APIError(.conflict, "conflict", "job \(record.id) is \(record.state.rawValue); its output is there once it succeeded")
+        guard record.state == .succeeded, let path = record.path else {
+            throw APIError(.conflict, "job \(record.id) is \(record.state.rawValue); its output is there once it succeeded")
+        }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            logger.error("an export's output cannot be read", metadata: [
+                "JOB_ID": "\(record.id)", "PATH": "\(path)", "ERROR": "\(String(cString: strerror(errno)))"])
+            throw APIError(.io, "the output of job \(record.id) cannot be read; see the daemon's log")
         }
         let type = record.format == "csv" ? "text/csv" : "application/x-ndjson"
         return Response(status: .ok, headers: [.contentType: type], body: ResponseBody { writer in
@@ -201,7 +206,7 @@ public struct ControlRoutes: Sendable {
     func job(_ context: DepotRequestContext) async throws -> JobRecord {
         let id = context.parameters.get("id") ?? ""
         guard let record = await jobs.job(id) else {
-            throw APIError(.notFound, "unknown_job", "no job has id \(JSONText.quoted(id))")
+            throw APIError(.unknownJob, "no job has id \(JSONText.quoted(id))")
         }
         return record
     }

@@ -57,7 +57,7 @@ public actor JobManager {
                     try JobPlan(record).check(against: store.reader)
                     record.state = .queued
                     queues[store.name, default: []].append(id)
-                    logger.info("job \(id) resumes", metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)"])
+                    logger.info("job resumes", metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)"])
                 } catch {
                     record.state = .failed
                     record.finished = Timestamp.now()
@@ -202,9 +202,10 @@ public actor JobManager {
         jobs[record.id] = record
         publish(record)
         metrics.jobFinished(record.state.rawValue)
-        let text = "job \(record.id) \(record.state.rawValue)" + (record.error.map { ": \($0)" } ?? "")
-        logger.log(level: record.state == .failed ? .error : .info, "\(text)",
-                   metadata: ["JOB_ID": "\(record.id)", "STORE": "\(record.store)"])
+        var metadata: Logger.Metadata = ["JOB_ID": "\(record.id)", "STORE": "\(record.store)",
+                                         "STATE": "\(record.state.rawValue)"]
+        if let error = record.error { metadata["ERROR"] = "\(error)" }
+        logger.log(level: record.state == .failed ? .error : .info, "job finished", metadata: metadata)
         if let unrecorded { throw unrecorded }
     }
 
@@ -253,7 +254,8 @@ public actor JobManager {
         record.finished = Timestamp.now()
         if let latest = jobs[record.id] { record.rate = record.rate == 0 ? latest.rate : record.rate }
         do { try await finish(record) } catch {
-            logger.error("cannot record the end of job \(record.id): \(error)")
+            logger.error("cannot record the end of a job", metadata: [
+                "JOB_ID": "\(record.id)", "STORE": "\(record.store)", "ERROR": "\(error)"])
         }
         running[record.id] = nil
         busy.remove(store.name)

@@ -47,7 +47,8 @@ public actor FolderWatcher {
             if let file = record.watchFile { pending.insert(file) }
         }
         startReader()
-        logger.info("watching \(watch.path) for \(watch.store).\(watch.entity)", metadata: ["STORE": "\(watch.store)"])
+        logger.info("watching a folder", metadata: [
+            "PATH": "\(watch.path)", "STORE": "\(watch.store)", "ENTITY": "\(watch.entity)"])
         await scan(wd)
     }
 
@@ -86,8 +87,8 @@ public actor FolderWatcher {
         do {
             let hash = try ContentHash.of(path: path)
             if let store = await jobs.store(watch.store), let job = try await store.importedFile(hash: hash) {
-                logger.info("\(path) has the content job \(job) imported already; not importing it again",
-                            metadata: ["STORE": "\(watch.store)"])
+                logger.info("a file's content was imported already; not importing it again",
+                            metadata: ["PATH": "\(path)", "STORE": "\(watch.store)", "JOB_ID": "\(job)"])
                 finish(path, watch: watch, error: nil)
                 pending.remove(path)
                 return
@@ -110,7 +111,7 @@ public actor FolderWatcher {
             _ = try await jobs.submit(record)
         } catch {
             pending.remove(path)
-            logger.error("cannot import \(path): \(error)")
+            logger.error("cannot import a watched file", metadata: ["PATH": "\(path)", "ERROR": "\(error)"])
             finish(path, watch: watch, error: "\(error)")
         }
     }

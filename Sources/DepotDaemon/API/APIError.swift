@@ -1,0 +1,118 @@
+import DepotEngine
+import HTTPTypes
+import Hummingbird
+
+/// An error the control API answers with: `{"error": {"code", "message"}}`,
+/// plus `position` (the 1-based character of a predicate where it went
+/// wrong), under the HTTP status of its code.
+///
+/// Every error a request can meet becomes one of these through
+/// ``answer(to:)``, and ``status`` is the one place where a code meets its
+/// HTTP status:
+///
+/// ```swift
+/// throw APIError(.unknownJob, "no job has id \"j1\"")   // 404 unknown_job
+/// ```
+public struct APIError: Error, Sendable {
+    /// The codes of the control API (docs/api.md): the daemon's own, then the
+    /// engine's (``DepotError/Code``) under the same names.
+    public enum Code: String, Sendable, CaseIterable {
+        /// The request does not parse as the route expects it.
+        case badRequest = "bad_request"
+        /// A value of the request is out of its range or not one of its choices.
+        case invalidArgument = "invalid_argument"
+        /// The client lacks the role, or a path lies outside `import_roots`.
+        case forbidden
+        /// No such route.
+        case notFound = "not_found"
+        /// The path exists, but not with this method.
+        case methodNotAllowed = "method_not_allowed"
+        /// No store of that name.
+        case unknownStore = "unknown_store"
+        /// No job of that id.
+        case unknownJob = "unknown_job"
+        /// The request does not fit the state of what it names (a job's
+        /// output before it succeeded, a record that exists under `fail`).
+        case conflict
+        /// The body is larger than the daemon accepts.
+        case tooLarge = "too_large"
+        /// The daemon's disk cannot hold what was sent; nothing of it is kept.
+        case diskFull = "disk_full"
+        /// A file the daemon keeps could not be read or written; details in the log.
+        case io
+        /// Anything unexpected; details in the log, never on the wire.
+        case `internal`
+
+        case invalidSchema = "invalid_schema"
+        case migrationRefused = "migration_refused"
+        case unknownEntity = "unknown_entity"
+        case unknownField = "unknown_field"
+        case invalidPredicate = "invalid_predicate"
+        case typeMismatch = "type_mismatch"
+        case historyExpired = "history_expired"
+        case invalidToken = "invalid_token"
+        case storeClosed = "store_closed"
+    }
+
+    public var code: Code
+    public var message: String
+    public var position: Int?
+
+    public init(_ code: Code, _ message: String, position: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.position = position
+    }
+
+    /// The HTTP status of each code: the only place where one is chosen.
+    public var status: HTTPResponse.Status {
+        switch code {
+        case .badRequest, .invalidArgument, .invalidSchema, .unknownField, .invalidPredicate, .typeMismatch,
+             .invalidToken:
+            .badRequest
+        case .forbidden: .forbidden
+        case .notFound, .unknownStore, .unknownJob, .unknownEntity: .notFound
+        case .methodNotAllowed: .methodNotAllowed
+        case .conflict, .migrationRefused: .conflict
+        case .historyExpired: .gone
+        case .tooLarge: .contentTooLarge
+        case .storeClosed: .serviceUnavailable
+        case .diskFull: .init(code: 507, reasonPhrase: "Insufficient Storage")
+        case .io, .internal: .internalServerError
+        }
+    }
+
+    /// ``status`` as a number.
+    public var statusCode: Int { Int(status.code) }
+
+    /// The answer to any error a route throws. What is not the client's to
+    /// know (SQLite's failures, anything unexpected) becomes `internal`, with
+    /// a fixed message; the caller logs the error itself.
+    public static func answer(to error: any Error) -> APIError {
+        switch error {
+        case let e as APIError:
+            return e
+        case let e as DepotError:
+            guard e.code != .database, let code = Code(rawValue: e.code.description) else { return .unexpected }
+            return APIError(code, e.message, position: e.position)
+        case let e as HTTPError:
+            switch e.status.code {
+            case 413: return APIError(.tooLarge, "the request body is larger than the daemon accepts")
+            case 404: return APIError(.notFound, e.body ?? "no such route")
+            case 405: return APIError(.methodNotAllowed, e.body ?? "the path does not take this method")
+            case 400..<500: return APIError(.badRequest, e.body ?? e.status.reasonPhrase)
+            default: return .unexpected
+            }
+        default:
+            return .unexpected
+        }
+    }
+
+    /// What the client of a request that failed unexpectedly reads.
+    public static let unexpected = APIError(.internal, "the daemon failed to serve the request; see its log")
+
+    var body: String {
+        "{\"error\":{\"code\":" + JSONText.quoted(code.rawValue) + ",\"message\":" + JSONText.quoted(message)
+            + (position.map { ",\"position\":\($0)" } ?? "") + "}}"
+    }
+}
