@@ -33,6 +33,7 @@ public enum Daemon {
         var groupConfig = ServiceGroupConfiguration(
             services: [
                 .init(service: server),
+                .init(service: runtime.watcher),
                 .init(service: SystemdService(runtime: runtime, notifier: notifier, logger: logger)),
                 .init(service: ReloadService(runtime: runtime, configPath: configPath, notifier: notifier, logger: logger)),
                 .init(service: JobService(runtime: runtime, notifier: notifier)),

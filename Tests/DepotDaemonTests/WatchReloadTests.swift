@@ -68,6 +68,41 @@ struct WatchReloadTests {
         #expect(FileManager.default.fileExists(atPath: inbox.appendingPathComponent(".done/slow.csv").path))
     }
 
+    @Test("an imported file that cannot leave its folder is reported and never imported again, in this run or the next")
+    func strandedFile() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config(extra: Self.watch))
+        defer { try? FileManager.default.removeItem(at: d.folder) }
+        let inbox = d.folder.appendingPathComponent("inbox/trips")
+        // .done is a file, not a folder: the rename fails (ENOTDIR), as root too.
+        try FileManager.default.removeItem(at: inbox.appendingPathComponent(".done"))
+        try Data().write(to: inbox.appendingPathComponent(".done"))
+        let stuck = inbox.appendingPathComponent("stuck.csv")
+        try Data(tripsCSV(5, prefix: "s").utf8).write(to: stuck)
+        #expect(try watchJobEnded(d, file: "stuck.csv")["state"] as? String == "succeeded")
+        #expect(FileManager.default.fileExists(atPath: stuck.path))
+        #expect(d.log.contains("a watched file cannot leave its folder"))
+        // Written again (IN_CLOSE_WRITE); then another file, whose job ending
+        // means the watcher read the event before it.
+        try Data(tripsCSV(5, prefix: "s").utf8).write(to: stuck)
+        try FileManager.default.removeItem(at: inbox.appendingPathComponent(".done"))
+        try FileManager.default.createDirectory(at: inbox.appendingPathComponent(".done"), withIntermediateDirectories: false)
+        try Data(tripsCSV(3, prefix: "n").utf8).write(to: inbox.appendingPathComponent("next.csv"))
+        #expect(try watchJobEnded(d, file: "next.csv")["state"] as? String == "succeeded")
+        func importsOfStuck() throws -> Int {
+            try jobList(d).filter { ($0["watch_file"] as? String)?.hasSuffix("/stuck.csv") == true }.count
+        }
+        #expect(try importsOfStuck() == 1)
+        #expect(d.stop() == 0)
+        // The next start scans the folder: the content hash says it was
+        // imported, so it moves to .done/ now, without a second job.
+        let again = try DaemonProcess(folder: d.folder)
+        defer { again.stop() }
+        #expect(try jobList(again).filter { ($0["watch_file"] as? String)?.hasSuffix("/stuck.csv") == true }.count == 1)
+        #expect(FileManager.default.fileExists(atPath: inbox.appendingPathComponent(".done/stuck.csv").path))
+        #expect(!FileManager.default.fileExists(atPath: stuck.path))
+        #expect(try again.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#).object["count"] as? Int == 8)
+    }
+
     @Test("files dropped while the daemon was down are imported at start; hidden and partial names are left alone")
     func droppedWhileDown() throws {
         let folder = try DaemonProcess.makeFolder()

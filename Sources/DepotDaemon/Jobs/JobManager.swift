@@ -49,7 +49,7 @@ public actor JobManager {
                 stub.error = "the job's record could not be read back, so it was not resumed: "
                     + ((error as? DecodingError).map(JSONBody.describe) ?? "\(error)")
                 record = stub
-                try? await persist(record, in: store)
+                await persistLogged(record, in: store)
             }
             if jobs[id] == nil { order.append(id) }
             if !record.state.isFinal {
@@ -64,7 +64,7 @@ public actor JobManager {
                     record.error = "the job cannot resume: " + ((error as? DepotError)?.message ?? "\(error)")
                     logger.error("a persisted job cannot resume and is marked failed",
                                  metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "ERROR": "\(record.error ?? "")"])
-                    try? await persist(record, in: store)
+                    await persistLogged(record, in: store)
                     removeSpoolFile(of: record)
                 }
             }
@@ -178,6 +178,17 @@ public actor JobManager {
         subscribers.removeAll()
     }
 
+    /// Persists a record whose failure to persist cannot stop anything (a
+    /// state found at start): reported, and the state shows anyway.
+    private func persistLogged(_ record: JobRecord, in store: Store) async {
+        do {
+            try await persist(record, in: store)
+        } catch {
+            logger.error("cannot record a job's state", metadata: [
+                "JOB_ID": "\(record.id)", "STORE": "\(store.name)", "STATE": "\(record.state.rawValue)", "ERROR": "\(error)"])
+        }
+    }
+
     private func persist(_ record: JobRecord, in store: Store) async throws {
         try await store.putJob(id: record.id, record: Array(try JSONEncoder().encode(record)))
     }
@@ -228,10 +239,16 @@ public actor JobManager {
 
     private func execute(_ start: JobRecord, store: Store) async {
         var record = start
+        // Progress flows through one stream, read in order by one task; the
+        // newest report replaces one not yet read. The job's end waits for
+        // it, so no progress shows after the final state.
+        let (progress, reports) = AsyncStream.makeStream(of: JobRecord.self, bufferingPolicy: .bufferingNewest(1))
+        let reader = Task { for await report in progress { self.progressed(report) } }
+        defer { reports.finish() }
         do {
             try await persist(record, in: store)
-            try await JobExecutor(stateDir: stateDir, store: store, metrics: metrics) { progress in
-                Task { await self.progressed(progress) }
+            try await JobExecutor(stateDir: stateDir, store: store, metrics: metrics) { report in
+                reports.yield(report)
             }.run(&record)
             record.state = .succeeded
             record.error = nil
@@ -251,6 +268,8 @@ public actor JobManager {
                 record.error = (error as? DepotError)?.message ?? "\(error)"
             }
         }
+        reports.finish()
+        await reader.value
         record.finished = Timestamp.now()
         if let latest = jobs[record.id] { record.rate = record.rate == 0 ? latest.rate : record.rate }
         do { try await finish(record) } catch {

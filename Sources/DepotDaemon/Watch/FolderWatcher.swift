@@ -1,27 +1,41 @@
 import DepotEngine
 import Foundation
 import Logging
+import ServiceLifecycle
 import Synchronization
 
 /// Watched folders (DESIGN §7): inotify (`IN_CLOSE_WRITE`, `IN_MOVED_TO`)
 /// plus a scan when a watch starts; each file becomes one import job; on
 /// success it moves to `.done/` (or is deleted), on failure to `.failed/`
 /// with `NAME.error.json`; content imported before is not imported again.
-public actor FolderWatcher {
+///
+/// A `Service`: ``run()`` reads the inotify events, in order, through one
+/// async sequence (``Inotify``) until the daemon shuts down.
+public actor FolderWatcher: Service {
     private let jobs: JobManager
     private let logger: Logger
     private var watches: [Int32: DaemonConfig.Watch] = [:]
     private var folders: Set<String> = []
     /// Files with a job not yet finished.
     private var pending: Set<String> = []
-    private let inotify: Int32
+    /// Files imported whose move out of the folder failed: not considered
+    /// again while the daemon runs (their content hash keeps them from being
+    /// imported again after a restart, where it could be recorded).
+    private var stranded: Set<String> = []
+    private let inotify: Inotify?
+    private let inotifyError: (any Error)?
     private let stopped = Flag()
-    private var reader: Thread?
 
     public init(jobs: JobManager, logger: Logger) {
         self.jobs = jobs
         self.logger = logger
-        inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        do {
+            inotify = try Inotify()
+            inotifyError = nil
+        } catch {
+            inotify = nil
+            inotifyError = error
+        }
     }
 
     /// Starts watching a folder: creates it when missing, adds the inotify
@@ -36,20 +50,22 @@ public actor FolderWatcher {
                     + "\(error.localizedDescription); create it or fix [[watch]] path")
             }
         }
-        guard inotify >= 0 else { throw DepotError(.invalidArgument, "inotify is not available: \(String(cString: strerror(errno)))") }
-        let wd = inotify_add_watch(inotify, watch.path, UInt32(IN_CLOSE_WRITE | IN_MOVED_TO))
-        guard wd >= 0 else {
-            throw DepotError(.invalidArgument, "cannot watch \(watch.path): \(String(cString: strerror(errno)))")
-        }
+        guard let inotify else { throw inotifyError ?? DepotError(.invalidArgument, "inotify is not available") }
+        let wd = try inotify.add(watch.path)
         watches[wd] = watch
         folders.insert(watch.path)
         for record in await jobs.all() where !record.state.isFinal {
             if let file = record.watchFile { pending.insert(file) }
         }
-        startReader()
         logger.info("watching a folder", metadata: [
             "PATH": "\(watch.path)", "STORE": "\(watch.store)", "ENTITY": "\(watch.entity)"])
         await scan(wd)
+    }
+
+    /// Reads the folders' events until the daemon shuts down.
+    public func run() async throws {
+        guard let inotify else { return }
+        try await inotify.read { events in await self.handle(events) }
     }
 
     /// The folders watched now, each with how many of its files wait for their job.
@@ -59,13 +75,20 @@ public actor FolderWatcher {
         }
     }
 
+    /// From now on, a job cancelled by the shutdown leaves its file in place.
     public func stop() {
         stopped.set()
     }
 
     private func scan(_ wd: Int32) async {
         guard let watch = watches[wd] else { return }
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: watch.path)) ?? []
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: watch.path)
+        } catch {
+            logger.error("cannot list a watched folder", metadata: ["PATH": "\(watch.path)", "ERROR": "\(error)"])
+            return
+        }
         for name in names.sorted() { await consider(name, in: wd) }
     }
 
@@ -80,7 +103,7 @@ public actor FolderWatcher {
     private func consider(_ name: String, in wd: Int32) async {
         guard let watch = watches[wd], !Self.ignored(name) else { return }
         let path = watch.path + "/" + name
-        guard !pending.contains(path) else { return }
+        guard !pending.contains(path), !stranded.contains(path) else { return }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { return }
         pending.insert(path)
@@ -116,22 +139,44 @@ public actor FolderWatcher {
         }
     }
 
-    /// Moves a file to `.done/` (or deletes it) or to `.failed/` with its error.
+    /// Moves a file to `.done/` (or deletes it) or to `.failed/` with its
+    /// error. Every step is checked: a file that cannot leave the folder is
+    /// reported and left alone for the rest of the run, never imported again.
     private func finish(_ path: String, watch: DaemonConfig.Watch, error: String?, job: String? = nil) {
         let name = URL(fileURLWithPath: path).lastPathComponent
         if let error {
             let target = watch.path + "/.failed/" + name
-            _ = rename(path, target)
+            guard moved(path, to: target, job: job) else { return }
             let body = "{\"file\":\(JSONText.quoted(name)),\"job\":\(job.map(JSONText.quoted) ?? "null"),"
                 + "\"error\":\(JSONText.quoted(error))}\n"
-            _ = FileManager.default.createFile(atPath: target + ".error.json", contents: Data(body.utf8))
+            if !FileManager.default.createFile(atPath: target + ".error.json", contents: Data(body.utf8)) {
+                logger.error("cannot write a failed file's reasons", metadata: [
+                    "PATH": "\(target).error.json", "JOB_ID": "\(job ?? "")", "ERROR": "\(String(cString: strerror(errno)))"])
+            }
             return
         }
         if watch.deleteAfter {
-            unlink(path)
+            if unlink(path) != 0 && errno != ENOENT {
+                strand(path, job: job, action: "delete")
+            }
         } else {
-            _ = rename(path, watch.path + "/.done/" + name)
+            _ = moved(path, to: watch.path + "/.done/" + name, job: job)
         }
+    }
+
+    private func moved(_ path: String, to target: String, job: String?) -> Bool {
+        guard rename(path, target) == 0 else {
+            strand(path, job: job, action: "move to \(URL(fileURLWithPath: target).deletingLastPathComponent().lastPathComponent)")
+            return false
+        }
+        return true
+    }
+
+    private func strand(_ path: String, job: String?, action: String) {
+        let error = String(cString: strerror(errno))
+        stranded.insert(path)
+        logger.error("a watched file cannot leave its folder; it stays and is not imported again",
+                     metadata: ["PATH": "\(path)", "ACTION": "\(action)", "JOB_ID": "\(job ?? "")", "ERROR": "\(error)"])
     }
 
     /// Called when any job ends: files of watched folders move on.
@@ -141,53 +186,28 @@ public actor FolderWatcher {
         guard let watch = watches.values.first(where: { file.hasPrefix($0.path + "/") }) else { return }
         if record.state == .succeeded {
             if let hash = record.contentHash, let store = await jobs.store(record.store) {
-                try? await store.recordImportedFile(hash: hash, path: file, job: record.id)
+                do {
+                    try await store.recordImportedFile(hash: hash, path: file, job: record.id)
+                } catch {
+                    // The file still moves to .done/, so it is not imported
+                    // again; only a copy dropped later would be.
+                    logger.error("cannot record an imported file's content hash", metadata: [
+                        "PATH": "\(file)", "JOB_ID": "\(record.id)", "ERROR": "\(error)"])
+                }
             }
-            finish(file, watch: watch, error: nil)
+            finish(file, watch: watch, error: nil, job: record.id)
         } else if record.state != .cancelled || !stopped.isSet {
             finish(file, watch: watch, error: record.error ?? "the job was \(record.state.rawValue)", job: record.id)
         }
     }
 
-    private func startReader() {
-        guard reader == nil else { return }
-        let fd = inotify
-        let stopped = self.stopped
-        let thread = Thread { [weak self] in
-            var buffer = [UInt8](repeating: 0, count: 65_536)
-            while !stopped.isSet {
-                var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&pfd, 1, 500)
-                guard ready > 0 else { continue }
-                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                guard n > 0 else { continue }
-                var events: [(Int32, UInt32, String)] = []
-                var offset = 0
-                // struct inotify_event: wd@0, mask@4, cookie@8, len@12, name@16 (NUL-padded).
-                while offset + 16 <= n {
-                    let wd = buffer.withUnsafeBytes { $0.load(fromByteOffset: offset, as: Int32.self) }
-                    let mask = buffer.withUnsafeBytes { $0.load(fromByteOffset: offset + 4, as: UInt32.self) }
-                    let len = Int(buffer.withUnsafeBytes { $0.load(fromByteOffset: offset + 12, as: UInt32.self) })
-                    let nameBytes = buffer[(offset + 16)..<min(n, offset + 16 + len)].prefix { $0 != 0 }
-                    events.append((wd, mask, String(decoding: nameBytes, as: UTF8.self)))
-                    offset += 16 + len
-                }
-                guard let self else { return }
-                Task { await self.handle(events) }
-            }
-        }
-        thread.name = "depot-inotify"
-        thread.start()
-        reader = thread
-    }
-
-    private func handle(_ events: [(Int32, UInt32, String)]) async {
-        for (wd, mask, name) in events {
-            if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+    private func handle(_ events: [Inotify.Event]) async {
+        for event in events {
+            if event.overflowed {
                 await rescanAll()
                 continue
             }
-            await consider(name, in: wd)
+            await consider(event.name, in: event.watch)
         }
     }
 }
