@@ -4,17 +4,27 @@ import Logging
 import Synchronization
 
 /// Runs the jobs: persisted in their store, one at a time per store in FIFO
-/// order, stores in parallel; an interrupted job resumes when the daemon
-/// starts again, from its last checkpoint.
+/// order, stores in parallel (``JobQueue`` decides, this actor carries out);
+/// an interrupted job resumes when the daemon starts again, from its last
+/// checkpoint. The jobs run as child tasks of ``run()``, which the job
+/// service calls.
 public actor JobManager {
+    /// A job to run, with the stream that tells it to stop.
+    private struct Launch: Sendable {
+        var record: JobRecord
+        var store: Store
+        var interrupted: AsyncStream<Void>
+    }
+
     private var stores: [String: Store] = [:]
-    private var jobs: [String: JobRecord] = [:]
-    private var order: [String] = []
-    private var queues: [String: [String]] = [:]
-    private var running: [String: Task<Void, Never>] = [:]
-    private var busy: Set<String> = []
+    private var queue = JobQueue(now: Timestamp.now)
+    /// A job's record as shown while its end is carried out (persisted, its
+    /// file moved): the final state shows once that is done.
+    private var ending: [String: JobRecord] = [:]
+    private var interrupts: [String: AsyncStream<Void>.Continuation] = [:]
+    private let launches: AsyncStream<Launch>
+    private let launcher: AsyncStream<Launch>.Continuation
     private var subscribers: [UUID: (job: String?, continuation: AsyncStream<JobRecord>.Continuation)] = [:]
-    private var stopping = false
     private let stateDir: String
     private let logger: Logger
     private let metrics: Metrics
@@ -25,9 +35,30 @@ public actor JobManager {
         self.stateDir = stateDir
         self.logger = logger
         self.metrics = metrics
+        (launches, launcher) = AsyncStream.makeStream(of: Launch.self)
     }
 
     public func onFinish(_ hook: @escaping @Sendable (JobRecord) async -> Void) { finishHooks.append(hook) }
+
+    /// Runs the jobs, each as a child task, until ``shutdown()``; returns
+    /// once every job stopped (at its next save, for the running ones).
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            for await launch in launches {
+                group.addTask { await self.execute(launch) }
+            }
+        }
+        for (_, s) in subscribers { s.continuation.finish() }
+        subscribers.removeAll()
+    }
+
+    /// Stops taking jobs and interrupts the running ones, which stay
+    /// unfinished in their store and resume on the next start; ``run()``
+    /// returns once they stopped.
+    public func shutdown() async {
+        await perform(queue.stop())
+        launcher.finish()
+    }
 
     /// Adds a store and resumes its unfinished jobs.
     ///
@@ -51,12 +82,9 @@ public actor JobManager {
                 record = stub
                 await persistLogged(record, in: store)
             }
-            if jobs[id] == nil { order.append(id) }
             if !record.state.isFinal {
                 do {
                     try JobPlan(record).check(against: store.reader)
-                    record.state = .queued
-                    queues[store.name, default: []].append(id)
                     logger.info("job resumes", metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)"])
                 } catch {
                     record.state = .failed
@@ -68,16 +96,15 @@ public actor JobManager {
                     removeSpoolFile(of: record)
                 }
             }
-            jobs[id] = record
+            await perform(queue.restore(record))
         }
-        pump(store.name)
     }
 
     /// Removes the spool files that no unfinished job reads: uploads whose
     /// job ended, or that never became a job (the daemon stopped mid-upload).
     public func removeOrphanSpoolFiles() {
         let folder = stateDir + "/spool"
-        let wanted = Set(jobs.values.filter { !$0.state.isFinal }.compactMap(\.path))
+        let wanted = Set(queue.all.filter { !$0.state.isFinal }.compactMap(\.path))
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
             let path = folder + "/" + name
             if !wanted.contains(path) { unlink(path) }
@@ -95,47 +122,35 @@ public actor JobManager {
     public func store(_ name: String) -> Store? { stores[name] }
     public var storeNames: [String] { stores.keys.sorted() }
 
-    public func all() -> [JobRecord] { order.compactMap { jobs[$0] } }
-    public func job(_ id: String) -> JobRecord? { jobs[id] }
+    public func all() -> [JobRecord] { queue.all.map { ending[$0.id] ?? $0 } }
+    public func job(_ id: String) -> JobRecord? { queue.records[id].map { ending[id] ?? $0 } }
 
     public var runningSummary: String {
-        let active = order.compactMap { jobs[$0] }.filter { $0.state == .running }
+        let active = all().filter { $0.state == .running }
         if active.isEmpty { return "idle; \(stores.count) store\(stores.count == 1 ? "" : "s") open" }
         return active.map(\.summary).joined(separator: "; ")
     }
 
     /// Persists and queues a job.
     public func submit(_ record: JobRecord) async throws -> JobRecord {
-        guard !stopping else { throw DepotError(.storeClosed, "the daemon is stopping and takes no new jobs") }
+        guard !queue.isStopping else { throw APIError(.storeClosed, "the daemon is stopping and takes no new jobs") }
         guard let store = stores[record.store] else {
-            throw DepotError(.unknownEntity, "no store is named \(JSONText.quoted(record.store))"
+            throw APIError(.unknownStore, "no store is named \(JSONText.quoted(record.store))"
                 + DepotError.suggestion(for: record.store, in: storeNames))
         }
         try await persist(record, in: store)
-        jobs[record.id] = record
-        order.append(record.id)
-        queues[record.store, default: []].append(record.id)
+        let effects = try queue.submit(record)
         publish(record)
         metrics.jobSubmitted(record.kind.rawValue)
-        pump(record.store)
+        await perform(effects)
         return record
     }
 
     /// Cancels a queued job at once, a running one at its next save.
     public func cancel(_ id: String) async throws -> JobRecord {
-        guard var record = jobs[id] else { throw DepotError(.unknownEntity, "no job has id \(JSONText.quoted(id))") }
-        switch record.state {
-        case .queued:
-            queues[record.store]?.removeAll { $0 == id }
-            record.state = .cancelled
-            record.finished = Timestamp.now()
-            try await finish(record)
-        case .running:
-            running[id]?.cancel()
-        default:
-            break
-        }
-        return jobs[id] ?? record
+        guard queue.records[id] != nil else { throw APIError(.unknownJob, "no job has id \(JSONText.quoted(id))") }
+        try await transition(id) { try $0.cancel(id) }
+        return job(id)!
     }
 
     /// Events of one job (or of all jobs, with `nil`): its record each time it changes.
@@ -143,7 +158,7 @@ public actor JobManager {
     public func events(job id: String?) -> AsyncStream<JobRecord> {
         let (stream, continuation) = AsyncStream.makeStream(of: JobRecord.self, bufferingPolicy: .bufferingNewest(64))
         let key = UUID()
-        if let id, let record = jobs[id] {
+        if let id, let record = job(id) {
             continuation.yield(record)
             if record.state.isFinal {
                 continuation.finish()
@@ -167,15 +182,118 @@ public actor JobManager {
         }
     }
 
-    /// Stops taking jobs and lets the running ones reach their next save;
-    /// they stay unfinished in their store and resume on the next start.
-    public func shutdown() async {
-        stopping = true
-        let tasks = Array(running.values)
-        for t in tasks { t.cancel() }
-        for t in tasks { await t.value }
-        for (_, s) in subscribers { s.continuation.finish() }
-        subscribers.removeAll()
+    /// A transition that may end job `id`: until its end is carried out,
+    /// the job shows as it was before.
+    private func transition(_ id: String, _ change: (inout JobQueue) throws -> [JobQueue.Effect]) async rethrows {
+        if let before = queue.records[id], !before.state.isFinal { ending[id] = before }
+        let effects: [JobQueue.Effect]
+        do {
+            effects = try change(&queue)
+        } catch {
+            ending[id] = nil
+            throw error
+        }
+        await perform(effects)
+        ending[id] = nil
+    }
+
+    /// Carries out what the queue decided.
+    private func perform(_ effects: [JobQueue.Effect]) async {
+        for effect in effects {
+            switch effect {
+            case .start(let record):
+                guard let store = stores[record.store] else { continue }
+                publish(record)
+                let (interrupted, interrupt) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+                interrupts[record.id] = interrupt
+                launcher.yield(Launch(record: record, store: store, interrupted: interrupted))
+            case .interrupt(let id):
+                interrupts[id]?.yield()
+            case .ended(let record):
+                await announceEnd(record)
+            }
+        }
+    }
+
+    /// A job's run: its work, stopped early when it is interrupted.
+    private nonisolated func execute(_ launch: Launch) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.work(launch.record, store: launch.store) }
+            group.addTask {
+                var waiting = launch.interrupted.makeAsyncIterator()
+                _ = await waiting.next()
+            }
+            // Whichever ends first: the work (the waiting ends), or an
+            // interruption (the work is cancelled and ends at its next save).
+            await group.next()
+            group.cancelAll()
+        }
+        await dropInterrupt(launch.record.id)
+    }
+
+    private func dropInterrupt(_ id: String) {
+        interrupts.removeValue(forKey: id)?.finish()
+    }
+
+    private func work(_ start: JobRecord, store: Store) async {
+        var record = start
+        // Progress flows through one stream, read in order by one task; the
+        // newest report replaces one not yet read. The job's end waits for
+        // it, so no progress shows after the final state.
+        let (progress, reports) = AsyncStream.makeStream(of: JobRecord.self, bufferingPolicy: .bufferingNewest(1))
+        let reader = Task { for await report in progress { self.progressed(report) } }
+        var failure: (any Error)?
+        var wasCancelled = false
+        do {
+            try await persist(record, in: store)
+            try await JobExecutor(stateDir: stateDir, store: store, metrics: metrics) { report in
+                reports.yield(report)
+            }.run(&record)
+        } catch {
+            failure = error
+            wasCancelled = Task.isCancelled
+        }
+        reports.finish()
+        await reader.value
+        if let latest = queue.records[record.id], record.rate == 0 { record.rate = latest.rate }
+        let outcome: JobQueue.Outcome?
+        switch failure {
+        case nil:
+            outcome = .succeeded(record)
+        case let error? where error is CancellationError || wasCancelled:
+            // A cancelled job may end in SQLite's interruption or another
+            // error of the step it was in: the cancellation is what happened.
+            // Interrupted by the shutdown, it stays unfinished and resumes
+            // on the next start.
+            outcome = queue.isStopping ? nil : .cancelled(record)
+        case let error?:
+            outcome = .failed(record, reason: (error as? DepotError)?.message ?? "\(error)")
+        }
+        await transition(record.id) { $0.finished(record.id, outcome) }
+    }
+
+    private func progressed(_ record: JobRecord) {
+        if queue.progressed(record), let current = queue.records[record.id] { publish(current) }
+    }
+
+    /// Records a job's end, lets the hooks act on it (a watched file moves),
+    /// then shows it, in the job list and as the final event.
+    private func announceEnd(_ record: JobRecord) async {
+        do {
+            if let store = stores[record.store] { try await persist(record, in: store) }
+        } catch {
+            logger.error("cannot record the end of a job", metadata: [
+                "JOB_ID": "\(record.id)", "STORE": "\(record.store)", "ERROR": "\(error)"])
+        }
+        removeSpoolFile(of: record)
+        for hook in finishHooks { await hook(record) }
+        ending[record.id] = nil
+        publish(record)
+        metrics.jobFinished(record.state.rawValue)
+        var metadata: Logger.Metadata = ["JOB_ID": "\(record.id)", "STORE": "\(record.store)",
+                                         "STATE": "\(record.state.rawValue)"]
+        if let error = record.error { metadata["ERROR"] = "\(error)" }
+        logger.log(level: record.state == .failed ? .error : .info, "job finished", metadata: metadata)
     }
 
     /// Persists a record whose failure to persist cannot stop anything (a
@@ -191,98 +309,5 @@ public actor JobManager {
 
     private func persist(_ record: JobRecord, in store: Store) async throws {
         try await store.putJob(id: record.id, record: Array(try JSONEncoder().encode(record)))
-    }
-
-    private func update(_ record: JobRecord) {
-        jobs[record.id] = record
-        publish(record)
-    }
-
-    private func finish(_ record: JobRecord) async throws {
-        // The end shows even when it cannot be recorded; the error follows.
-        var unrecorded: (any Error)?
-        do {
-            if let store = stores[record.store] { try await persist(record, in: store) }
-        } catch {
-            unrecorded = error
-        }
-        removeSpoolFile(of: record)
-        // Hooks first (a watched file moves), then the final state shows,
-        // in the job list and as the final event.
-        for hook in finishHooks { await hook(record) }
-        jobs[record.id] = record
-        publish(record)
-        metrics.jobFinished(record.state.rawValue)
-        var metadata: Logger.Metadata = ["JOB_ID": "\(record.id)", "STORE": "\(record.store)",
-                                         "STATE": "\(record.state.rawValue)"]
-        if let error = record.error { metadata["ERROR"] = "\(error)" }
-        logger.log(level: record.state == .failed ? .error : .info, "job finished", metadata: metadata)
-        if let unrecorded { throw unrecorded }
-    }
-
-    /// Starts the next queued job of `store` when none runs.
-    private func pump(_ storeName: String) {
-        guard !stopping, !busy.contains(storeName), let store = stores[storeName],
-              var queue = queues[storeName], !queue.isEmpty else { return }
-        let id = queue.removeFirst()
-        queues[storeName] = queue
-        guard var record = jobs[id] else { return }
-        busy.insert(storeName)
-        record.state = .running
-        record.started = record.started ?? Timestamp.now()
-        update(record)
-        let start = record
-        running[id] = Task {
-            await self.execute(start, store: store)
-        }
-    }
-
-    private func execute(_ start: JobRecord, store: Store) async {
-        var record = start
-        // Progress flows through one stream, read in order by one task; the
-        // newest report replaces one not yet read. The job's end waits for
-        // it, so no progress shows after the final state.
-        let (progress, reports) = AsyncStream.makeStream(of: JobRecord.self, bufferingPolicy: .bufferingNewest(1))
-        let reader = Task { for await report in progress { self.progressed(report) } }
-        defer { reports.finish() }
-        do {
-            try await persist(record, in: store)
-            try await JobExecutor(stateDir: stateDir, store: store, metrics: metrics) { report in
-                reports.yield(report)
-            }.run(&record)
-            record.state = .succeeded
-            record.error = nil
-        } catch {
-            // A cancelled job may end in SQLite's interruption or another
-            // error of the step it was in: the cancellation is what happened.
-            if error is CancellationError || Task.isCancelled {
-                if stopping {
-                    // Interrupted by shutdown: stays unfinished, resumes next start.
-                    running[record.id] = nil
-                    busy.remove(store.name)
-                    return
-                }
-                record.state = .cancelled
-            } else {
-                record.state = .failed
-                record.error = (error as? DepotError)?.message ?? "\(error)"
-            }
-        }
-        reports.finish()
-        await reader.value
-        record.finished = Timestamp.now()
-        if let latest = jobs[record.id] { record.rate = record.rate == 0 ? latest.rate : record.rate }
-        do { try await finish(record) } catch {
-            logger.error("cannot record the end of a job", metadata: [
-                "JOB_ID": "\(record.id)", "STORE": "\(record.store)", "ERROR": "\(error)"])
-        }
-        running[record.id] = nil
-        busy.remove(store.name)
-        pump(store.name)
-    }
-
-    private func progressed(_ record: JobRecord) {
-        guard let current = jobs[record.id], current.state == .running else { return }
-        update(record)
     }
 }
