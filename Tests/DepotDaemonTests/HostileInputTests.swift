@@ -196,9 +196,8 @@ struct HostileInputTests {
         var d = try DaemonProcess(folder: folder)
         #expect(d.stop() == 0)
         // What an older daemon, or a hand edit, could have left in depot_jobs.
-        var pruneRecord = JobRecord(id: "jprune", kind: .prune, store: "travel", entity: nil, author: "x")
-        pruneRecord.olderThan = "1e300s"
-        let prune = String(decoding: try JSONEncoder().encode(pruneRecord), as: UTF8.self)
+        let prune = #"{"id":"jprune","kind":"prune","store":"travel","state":"queued","author":"x","#
+            + #""created":"2026-01-01T00:00:00.000Z","older_than":"1e300s"}"#
         let broken = #"{"id":"jbroken","kind":"import","store":"travel","entity":"Trip","state":7}"#
         let store = folder.appendingPathComponent("state/travel.sqlite").path
         for (id, record) in [("jprune", prune), ("jbroken", broken), ("jgarbage", "not json at all")] {

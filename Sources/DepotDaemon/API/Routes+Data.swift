@@ -202,31 +202,31 @@ extension ControlRoutes {
     }
 
     /// `POST /v1/jobs`: the job, refused with `400` (or `404`) unless it can run.
-    func submit(_ body: JobRequest, _ context: DepotRequestContext) async throws -> JobRecord {
-        try await jobs.submit(try await record(for: body, context, path: nil))
+    func submit(_ body: JobSubmission, _ context: DepotRequestContext) async throws -> JobRecord {
+        try await jobs.submit(try await record(for: body.spec, store: body.store, context))
     }
 
-    /// The record of a new job, every setting checked against its store as
-    /// running it would (``JobPlan``), so that nothing bad is queued.
-    func record(for body: JobRequest, _ context: DepotRequestContext, path override: String?) async throws -> JobRecord {
-        guard let kind = JobRecord.Kind(rawValue: body.kind) else {
-            throw APIError(.invalidArgument, "kind must be one of "
-                + JobRecord.Kind.allCases.map(\.rawValue).joined(separator: ", "))
+    /// The record of a new job, its paths checked against `import_roots`
+    /// and its spec against its store as running it would
+    /// (``JobSpec/check(against:)``), so that nothing bad is queued.
+    func record(for spec: JobSpec, store name: String, _ context: DepotRequestContext) async throws -> JobRecord {
+        guard let store = await jobs.store(name) else {
+            throw APIError(.unknownStore, "no store is named \(JSONText.quoted(name))"
+                + DepotError.suggestion(for: name, in: await jobs.storeNames))
         }
-        guard let store = await jobs.store(body.store) else {
-            throw APIError(.unknownStore, "no store is named \(JSONText.quoted(body.store))"
-                + DepotError.suggestion(for: body.store, in: await jobs.storeNames))
+        var spec = spec
+        switch spec {
+        case .importFile(_, let path, _) where !path.isEmpty:
+            spec = spec.with(path: try checkImportPath(path))
+        case .export(_, _, _, let path?):
+            spec = spec.with(path: try checkImportPath(path))
+        default:
+            break
         }
+        try spec.check(against: store.reader)
         let peer = context.peer
-        var record = body.record(id: Self.newJobID(), kind: kind,
-                                 author: peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd")
-        if kind == .import {
-            record.path = try override ?? body.path.map(checkImportPath)
-        } else if kind == .export, let path = body.path {
-            record.path = try checkImportPath(path)
-        }
-        try JobPlan(record).check(against: store.reader)
-        return record
+        return JobRecord(id: Self.newJobID(), spec: spec, store: name,
+                         author: peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd")
     }
 
     /// Why an upload could not be spooled: a full disk is the client's to
@@ -270,19 +270,26 @@ extension ControlRoutes {
     /// then an import job reads it like any file (durable and resumable).
     func upload(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
         let q = request.uri.queryParameters
-        let format = q.get("format").map { String($0) } ?? "csv"
-        guard ImportOptions.Format(rawValue: format) != nil else {
-            throw APIError(.invalidArgument, "format must be csv, tsv, ndjson or json")
+        // The settings through the readers of every job's (JobSetting).
+        var options = ImportOptions()
+        guard let format = try JobSetting.read("format", q.get("format").map { String($0) } ?? "csv",
+                                               JobSetting.importFormat) else {
+            throw APIError(.invalidArgument, "an upload's format must be csv, tsv, ndjson or json: "
+                + "it has no file name to tell it by")
         }
-        let body = JobRequest(kind: "import", store: context.parameters.get("store") ?? "",
-                              entity: context.parameters.get("entity"), format: format,
-                              onConflict: q.get("on_conflict").map { String($0) },
-                              maxRejects: q.get("max_rejects").map { String($0) })
+        options.format = format
+        if let policy = q.get("on_conflict") {
+            options.onConflict = try JobSetting.read("on_conflict", String(policy), JobSetting.conflictPolicy)
+        }
+        if let limit = q.get("max_rejects") {
+            options.maxRejects = try JobSetting.read("max_rejects", String(limit), JobSetting.rejectLimit)
+        }
+        let spec = JobSpec.importFile(entity: context.parameters.get("entity") ?? "", path: "", options: options)
         // Refuse bad options before a byte is spooled.
-        var record = try await record(for: body, context, path: "")
+        var record = try await record(for: spec, store: context.parameters.get("store") ?? "", context)
         let spool = config.stateDir + "/spool"
         try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
-        let path = "\(spool)/\(record.id).\(format)"
+        let path = "\(spool)/\(record.id).\(format.rawValue)"
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw spoolFailure(errno, path: path) }
         var total: Int64 = 0
@@ -311,7 +318,7 @@ extension ControlRoutes {
             unlink(path)
             throw error
         }
-        record.path = path
+        record.spec = spec.with(path: path)
         do {
             return try JSONResponse.encode(try await jobs.submit(record), status: .accepted)
         } catch {

@@ -102,7 +102,7 @@ public struct ControlRoutes: Sendable {
             try self.require(.write, context)
             let store = try await self.store(context)
             let q = request.uri.queryParameters
-            let pruned = switch try JobPlan.Prune(before: q.get("before").map { String($0) },
+            let pruned = switch try JobSpec.Prune(before: q.get("before").map { String($0) },
                                                   olderThan: q.get("older_than").map { String($0) }) {
             case .before(let token): try await store.pruneHistory(before: token)
             case .olderThan(let age): try await store.pruneHistory(olderThan: age)
@@ -111,7 +111,7 @@ public struct ControlRoutes: Sendable {
         }
         v1.post("jobs") { request, context in
             try self.require(.write, context)
-            let body = try await JSONBody.decode(JobRequest.self, from: request, limit: self.config.maxRequestBytes)
+            let body = try await JSONBody.decode(JobSubmission.self, from: request, limit: self.config.maxRequestBytes)
             let record = try await self.submit(body, context)
             return try JSONResponse.encode(record, status: .accepted)
         }
@@ -189,7 +189,7 @@ public struct ControlRoutes: Sendable {
                 "JOB_ID": "\(record.id)", "PATH": "\(path)", "ERROR": "\(String(cString: strerror(errno)))"])
             throw APIError(.io, "the output of job \(record.id) cannot be read; see the daemon's log")
         }
-        let type = record.format == "csv" ? "text/csv" : "application/x-ndjson"
+        let type = if case .export(_, _, .csv, _) = record.spec { "text/csv" } else { "application/x-ndjson" }
         return Response(status: .ok, headers: [.contentType: type], body: ResponseBody { writer in
             defer { try? handle.close() }
             while let chunk = try handle.read(upToCount: 256 << 10), !chunk.isEmpty {
@@ -224,43 +224,5 @@ public struct ControlRoutes: Sendable {
         let token = try await store.reader.latestToken().map { JSONText.quoted($0.description) } ?? "null"
         return "{\"name\":\(JSONText.quoted(store.name)),\"path\":\(JSONText.quoted(store.configuration.path)),"
             + "\"token\":\(token),\"entities\":[\(entities.joined(separator: ","))]}"
-    }
-}
-
-/// The body of `POST /v1/jobs`.
-struct JobRequest: Decodable {
-    var kind: String
-    var store: String
-    var entity: String?
-    var path: String?
-    var format: String?
-    var onConflict: String?
-    var maxRejects: String?
-    var `where`: String?
-    var set: [String: JSONScalar]?
-    var by: [String]?
-    var keep: String?
-    var before: String?
-    var olderThan: String?
-
-    enum CodingKeys: String, CodingKey {
-        case kind, store, entity, path, format, onConflict = "on_conflict", maxRejects = "max_rejects", `where`, set, by, keep, before
-        case olderThan = "older_than"
-    }
-
-    /// A new job's record with this request's settings (all but its path,
-    /// which the route checks against `import_roots`).
-    func record(id: String, kind: JobRecord.Kind, author: String) -> JobRecord {
-        var record = JobRecord(id: id, kind: kind, store: store, entity: entity, author: author)
-        record.format = format
-        record.onConflict = onConflict
-        record.maxRejects = maxRejects
-        record.where = self.where
-        record.set = set
-        record.by = by
-        record.keep = keep
-        record.before = before
-        record.olderThan = olderThan
-        return record
     }
 }

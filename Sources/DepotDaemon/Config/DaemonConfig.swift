@@ -237,15 +237,11 @@ struct ConfigReader {
                 problem("\(key).store", "no store is named \(JSONText.quoted(storeName))"
                     + DepotError.suggestion(for: storeName, in: stores.map(\.name)))
             }
-            var format: ImportOptions.Format?
-            let formatText = string(table, "format", at: "\(key).format") ?? "auto"
-            if formatText != "auto" {
-                format = ImportOptions.Format(rawValue: formatText)
-                if format == nil { problem("\(key).format", "must be auto, csv, tsv, ndjson or json") }
-            }
-            let conflictText = string(table, "on_conflict", at: "\(key).on_conflict") ?? "upsert"
-            let policy = ConflictPolicy(rawValue: conflictText)
-            if policy == nil { problem("\(key).on_conflict", "must be upsert, replace, skip or fail") }
+            // The same readers as a job's settings (JobSetting).
+            let format = setting(string(table, "format", at: "\(key).format") ?? "auto", at: "\(key).format",
+                                 JobSetting.importFormat) ?? nil
+            let policy = setting(string(table, "on_conflict", at: "\(key).on_conflict") ?? "upsert",
+                                 at: "\(key).on_conflict", JobSetting.conflictPolicy)
             let after = string(table, "after", at: "\(key).after") ?? "move"
             if after != "move" && after != "delete" { problem("\(key).after", "must be move or delete") }
             let maxRejects = rejectLimit(table, at: "\(key).max_rejects")
@@ -265,11 +261,21 @@ struct ConfigReader {
         // The same reading as a job's max_rejects: a count, a fraction or a percentage.
         let text = value.tomlValue.int.map(String.init) ?? value.tomlValue.double.map { String($0) }
             ?? value.tomlValue.string
-        guard let text, let limit = ImportOptions.RejectLimit(text: text) else {
-            problem(key, ImportOptions.RejectLimit.expectation)
+        guard let text else {
+            problem(key, "must be a count (1000), a fraction below 1 (0.01) or a percentage (\"1%\")")
             return nil
         }
-        return limit
+        return setting(text, at: key, JobSetting.rejectLimit)
+    }
+
+    /// A job setting of a `[[watch]]`, read as a job's is; a refusal is a problem of `key`.
+    mutating func setting<T>(_ text: String, at key: String, _ reader: (String) throws(JobSetting.Invalid) -> T) -> T? {
+        do throws(JobSetting.Invalid) {
+            return try reader(text)
+        } catch {
+            problem(key, error.expectation)
+            return nil
+        }
     }
 
     mutating func readStore(_ table: TOMLTable, at key: String, stateDir: String) -> StoreConfiguration? {

@@ -21,7 +21,10 @@ struct JobExecutor {
         let author = record.author
         let snapshot = record
         let progress = self.progress
-        switch try JobPlan(record) {
+        guard let spec = record.spec else {
+            throw DepotError(.invalidArgument, "job \(record.id) has no settings that can be read")
+        }
+        switch spec {
         case .importFile(let entity, let path, let options):
             let folder = Self.jobFolder(stateDir)
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -71,7 +74,7 @@ struct JobExecutor {
 
     /// Writes the entity's records (those matching `where`) to a file, as
     /// NDJSON or CSV, a batch at a time; the file appears complete or not at all.
-    func export(_ record: inout JobRecord, entity: String, where predicate: String?, format: JobPlan.ExportFormat,
+    func export(_ record: inout JobRecord, entity: String, where predicate: String?, format: JobSpec.ExportFormat,
                 path: String?) async throws {
         let folder = stateDir + "/exports"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -109,7 +112,7 @@ struct JobExecutor {
             throw DepotError(.invalidArgument, "cannot move the export to \(path): \(String(cString: strerror(errno)))")
         }
         record.exported = count
-        record.path = path
+        record.spec = record.spec?.with(path: path)
     }
 }
 

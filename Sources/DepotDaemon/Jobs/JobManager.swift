@@ -78,13 +78,13 @@ public actor JobManager {
                     continue
                 }
                 stub.error = "the job's record could not be read back, so it was not resumed: "
-                    + ((error as? DecodingError).map(JSONBody.describe) ?? "\(error)")
+                    + ((error as? DecodingError).map(JSONBody.describe) ?? (error as? DepotError)?.message ?? "\(error)")
                 record = stub
                 await persistLogged(record, in: store)
             }
             if !record.state.isFinal {
                 do {
-                    try JobPlan(record).check(against: store.reader)
+                    try record.spec?.check(against: store.reader)
                     logger.info("job resumes", metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)"])
                 } catch {
                     record.state = .failed

@@ -23,19 +23,9 @@ public struct JobRecord: Codable, Sendable, Hashable {
     public var started: String?
     public var finished: String?
 
-    // What the job does.
-    /// import: the input file; export: the output file.
-    public var path: String?
-    public var format: String?
-    public var onConflict: String?
-    /// import: when rejects fail the job: a count ("1000"), a fraction ("0.01") or a percentage ("1%").
-    public var maxRejects: String?
-    public var `where`: String?
-    public var set: [String: JSONScalar]?
-    public var by: [String]?
-    public var keep: String?
-    public var before: String?
-    public var olderThan: String?
+    /// What the job does, every setting in its engine type; `nil` only for
+    /// a record standing for one that does not decode (failed, never run).
+    public var spec: JobSpec?
     /// The watched-folder file this import came from.
     public var watchFile: String?
     /// The content hash of a watched-folder file.
@@ -60,14 +50,23 @@ public struct JobRecord: Codable, Sendable, Hashable {
     /// The rejects file, when the job rejected records.
     public var rejects: String?
 
+    /// An import's input or an export's output.
+    public var path: String? { spec?.path }
+
     enum CodingKeys: String, CodingKey {
-        case id, kind, store, entity, state, author, created, started, finished, path, format
-        case onConflict = "on_conflict", maxRejects = "max_rejects", `where`, set, by, keep, before, olderThan = "older_than"
+        case id, kind, store, state, author, created, started, finished
         case watchFile = "watch_file", contentHash = "content_hash"
         case read, inserted, updated, unchanged, skipped, duplicates, rejected, deleted, exported
         case bytesRead = "bytes_read", bytesTotal = "bytes_total", saves, rate, eta, error, rejects
     }
 
+    /// A new job doing what `spec` says.
+    public init(id: String, spec: JobSpec, store: String, author: String) {
+        self.init(id: id, kind: spec.kind, store: store, entity: spec.entity, author: author)
+        self.spec = spec
+    }
+
+    /// A record without settings: for one that does not decode, and for tests.
     public init(id: String, kind: Kind, store: String, entity: String?, author: String) {
         self.id = id
         self.kind = kind
@@ -76,6 +75,77 @@ public struct JobRecord: Codable, Sendable, Hashable {
         self.state = .queued
         self.author = author
         self.created = Timestamp.now()
+    }
+
+    /// Reads a record, its settings through ``JobSpec``'s readers: a
+    /// setting of an unfinished job that no longer reads (a hand edit, an
+    /// older release) fails the decoding with the setting named.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        kind = try c.decode(Kind.self, forKey: .kind)
+        store = try c.decode(String.self, forKey: .store)
+        state = try c.decode(State.self, forKey: .state)
+        author = try c.decode(String.self, forKey: .author)
+        created = try c.decode(String.self, forKey: .created)
+        started = try c.decodeIfPresent(String.self, forKey: .started)
+        finished = try c.decodeIfPresent(String.self, forKey: .finished)
+        // A finished job's settings are only shown: one that no longer
+        // reads leaves the record readable, without them.
+        spec = state.isFinal ? try? JobSpec(kind: kind, from: decoder) : try JobSpec(kind: kind, from: decoder)
+        entity = try spec?.entity ?? decoder.container(keyedBy: JobSpec.Key.self).decodeIfPresent(String.self, forKey: .entity)
+        watchFile = try c.decodeIfPresent(String.self, forKey: .watchFile)
+        contentHash = try c.decodeIfPresent(String.self, forKey: .contentHash)
+        read = try c.decodeIfPresent(Int.self, forKey: .read) ?? 0
+        inserted = try c.decodeIfPresent(Int.self, forKey: .inserted) ?? 0
+        updated = try c.decodeIfPresent(Int.self, forKey: .updated) ?? 0
+        unchanged = try c.decodeIfPresent(Int.self, forKey: .unchanged) ?? 0
+        skipped = try c.decodeIfPresent(Int.self, forKey: .skipped) ?? 0
+        duplicates = try c.decodeIfPresent(Int.self, forKey: .duplicates) ?? 0
+        rejected = try c.decodeIfPresent(Int.self, forKey: .rejected) ?? 0
+        deleted = try c.decodeIfPresent(Int.self, forKey: .deleted) ?? 0
+        exported = try c.decodeIfPresent(Int.self, forKey: .exported) ?? 0
+        bytesRead = try c.decodeIfPresent(Int64.self, forKey: .bytesRead) ?? 0
+        bytesTotal = try c.decodeIfPresent(Int64.self, forKey: .bytesTotal) ?? 0
+        saves = try c.decodeIfPresent(Int.self, forKey: .saves) ?? 0
+        rate = try c.decodeIfPresent(Double.self, forKey: .rate) ?? 0
+        eta = try c.decodeIfPresent(Double.self, forKey: .eta)
+        error = try c.decodeIfPresent(String.self, forKey: .error)
+        rejects = try c.decodeIfPresent(String.self, forKey: .rejects)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(store, forKey: .store)
+        try c.encode(state, forKey: .state)
+        try c.encode(author, forKey: .author)
+        try c.encode(created, forKey: .created)
+        try c.encodeIfPresent(started, forKey: .started)
+        try c.encodeIfPresent(finished, forKey: .finished)
+        if let spec { try spec.encode(to: encoder) } else if let entity {
+            var settings = encoder.container(keyedBy: JobSpec.Key.self)
+            try settings.encode(entity, forKey: .entity)
+        }
+        try c.encodeIfPresent(watchFile, forKey: .watchFile)
+        try c.encodeIfPresent(contentHash, forKey: .contentHash)
+        try c.encode(read, forKey: .read)
+        try c.encode(inserted, forKey: .inserted)
+        try c.encode(updated, forKey: .updated)
+        try c.encode(unchanged, forKey: .unchanged)
+        try c.encode(skipped, forKey: .skipped)
+        try c.encode(duplicates, forKey: .duplicates)
+        try c.encode(rejected, forKey: .rejected)
+        try c.encode(deleted, forKey: .deleted)
+        try c.encode(exported, forKey: .exported)
+        try c.encode(bytesRead, forKey: .bytesRead)
+        try c.encode(bytesTotal, forKey: .bytesTotal)
+        try c.encode(saves, forKey: .saves)
+        try c.encode(rate, forKey: .rate)
+        try c.encodeIfPresent(eta, forKey: .eta)
+        try c.encodeIfPresent(error, forKey: .error)
+        try c.encodeIfPresent(rejects, forKey: .rejects)
     }
 
     /// A failed record standing for one that does not decode: what can be
@@ -87,7 +157,6 @@ public struct JobRecord: Codable, Sendable, Hashable {
         self.init(id: id, kind: kind, store: store, entity: object["entity"] as? String,
                   author: object["author"] as? String ?? "depotd")
         created = object["created"] as? String ?? created
-        path = object["path"] as? String
         state = .failed
         finished = Timestamp.now()
     }
@@ -155,6 +224,17 @@ public enum JSONScalar: Codable, Sendable, Hashable {
         }
     }
 
+    /// The scalar of an engine value.
+    public init(_ value: Value) {
+        switch value {
+        case .null: self = .null
+        case .bool(let b): self = .bool(b)
+        case .int(let i): self = .int(i)
+        case .double(let d): self = .double(d)
+        case .string(let s): self = .string(s)
+        }
+    }
+
     public var value: Value {
         switch self {
         case .null: .null
@@ -162,27 +242,6 @@ public enum JSONScalar: Codable, Sendable, Hashable {
         case .int(let i): .int(i)
         case .double(let d): .double(d)
         case .string(let s): .string(s)
-        }
-    }
-}
-
-extension ImportOptions.RejectLimit {
-    /// What a reject limit looks like, for error messages.
-    static let expectation = "must be a count (1000), a fraction below 1 (0.01) or a percentage (\"1%\")"
-
-    /// Reads "1000", "0.01" or "1%": the one reading of `max_rejects`, from
-    /// the configuration, a job body or an upload's query.
-    init?(text: String) {
-        if let n = Int(text), n >= 0 { self = .count(n); return }
-        if text.hasSuffix("%"), let p = Double(text.dropLast()), p >= 0, p <= 100 { self = .fraction(p / 100); return }
-        if let f = Double(text), f >= 0, f < 1 { self = .fraction(f); return }
-        return nil
-    }
-
-    var text: String {
-        switch self {
-        case .count(let n): String(n)
-        case .fraction(let f): String(f)
         }
     }
 }

@@ -116,21 +116,18 @@ public actor FolderWatcher: Service {
                 pending.remove(path)
                 return
             }
-            var record = JobRecord(id: ControlRoutes.newJobID(), kind: .import, store: watch.store,
-                                   entity: watch.entity, author: "watch:\(watch.path)")
-            record.path = path
-            record.watchFile = path
-            record.contentHash = hash
-            record.onConflict = watch.onConflict.rawValue
-            record.maxRejects = watch.maxRejects.text
-            if let format = watch.format ?? ImportOptions.Format(fileName: name) {
-                record.format = format.rawValue
-            } else {
+            guard let format = watch.format ?? ImportOptions.Format(fileName: name) else {
                 pending.remove(path)
                 finish(path, watch: watch, error: "cannot tell the format of \(name) from its extension "
                     + "(.csv, .tsv, .ndjson, .jsonl, .json); set format in [[watch]]")
                 return
             }
+            let options = ImportOptions(format: format, onConflict: watch.onConflict, maxRejects: watch.maxRejects)
+            var record = JobRecord(id: ControlRoutes.newJobID(),
+                                   spec: .importFile(entity: watch.entity, path: path, options: options),
+                                   store: watch.store, author: "watch:\(watch.path)")
+            record.watchFile = path
+            record.contentHash = hash
             _ = try await jobs.submit(record)
         } catch {
             pending.remove(path)

@@ -1,0 +1,81 @@
+import DepotEngine
+
+/// The one reading of each job setting that arrives as text, whatever its
+/// source: a `POST /v1/jobs` body, a persisted job record, an upload's query
+/// or a `[[watch]]` table. Each returns the engine's type or throws
+/// ``Invalid`` with what the setting accepts; the caller names the setting.
+enum JobSetting {
+    /// Why a setting's text was refused: what it must be.
+    struct Invalid: Error {
+        var expectation: String
+    }
+
+    /// `format` of an import: `nil` for `auto` (told by the file's extension).
+    static func importFormat(_ text: String) throws(Invalid) -> ImportOptions.Format? {
+        if text == "auto" { return nil }
+        guard let format = ImportOptions.Format(rawValue: text) else {
+            throw Invalid(expectation: "must be auto, csv, tsv, ndjson or json")
+        }
+        return format
+    }
+
+    /// `on_conflict` of an import.
+    static func conflictPolicy(_ text: String) throws(Invalid) -> ConflictPolicy {
+        guard let policy = ConflictPolicy(rawValue: text) else {
+            throw Invalid(expectation: "must be upsert, replace, skip or fail")
+        }
+        return policy
+    }
+
+    /// `max_rejects` of an import: a count ("1000"), a fraction below 1
+    /// ("0.01") or a percentage ("1%").
+    static func rejectLimit(_ text: String) throws(Invalid) -> ImportOptions.RejectLimit {
+        if let n = Int(text), n >= 0 { return .count(n) }
+        if text.hasSuffix("%"), let p = Double(text.dropLast()), p >= 0, p <= 100 { return .fraction(p / 100) }
+        if let f = Double(text), f >= 0, f < 1 { return .fraction(f) }
+        throw Invalid(expectation: "must be a count (1000), a fraction below 1 (0.01) or a percentage (\"1%\")")
+    }
+
+    /// `keep` of a dedupe.
+    static func keep(_ text: String) throws(Invalid) -> DuplicateResolution {
+        guard let keep = DuplicateResolution(rawValue: text) else {
+            throw Invalid(expectation: "must be keep-first or keep-last")
+        }
+        return keep
+    }
+
+    /// `format` of an export.
+    static func exportFormat(_ text: String) throws(Invalid) -> JobSpec.ExportFormat {
+        guard let format = JobSpec.ExportFormat(rawValue: text) else { throw Invalid(expectation: "must be ndjson or csv") }
+        return format
+    }
+
+    /// `older_than` of a prune: a duration from 0s to 36500d.
+    static func age(_ text: String) throws(Invalid) -> Duration {
+        do throws(DurationText.Invalid) {
+            return try DurationText.parse(text, in: DurationText.retention)
+        } catch {
+            throw Invalid(expectation: error.reason)
+        }
+    }
+
+    /// Reads `text` for the setting `name` of a job; a refusal is the
+    /// request's `invalid_argument`, naming the setting and the text.
+    static func read<T>(_ name: String, _ text: String, _ reader: (String) throws(Invalid) -> T) throws -> T {
+        do throws(Invalid) {
+            return try reader(text)
+        } catch {
+            throw DepotError(.invalidArgument, "\(name) \(error.expectation), not \(JSONText.quoted(text))")
+        }
+    }
+}
+
+extension ImportOptions.RejectLimit {
+    /// The limit as `max_rejects` text, which ``JobSetting/rejectLimit(_:)`` reads back.
+    var text: String {
+        switch self {
+        case .count(let n): String(n)
+        case .fraction(let f): String(f)
+        }
+    }
+}
