@@ -69,13 +69,23 @@ struct ErrorVocabularyTests {
         #expect(offenders.isEmpty, "\(offenders.joined(separator: "\n"))")
     }
 
-    @Test("a live daemon: the codes on the wire, and io for an export whose output went missing")
+    @Test("a live daemon: the codes on the wire, 405 with Allow, and io for an export whose output went missing")
     func onTheWire() throws {
         let d = try DaemonProcess()
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         let unknownRoute = try d.request("GET", "/v1/nothing")
         #expect(unknownRoute.status == 404)
         #expect((unknownRoute.object["error"] as? [String: Any])?["code"] as? String == "not_found")
+        // A known path with a method it does not take: 405 with Allow.
+        for (method, path, allow) in [("TRACE", "/v1/health", "GET"), ("PUT", "/v1/jobs", "POST, GET"),
+                                      ("QUERY", "/v1/stores/travel/history", "GET, DELETE"),
+                                      ("GET", "/v1/stores/travel/entities/Trip/fetch", "POST")] {
+            let refused = try d.request(method, path)
+            #expect(refused.status == 405, "\(method) \(path)")
+            #expect(refused.headers["allow"] == allow, "\(method) \(path)")
+            #expect((refused.object["error"] as? [String: Any])?["code"] as? String == "method_not_allowed")
+        }
+        #expect(try d.request("TRACE", "/v1/nothing").status == 404)
         let unknownStore = try d.request("GET", "/v1/stores/nope")
         #expect((unknownStore.object["error"] as? [String: Any])?["code"] as? String == "unknown_store")
         let unknownJob = try d.request("GET", "/v1/jobs/jnope")

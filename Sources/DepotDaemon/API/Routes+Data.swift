@@ -313,6 +313,7 @@ extension ControlRoutes {
                 }
             }
             if let refusal { throw refusal }
+            guard total > 0 else { throw APIError(.invalidArgument, "the upload is empty: send the file as the body") }
             guard fsync(fd) == 0 else { throw spoolFailure(errno, path: path) }
         } catch {
             unlink(path)

@@ -23,11 +23,6 @@ public struct ControlRoutes: Sendable {
         self.logger = logger
     }
 
-    func require(_ role: Role, _ context: DepotRequestContext) throws {
-        guard let peer = context.peer else { throw APIError(.forbidden, "the client's identity is unknown") }
-        guard access.allows(peer, role) else { throw APIError(.forbidden, access.refusal(peer, role)) }
-    }
-
     func store(_ context: DepotRequestContext) async throws -> Store {
         let name = context.parameters.get("store") ?? ""
         guard let store = await jobs.store(name) else {
@@ -40,9 +35,17 @@ public struct ControlRoutes: Sendable {
     public func router() -> Router<DepotRequestContext> {
         let router = Router(context: DepotRequestContext.self)
         router.middlewares.add(APIMiddleware(metrics: metrics, logger: logger))
+        router.middlewares.add(RoleMiddleware(access: access))
         let v1 = router.group("v1")
-        v1.get("health") { _, context in
-            try self.require(.read, context)
+        // Each path with the methods it answers; any other method of a known
+        // path answers 405 with Allow (MethodNotAllowedMiddleware).
+        var methods: [(path: String, method: HTTPRequest.Method)] = []
+        func on(_ method: HTTPRequest.Method, _ path: String,
+                _ handler: @escaping @Sendable (Request, DepotRequestContext) async throws -> Response) {
+            v1.on(RouterPath(path), method: method, use: handler)
+            methods.append((path, method))
+        }
+        on(.get, "health") { _, context in
             let names = await self.jobs.storeNames
             var stores: [String] = []
             for name in names {
@@ -59,47 +62,38 @@ public struct ControlRoutes: Sendable {
                 + "\"jobs\":{\"running\":\(all.filter { $0.state == .running }.count),"
                 + "\"queued\":\(all.filter { $0.state == .queued }.count)}}")
         }
-        v1.get("metrics") { _, context in
-            try self.require(.read, context)
+        on(.get, "metrics") { _, context in
             var buffer = ByteBuffer()
             buffer.writeString(self.metrics.render())
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                             body: .init(byteBuffer: buffer))
         }
-        v1.get("stores") { _, context in
-            try self.require(.read, context)
+        on(.get, "stores") { _, context in
             var items: [String] = []
             for name in await self.jobs.storeNames {
                 if let s = await self.jobs.store(name) { items.append(try await self.describe(s)) }
             }
             return JSONResponse.make("{\"stores\":[\(items.joined(separator: ","))]}")
         }
-        v1.get("stores/:store") { _, context in
-            try self.require(.read, context)
+        on(.get, "stores/:store") { _, context in
             return JSONResponse.make(try await self.describe(try await self.store(context)))
         }
-        v1.post("stores/:store/entities/:entity/fetch") { request, context in
-            try self.require(.read, context)
+        on(.post, "stores/:store/entities/:entity/fetch") { request, context in
             return try await self.fetch(request, context)
         }
-        v1.post("stores/:store/entities/:entity/aggregate") { request, context in
-            try self.require(.read, context)
+        on(.post, "stores/:store/entities/:entity/aggregate") { request, context in
             return try await self.aggregate(request, context)
         }
-        v1.post("stores/:store/entities/:entity/duplicates") { request, context in
-            try self.require(.read, context)
+        on(.post, "stores/:store/entities/:entity/duplicates") { request, context in
             return try await self.duplicates(request, context)
         }
-        v1.post("stores/:store/entities/:entity/import") { request, context in
-            try self.require(.write, context)
+        on(.post, "stores/:store/entities/:entity/import") { request, context in
             return try await self.upload(request, context)
         }
-        v1.get("stores/:store/history") { request, context in
-            try self.require(.read, context)
+        on(.get, "stores/:store/history") { request, context in
             return try await self.history(request, context)
         }
-        v1.delete("stores/:store/history") { request, context in
-            try self.require(.write, context)
+        on(.delete, "stores/:store/history") { request, context in
             let store = try await self.store(context)
             let q = request.uri.queryParameters
             let pruned = switch try JobSpec.Prune(before: q.get("before").map { String($0) },
@@ -109,35 +103,29 @@ public struct ControlRoutes: Sendable {
             }
             return JSONResponse.make("{\"pruned\":\(pruned)}")
         }
-        v1.post("jobs") { request, context in
-            try self.require(.write, context)
+        on(.post, "jobs") { request, context in
             let body = try await JSONBody.decode(JobSubmission.self, from: request, limit: self.config.maxRequestBytes)
             let record = try await self.submit(body, context)
             return try JSONResponse.encode(record, status: .accepted)
         }
-        v1.get("jobs") { _, context in
-            try self.require(.read, context)
+        on(.get, "jobs") { _, context in
             return try JSONResponse.encode(["jobs": await self.jobs.all()])
         }
-        v1.get("jobs/:id") { _, context in
-            try self.require(.read, context)
+        on(.get, "jobs/:id") { _, context in
             return try JSONResponse.encode(try await self.job(context))
         }
-        v1.delete("jobs/:id") { _, context in
-            try self.require(.write, context)
+        on(.delete, "jobs/:id") { _, context in
             let id = context.parameters.get("id") ?? ""
             return try JSONResponse.encode(try await self.jobs.cancel(id))
         }
-        v1.get("jobs/:id/events") { _, context in
-            try self.require(.read, context)
+        on(.get, "jobs/:id/events") { _, context in
             let record = try await self.job(context)
             let stream = await self.jobs.events(job: record.id)
             return JSONResponse.stream { write in
                 for await event in stream { try await write(Self.line(event)) }
             }
         }
-        v1.get("jobs/:id/rejects") { _, context in
-            try self.require(.read, context)
+        on(.get, "jobs/:id/rejects") { _, context in
             let record = try await self.job(context)
             guard let path = record.rejects, let data = FileManager.default.contents(atPath: path) else {
                 return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: .init())
@@ -145,12 +133,10 @@ public struct ControlRoutes: Sendable {
             return Response(status: .ok, headers: [.contentType: "application/x-ndjson"],
                             body: .init(byteBuffer: ByteBuffer(bytes: data)))
         }
-        v1.get("jobs/:id/output") { _, context in
-            try self.require(.read, context)
+        on(.get, "jobs/:id/output") { _, context in
             return try await self.output(try await self.job(context))
         }
-        v1.get("watches") { _, context in
-            try self.require(.read, context)
+        on(.get, "watches") { _, context in
             let watches = await self.watcher?.list() ?? []
             let items = watches.map { w, pending in
                 "{\"path\":\(JSONText.quoted(w.path)),\"store\":\(JSONText.quoted(w.store)),"
@@ -161,13 +147,13 @@ public struct ControlRoutes: Sendable {
             }
             return JSONResponse.make("{\"watches\":[\(items.joined(separator: ","))]}")
         }
-        v1.get("events") { _, context in
-            try self.require(.read, context)
+        on(.get, "events") { _, context in
             let stream = await self.jobs.events(job: nil)
             return JSONResponse.stream { write in
                 for await event in stream { try await write("{\"job\":" + Self.line(event) + "}") }
             }
         }
+        router.middlewares.add(MethodNotAllowedMiddleware(answered: methods.map { ("/v1/" + $0.path, $0.method) }))
         return router
     }
 
@@ -179,7 +165,7 @@ public struct ControlRoutes: Sendable {
     /// What an export job wrote, streamed from its file.
     func output(_ record: JobRecord) async throws -> Response {
         guard record.kind == .export else {
-            throw APIError(.invalidArgument, "job \(record.id) is a \(record.kind.rawValue) job; only export jobs have output")
+            throw APIError(.conflict, "job \(record.id) is a \(record.kind.rawValue) job; only export jobs have output")
         }
         guard record.state == .succeeded, let path = record.path else {
             throw APIError(.conflict, "job \(record.id) is \(record.state.rawValue); its output is there once it succeeded")

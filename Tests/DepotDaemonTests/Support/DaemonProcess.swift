@@ -200,6 +200,8 @@ final class NotifySocket {
 struct HTTPResult {
     var status: Int
     var body: String
+    /// Header fields, names lowercased.
+    var headers: [String: String] = [:]
     var json: Any? { try? JSONSerialization.jsonObject(with: Data(body.utf8), options: [.fragmentsAllowed]) }
     var object: [String: Any] { json as? [String: Any] ?? [:] }
 }
@@ -261,7 +263,12 @@ enum UnixHTTP {
         let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
         var body = String(text[split.upperBound...])
         if head.lowercased().contains("transfer-encoding: chunked") { body = dechunk(body) }
-        return HTTPResult(status: status, body: body)
+        var headers: [String: String] = [:]
+        for line in head.split(separator: "\r\n").dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return HTTPResult(status: status, body: body, headers: headers)
     }
 
     static func dechunk(_ text: String) -> String {
