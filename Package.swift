@@ -4,6 +4,7 @@ import PackageDescription
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
 let package = Package(
@@ -19,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -57,6 +59,7 @@ let package = Package(
                 "CSystemd",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
@@ -117,7 +120,7 @@ let package = Package(
                           path: "Fuzz/APIBody", swiftSettings: swiftSettings),
         .testTarget(
             name: "DepotEngineTests",
-            dependencies: ["DepotEngine", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["DepotEngine", "CDepotSQLite", .product(name: "GRDB", package: "GRDB.swift")],
             // Third-party corpora, read by path from the tests (see Fixtures/README.md).
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings

@@ -1,24 +1,24 @@
-import DepotEngine
+package import DepotEngine
 import Foundation
-import Hummingbird
-import HummingbirdCore
-import Logging
-import NIOCore
-import ServiceLifecycle
+package import Hummingbird
+package import HummingbirdCore
+package import Logging
+package import NIOCore
+package import ServiceLifecycle
 import UnixSignals
 
 /// `depotd`: the stores, the job runner, the control server, the folder
 /// watcher and the systemd notifier, as services of one `ServiceGroup`.
-public enum Daemon {
+package enum Daemon {
     /// Sets up logging for the daemon's process.
-    public static func bootstrapLogging(level: String) {
+    package static func bootstrapLogging(level: String) {
         let parsed = Logger.Level(rawValue: level) ?? .info
         LoggingSystem.bootstrap { label in ServiceLogHandler(label: label, level: parsed) }
     }
 
     /// Runs until SIGTERM or SIGINT, then stops taking work, lets running
     /// jobs reach their next save and exits.
-    public static func run(configPath: String) async throws {
+    package static func run(configPath: String) async throws {
         let config = try DaemonConfig.load(path: configPath)
         bootstrapLogging(level: config.logLevel)
         let logger = Logger(label: "depotd")
@@ -49,12 +49,12 @@ public enum Daemon {
 
 /// What the services share: the configuration, the open stores, the jobs
 /// and the watched folders.
-public final class DaemonRuntime: Sendable {
-    public let config: DaemonConfig
-    public let jobs: JobManager
-    public let metrics: Metrics
-    public let logger: Logger
-    public let watcher: FolderWatcher
+package final class DaemonRuntime: Sendable {
+    package let config: DaemonConfig
+    package let jobs: JobManager
+    package let metrics: Metrics
+    package let logger: Logger
+    package let watcher: FolderWatcher
 
     init(config: DaemonConfig, jobs: JobManager, metrics: Metrics, logger: Logger, watcher: FolderWatcher) {
         self.config = config
@@ -66,7 +66,7 @@ public final class DaemonRuntime: Sendable {
 
     /// Opens every store (migrating it), resumes unfinished jobs and starts
     /// watching folders.
-    public static func start(config: DaemonConfig, metrics: Metrics, logger: Logger) async throws -> DaemonRuntime {
+    package static func start(config: DaemonConfig, metrics: Metrics, logger: Logger) async throws -> DaemonRuntime {
         try FileManager.default.createDirectory(atPath: config.stateDir, withIntermediateDirectories: true)
         let jobs = JobManager(stateDir: config.stateDir, logger: logger, metrics: metrics)
         for storeConfig in config.stores {

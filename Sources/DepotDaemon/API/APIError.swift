@@ -1,6 +1,6 @@
-import DepotEngine
-import HTTPTypes
-import Hummingbird
+package import DepotEngine
+package import HTTPTypes
+package import Hummingbird
 
 /// An error the control API answers with: `{"error": {"code", "message"}}`,
 /// plus `position` (the 1-based character of a predicate where it went
@@ -13,10 +13,10 @@ import Hummingbird
 /// ```swift
 /// throw APIError(.unknownJob, "no job has id \"j1\"")   // 404 unknown_job
 /// ```
-public struct APIError: Error, Sendable {
+package struct APIError: Error, Sendable {
     /// The codes of the control API (docs/api.md): the daemon's own, then the
     /// engine's (``DepotError/Code``) under the same names.
-    public enum Code: String, Sendable, CaseIterable {
+    package enum Code: String, Sendable, CaseIterable {
         /// The request does not parse as the route expects it.
         case badRequest = "bad_request"
         /// A value of the request is out of its range or not one of its choices.
@@ -54,18 +54,18 @@ public struct APIError: Error, Sendable {
         case storeClosed = "store_closed"
     }
 
-    public var code: Code
-    public var message: String
-    public var position: Int?
+    package var code: Code
+    package var message: String
+    package var position: Int?
 
-    public init(_ code: Code, _ message: String, position: Int? = nil) {
+    package init(_ code: Code, _ message: String, position: Int? = nil) {
         self.code = code
         self.message = message
         self.position = position
     }
 
     /// The HTTP status of each code: the only place where one is chosen.
-    public var status: HTTPResponse.Status {
+    package var status: HTTPResponse.Status {
         switch code {
         case .badRequest, .invalidArgument, .invalidSchema, .unknownField, .invalidPredicate, .typeMismatch,
              .invalidToken:
@@ -83,12 +83,12 @@ public struct APIError: Error, Sendable {
     }
 
     /// ``status`` as a number.
-    public var statusCode: Int { Int(status.code) }
+    package var statusCode: Int { Int(status.code) }
 
     /// The answer to any error a route throws. What is not the client's to
     /// know (SQLite's failures, anything unexpected) becomes `internal`, with
     /// a fixed message; the caller logs the error itself.
-    public static func answer(to error: any Error) -> APIError {
+    package static func answer(to error: any Error) -> APIError {
         switch error {
         case let e as APIError:
             return e
@@ -109,7 +109,7 @@ public struct APIError: Error, Sendable {
     }
 
     /// What the client of a request that failed unexpectedly reads.
-    public static let unexpected = APIError(.internal, "the daemon failed to serve the request; see its log")
+    package static let unexpected = APIError(.internal, "the daemon failed to serve the request; see its log")
 
     var body: String {
         "{\"error\":{\"code\":" + JSONText.quoted(code.rawValue) + ",\"message\":" + JSONText.quoted(message)

@@ -1,24 +1,24 @@
-import DepotEngine
+package import DepotEngine
 import Foundation
-import HTTPTypes
-import Hummingbird
-import Logging
-import NIOCore
+package import HTTPTypes
+package import Hummingbird
+package import Logging
+package import NIOCore
 
 /// Each request's context: Hummingbird's core storage plus the connection,
 /// whose peer credentials decide what the client may do.
-public struct DepotRequestContext: RequestContext {
-    public var coreContext: CoreRequestContextStorage
+package struct DepotRequestContext: RequestContext {
+    package var coreContext: CoreRequestContextStorage
     let channel: any Channel
     var peer: Peer?
 
-    public init(source: ApplicationRequestContextSource) {
+    package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         channel = source.channel
     }
 
     /// Hummingbird's own body limit; uploads stream past it to the spool file.
-    public var maxUploadSize: Int { 1 << 20 }
+    package var maxUploadSize: Int { 1 << 20 }
 }
 
 /// Turns every error into the API's JSON error body, reads the peer's

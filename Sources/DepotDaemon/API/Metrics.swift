@@ -5,7 +5,7 @@ import Synchronization
 
 /// The daemon's counters, served at `/v1/metrics` in the Prometheus text
 /// format. Written by hand: a dozen counters do not need a metrics backend.
-public final class Metrics: Sendable {
+package final class Metrics: Sendable {
     private struct State {
         var jobsSubmitted: [String: Int] = [:]
         var jobsFinished: [String: Int] = [:]
@@ -24,7 +24,7 @@ public final class Metrics: Sendable {
     static let buckets: [Double] = [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1, 5]
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
     func jobSubmitted(_ kind: String) { state.withLock { $0.jobsSubmitted[kind, default: 0] += 1 } }
     func jobFinished(_ result: String) { state.withLock { $0.jobsFinished[result, default: 0] += 1 } }
@@ -65,7 +65,7 @@ public final class Metrics: Sendable {
     func connectionClosed() { state.withLock { $0.connections -= 1 } }
 
     /// The Prometheus text exposition.
-    public func render() -> String {
+    package func render() -> String {
         let s = state.withLock { $0 }
         var out = ""
         out += "# HELP depot_jobs_submitted_total Jobs submitted, by kind.\n# TYPE depot_jobs_submitted_total counter\n"

@@ -1,12 +1,12 @@
-import DepotEngine
+package import DepotEngine
 import Foundation
-import HTTPTypes
-import Hummingbird
-import Logging
-import NIOCore
+package import HTTPTypes
+package import Hummingbird
+package import Logging
+package import NIOCore
 
 /// The control API of DESIGN §5, under `/v1`.
-public struct ControlRoutes: Sendable {
+package struct ControlRoutes: Sendable {
     let config: DaemonConfig
     let jobs: JobManager
     let access: AccessPolicy
@@ -14,7 +14,7 @@ public struct ControlRoutes: Sendable {
     let logger: Logger
     let watcher: FolderWatcher?
 
-    public init(config: DaemonConfig, jobs: JobManager, metrics: Metrics, logger: Logger, watcher: FolderWatcher? = nil) {
+    package init(config: DaemonConfig, jobs: JobManager, metrics: Metrics, logger: Logger, watcher: FolderWatcher? = nil) {
         self.config = config
         self.jobs = jobs
         self.watcher = watcher
@@ -32,7 +32,7 @@ public struct ControlRoutes: Sendable {
         return store
     }
 
-    public func router() -> Router<DepotRequestContext> {
+    package func router() -> Router<DepotRequestContext> {
         let router = Router(context: DepotRequestContext.self)
         router.middlewares.add(APIMiddleware(metrics: metrics, logger: logger))
         router.middlewares.add(RoleMiddleware(access: access))

@@ -2,7 +2,7 @@ import Foundation
 
 /// Who may read or write, as the `[access]` section names them:
 /// `uid:N`, `user:NAME` or `group:NAME`.
-public enum Principal: Sendable, Hashable, CustomStringConvertible {
+package enum Principal: Sendable, Hashable, CustomStringConvertible {
     case uid(UInt32)
     case user(String)
     case group(String)
@@ -11,7 +11,7 @@ public enum Principal: Sendable, Hashable, CustomStringConvertible {
         var description: String
     }
 
-    public init(parsing text: String) throws {
+    package init(parsing text: String) throws {
         let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
         guard parts.count == 2, !parts[1].isEmpty else {
             throw Invalid(description: "\(text.debugDescription) is not a principal; write uid:N, user:NAME or group:NAME")
@@ -27,7 +27,7 @@ public enum Principal: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .uid(let n): "uid:\(n)"
         case .user(let name): "user:\(name)"
@@ -37,19 +37,19 @@ public enum Principal: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A connected client's identity, read from its socket with `SO_PEERCRED`.
-public struct Peer: Sendable, Hashable {
-    public var pid: Int32
-    public var uid: UInt32
-    public var gid: UInt32
+package struct Peer: Sendable, Hashable {
+    package var pid: Int32
+    package var uid: UInt32
+    package var gid: UInt32
 
-    public init(pid: Int32, uid: UInt32, gid: UInt32) {
+    package init(pid: Int32, uid: UInt32, gid: UInt32) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
     }
 
     /// The peer's user name, when the system knows it.
-    public var userName: String? {
+    package var userName: String? {
         UserDatabase.lock.withLock {
             guard let pw = getpwuid(uid) else { return nil }
             return String(cString: pw.pointee.pw_name)
@@ -74,22 +74,22 @@ public struct Peer: Sendable, Hashable {
         return result
     }
 
-    public var description: String { "uid \(uid)" + (userName.map { " (\($0))" } ?? "") }
+    package var description: String { "uid \(uid)" + (userName.map { " (\($0))" } ?? "") }
 }
 
 /// What a request needs.
-public enum Role: String, Sendable {
+package enum Role: String, Sendable {
     case read, write
 }
 
 /// The `[access]` rules: read and write principals; root and the daemon's
 /// own user always write.
-public struct AccessPolicy: Sendable {
-    public var read: [Principal]
-    public var write: [Principal]
+package struct AccessPolicy: Sendable {
+    package var read: [Principal]
+    package var write: [Principal]
     let ownUID: UInt32
 
-    public init(read: [Principal], write: [Principal], ownUID: UInt32 = getuid()) {
+    package init(read: [Principal], write: [Principal], ownUID: UInt32 = getuid()) {
         self.read = read
         self.write = write
         self.ownUID = ownUID
@@ -109,14 +109,14 @@ public struct AccessPolicy: Sendable {
     }
 
     /// Whether `peer` has `role`.
-    public func allows(_ peer: Peer, _ role: Role) -> Bool {
+    package func allows(_ peer: Peer, _ role: Role) -> Bool {
         if peer.uid == 0 || peer.uid == ownUID { return true }
         if write.contains(where: { matches($0, peer) }) { return true }
         return role == .read && read.contains(where: { matches($0, peer) })
     }
 
     /// The message of a refusal: who asked, what was needed, and who has it.
-    public func refusal(_ peer: Peer, _ role: Role) -> String {
+    package func refusal(_ peer: Peer, _ role: Role) -> String {
         let principals = role == .read ? read + write : write
         let who = principals.isEmpty ? "only root and the daemon's own user"
             : principals.map(\.description).joined(separator: ", ") + ", root and the daemon's own user"

@@ -1,4 +1,4 @@
-import DepotEngine
+package import DepotEngine
 import Foundation
 import TOMLKit
 
@@ -7,43 +7,43 @@ import TOMLKit
 /// Relative paths resolve against the configuration file's folder, except a
 /// store's `path`, which lies inside `state_dir`. Every problem is collected
 /// and reported at once, each with its key.
-public struct DaemonConfig: Sendable {
+package struct DaemonConfig: Sendable {
     /// One `[[watch]]` folder.
-    public struct Watch: Sendable, Hashable {
-        public var path: String
-        public var store: String
-        public var entity: String
+    package struct Watch: Sendable, Hashable {
+        package var path: String
+        package var store: String
+        package var entity: String
         /// `nil` for `auto`: told by each file's extension.
-        public var format: ImportOptions.Format?
-        public var onConflict: ConflictPolicy
+        package var format: ImportOptions.Format?
+        package var onConflict: ConflictPolicy
         /// Delete imported files instead of moving them to `.done/`.
-        public var deleteAfter: Bool
-        public var maxRejects: ImportOptions.RejectLimit
+        package var deleteAfter: Bool
+        package var maxRejects: ImportOptions.RejectLimit
     }
 
-    public var file: String
-    public var stateDir: String
-    public var socket: String
-    public var socketMode: UInt16
-    public var socketGroup: String?
-    public var importRoots: [String]
-    public var logLevel: String
+    package var file: String
+    package var stateDir: String
+    package var socket: String
+    package var socketMode: UInt16
+    package var socketGroup: String?
+    package var importRoots: [String]
+    package var logLevel: String
     /// The largest upload a client may send, in bytes.
-    public var maxUploadBytes: Int64
+    package var maxUploadBytes: Int64
     /// The largest JSON request body, in bytes.
-    public var maxRequestBytes: Int
+    package var maxRequestBytes: Int
     /// Connections idle this long are closed.
-    public var idleTimeout: Duration
-    public var readPrincipals: [Principal]
-    public var writePrincipals: [Principal]
-    public var stores: [StoreConfiguration]
-    public var watches: [Watch]
+    package var idleTimeout: Duration
+    package var readPrincipals: [Principal]
+    package var writePrincipals: [Principal]
+    package var stores: [StoreConfiguration]
+    package var watches: [Watch]
 
     /// The configuration error: every problem, each as "key: reason".
-    public struct Problems: Error, CustomStringConvertible {
-        public var file: String
-        public var problems: [String]
-        public var description: String {
+    package struct Problems: Error, CustomStringConvertible {
+        package var file: String
+        package var problems: [String]
+        package var description: String {
             problems.map { "\(file): \($0)" }.joined(separator: "\n")
         }
     }
@@ -51,7 +51,7 @@ public struct DaemonConfig: Sendable {
     /// Reads and validates the file at `path`.
     ///
     /// - Throws: ``Problems`` listing everything wrong with it.
-    public static func load(path: String) throws -> DaemonConfig {
+    package static func load(path: String) throws -> DaemonConfig {
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
@@ -62,7 +62,7 @@ public struct DaemonConfig: Sendable {
     }
 
     /// Parses configuration text; `file` names it in errors and anchors relative paths.
-    public static func parse(_ text: String, file: String) throws -> DaemonConfig {
+    package static func parse(_ text: String, file: String) throws -> DaemonConfig {
         if let problem = TOMLPrecheck.problem(in: text) {
             throw Problems(file: file, problems: [problem])
         }

@@ -14,22 +14,22 @@ import DepotEngine
 /// let retention = try DurationText.parse("30d", in: DurationText.retention)   // 2,592,000 s
 /// _ = try DurationText.parse("1e300s", in: DurationText.retention)           // throws Invalid
 /// ```
-public enum DurationText {
+package enum DurationText {
     /// Why a text is not a duration in range, as the end of a sentence
     /// ("must be a duration from 1ms to 1d, such as …").
-    public struct Invalid: Error, CustomStringConvertible, Sendable {
-        public var reason: String
-        public var description: String { reason }
+    package struct Invalid: Error, CustomStringConvertible, Sendable {
+        package var reason: String
+        package var description: String { reason }
     }
 
     /// The longest duration any setting takes: 100 years.
-    public static let longest: Duration = .seconds(36_500 * 86_400)
+    package static let longest: Duration = .seconds(36_500 * 86_400)
     /// History ages: `history_retention`, `older_than`.
-    public static let retention: ClosedRange<Duration> = .zero...longest
+    package static let retention: ClosedRange<Duration> = .zero...longest
     /// How long a save may gather records (`save_interval`).
-    public static let saveInterval: ClosedRange<Duration> = .milliseconds(1)...(.seconds(86_400))
+    package static let saveInterval: ClosedRange<Duration> = .milliseconds(1)...(.seconds(86_400))
     /// How long a connection may stay idle (`idle_timeout`).
-    public static let idleTimeout: ClosedRange<Duration> = .seconds(1)...(.seconds(86_400))
+    package static let idleTimeout: ClosedRange<Duration> = .seconds(1)...(.seconds(86_400))
 
     private static let units: [(suffix: String, seconds: Double)] = [
         ("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800),
@@ -38,7 +38,7 @@ public enum DurationText {
     /// Reads `text` as a duration within `range`.
     ///
     /// - Throws: ``Invalid`` when the text is not a duration or lies outside `range`.
-    public static func parse(_ text: String, in range: ClosedRange<Duration>) throws(Invalid) -> Duration {
+    package static func parse(_ text: String, in range: ClosedRange<Duration>) throws(Invalid) -> Duration {
         let s = text.trimmingWhitespace()
         var number = Substring(s)
         var scale = 1.0
@@ -57,7 +57,7 @@ public enum DurationText {
     }
 
     /// A whole number of seconds (TOML's `idle_timeout = 60`) within `range`.
-    public static func seconds(_ value: Int, in range: ClosedRange<Duration>) throws(Invalid) -> Duration {
+    package static func seconds(_ value: Int, in range: ClosedRange<Duration>) throws(Invalid) -> Duration {
         try seconds(Double(value), in: range)
     }
 
@@ -76,7 +76,7 @@ public enum DurationText {
     }
 
     /// The shortest text that reads back as `d`: `0s`, `1ms`, `1d`, `36500d`.
-    public static func format(_ d: Duration) -> String {
+    package static func format(_ d: Duration) -> String {
         let ms = d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
         if ms == 0 { return "0s" }
         for (suffix, seconds) in units.reversed() where suffix != "w" {

@@ -1,6 +1,6 @@
-import DepotEngine
+package import DepotEngine
 import Foundation
-import Logging
+package import Logging
 import Synchronization
 
 /// Runs the jobs: persisted in their store, one at a time per store in FIFO
@@ -8,7 +8,7 @@ import Synchronization
 /// an interrupted job resumes when the daemon starts again, from its last
 /// checkpoint. The jobs run as child tasks of ``run()``, which the job
 /// service calls.
-public actor JobManager {
+package actor JobManager {
     /// A job to run, with the stream that tells it to stop.
     private struct Launch: Sendable {
         var record: JobRecord
@@ -31,18 +31,18 @@ public actor JobManager {
     /// Called when a job reaches a final state (watched folders move their file).
     private var finishHooks: [@Sendable (JobRecord) async -> Void] = []
 
-    public init(stateDir: String, logger: Logger, metrics: Metrics) {
+    package init(stateDir: String, logger: Logger, metrics: Metrics) {
         self.stateDir = stateDir
         self.logger = logger
         self.metrics = metrics
         (launches, launcher) = AsyncStream.makeStream(of: Launch.self)
     }
 
-    public func onFinish(_ hook: @escaping @Sendable (JobRecord) async -> Void) { finishHooks.append(hook) }
+    package func onFinish(_ hook: @escaping @Sendable (JobRecord) async -> Void) { finishHooks.append(hook) }
 
     /// Runs the jobs, each as a child task, until ``shutdown()``; returns
     /// once every job stopped (at its next save, for the running ones).
-    public func run() async {
+    package func run() async {
         await withDiscardingTaskGroup { group in
             for await launch in launches {
                 group.addTask { await self.execute(launch) }
@@ -55,7 +55,7 @@ public actor JobManager {
     /// Stops taking jobs and interrupts the running ones, which stay
     /// unfinished in their store and resume on the next start; ``run()``
     /// returns once they stopped.
-    public func shutdown() async {
+    package func shutdown() async {
         await perform(queue.stop())
         launcher.finish()
     }
@@ -65,7 +65,7 @@ public actor JobManager {
     /// A persisted job that cannot run any more (its record does not read
     /// back, or a setting no longer passes ``JobPlan``) is marked failed with
     /// the reason instead of being resumed.
-    public func add(store: Store) async throws {
+    package func add(store: Store) async throws {
         stores[store.name] = store
         for (id, bytes) in try await store.jobs() {
             var record: JobRecord
@@ -102,7 +102,7 @@ public actor JobManager {
 
     /// Removes the spool files that no unfinished job reads: uploads whose
     /// job ended, or that never became a job (the daemon stopped mid-upload).
-    public func removeOrphanSpoolFiles() {
+    package func removeOrphanSpoolFiles() {
         let folder = stateDir + "/spool"
         let wanted = Set(queue.all.filter { !$0.state.isFinal }.compactMap(\.path))
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
@@ -119,20 +119,20 @@ public actor JobManager {
         }
     }
 
-    public func store(_ name: String) -> Store? { stores[name] }
-    public var storeNames: [String] { stores.keys.sorted() }
+    package func store(_ name: String) -> Store? { stores[name] }
+    package var storeNames: [String] { stores.keys.sorted() }
 
-    public func all() -> [JobRecord] { queue.all.map { ending[$0.id] ?? $0 } }
-    public func job(_ id: String) -> JobRecord? { queue.records[id].map { ending[id] ?? $0 } }
+    package func all() -> [JobRecord] { queue.all.map { ending[$0.id] ?? $0 } }
+    package func job(_ id: String) -> JobRecord? { queue.records[id].map { ending[id] ?? $0 } }
 
-    public var runningSummary: String {
+    package var runningSummary: String {
         let active = all().filter { $0.state == .running }
         if active.isEmpty { return "idle; \(stores.count) store\(stores.count == 1 ? "" : "s") open" }
         return active.map(\.summary).joined(separator: "; ")
     }
 
     /// Persists and queues a job.
-    public func submit(_ record: JobRecord) async throws -> JobRecord {
+    package func submit(_ record: JobRecord) async throws -> JobRecord {
         guard !queue.isStopping else { throw APIError(.storeClosed, "the daemon is stopping and takes no new jobs") }
         guard let store = stores[record.store] else {
             throw APIError(.unknownStore, "no store is named \(JSONText.quoted(record.store))"
@@ -147,7 +147,7 @@ public actor JobManager {
     }
 
     /// Cancels a queued job at once, a running one at its next save.
-    public func cancel(_ id: String) async throws -> JobRecord {
+    package func cancel(_ id: String) async throws -> JobRecord {
         guard queue.records[id] != nil else { throw APIError(.unknownJob, "no job has id \(JSONText.quoted(id))") }
         try await transition(id) { try $0.cancel(id) }
         return job(id)!
@@ -155,7 +155,7 @@ public actor JobManager {
 
     /// Events of one job (or of all jobs, with `nil`): its record each time it changes.
     /// For one job the stream starts with its current record and ends when it is final.
-    public func events(job id: String?) -> AsyncStream<JobRecord> {
+    package func events(job id: String?) -> AsyncStream<JobRecord> {
         let (stream, continuation) = AsyncStream.makeStream(of: JobRecord.self, bufferingPolicy: .bufferingNewest(64))
         let key = UUID()
         if let id, let record = job(id) {

@@ -1,57 +1,57 @@
-import DepotEngine
+package import DepotEngine
 import Foundation
 
 /// A job as the API shows it and the store keeps it (`depot_jobs`).
-public struct JobRecord: Codable, Sendable, Hashable {
-    public enum Kind: String, Codable, Sendable, CaseIterable {
+package struct JobRecord: Codable, Sendable, Hashable {
+    package enum Kind: String, Codable, Sendable, CaseIterable {
         case `import`, delete, update, dedupe, export, prune
     }
 
-    public enum State: String, Codable, Sendable {
+    package enum State: String, Codable, Sendable {
         case queued, running, succeeded, failed, cancelled
 
-        public var isFinal: Bool { self == .succeeded || self == .failed || self == .cancelled }
+        package var isFinal: Bool { self == .succeeded || self == .failed || self == .cancelled }
     }
 
-    public var id: String
-    public var kind: Kind
-    public var store: String
-    public var entity: String?
-    public var state: State
-    public var author: String
-    public var created: String
-    public var started: String?
-    public var finished: String?
+    package var id: String
+    package var kind: Kind
+    package var store: String
+    package var entity: String?
+    package var state: State
+    package var author: String
+    package var created: String
+    package var started: String?
+    package var finished: String?
 
     /// What the job does, every setting in its engine type; `nil` only for
     /// a record standing for one that does not decode (failed, never run).
-    public var spec: JobSpec?
+    package var spec: JobSpec?
     /// The watched-folder file this import came from.
-    public var watchFile: String?
+    package var watchFile: String?
     /// The content hash of a watched-folder file.
-    public var contentHash: String?
+    package var contentHash: String?
 
     // How far it got.
-    public var read = 0
-    public var inserted = 0
-    public var updated = 0
-    public var unchanged = 0
-    public var skipped = 0
-    public var duplicates = 0
-    public var rejected = 0
-    public var deleted = 0
-    public var exported = 0
-    public var bytesRead: Int64 = 0
-    public var bytesTotal: Int64 = 0
-    public var saves = 0
-    public var rate: Double = 0
-    public var eta: Double?
-    public var error: String?
+    package var read = 0
+    package var inserted = 0
+    package var updated = 0
+    package var unchanged = 0
+    package var skipped = 0
+    package var duplicates = 0
+    package var rejected = 0
+    package var deleted = 0
+    package var exported = 0
+    package var bytesRead: Int64 = 0
+    package var bytesTotal: Int64 = 0
+    package var saves = 0
+    package var rate: Double = 0
+    package var eta: Double?
+    package var error: String?
     /// The rejects file, when the job rejected records.
-    public var rejects: String?
+    package var rejects: String?
 
     /// An import's input or an export's output.
-    public var path: String? { spec?.path }
+    package var path: String? { spec?.path }
 
     enum CodingKeys: String, CodingKey {
         case id, kind, store, state, author, created, started, finished
@@ -61,13 +61,13 @@ public struct JobRecord: Codable, Sendable, Hashable {
     }
 
     /// A new job doing what `spec` says.
-    public init(id: String, spec: JobSpec, store: String, author: String) {
+    package init(id: String, spec: JobSpec, store: String, author: String) {
         self.init(id: id, kind: spec.kind, store: store, entity: spec.entity, author: author)
         self.spec = spec
     }
 
     /// A record without settings: for one that does not decode, and for tests.
-    public init(id: String, kind: Kind, store: String, entity: String?, author: String) {
+    package init(id: String, kind: Kind, store: String, entity: String?, author: String) {
         self.id = id
         self.kind = kind
         self.store = store
@@ -80,7 +80,7 @@ public struct JobRecord: Codable, Sendable, Hashable {
     /// Reads a record, its settings through ``JobSpec``'s readers: a
     /// setting of an unfinished job that no longer reads (a hand edit, an
     /// older release) fails the decoding with the setting named.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decode(String.self, forKey: .id)
         kind = try c.decode(Kind.self, forKey: .kind)
@@ -114,7 +114,7 @@ public struct JobRecord: Codable, Sendable, Hashable {
         rejects = try c.decodeIfPresent(String.self, forKey: .rejects)
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(id, forKey: .id)
         try c.encode(kind, forKey: .kind)
@@ -184,7 +184,7 @@ public struct JobRecord: Codable, Sendable, Hashable {
     }
 
     /// A one-line summary for systemd's STATUS= and logs.
-    public var summary: String {
+    package var summary: String {
         var s = "\(kind.rawValue) \(id) on \(store)"
         if kind == .import {
             s += ": \(read) read"
@@ -197,10 +197,10 @@ public struct JobRecord: Codable, Sendable, Hashable {
 }
 
 /// A JSON scalar, for `set` values.
-public enum JSONScalar: Codable, Sendable, Hashable {
+package enum JSONScalar: Codable, Sendable, Hashable {
     case null, bool(Bool), int(Int64), double(Double), string(String)
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() { self = .null }
         else if let b = try? c.decode(Bool.self) { self = .bool(b) }
@@ -213,7 +213,7 @@ public enum JSONScalar: Codable, Sendable, Hashable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var c = encoder.singleValueContainer()
         switch self {
         case .null: try c.encodeNil()
@@ -225,7 +225,7 @@ public enum JSONScalar: Codable, Sendable, Hashable {
     }
 
     /// The scalar of an engine value.
-    public init(_ value: Value) {
+    package init(_ value: Value) {
         switch value {
         case .null: self = .null
         case .bool(let b): self = .bool(b)
@@ -235,7 +235,7 @@ public enum JSONScalar: Codable, Sendable, Hashable {
         }
     }
 
-    public var value: Value {
+    package var value: Value {
         switch self {
         case .null: .null
         case .bool(let b): .bool(b)

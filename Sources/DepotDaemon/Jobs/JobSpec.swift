@@ -1,4 +1,4 @@
-import DepotEngine
+package import DepotEngine
 
 /// What a job does, one case per kind, every setting in its engine type.
 ///
@@ -18,7 +18,7 @@ import DepotEngine
 ///     #"{"kind":"prune","store":"travel","older_than":"7d"}"#.utf8)).spec
 /// // .prune(.olderThan(.seconds(604_800)))
 /// ```
-public enum JobSpec: Sendable, Hashable {
+package enum JobSpec: Sendable, Hashable {
     case importFile(entity: String, path: String, options: ImportOptions)
     case delete(entity: String, where: String?)
     case update(entity: String, where: String?, set: [String: Value])
@@ -27,7 +27,7 @@ public enum JobSpec: Sendable, Hashable {
     case prune(Prune)
 
     /// What a prune removes.
-    public enum Prune: Sendable, Hashable {
+    package enum Prune: Sendable, Hashable {
         case before(HistoryToken)
         case olderThan(Duration)
 
@@ -50,11 +50,11 @@ public enum JobSpec: Sendable, Hashable {
     }
 
     /// What an export writes.
-    public enum ExportFormat: String, Sendable {
+    package enum ExportFormat: String, Sendable {
         case ndjson, csv
     }
 
-    public var kind: JobRecord.Kind {
+    package var kind: JobRecord.Kind {
         switch self {
         case .importFile: .import
         case .delete: .delete
@@ -65,7 +65,7 @@ public enum JobSpec: Sendable, Hashable {
         }
     }
 
-    public var entity: String? {
+    package var entity: String? {
         switch self {
         case .importFile(let entity, _, _), .delete(let entity, _), .update(let entity, _, _),
              .dedupe(let entity, _, _, _), .export(let entity, _, _, _):
@@ -76,7 +76,7 @@ public enum JobSpec: Sendable, Hashable {
     }
 
     /// An import's input or an export's output.
-    public var path: String? {
+    package var path: String? {
         switch self {
         case .importFile(_, let path, _): path
         case .export(_, _, _, let path): path

@@ -1,26 +1,26 @@
 import CSystemd
-import DepotEngine
+package import DepotEngine
 import Foundation
-import Logging
+package import Logging
 import Synchronization
 
 /// The daemon's messages to systemd (`sd_notify`): `READY=1`, `STATUS=`,
 /// `WATCHDOG=1`, `STOPPING=1`. Without `NOTIFY_SOCKET` each call does nothing.
-public final class SystemdNotifier: Sendable {
+package final class SystemdNotifier: Sendable {
     private let lastStatus = Mutex<(text: String, at: ContinuousClock.Instant?)>(("", nil))
 
-    public init() {}
+    package init() {}
 
     @discardableResult
     func send(_ state: String) -> Bool { sd_notify(0, state) > 0 }
 
-    public func ready() { send("READY=1") }
-    public func stopping() { send("STOPPING=1") }
-    public func reloading() { send("RELOADING=1") }
-    public func watchdog() { send("WATCHDOG=1") }
+    package func ready() { send("READY=1") }
+    package func stopping() { send("STOPPING=1") }
+    package func reloading() { send("RELOADING=1") }
+    package func watchdog() { send("WATCHDOG=1") }
 
     /// Sends `STATUS=` when the text changed, at most once a second.
-    public func status(_ text: String) {
+    package func status(_ text: String) {
         let now = ContinuousClock.now
         let due = lastStatus.withLock { last -> Bool in
             if last.text == text { return false }
@@ -32,7 +32,7 @@ public final class SystemdNotifier: Sendable {
     }
 
     /// Half the watchdog interval systemd asked for, if it asked.
-    public var watchdogInterval: Duration? {
+    package var watchdogInterval: Duration? {
         var usec: UInt64 = 0
         guard sd_watchdog_enabled(0, &usec) > 0, usec > 0 else { return nil }
         return .microseconds(Int64(usec / 2))
@@ -40,9 +40,9 @@ public final class SystemdNotifier: Sendable {
 }
 
 /// Sockets handed in by systemd socket activation (`sd_listen_fds`).
-public enum SocketActivation {
+package enum SocketActivation {
     /// The first inherited listening socket's descriptor, if any.
-    public static func inheritedSocket() -> Int32? {
+    package static func inheritedSocket() -> Int32? {
         let n = sd_listen_fds(1)
         guard n >= 1 else { return nil }
         return SD_LISTEN_FDS_START
@@ -53,25 +53,25 @@ public enum SocketActivation {
 /// `STORE=`, `JOB_ID=`, `ENTITY=` fields from the metadata) when stderr is
 /// connected to the journal, else lines on stderr with `<N>` priority
 /// prefixes, which journald also understands.
-public struct ServiceLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level
+package struct ServiceLogHandler: LogHandler {
+    package var metadata: Logger.Metadata = [:]
+    package var logLevel: Logger.Level
     private let label: String
     private let journal: Bool
 
-    public init(label: String, level: Logger.Level, journal: Bool = ServiceLogHandler.journalIsThere) {
+    package init(label: String, level: Logger.Level, journal: Bool = ServiceLogHandler.journalIsThere) {
         self.label = label
         self.logLevel = level
         self.journal = journal
     }
 
     /// Whether stderr is a journal stream (systemd sets `JOURNAL_STREAM`).
-    public static var journalIsThere: Bool {
+    package static var journalIsThere: Bool {
         guard let stream = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] else { return false }
         return stream == FileIdentity.standardError
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
@@ -87,7 +87,7 @@ public struct ServiceLogHandler: LogHandler {
         }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var all = metadata
         if let extra = event.metadata { all.merge(extra) { $1 } }
         let priority = Self.priority(event.level)

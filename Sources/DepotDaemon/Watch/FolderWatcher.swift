@@ -1,7 +1,7 @@
-import DepotEngine
+package import DepotEngine
 import Foundation
-import Logging
-import ServiceLifecycle
+package import Logging
+package import ServiceLifecycle
 import Synchronization
 
 /// Watched folders (DESIGN §7): inotify (`IN_CLOSE_WRITE`, `IN_MOVED_TO`)
@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// A `Service`: ``run()`` reads the inotify events, in order, through one
 /// async sequence (``Inotify``) until the daemon shuts down.
-public actor FolderWatcher: Service {
+package actor FolderWatcher: Service {
     private let jobs: JobManager
     private let logger: Logger
     private var watches: [Int32: DaemonConfig.Watch] = [:]
@@ -26,7 +26,7 @@ public actor FolderWatcher: Service {
     private let inotifyError: (any Error)?
     private let stopped = Flag()
 
-    public init(jobs: JobManager, logger: Logger) {
+    package init(jobs: JobManager, logger: Logger) {
         self.jobs = jobs
         self.logger = logger
         do {
@@ -40,7 +40,7 @@ public actor FolderWatcher: Service {
 
     /// Starts watching a folder: creates it when missing, adds the inotify
     /// watch first and then scans, so no file slips between the two.
-    public func add(_ watch: DaemonConfig.Watch) async throws {
+    package func add(_ watch: DaemonConfig.Watch) async throws {
         guard !folders.contains(watch.path) else { return }
         for sub in ["", "/.done", "/.failed"] {
             do {
@@ -63,20 +63,20 @@ public actor FolderWatcher: Service {
     }
 
     /// Reads the folders' events until the daemon shuts down.
-    public func run() async throws {
+    package func run() async throws {
         guard let inotify else { return }
         try await inotify.read { events in await self.handle(events) }
     }
 
     /// The folders watched now, each with how many of its files wait for their job.
-    public func list() -> [(watch: DaemonConfig.Watch, pending: Int)] {
+    package func list() -> [(watch: DaemonConfig.Watch, pending: Int)] {
         watches.values.sorted { $0.path < $1.path }.map { watch in
             (watch, pending.filter { $0.hasPrefix(watch.path + "/") }.count)
         }
     }
 
     /// From now on, a job cancelled by the shutdown leaves its file in place.
-    public func stop() {
+    package func stop() {
         stopped.set()
     }
 
@@ -177,7 +177,7 @@ public actor FolderWatcher: Service {
     }
 
     /// Called when any job ends: files of watched folders move on.
-    public func jobFinished(_ record: JobRecord) async {
+    package func jobFinished(_ record: JobRecord) async {
         guard let file = record.watchFile else { return }
         defer { pending.remove(file) }
         guard let watch = watches.values.first(where: { file.hasPrefix($0.path + "/") }) else { return }

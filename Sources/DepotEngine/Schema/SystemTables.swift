@@ -1,4 +1,4 @@
-import GRDB
+package import GRDB
 
 /// The versioned migrator of the engine's own tables (`depot_*`): history,
 /// jobs, checkpoints, imported-file hashes, the stored schema.
