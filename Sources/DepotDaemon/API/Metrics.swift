@@ -1,6 +1,5 @@
 import DepotEngine
 import Foundation
-import NIOCore
 import Synchronization
 
 /// The daemon's counters, served at `/v1/metrics` in the Prometheus text
@@ -98,16 +97,4 @@ package final class Metrics: Sendable {
         out += "\(name)_count \(count)\n"
         return out
     }
-}
-
-/// Counts the control socket's open connections for the metrics: added to
-/// each connection's pipeline, it is removed when the connection closes.
-final class ConnectionCounter: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = Never
-    let metrics: Metrics
-
-    init(metrics: Metrics) { self.metrics = metrics }
-
-    func handlerAdded(context: ChannelHandlerContext) { metrics.connectionOpened() }
-    func handlerRemoved(context: ChannelHandlerContext) { metrics.connectionClosed() }
 }

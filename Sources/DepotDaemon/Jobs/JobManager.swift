@@ -63,7 +63,7 @@ package actor JobManager {
     /// Adds a store and resumes its unfinished jobs.
     ///
     /// A persisted job that cannot run any more (its record does not read
-    /// back, or a setting no longer passes ``JobPlan``) is marked failed with
+    /// back, or its spec no longer passes ``JobSpec/check(against:)``) is marked failed with
     /// the reason instead of being resumed.
     package func add(store: Store) async throws {
         stores[store.name] = store

@@ -1,0 +1,37 @@
+import DepotEngine
+import Foundation
+
+/// The body of a fetch.
+struct FetchBody: Decodable {
+    var `where`: String?
+    var arguments: [String: JSONScalar]?
+    var sort: [String]?
+    var nulls: String?
+    var limit: RequestCount?
+    var offset: RequestCount?
+    var fields: [String]?
+    var sectionBy: String?
+    var result: String?
+    var watch: Bool?
+
+    enum CodingKeys: String, CodingKey {
+        case `where`, arguments, sort, nulls, limit, offset, fields, sectionBy = "section_by", result, watch
+    }
+
+    /// The engine's descriptor of this fetch.
+    ///
+    /// - Throws: ``APIError`` for a `nulls` that is neither first nor last.
+    func descriptor(entity: String) throws -> FetchDescriptor {
+        var nulls: DepotEngine.SortDescriptor.NullsOrder?
+        if let n = self.nulls {
+            guard let order = DepotEngine.SortDescriptor.NullsOrder(rawValue: n) else {
+                throw APIError(.invalidArgument, "nulls must be first or last")
+            }
+            nulls = order
+        }
+        return FetchDescriptor(
+            entity: entity, where: self.where, arguments: (arguments ?? [:]).mapValues(\.value),
+            sort: (sort ?? []).map { DepotEngine.SortDescriptor(parsing: $0, nulls: nulls) }, limit: limit?.value,
+            offset: offset?.value, fields: fields, sectionBy: sectionBy)
+    }
+}

@@ -1,0 +1,291 @@
+import DepotEngine
+import Foundation
+import TOMLKit
+
+/// Walks the TOML tree, collecting problems instead of stopping at the first.
+struct ConfigReader {
+    let folder: String
+    var problems: [String] = []
+
+    init(folder: String) { self.folder = folder }
+
+    mutating func problem(_ key: String, _ reason: String) { problems.append("\(key): \(reason)") }
+
+    func resolve(_ path: String, against base: String? = nil) -> String {
+        if path.hasPrefix("/") { return URL(fileURLWithPath: path).standardizedFileURL.path }
+        return URL(fileURLWithPath: base ?? folder).appendingPathComponent(path).standardizedFileURL.path
+    }
+
+    mutating func unknownKeys(_ table: TOMLTable, _ known: Set<String>, at key: String) {
+        for k in table.keys where !known.contains(k) {
+            let suggestion = DepotError.suggestion(for: k, in: Array(known))
+            problem(key.isEmpty ? k : "\(key).\(k)", "unknown key\(suggestion)")
+        }
+    }
+
+    mutating func string(_ table: TOMLTable, _ name: String, at key: String) -> String? {
+        guard let value = table[name] else { return nil }
+        guard let s = value.tomlValue.string else {
+            problem(key, "must be a string")
+            return nil
+        }
+        return s
+    }
+
+    mutating func int(_ table: TOMLTable, _ name: String, at key: String, in range: ClosedRange<Int>) -> Int? {
+        guard let value = table[name] else { return nil }
+        guard let i = value.tomlValue.int, range.contains(i) else {
+            problem(key, "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+            return nil
+        }
+        return i
+    }
+
+    mutating func strings(_ table: TOMLTable, _ name: String, at key: String) -> [String]? {
+        guard let value = table[name] else { return nil }
+        guard let array = value.tomlValue.array else {
+            problem(key, "must be an array of strings")
+            return nil
+        }
+        var out: [String] = []
+        for (i, element) in array.enumerated() {
+            guard let s = element.tomlValue.string else {
+                problem("\(key)[\(i)]", "must be a string")
+                continue
+            }
+            out.append(s)
+        }
+        return out
+    }
+
+    mutating func duration(_ table: TOMLTable, _ name: String, at key: String,
+                           in range: ClosedRange<Duration>) -> Duration? {
+        guard let value = table[name] else { return nil }
+        do throws(DurationText.Invalid) {
+            if let i = value.tomlValue.int { return try DurationText.seconds(i, in: range) }
+            guard let s = value.tomlValue.string else {
+                throw DurationText.Invalid(reason: DurationText.expectation(range))
+            }
+            return try DurationText.parse(s, in: range)
+        } catch {
+            problem(key, error.reason)
+            return nil
+        }
+    }
+
+    mutating func read(_ root: TOMLTable, file: String) -> DaemonConfig? {
+        unknownKeys(root, ["daemon", "access", "store", "watch"], at: "")
+        let daemon = root["daemon"]?.tomlValue.table ?? TOMLTable()
+        if root["daemon"] != nil && root["daemon"]?.tomlValue.table == nil { problem("daemon", "must be a table") }
+        unknownKeys(daemon, ["state_dir", "socket", "socket_mode", "socket_group", "import_roots", "log_level",
+                             "max_upload_bytes", "max_request_bytes", "idle_timeout"], at: "daemon")
+        let stateDir = resolve(string(daemon, "state_dir", at: "daemon.state_dir") ?? "/var/lib/depot")
+        let socket = resolve(string(daemon, "socket", at: "daemon.socket") ?? "/run/depot/depot.sock")
+        var socketMode: UInt16 = 0o660
+        if let text = string(daemon, "socket_mode", at: "daemon.socket_mode") {
+            if (1...4).contains(text.count), text.allSatisfy({ ("0"..."7").contains($0) }),
+               let mode = UInt16(text, radix: 8), mode <= 0o777 {
+                socketMode = mode
+            } else {
+                problem("daemon.socket_mode", "must be an octal mode such as \"0660\", not \(JSONText.quoted(text))")
+            }
+        }
+        let socketGroup = string(daemon, "socket_group", at: "daemon.socket_group")
+        let roots = (strings(daemon, "import_roots", at: "daemon.import_roots") ?? []).map { resolve($0) }
+        let logLevel = string(daemon, "log_level", at: "daemon.log_level") ?? "info"
+        let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+        if !levels.contains(logLevel) {
+            problem("daemon.log_level", "must be one of \(levels.joined(separator: ", "))")
+        }
+        let maxUpload = int(daemon, "max_upload_bytes", at: "daemon.max_upload_bytes", in: 1...(1 << 40)) ?? (8 << 30)
+        let maxRequest = int(daemon, "max_request_bytes", at: "daemon.max_request_bytes", in: 1024...(1 << 30))
+            ?? (1 << 20)
+        let idle = duration(daemon, "idle_timeout", at: "daemon.idle_timeout", in: DurationText.idleTimeout)
+            ?? .seconds(60)
+
+        var read: [Principal] = [], write: [Principal] = []
+        if let access = root["access"]?.tomlValue.table {
+            unknownKeys(access, ["read", "write"], at: "access")
+            for (name, role) in [("read", 0), ("write", 1)] {
+                for (i, text) in (strings(access, name, at: "access.\(name)") ?? []).enumerated() {
+                    do {
+                        let p = try Principal(parsing: text)
+                        if role == 0 { read.append(p) } else { write.append(p) }
+                    } catch {
+                        problem("access.\(name)[\(i)]", "\(error)")
+                    }
+                }
+            }
+        }
+
+        var stores: [StoreConfiguration] = []
+        var storeNames: Set<String> = []
+        for (i, value) in (root["store"]?.tomlValue.array.map(Array.init) ?? []).enumerated() {
+            let key = "store[\(i)]"
+            guard let table = value.tomlValue.table else {
+                problem(key, "must be a table ([[store]])")
+                continue
+            }
+            if let store = readStore(table, at: key, stateDir: stateDir) {
+                if !storeNames.insert(store.name).inserted {
+                    problem("\(key).name", "store \(JSONText.quoted(store.name)) is declared twice")
+                }
+                stores.append(store)
+            }
+        }
+        if stores.isEmpty && root["store"] == nil { problem("store", "declare at least one [[store]]") }
+
+        var watches: [DaemonConfig.Watch] = []
+        for (i, value) in (root["watch"]?.tomlValue.array.map(Array.init) ?? []).enumerated() {
+            let key = "watch[\(i)]"
+            guard let table = value.tomlValue.table else {
+                problem(key, "must be a table ([[watch]])")
+                continue
+            }
+            unknownKeys(table, ["path", "store", "entity", "format", "on_conflict", "after", "max_rejects"], at: key)
+            guard let path = string(table, "path", at: "\(key).path") else {
+                problem("\(key).path", "is required: the folder to watch")
+                continue
+            }
+            let storeName = string(table, "store", at: "\(key).store") ?? ""
+            let entityName = string(table, "entity", at: "\(key).entity") ?? ""
+            if let store = stores.first(where: { $0.name == storeName }) {
+                if !store.entities.contains(where: { $0.name == entityName }) {
+                    problem("\(key).entity", "store \(JSONText.quoted(storeName)) has no entity \(JSONText.quoted(entityName))"
+                        + DepotError.suggestion(for: entityName, in: store.entities.map(\.name)))
+                }
+            } else {
+                problem("\(key).store", "no store is named \(JSONText.quoted(storeName))"
+                    + DepotError.suggestion(for: storeName, in: stores.map(\.name)))
+            }
+            // The same readers as a job's settings (JobSetting).
+            let format = setting(string(table, "format", at: "\(key).format") ?? "auto", at: "\(key).format",
+                                 JobSetting.importFormat) ?? nil
+            let policy = setting(string(table, "on_conflict", at: "\(key).on_conflict") ?? "upsert",
+                                 at: "\(key).on_conflict", JobSetting.conflictPolicy)
+            let after = string(table, "after", at: "\(key).after") ?? "move"
+            if after != "move" && after != "delete" { problem("\(key).after", "must be move or delete") }
+            let maxRejects = rejectLimit(table, at: "\(key).max_rejects")
+            watches.append(.init(path: resolve(path), store: storeName, entity: entityName, format: format,
+                                 onConflict: policy ?? .upsert, deleteAfter: after == "delete",
+                                 maxRejects: maxRejects ?? .count(1_000)))
+        }
+        guard problems.isEmpty else { return nil }
+        return DaemonConfig(file: file, stateDir: stateDir, socket: socket, socketMode: socketMode,
+                            socketGroup: socketGroup, importRoots: roots, logLevel: logLevel,
+                            maxUploadBytes: Int64(maxUpload), maxRequestBytes: maxRequest, idleTimeout: idle,
+                            readPrincipals: read, writePrincipals: write, stores: stores, watches: watches)
+    }
+
+    mutating func rejectLimit(_ table: TOMLTable, at key: String) -> ImportOptions.RejectLimit? {
+        guard let value = table["max_rejects"] else { return nil }
+        // The same reading as a job's max_rejects: a count, a fraction or a percentage.
+        let text = value.tomlValue.int.map(String.init) ?? value.tomlValue.double.map { String($0) }
+            ?? value.tomlValue.string
+        guard let text else {
+            problem(key, "must be a count (1000), a fraction below 1 (0.01) or a percentage (\"1%\")")
+            return nil
+        }
+        return setting(text, at: key, JobSetting.rejectLimit)
+    }
+
+    /// A job setting of a `[[watch]]`, read as a job's is; a refusal is a problem of `key`.
+    mutating func setting<T>(_ text: String, at key: String, _ reader: (String) throws(JobSetting.Invalid) -> T) -> T? {
+        do throws(JobSetting.Invalid) {
+            return try reader(text)
+        } catch {
+            problem(key, error.expectation)
+            return nil
+        }
+    }
+
+    mutating func readStore(_ table: TOMLTable, at key: String, stateDir: String) -> StoreConfiguration? {
+        unknownKeys(table, ["name", "path", "save_every", "save_interval", "history_retention", "cache_mb", "entity"],
+                    at: key)
+        guard let name = string(table, "name", at: "\(key).name"), !name.isEmpty else {
+            problem("\(key).name", "is required")
+            return nil
+        }
+        if name.contains("/") || name.hasPrefix(".") {
+            problem("\(key).name", "\(JSONText.quoted(name)) cannot contain / or start with a dot")
+        }
+        let path = resolve(string(table, "path", at: "\(key).path") ?? "\(name).sqlite", against: stateDir)
+        var entities: [EntitySchema] = []
+        let entityArray = table["entity"]?.tomlValue.array.map(Array.init) ?? []
+        if entityArray.isEmpty { problem("\(key).entity", "declare at least one [[store.entity]]") }
+        for (j, value) in entityArray.enumerated() {
+            let ekey = "\(key).entity[\(j)]"
+            guard let e = value.tomlValue.table else {
+                problem(ekey, "must be a table ([[store.entity]])")
+                continue
+            }
+            unknownKeys(e, ["name", "identifier", "indexes", "preserve_on_delete", "fields"], at: ekey)
+            let ename = string(e, "name", at: "\(ekey).name") ?? ""
+            var identifier: [String] = []
+            if let single = e["identifier"]?.tomlValue.string {
+                identifier = [single]
+            } else if let list = strings(e, "identifier", at: "\(ekey).identifier") {
+                identifier = list
+            } else {
+                problem("\(ekey).identifier", "is required: a field name, or a list of them for a compound key")
+            }
+            var indexes: [[String]] = []
+            if let raw = e["indexes"] {
+                if let array = raw.tomlValue.array {
+                    for (k, item) in array.enumerated() {
+                        if let s = item.tomlValue.string {
+                            indexes.append([s])
+                        } else if let list = item.tomlValue.array {
+                            indexes.append(list.compactMap { $0.tomlValue.string })
+                        } else {
+                            problem("\(ekey).indexes[\(k)]", "must be a field name or a list of field names")
+                        }
+                    }
+                } else {
+                    problem("\(ekey).indexes", "must be a list such as [[\"destination\"], [\"startDate\"]]")
+                }
+            }
+            let preserve = strings(e, "preserve_on_delete", at: "\(ekey).preserve_on_delete") ?? []
+            var fields: [Field] = []
+            if let ft = e["fields"]?.tomlValue.table {
+                for fname in ft.keys {
+                    guard let decl = ft[fname]?.tomlValue.string else {
+                        problem("\(ekey).fields.\(fname)", "must be a type such as \"string\" or \"date?\"")
+                        continue
+                    }
+                    do { fields.append(try Field(name: fname, declaration: decl)) } catch let error as DepotError {
+                        problem("\(ekey).fields.\(fname)", error.message)
+                    } catch {
+                        problem("\(ekey).fields.\(fname)", "\(error)")
+                    }
+                }
+            } else {
+                problem("\(ekey).fields", "is required: a table of field = \"type\"")
+            }
+            do {
+                entities.append(try EntitySchema(name: ename, fields: fields, identifier: identifier, indexes: indexes,
+                                                 preserveOnDelete: preserve))
+            } catch let error as DepotError {
+                problem(ekey, error.message)
+            } catch {
+                problem(ekey, "\(error)")
+            }
+        }
+        var config = StoreConfiguration(name: name, path: path, entities: entities)
+        if let every = int(table, "save_every", at: "\(key).save_every", in: 1...Int(Int32.max)) {
+            config.saveEvery = every
+        }
+        if let interval = duration(table, "save_interval", at: "\(key).save_interval", in: DurationText.saveInterval) {
+            config.saveInterval = interval
+        }
+        if let retention = duration(table, "history_retention", at: "\(key).history_retention",
+                                    in: DurationText.retention) {
+            config.historyRetention = retention
+        }
+        // At most 64 GiB: more than this machine class has, and far from overflowing the shift.
+        if let mb = int(table, "cache_mb", at: "\(key).cache_mb", in: 1...65_536) {
+            config.writerCacheBytes = mb << 20
+        }
+        return config
+    }
+}

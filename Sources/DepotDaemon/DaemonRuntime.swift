@@ -1,0 +1,94 @@
+package import DepotEngine
+import Foundation
+package import Hummingbird
+package import HummingbirdCore
+package import Logging
+
+/// What the services share: the configuration, the open stores, the jobs
+/// and the watched folders.
+package final class DaemonRuntime: Sendable {
+    package let config: DaemonConfig
+    package let jobs: JobManager
+    package let metrics: Metrics
+    package let logger: Logger
+    package let watcher: FolderWatcher
+
+    init(config: DaemonConfig, jobs: JobManager, metrics: Metrics, logger: Logger, watcher: FolderWatcher) {
+        self.config = config
+        self.jobs = jobs
+        self.metrics = metrics
+        self.logger = logger
+        self.watcher = watcher
+    }
+
+    /// Opens every store (migrating it), resumes unfinished jobs and starts
+    /// watching folders.
+    package static func start(config: DaemonConfig, metrics: Metrics, logger: Logger) async throws -> DaemonRuntime {
+        try FileManager.default.createDirectory(atPath: config.stateDir, withIntermediateDirectories: true)
+        let jobs = JobManager(stateDir: config.stateDir, logger: logger, metrics: metrics)
+        for storeConfig in config.stores {
+            try await openStore(storeConfig, into: jobs, logger: logger)
+        }
+        await jobs.removeOrphanSpoolFiles()
+        let watcher = FolderWatcher(jobs: jobs, logger: logger)
+        let runtime = DaemonRuntime(config: config, jobs: jobs, metrics: metrics, logger: logger, watcher: watcher)
+        await jobs.onFinish { record in await watcher.jobFinished(record) }
+        for watch in config.watches { try await watcher.add(watch) }
+        return runtime
+    }
+
+    static func openStore(_ storeConfig: StoreConfiguration, into jobs: JobManager, logger: Logger) async throws {
+        let folder = URL(fileURLWithPath: storeConfig.path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let store = try await Store.open(storeConfig)
+        try await jobs.add(store: store)
+        logger.info("store open", metadata: ["STORE": "\(storeConfig.name)", "PATH": "\(storeConfig.path)"])
+    }
+
+    /// The HTTP/1.1 settings of the control socket: the idle timeout, the
+    /// header limits and the connection counter of the metrics.
+    var httpConfiguration: HTTP1Channel.Configuration {
+        let metrics = self.metrics
+        return HTTP1Channel.Configuration(
+            additionalChannelHandlers: [ConnectionCounter(metrics: metrics)],
+            idleTimeout: .seconds(Int64(config.idleTimeout.components.seconds)),
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100))
+    }
+
+    /// The control API on a socket systemd handed in.
+    func adoptedServer(descriptor: Int32, notifier: SystemdNotifier) -> AdoptedSocketServer {
+        let routes = ControlRoutes(config: config, jobs: jobs, metrics: metrics, logger: logger, watcher: watcher)
+        return AdoptedSocketServer(descriptor: descriptor, responder: routes.router().buildResponder(), http: httpConfiguration,
+                                   logger: logger, onRunning: { notifier.ready() })
+    }
+
+    /// The HTTP application on the control socket.
+    func application(notifier: SystemdNotifier) -> some ApplicationProtocol {
+        let routes = ControlRoutes(config: config, jobs: jobs, metrics: metrics, logger: logger, watcher: watcher)
+        let socket = config.socket
+        let mode = config.socketMode
+        let group = config.socketGroup
+        let logger = self.logger
+        try? FileManager.default.createDirectory(atPath: URL(fileURLWithPath: socket).deletingLastPathComponent().path,
+                                                 withIntermediateDirectories: true)
+        return Application(
+            router: routes.router(),
+            server: .http1(configuration: httpConfiguration),
+            configuration: .init(address: .unixDomainSocket(path: socket), serverName: "depotd"),
+            onServerRunning: { _ in
+                if chmod(socket, mode_t(mode)) != 0 {
+                    logger.error("cannot set the control socket's mode", metadata: [
+                        "PATH": "\(socket)", "MODE": "\(String(mode, radix: 8))", "ERROR": "\(String(cString: strerror(errno)))"])
+                }
+                if let group {
+                    if let gr = getgrnam(group), chown(socket, uid_t.max, gr.pointee.gr_gid) == 0 {
+                    } else {
+                        logger.error("cannot give the control socket to its group", metadata: ["PATH": "\(socket)", "GROUP": "\(group)"])
+                    }
+                }
+                logger.info("listening", metadata: ["PATH": "\(socket)"])
+                notifier.ready()
+            },
+            logger: logger)
+    }
+}
