@@ -3,7 +3,7 @@
 // that the parent can kill it with SIGKILL at a known point, and "done JSON"
 // with the final counters.
 //
-// usage: ImportChild STORE INPUT REJECTS FORMAT SAVE_EVERY
+// usage: ImportChild STORE INPUT REJECTS FORMAT SAVE_EVERY [ON_CONFLICT]
 import DepotEngine
 import Foundation
 
@@ -20,8 +20,9 @@ func say(_ text: String) {
 }
 
 let args = CommandLine.arguments
-guard args.count == 6, let format = ImportOptions.Format(rawValue: args[4]), let saveEvery = Int(args[5]) else {
-    say("usage: ImportChild STORE INPUT REJECTS FORMAT SAVE_EVERY")
+guard args.count == 6 || args.count == 7, let format = ImportOptions.Format(rawValue: args[4]),
+      let saveEvery = Int(args[5]), let policy = ConflictPolicy(rawValue: args.count == 7 ? args[6] : "upsert") else {
+    say("usage: ImportChild STORE INPUT REJECTS FORMAT SAVE_EVERY [ON_CONFLICT]")
     exit(64)
 }
 do {
@@ -39,7 +40,7 @@ do {
         ],
         identifier: ["id"], indexes: [["destination"], ["startDate"]], preserveOnDelete: ["name"])
     let store = try await Store.open(StoreConfiguration(name: "travel", path: args[1], entities: [trip]))
-    var options = ImportOptions(format: format, saveEvery: saveEvery)
+    var options = ImportOptions(format: format, onConflict: policy, saveEvery: saveEvery)
     options.saveInterval = .seconds(3600)
     let request = ImportRequest(job: "crash", entity: "Trip", path: args[2], rejectsPath: args[3], options: options)
     let result = try await Importer.run(request, into: store) { progress in

@@ -89,7 +89,9 @@ final class RejectsFile: @unchecked Sendable {
             }
             length += Int64(buf.count)
         }
-        fsync(fd)
+        guard fsync(fd) == 0 else {
+            throw DepotError(.database, "cannot write the rejects file \(path): \(String(cString: strerror(errno)))")
+        }
     }
 
     /// The line of a value that does not convert to its field's type.

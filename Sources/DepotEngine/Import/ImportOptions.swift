@@ -86,7 +86,10 @@ public struct ImportProgress: Sendable, Hashable, Codable {
     public var unchanged = 0
     /// Records kept under `skip`.
     public var skipped = 0
-    /// Records whose identifier came earlier in the file (see ``WriteCounts/duplicates``).
+    /// Records superseded, in the same save, by a later record with the same
+    /// identifier, so never written (see ``WriteCounts/duplicates``); a
+    /// repeat in a later save counts as what it did (updated, unchanged,
+    /// skipped), as its history shows.
     public var duplicates = 0
     /// Records rejected.
     public var rejected = 0

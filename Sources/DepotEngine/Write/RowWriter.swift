@@ -74,12 +74,17 @@ final class RowWriter {
 
     /// Writes `batch`.
     ///
+    /// Every row is counted as what it did, so that the counters agree with
+    /// the history (DESIGN §3): `inserted`, `updated` and `unchanged` as
+    /// logged; `duplicates` only for rows superseded by a later row of the
+    /// same identifier in the batch, which are never written.
+    ///
     /// - Parameter sourceRowidFloor: when given, the batch is part of one
     ///   source (an import's file) and every stored row with a greater rowid
-    ///   was written from that source earlier: a record that meets one is an
-    ///   in-file duplicate. Within the batch, under `upsert` and `replace`,
-    ///   only the last record of an identifier is written, so that a
-    ///   re-import of the same file changes nothing.
+    ///   was written from that source earlier (the `fail` policy names such
+    ///   a record as appearing twice). Within the batch, under `upsert` and
+    ///   `replace`, only the last record of an identifier is written, so
+    ///   that a re-import of the same file changes nothing.
     func write(_ batch: RecordBatch, sourceRowidFloor: Int64? = nil) throws -> WriteCounts {
         let db = context.db
         let superseded = sourceRowidFloor != nil && (policy == .upsert || policy == .replace)
@@ -136,7 +141,7 @@ final class RowWriter {
                 let duplicate = sourceRowidFloor.map { rowid > $0 } ?? false
                 switch policy {
                 case .skip:
-                    if duplicate { counts.duplicates += 1 } else { counts.skipped += 1 }
+                    counts.skipped += 1
                     continue rows
                 case .fail:
                     if duplicate {
@@ -164,7 +169,7 @@ final class RowWriter {
                     }
                 }
                 if changed.isEmpty {
-                    if duplicate { counts.duplicates += 1 } else { counts.unchanged += 1 }
+                    counts.unchanged += 1
                     continue rows
                 }
                 sqlite3_reset(lookup)
@@ -192,7 +197,7 @@ final class RowWriter {
                 fieldsJSON.append("]")
                 try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .update,
                                       fields: fieldsJSON)
-                if duplicate { counts.duplicates += 1 } else { counts.updated += 1 }
+                counts.updated += 1
             }
         }
         return counts

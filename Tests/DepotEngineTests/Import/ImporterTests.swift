@@ -252,28 +252,52 @@ struct ImporterTests {
         #expect(error?.message.contains("changed since job c started") == true)
     }
 
-    @Test("in-file duplicates farther apart than a save are counted too, and the last record wins")
-    func duplicatesAcrossSaves() async throws {
-        let t = try await TemporaryStore()
-        try await t.insertTrips([["old", "Before the job", nil, "2025-01-01", nil, 1.0, false, nil]])
+    /// The insert and update changes that job `job`'s history transactions hold.
+    static func logged(_ store: Store, job: String) async throws -> (inserts: Int, updates: Int) {
+        let changes = try await store.reader.history(limit: 100_000).filter { $0.job == job }.flatMap(\.changes)
+        return (changes.filter { $0.kind == .insert }.count, changes.filter { $0.kind == .update }.count)
+    }
+
+    /// Counters that add up and agree with the history (DESIGN §3).
+    static func expectAgreement(_ result: ImportProgress, _ store: Store, job: String,
+                                sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let sum = result.inserted + result.updated + result.unchanged + result.skipped + result.duplicates + result.rejected
+        #expect(sum == result.read, "counters add up to the records read", sourceLocation: sourceLocation)
+        let logged = try await logged(store, job: job)
+        #expect(result.inserted == logged.inserts, "inserted agrees with the history", sourceLocation: sourceLocation)
+        #expect(result.updated == logged.updates, "updated agrees with the history", sourceLocation: sourceLocation)
+    }
+
+    @Test("in-file duplicates: superseded in the same save they are duplicates, never written; a repeat in a later save counts as what it did; the counters agree with the history")
+    func duplicatesNearAndFar() async throws {
         let text = "id,name,startDate,budget,isFavorite\n"
             + "x,One,2025-01-01,1,true\nold,Changed,2025-01-01,1,false\ny,Two,2025-01-01,2,true\n"
             + "x,One again,2025-01-01,1,true\nx,One again,2025-01-01,1,true\n"
-        let path = try write(text, in: t.folder)
-        for policy in [ConflictPolicy.upsert, .replace, .skip] {
+        // (save size, policy) → (inserted, updated, unchanged, skipped, duplicates)
+        let cases: [(Int, ConflictPolicy, [Int])] = [
+            // Saves [x old] [y x'] [x']: x' updates x, then is unchanged.
+            (2, .upsert, [2, 2, 1, 0, 0]), (2, .replace, [2, 2, 1, 0, 0]), (2, .skip, [2, 0, 0, 3, 0]),
+            // One save: the first two x are superseded by the last, never written.
+            (100, .upsert, [2, 1, 0, 0, 2]), (100, .replace, [2, 1, 0, 0, 2]), (100, .skip, [2, 0, 0, 3, 0]),
+        ]
+        for (saveEvery, policy, expected) in cases {
             let s = try await TemporaryStore()
             try await s.insertTrips([["old", "Before the job", nil, "2025-01-01", nil, 1.0, false, nil]])
+            let path = try write(text, in: s.folder)
             let result = try await Importer.run(
                 ImportRequest(job: "d", entity: "Trip", path: path, rejectsPath: s.folder.appendingPathComponent("r").path,
-                              options: ImportOptions(onConflict: policy, saveEvery: 2)), into: s.store)
+                              options: ImportOptions(onConflict: policy, saveEvery: saveEvery)), into: s.store)
             #expect(result.read == 5)
-            #expect(result.inserted == 2)
-            #expect(result.duplicates == 2)
-            #expect(result.updated + result.skipped == 1)   // "old" existed before the job
+            #expect([result.inserted, result.updated, result.unchanged, result.skipped, result.duplicates] == expected,
+                    "save every \(saveEvery), \(policy)")
+            try await Self.expectAgreement(result, s.store, job: "d")
             let names = try await s.store.reader.fetch(FetchDescriptor(entity: "Trip", sort: [.init("id")], fields: ["name"]))
-            let expected: [Value] = policy == .skip ? ["Before the job", "One", "Two"] : ["Changed", "One again", "Two"]
-            #expect(names.rows.map { $0[0] } == expected)
+            let last: [Value] = policy == .skip ? ["Before the job", "One", "Two"] : ["Changed", "One again", "Two"]
+            #expect(names.rows.map { $0[0] } == last)
         }
+        let t = try await TemporaryStore()
+        try await t.insertTrips([["old", "Before the job", nil, "2025-01-01", nil, 1.0, false, nil]])
+        let path = try write(text, in: t.folder)
         let failing = await #expect(throws: DepotError.self) {
             try await Importer.run(ImportRequest(job: "f", entity: "Trip", path: path,
                                                  rejectsPath: t.folder.appendingPathComponent("rf").path,
@@ -354,8 +378,13 @@ struct ImporterTests {
         }
         let resumedResult = try await Importer.run(request, into: resumed.store)
         #expect(cleanResult.counters == resumedResult.counters)
-        // Every 10th record repeats the id of the 5th before it, unless one of the two was rejected.
-        #expect(cleanResult.rejected == 18 && cleanResult.duplicates == (0..<300).filter { $0 % 10 == 9 && $0 % 17 != 3 && ($0 - 5) % 17 != 3 }.count)
+        // Every 10th record repeats the id of the 5th before it: the counters,
+        // whether the repeat lands in the same save or a later one, and
+        // whether the job ran in one go or was resumed, agree with the history.
+        #expect(cleanResult.rejected == 18)
+        #expect(cleanResult.duplicates > 0 && cleanResult.updated + cleanResult.unchanged > 0)
+        try await Self.expectAgreement(cleanResult, clean.store, job: "j")
+        try await Self.expectAgreement(resumedResult, resumed.store, job: "j")
         let all = FetchDescriptor(entity: "Trip", sort: [.init("id")])
         #expect(try await clean.store.reader.fetch(all) == resumed.store.reader.fetch(all))
         #expect(try await clean.store.reader.history(limit: 10_000).flatMap(\.changes)
