@@ -1,0 +1,105 @@
+import GRDB
+import GRDBSQLite
+
+/// A fetch descriptor checked and compiled to SQL.
+struct FetchQuery: Sendable {
+    let entity: EntitySchema
+    let fields: [Field]
+    let predicate: SQLFragment
+    let orderBy: String
+    let limit: Int?
+    let offset: Int?
+
+    init(_ d: FetchDescriptor, entity: EntitySchema) throws {
+        self.entity = entity
+        if let limit = d.limit, limit < 0 { throw DepotError(.invalidArgument, "limit cannot be negative") }
+        if let offset = d.offset, offset < 0 { throw DepotError(.invalidArgument, "offset cannot be negative") }
+        limit = d.limit
+        offset = d.offset
+        var fields: [Field]
+        if let names = d.fields {
+            guard !names.isEmpty else {
+                throw DepotError(.invalidArgument, "fields is empty; omit it to fetch every field")
+            }
+            fields = try names.map { try entity.field(named: $0) }
+        } else {
+            fields = entity.fields
+        }
+        var sort = d.sort
+        if let section = d.sectionBy {
+            let field = try entity.field(named: section)
+            if !fields.contains(field) { fields.insert(field, at: 0) }
+            if sort.first?.field != section { sort.insert(SortDescriptor(section), at: 0) }
+        }
+        self.fields = fields
+        predicate = try PredicateCompiler.compile(d.predicate, entity: entity, arguments: d.arguments)
+        var terms: [String] = []
+        for key in sort {
+            _ = try entity.field(named: key.field)
+            terms.append("\(SQL.quote(key.field)) \(key.descending ? "DESC" : "ASC") NULLS "
+                + (key.effectiveNulls == .first ? "FIRST" : "LAST"))
+        }
+        terms.append("rowid")
+        orderBy = terms.joined(separator: ", ")
+    }
+
+    private var columns: String { fields.map { SQL.quote($0.name) }.joined(separator: ", ") }
+
+    private var paging: String {
+        switch (limit, offset) {
+        case (nil, nil): ""
+        case (let l, let o): " LIMIT \(l ?? -1) OFFSET \(o ?? 0)"
+        }
+    }
+
+    private func run(_ db: Database, _ sql: String, _ arguments: [Value], row: (OpaquePointer) -> Void) throws {
+        let preparedStatement = try db.makeStatement(sql: sql)
+        defer { withExtendedLifetime(preparedStatement) {} }
+        let statement = preparedStatement.sqliteStatement
+        for (i, v) in arguments.enumerated() { SQL.bind(v, to: statement, at: Int32(i + 1)) }
+        defer { sqlite3_reset(statement) }
+        while try SQL.step(statement, db) { row(statement) }
+    }
+
+    func records(_ db: Database) throws -> RecordSet {
+        var rows: [[Value]] = []
+        let fields = self.fields
+        try run(db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
+                predicate.arguments) { s in
+            rows.append(fields.indices.map { SQL.column(s, Int32($0), as: fields[$0].type) })
+        }
+        return RecordSet(fields: fields, rows: rows)
+    }
+
+    func page(_ db: Database, after: Int64, limit: Int) throws -> (RecordSet, Int64?) {
+        var rows: [[Value]] = []
+        var last: Int64?
+        let fields = self.fields
+        try run(db, "SELECT rowid, \(columns) FROM \(entity.table) WHERE rowid > ? AND \(predicate.sql) "
+                + "ORDER BY rowid LIMIT \(limit)", [.int(after)] + predicate.arguments) { s in
+            last = sqlite3_column_int64(s, 0)
+            rows.append(fields.indices.map { SQL.column(s, Int32($0 + 1), as: fields[$0].type) })
+        }
+        return (RecordSet(fields: fields, rows: rows), last)
+    }
+
+    func count(_ db: Database) throws -> Int {
+        var n = 0
+        let sql = paging.isEmpty
+            ? "SELECT count(*) FROM \(entity.table) WHERE \(predicate.sql)"
+            : "SELECT count(*) FROM (SELECT 1 FROM \(entity.table) WHERE \(predicate.sql)\(paging))"
+        try run(db, sql, predicate.arguments) { n = Int(sqlite3_column_int64($0, 0)) }
+        return n
+    }
+
+    func identifiers(_ db: Database) throws -> [Identifier] {
+        var ids: [Identifier] = []
+        let idFields = entity.identifierIndexes.map { entity.fields[$0] }
+        let columns = idFields.map { SQL.quote($0.name) }.joined(separator: ", ")
+        try run(db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
+                predicate.arguments) { s in
+            ids.append(Identifier(idFields.indices.map { SQL.column(s, Int32($0), as: idFields[$0].type) }))
+        }
+        return ids
+    }
+}

@@ -1,0 +1,73 @@
+import GRDB
+
+/// The SQL of history reads and pruning.
+enum HistoryQuery {
+    static func prunedThrough(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT value FROM depot_meta WHERE key = 'history_pruned_through'") ?? 0
+    }
+
+    static func lastIssued(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'depot_transactions'") ?? 0
+    }
+
+    static func transactions(_ db: Database, store: String, after token: HistoryToken?, entity: String?,
+                             author: String?, limit: Int) throws -> [HistoryTransaction] {
+        let after = token?.id ?? 0
+        if token != nil {
+            let pruned = try prunedThrough(db)
+            if after < pruned {
+                throw DepotError(.historyExpired, "the history of store \(JSONText.quoted(store)) after token "
+                    + "\(after) was pruned (the transactions up to token \(pruned) are gone); read the current records again and "
+                    + "follow the history from its latest token")
+            }
+            let issued = try lastIssued(db)
+            if after > issued {
+                throw DepotError(.invalidToken, "store \(JSONText.quoted(store)) never issued token \(after) "
+                    + "(its latest is \(issued)); was the token taken from another store?")
+            }
+        }
+        var sql = "SELECT id, timestamp, author, job FROM depot_transactions t WHERE id > ?"
+        var arguments: [(any DatabaseValueConvertible)?] = [after]
+        if let author {
+            sql += " AND author = ?"
+            arguments.append(author)
+        }
+        if let entity {
+            sql += " AND EXISTS (SELECT 1 FROM depot_changes c WHERE c.txn = t.id AND c.entity = ?)"
+            arguments.append(entity)
+        }
+        sql += " ORDER BY id LIMIT ?"
+        arguments.append(limit)
+        var transactions: [HistoryTransaction] = []
+        var positions: [Int64: Int] = [:]
+        for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)) {
+            let id: Int64 = row[0]
+            positions[id] = transactions.count
+            transactions.append(HistoryTransaction(token: HistoryToken(id), timestamp: row[1], author: row[2],
+                                                   job: row[3], changes: []))
+        }
+        guard let first = transactions.first?.token.id, let last = transactions.last?.token.id else { return [] }
+        var changeSQL = "SELECT txn, entity, identifier, kind, fields, tombstone FROM depot_changes "
+            + "WHERE txn BETWEEN ? AND ?"
+        var changeArguments: [(any DatabaseValueConvertible)?] = [first, last]
+        if let entity {
+            changeSQL += " AND entity = ?"
+            changeArguments.append(entity)
+        }
+        changeSQL += " ORDER BY id"
+        let cursor = try Row.fetchCursor(db, sql: changeSQL, arguments: StatementArguments(changeArguments))
+        while let row = try cursor.next() {
+            let txn: Int64 = row[0]
+            guard let p = positions[txn] else { continue }
+            let fieldsText: String? = row[4]
+            var fields: [String]? = nil
+            if let fieldsText, case .array(let names)? = MiniJSON.parse(fieldsText) {
+                fields = names.compactMap { if case .string(let s) = $0 { s } else { nil } }
+            }
+            transactions[p].changes.append(HistoryChange(
+                entity: row[1], identifier: row[2], kind: ChangeKind(rawValue: row[3]) ?? .update,
+                fields: fields, tombstone: row[5]))
+        }
+        return transactions
+    }
+}

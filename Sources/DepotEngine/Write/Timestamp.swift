@@ -1,0 +1,33 @@
+import Foundation
+
+/// The wall clock as history timestamps show it.
+package enum Timestamp {
+    /// Now, as canonical UTC text with milliseconds.
+    package static func now() -> String {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return format(epochMillis: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000))
+    }
+
+    static func format(epochMillis: Int64) -> String {
+        let days = Int(epochMillis >= 0 ? epochMillis / 86_400_000 : (epochMillis - 86_399_999) / 86_400_000)
+        let ms = Int(epochMillis - Int64(days) * 86_400_000)
+        let (y, m, d) = DateValue.civilFromDays(days)
+        let s = ms / 1000
+        return DateValue.pad(y, 4) + "-" + DateValue.pad(m, 2) + "-" + DateValue.pad(d, 2) + "T"
+            + DateValue.pad(s / 3600, 2) + ":" + DateValue.pad(s / 60 % 60, 2) + ":" + DateValue.pad(s % 60, 2)
+            + "." + DateValue.pad(ms % 1000, 3) + "Z"
+    }
+
+    /// The canonical timestamp of `now` minus `age`; an age reaching back
+    /// before 1970 gives 1970-01-01 (no history is older), never a trap.
+    static func ago(_ age: Duration) -> String {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let now = Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000)
+        let (seconds, attos) = age.components
+        let (ms, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        guard !overflow, seconds >= 0 else { return format(epochMillis: seconds < 0 ? now : 0) }
+        return format(epochMillis: max(0, now - min(now, ms + attos / 1_000_000_000_000_000)))
+    }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import Foundation
+
+/// A command that talks to the daemon: its failures become one line on
+/// stderr and exit status 1.
+protocol DepotCommand: AsyncParsableCommand {
+    var global: Global { get }
+    /// The predicate the command sends, to mark where a predicate error is.
+    var predicate: String? { get }
+    func execute(_ client: DaemonClient) async throws
+}
+
+extension DepotCommand {
+    var predicate: String? { nil }
+
+    mutating func run() async throws {
+        do {
+            try await execute(global.client)
+        } catch var failure as Failure {
+            if failure.caret != nil, let predicate { failure.caret?.text = predicate }
+            report(failure)
+            throw ExitCode(1)
+        }
+    }
+
+    func report(_ failure: Failure) {
+        let prefix = Terminal.stderrIsTTY && Terminal.colors ? "\u{1B}[31mdepotctl:\u{1B}[0m" : "depotctl:"
+        Out.error("\(prefix) \(failure.message)")
+        if let caret = failure.caret, !caret.text.isEmpty {
+            Out.error("  " + caret.text.replacingOccurrences(of: "\n", with: " "))
+            Out.error("  " + String(repeating: " ", count: max(0, caret.position - 1)) + "^")
+        }
+    }
+}

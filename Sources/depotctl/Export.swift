@@ -1,0 +1,63 @@
+import ArgumentParser
+import Foundation
+import NIOHTTP1
+
+struct Export: DepotCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Export records as CSV or NDJSON, to a file or stdout.",
+        discussion: """
+            Runs an export job in the daemon (a consistent snapshot), then copies what it \
+            wrote to the file named by -o, or to stdout.
+
+            Example:
+              depotctl export travel Trip --where "isFavorite == true" --format csv -o favourites.csv
+              depotctl export travel Trip | gzip > trips.ndjson.gz
+            """)
+    @OptionGroup var global: Global
+    @Argument(help: ArgumentHelp("The store to read.", valueName: "store")) var store: String
+    @Argument(help: ArgumentHelp("The entity whose records to export.", valueName: "entity")) var entity: String
+    @Option(name: .customLong("where"), help: "Only the records for which this predicate holds.") var predicateText: String?
+    @Option(help: "csv, or ndjson (one JSON object per line, the default).") var format = "ndjson"
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file instead of stdout.", valueName: "file")) var output: String?
+    var predicate: String? { predicateText }
+
+    func validate() throws {
+        if !["csv", "ndjson"].contains(format) { throw ValidationError("--format must be csv or ndjson, not \"\(format)\".") }
+    }
+
+    func execute(_ client: DaemonClient) async throws {
+        var body: [String: JSONValue] = ["kind": .string("export"), "store": .string(store), "entity": .string(entity),
+                                         "format": .string(format)]
+        if let predicateText { body["where"] = .string(predicateText) }
+        let accepted = try await JobFlow.submit(client, body)
+        // With the data on stdout, no progress bar there.
+        let (last, _) = try await JobFlow.follow(client, try Job.decode(accepted).id, quiet: output == nil || global.json)
+        guard last.state == "succeeded" else {
+            throw Failure("job \(last.id) \(last.state): \(last.error ?? "no reason given")")
+        }
+        var fd: Int32 = 1
+        var temporary: String?
+        if let output {
+            temporary = output + ".depotctl-\(getpid()).part"
+            fd = open(temporary!, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw Failure("cannot write \(output): \(String(cString: strerror(errno)))") }
+        }
+        do {
+            try await client.exchange(.GET, "/v1/jobs/\(last.id)/output") { chunk in
+                guard Out.write(fd, chunk) else { throw Failure("cannot write the export: \(String(cString: strerror(errno)))") }
+                return true
+            }
+        } catch {
+            if let temporary { close(fd); unlink(temporary) }
+            throw error
+        }
+        if let output, let temporary {
+            guard fsync(fd) == 0, close(fd) == 0, rename(temporary, output) == 0 else {
+                unlink(temporary)
+                throw Failure("cannot write \(output): \(String(cString: strerror(errno)))")
+            }
+            if global.json { Out.line(JSONValue.object(["job": .string(last.id), "exported": .int(Int64(last.exported)), "file": .string(output)]).text) }
+            else { Out.line("exported \(RecordPrinter.plural(last.exported, "record")) of \(store).\(entity) to \(output)") }
+        }
+    }
+}

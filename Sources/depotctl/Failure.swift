@@ -1,0 +1,17 @@
+import Foundation
+
+/// A failure depotctl reports on one line of stderr (exit status 1).
+struct Failure: Error, CustomStringConvertible {
+    var message: String
+    /// For a predicate error: the predicate and the 1-based position to mark.
+    var caret: (text: String, position: Int)?
+    /// The daemon's error code, when the daemon answered with one.
+    var code: String?
+
+    init(_ message: String, code: String? = nil) {
+        self.message = message
+        self.code = code
+    }
+
+    var description: String { message }
+}

@@ -1,0 +1,37 @@
+import ArgumentParser
+import Foundation
+import NIOHTTP1
+
+struct HistoryPrune: DepotCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prune",
+        abstract: "Drop history before a token or older than a duration.",
+        discussion: """
+            The records stay; only the log of their changes goes. Reading history after a \
+            pruned token then says it expired.
+
+            Example:
+              depotctl history prune travel --before 1200
+              depotctl history prune travel --older-than 30d
+            """)
+    @OptionGroup var global: Global
+    @Argument(help: ArgumentHelp("The store whose history to prune.", valueName: "store")) var store: String
+    @Option(help: ArgumentHelp("Drop the transactions before this token.", valueName: "token")) var before: String?
+    @Option(name: .customLong("older-than"),
+            help: ArgumentHelp("Drop the transactions older than this: 7d, 12h, 30m.", valueName: "duration"))
+    var olderThan: String?
+
+    func validate() throws {
+        if (before == nil) == (olderThan == nil) {
+            throw ValidationError("say which history to drop: --before TOKEN or --older-than DURATION (one of the two).")
+        }
+    }
+
+    func execute(_ client: DaemonClient) async throws {
+        let query = before.map { "before=\($0.encoded)" } ?? "older_than=\(olderThan!.encoded)"
+        let bytes = try await client.call(.DELETE, "/v1/stores/\(store.encoded)/history?\(query)")
+        if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
+        let pruned = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["pruned"]?.int ?? 0
+        Out.line("pruned \(Format.grouped(pruned)) transaction\(pruned == 1 ? "" : "s") from \(store)'s history")
+    }
+}

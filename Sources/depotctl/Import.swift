@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import NIOHTTP1
+
+struct Import: DepotCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Import a CSV, TSV, NDJSON or JSON file into an entity, and follow the job to its end.",
+        discussion: """
+            The file is sent to the daemon, which keeps it on disk and imports it as a job \
+            (it survives restarts). depotctl follows the job with a progress bar and exits \
+            non-zero when it fails; --detach prints the job's id and returns at once. \
+            Records that do not fit are rejected one by one: see them with \
+            `depotctl job ID --rejects`. Ctrl-C stops following; the job carries on.
+
+            Example:
+              depotctl import trips.csv --store travel --entity Trip
+              depotctl import big.ndjson --store travel --entity Trip --on-conflict skip --detach
+            """)
+    @OptionGroup var global: Global
+
+    @Argument(help: ArgumentHelp("The file to import.", valueName: "file"))
+    var file: String
+
+    @Option(help: "The store to import into, as named in the daemon's configuration.")
+    var store: String
+
+    @Option(help: "The entity (table) of the store the records belong to.")
+    var entity: String
+
+    @Option(help: "The file's format: csv, tsv, ndjson or json. Without it, the file's extension decides.")
+    var format: String?
+
+    @Option(name: .customLong("on-conflict"),
+            help: "What a record whose identifier is stored already does: upsert (merge, the default), replace, skip, or fail the job.")
+    var onConflict: String?
+
+    @Option(name: .customLong("max-rejects"),
+            help: "How many rejected records fail the job: a count (1000, the default), a fraction (0.01) or a percentage (1%).")
+    var maxRejects: String?
+
+    @Flag(help: "Print the job's id and return at once instead of following it.")
+    var detach = false
+
+    @Flag(name: .customLong("by-path"),
+          help: "Let the daemon read the file where it lies instead of sending it; the file must be under the daemon's import_roots.")
+    var byPath = false
+
+    func validate() throws {
+        if let format, !["csv", "tsv", "ndjson", "jsonl", "json"].contains(format) {
+            throw ValidationError("--format must be csv, tsv, ndjson or json, not \"\(format)\".")
+        }
+        if let onConflict, !["upsert", "replace", "skip", "fail"].contains(onConflict) {
+            throw ValidationError("--on-conflict must be upsert, replace, skip or fail, not \"\(onConflict)\".")
+        }
+    }
+
+    func execute(_ client: DaemonClient) async throws {
+        let url = URL(fileURLWithPath: file)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            throw Failure("\(file) is not a file depotctl can find; check the path")
+        }
+        let ext = url.pathExtension.lowercased()
+        guard let format = format.map({ $0 == "jsonl" ? "ndjson" : $0 })
+                ?? ["csv": "csv", "tsv": "tsv", "tab": "tsv", "ndjson": "ndjson", "jsonl": "ndjson", "json": "json"][ext] else {
+            throw Failure("cannot tell the format of \(file) from its extension; pass --format csv, tsv, ndjson or json")
+        }
+        let accepted: String
+        if byPath {
+            var body: [String: JSONValue] = ["kind": .string("import"), "store": .string(store), "entity": .string(entity),
+                                             "path": .string(url.standardizedFileURL.path), "format": .string(format)]
+            if let onConflict { body["on_conflict"] = .string(onConflict) }
+            if let maxRejects { body["max_rejects"] = .string(maxRejects) }
+            accepted = try await JobFlow.submit(client, body)
+        } else {
+            var query = "format=\(format)"
+            if let onConflict { query += "&on_conflict=\(onConflict.encoded)" }
+            if let maxRejects { query += "&max_rejects=\(maxRejects.encoded)" }
+            let type = format == "csv" ? "text/csv" : format == "tsv" ? "text/tab-separated-values" : "application/x-ndjson"
+            let bytes = try await client.call(.POST, "/v1/stores/\(store.encoded)/entities/\(entity.encoded)/import?\(query)",
+                                              body: .file(path: url.path, contentType: type))
+            accepted = String(decoding: bytes, as: UTF8.self).trimmed
+        }
+        let job = try Job.decode(accepted)
+        if detach {
+            if global.json { Out.line(accepted) } else {
+                Out.line(job.id)
+                if Terminal.isTTY { Out.error("follow it with: depotctl follow \(job.id)") }
+            }
+            return
+        }
+        let id = job.id
+        Interrupt.onInterrupt(status: 130) {
+            if Terminal.isTTY { Out.write(1, "\r\u{1B}[K") }
+            Out.error("depotctl: stopped following; job \(id) carries on in the daemon (depotctl follow \(id), depotctl cancel \(id))")
+        }
+        let (last, text) = try await JobFlow.follow(client, id, quiet: global.json)
+        try JobFlow.finish(last, text: text, json: global.json) { job in
+            var line = "imported \(url.lastPathComponent) into \(store).\(entity): \(job.summary)"
+            if job.rate > 0 { line += " (\(Format.grouped(Int(min(job.rate, 1e15)))) rows/s)" }
+            if job.rejected > 0 { line += "\nthe rejected records, with their lines and reasons: depotctl job \(job.id) --rejects" }
+            return line
+        }
+    }
+}

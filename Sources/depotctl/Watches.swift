@@ -1,0 +1,30 @@
+import ArgumentParser
+import Foundation
+import NIOHTTP1
+
+struct Watches: DepotCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the watched folders and their files waiting, done and failed.",
+        discussion: """
+            Each [[watch]] of the daemon's configuration: the folder, the store and entity \
+            it feeds, and how many of its files wait for their import, were imported \
+            (in .done/) or failed (in .failed/, each with NAME.error.json saying why).
+
+            Example:
+              depotctl watches
+            """)
+    @OptionGroup var global: Global
+
+    func execute(_ client: DaemonClient) async throws {
+        let bytes = try await client.call(.GET, "/v1/watches")
+        if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
+        let watches = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["watches"]?.array ?? []
+        var table = Table(["FOLDER", "FEEDS", "FORMAT", "ON CONFLICT", "WAITING", "DONE", "FAILED"], rightAligned: [4, 5, 6])
+        for w in watches {
+            table.add([w["path"]?.string ?? "", "\(w["store"]?.string ?? "").\(w["entity"]?.string ?? "")",
+                       w["format"]?.string ?? "", w["on_conflict"]?.string ?? "", w["pending"]?.display ?? "",
+                       w["done"]?.display ?? "", w["failed"]?.display ?? ""])
+        }
+        Out.line(watches.isEmpty ? "no watched folders ([[watch]] in the daemon's configuration adds one)" : table.render())
+    }
+}
