@@ -93,18 +93,27 @@ struct ConfigTests {
     }
 
     /// toml++ (inside TOMLKit) aborts the process on a table header whose
-    /// name starts with a character no key starts with; found by FuzzConfig.
-    @Test("a table header the TOML library would crash on is a configuration error; valid TOML still reads")
+    /// name starts with a character no key starts with, and on } where an
+    /// array expects a value; both found by FuzzConfig.
+    @Test("TOML the library would crash on (a table name no key starts as, } where an array expects a value) is a configuration error; valid TOML still reads")
     func tomlHeaders() throws {
         for (text, column) in [("[`daemon]\n", 2), ("a = 1\n[[ `store]]\n", 4), ("[ +x]", 3)] {
             let error = #expect(throws: DaemonConfig.Problems.self) { try DaemonConfig.parse(text, file: "/etc/depot.toml") }
             #expect(error?.problems.first?.contains("column \(column): not valid TOML: a table name must be a bare key") == true,
                     "\(error?.problems ?? [])")
         }
+        // } where an array expects a value: toml++ asserts on it too.
+        for (text, column) in [("write = [}\n", 10), ("a = [1, }", 9), ("a = 1\nb = {x = [\n # c\n }]}", 2)] {
+            let error = #expect(throws: DaemonConfig.Problems.self) { try DaemonConfig.parse(text, file: "/etc/depot.toml") }
+            #expect(error?.problems.first?.contains("column \(column): not valid TOML: } where the array expects") == true,
+                    "\(error?.problems ?? [])")
+        }
         let valid = #"""
             a = [
               [ {x = 1} ], [+1], [-2],
-              ["[`"], ['[`']
+              ["[`"], ['[`'], ["}"], ['}'], [ # }
+              ], {y = [ ]}, [1,
+              2,]
             ]
             b = """
             [`not a header]

@@ -1,20 +1,22 @@
 /// Finds the TOML that crashes the TOML library before it reads it.
 ///
-/// TOMLKit 0.6.0 wraps toml++, whose table-header parser asserts (and aborts
-/// the process) when the character after `[` or `[[` cannot start a key:
-/// `[`daemon]` kills `depotd --check-config`, and a reload (SIGHUP) with such
-/// a typo would kill the daemon. Found by `scripts/fuzz FuzzConfig`. This scan
-/// follows just enough of TOML's structure (strings, comments, the nesting of
-/// arrays and inline tables in values) to find table headers, and refuses a
-/// header whose name does not start as a key must, with its line.
+/// TOMLKit 0.6.0 wraps toml++, whose parser asserts (and aborts the process)
+/// in two places that a typo reaches: when the character after `[` or `[[`
+/// of a table header cannot start a key (`[`daemon]`), and when `}` stands
+/// where an array expects a value (`write = [}`, `a = [1, }`). Either kills
+/// `depotd --check-config`, and a reload (SIGHUP) with such a typo would kill
+/// the daemon. Both found by `scripts/fuzz FuzzConfig`. This scan follows just
+/// enough of TOML's structure (strings, comments, the nesting of arrays and
+/// inline tables in values) to find both, and refuses them with their line.
 enum TOMLPrecheck {
-    /// `nil`, or "line L, column C: …" for the first header toml++ cannot take.
+    /// `nil`, or "line L, column C: …" for the first of them.
     static func problem(in text: String) -> String? {
         let s = Array(text.utf8)
         var i = 0
         var line = 1
         var lineStart = 0
-        var depth = 0                 // nesting of [ and { inside a value
+        var open: [UInt8] = []        // the [ and { open inside a value, innermost last
+        var arrayValueNext = false    // after [ or , inside an array: a value (or ]) comes
         var atLineStart = true        // only spaces so far on this line
         func isKeyStart(_ c: UInt8) -> Bool {
             (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39)
@@ -58,11 +60,15 @@ enum TOMLPrecheck {
             case 0x23:                // a comment, to the end of the line
                 while i < s.count, s[i] != 0x0A { i += 1 }
                 continue
+            case 0x7D where arrayValueNext:
+                return "line \(line), column \(i - lineStart + 1): not valid TOML: } where the array expects "
+                    + "a value or its closing ]"
             case 0x22, 0x27:
                 atLineStart = false
+                arrayValueNext = false
                 skipString(c)
                 continue
-            case 0x5B where atLineStart && depth == 0:
+            case 0x5B where atLineStart && open.isEmpty:
                 // A table header: [ name ] or [[ name ]].
                 var j = i + 1
                 while j < s.count, s[j] == 0x20 || s[j] == 0x09 { j += 1 }
@@ -82,13 +88,23 @@ enum TOMLPrecheck {
                 }
                 continue
             case 0x5B, 0x7B:
-                depth += 1
+                open.append(c)
+                atLineStart = false
+                arrayValueNext = c == 0x5B
+                i += 1
+                continue
             case 0x5D, 0x7D:
-                depth = max(0, depth - 1)
+                _ = open.popLast()
+            case 0x2C:
+                atLineStart = false
+                arrayValueNext = open.last == 0x5B
+                i += 1
+                continue
             default:
                 break
             }
             atLineStart = false
+            arrayValueNext = false
             i += 1
         }
         return nil

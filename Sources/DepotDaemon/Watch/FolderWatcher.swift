@@ -74,7 +74,9 @@ package actor FolderWatcher: Service {
         }
     }
 
-    /// From now on, a job cancelled by the shutdown leaves its file in place.
+    /// The daemon stops: from now on no file is considered, a file whose
+    /// consideration fails stays where it is, and a job cancelled by the
+    /// shutdown leaves its file in place; all wait for the next start.
     package func stop() {
         stopped.set()
     }
@@ -100,7 +102,8 @@ package actor FolderWatcher: Service {
     }
 
     private func consider(_ name: String, in wd: Int32) async {
-        guard let watch = watches[wd], !Self.ignored(name) else { return }
+        // Once the daemon stops, files wait in the folder for the next start.
+        guard !stopped.isSet, let watch = watches[wd], !Self.ignored(name) else { return }
         let path = watch.path + "/" + name
         guard !pending.contains(path), !stranded.contains(path) else { return }
         var isDirectory: ObjCBool = false
@@ -130,6 +133,9 @@ package actor FolderWatcher: Service {
             _ = try await jobs.submit(record)
         } catch {
             pending.remove(path)
+            // The daemon began to stop while the file was considered (its
+            // store closed, no job taken): the file stays for the next start.
+            if stopped.isSet { return }
             logger.error("cannot import a watched file", metadata: ["PATH": "\(path)", "ERROR": "\(error)"])
             finish(path, watch: watch, error: "\(error)")
         }
