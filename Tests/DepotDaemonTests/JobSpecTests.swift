@@ -54,6 +54,7 @@ struct JobSpecTests {
             (#"{"kind":"import","store":"s","entity":"Trip","path":"/x.csv","format":"xml"}"#,
              #"format must be auto, csv, tsv, ndjson or json, not "xml""#),
             (#"{"kind":"import","store":"s","entity":"Trip"}"#, "an import names a path"),
+            (#"{"kind":"import","store":"s","entity":"Trip","path":""}"#, "an import names a path"),
             (#"{"kind":"delete","store":"s"}"#, "a delete job names its entity"),
             (#"{"kind":"update","store":"s","entity":"Trip"}"#, "an update job needs set"),
             (#"{"kind":"dedupe","store":"s","entity":"Trip","by":["name"],"keep":"newest"}"#,

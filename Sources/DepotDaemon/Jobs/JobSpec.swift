@@ -142,7 +142,7 @@ extension JobSpec {
         }
         switch kind {
         case .import:
-            guard let path = try text(.path) else {
+            guard let path = try text(.path), !path.isEmpty else {
                 throw DepotError(.invalidArgument, "an import names a path on the daemon's machine, "
                     + "or uploads the data to /v1/stores/STORE/entities/ENTITY/import")
             }

@@ -63,7 +63,12 @@ package actor FolderWatcher: Service {
 
     /// Reads the folders' events until the daemon shuts down.
     package func run() async throws {
-        guard let inotify else { return }
+        guard let inotify else {
+            // No inotify (add() refuses every watch, saying why): nothing to
+            // read, but the service lasts as long as the daemon.
+            try? await gracefulShutdown()
+            return
+        }
         try await inotify.read { events in await self.handle(events) }
     }
 
