@@ -23,7 +23,7 @@ package actor FolderWatcher: Service {
     private var stranded: Set<String> = []
     private let inotify: Inotify?
     private let inotifyError: (any Error)?
-    private let stopped = Flag()
+    private var stopped = false
 
     package init(jobs: JobManager, logger: Logger) {
         self.jobs = jobs
@@ -83,7 +83,7 @@ package actor FolderWatcher: Service {
     /// consideration fails stays where it is, and a job cancelled by the
     /// shutdown leaves its file in place; all wait for the next start.
     package func stop() {
-        stopped.set()
+        stopped = true
     }
 
     private func scan(_ wd: Int32) async {
@@ -108,7 +108,7 @@ package actor FolderWatcher: Service {
 
     private func consider(_ name: String, in wd: Int32) async {
         // Once the daemon stops, files wait in the folder for the next start.
-        guard !stopped.isSet, let watch = watches[wd], !Self.ignored(name) else { return }
+        guard !stopped, let watch = watches[wd], !Self.ignored(name) else { return }
         let path = watch.path + "/" + name
         guard !pending.contains(path), !stranded.contains(path) else { return }
         var isDirectory: ObjCBool = false
@@ -140,7 +140,7 @@ package actor FolderWatcher: Service {
             pending.remove(path)
             // The daemon began to stop while the file was considered (its
             // store closed, no job taken): the file stays for the next start.
-            if stopped.isSet { return }
+            if stopped { return }
             logger.error("cannot import a watched file", metadata: ["PATH": "\(path)", "ERROR": "\(error)"])
             finish(path, watch: watch, error: "\(error)")
         }
@@ -203,7 +203,7 @@ package actor FolderWatcher: Service {
                 }
             }
             finish(file, watch: watch, error: nil, job: record.id)
-        } else if record.state != .cancelled || !stopped.isSet {
+        } else if record.state != .cancelled || !stopped {
             finish(file, watch: watch, error: record.error ?? "the job was \(record.state.rawValue)", job: record.id)
         }
     }
