@@ -30,6 +30,7 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
             case conflict = "conflict"
             case historyExpired = "history_expired"
             case invalidToken = "invalid_token"
+            case unknownConsumer = "unknown_consumer"
             case storeClosed = "store_closed"
             case database = "database"
         }
@@ -50,12 +51,15 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let typeMismatch = Code(.typeMismatch)
         /// A request's argument is not valid (a negative limit, an empty field list…).
         public static let invalidArgument = Code(.invalidArgument)
-        /// A record already exists under the `fail` conflict policy.
+        /// A record already exists under the `fail` conflict policy, or a
+        /// consumer of that name already exists.
         public static let conflict = Code(.conflict)
         /// The history after the given token was pruned away.
         public static let historyExpired = Code(.historyExpired)
         /// A history token that this store never issued.
         public static let invalidToken = Code(.invalidToken)
+        /// No history consumer of that name in the store.
+        public static let unknownConsumer = Code(.unknownConsumer)
         /// The store was closed.
         public static let storeClosed = Code(.storeClosed)
         /// SQLite reported an error (disk full, I/O error, corruption…).

@@ -26,6 +26,11 @@ struct DaemonClient: Sendable {
         return bytes
     }
 
+    /// A request with a JSON object as its body; the answer's bytes.
+    func call(_ method: HTTPMethod, _ uri: String, json body: [String: JSONValue]) async throws -> [UInt8] {
+        try await call(method, uri, body: .bytes(Array(JSONValue.object(body).text.utf8), contentType: "application/json"))
+    }
+
     /// A JSON request; the answer decoded.
     func json<T: Decodable>(_ type: T.Type, _ method: HTTPMethod, _ uri: String, body: [String: JSONValue]? = nil) async throws -> T {
         let bytes = try await call(method, uri, body: body.map { .bytes(Array(JSONValue.object($0).text.utf8), contentType: "application/json") } ?? .none)

@@ -9,12 +9,16 @@ struct Fetch: DepotCommand {
             The predicate is NSPredicate-style: budget > 1000 AND destination IN {'Paris', 'Rome'}, \
             name BEGINSWITH[c] 'week', endDate == nil. Output is a table, or JSON, NDJSON \
             or CSV for piping. --watch prints the result again whenever a commit changes it, \
-            until Ctrl-C.
+            until Ctrl-C; with --changes, it prints the result once, then only the records \
+            that entered, changed or left it, each with its history token; --since TOKEN \
+            resumes after a token printed before, without the first result. --json prints \
+            the events as NDJSON, one line each as it comes.
 
             Example:
               depotctl fetch travel Trip --where "budget > 1000" --sort -budget,name --limit 10
               depotctl fetch travel Trip --fields id,name --format csv > trips.csv
               depotctl fetch travel Trip --where "isFavorite == true" --section-by destination
+              depotctl fetch travel Trip --where "destination == 'Rome'" --watch --changes --json
             """)
     @OptionGroup var global: Global
 
@@ -38,6 +42,13 @@ struct Fetch: DepotCommand {
     @Flag(help: "Keep running and print the result again whenever a commit changes it, until Ctrl-C.")
     var watch = false
 
+    @Flag(help: "With --watch: print the records that entered, changed or left the result, not the whole result again.")
+    var changes = false
+
+    @Option(help: ArgumentHelp("With --changes: resume after this token, printing what changed since, not the result.",
+                               valueName: "token"))
+    var since: String?
+
     @Option(help: "How to print: table (the default), json, ndjson (one record per line) or csv.")
     var format: String?
 
@@ -49,6 +60,11 @@ struct Fetch: DepotCommand {
         }
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more.") }
         if let offset, offset < 0 { throw ValidationError("--offset must be 0 or more.") }
+        if changes, !watch { throw ValidationError("--changes follows a live fetch: give --watch with it.") }
+        if since != nil, !changes { throw ValidationError("--since resumes a live fetch with changes: give --watch --changes with it.") }
+        if changes, limit != nil || offset != nil || sectionBy != nil {
+            throw ValidationError("--changes cannot take --limit, --offset or --section-by: a change would move records across them.")
+        }
     }
 
     func execute(_ client: DaemonClient) async throws {
@@ -62,6 +78,20 @@ struct Fetch: DepotCommand {
         if let sectionBy { body["section_by"] = .string(sectionBy) }
         let path = dataPath(store, entity, "fetch")
         var order = commaList(fields) ?? []
+        if watch, changes {
+            body["watch"] = .bool(true)
+            body["changes"] = .bool(true)
+            if let since { body["since"] = .string(since) }
+            Interrupt.onInterrupt {}
+            try await client.lines(.POST, path, body: .bytes(Array(JSONValue.object(body).text.utf8), contentType: "application/json")) { line in
+                if format == "json" { Out.line(line); return true }
+                let event = try JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))
+                if order.isEmpty { order = try await entitySchema(client, store: store, entity: entity).columns }
+                try Self.show(event, format: format, fields: order)
+                return event["type"]?.string != "history_expired"
+            }
+            return
+        }
         if watch {
             body["watch"] = .bool(true)
             Interrupt.onInterrupt {}
@@ -84,5 +114,31 @@ struct Fetch: DepotCommand {
         if format == "json" { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
         if order.isEmpty { order = try await entitySchema(client, store: store, entity: entity).columns }
         RecordPrinter(format: format, fields: order).print(try JSONDecoder().decode(JSONValue.self, from: Data(bytes)))
+    }
+
+    /// One event of a live fetch with changes, for people (or as CSV/NDJSON records).
+    static func show(_ event: JSONValue, format: String, fields: [String]) throws {
+        let printer = RecordPrinter(format: format, fields: fields)
+        let token = event["token"]?.string ?? "-"
+        switch event["type"]?.string {
+        case "result":
+            if format == "table" { Out.line(Terminal.dim("token \(token): the result")) }
+            printer.print(.object(["records": event["records"] ?? .array([])]))
+        case "changes":
+            let inserted = event["inserted"]?.array ?? [], updated = event["updated"]?.array ?? []
+            let deleted = event["deleted"]?.array ?? []
+            if format == "table" {
+                Out.line(Terminal.dim("token \(token): \(inserted.count) entered, \(updated.count) changed, \(deleted.count) left"))
+            }
+            if !inserted.isEmpty { printer.print(.object(["records": .array(inserted)])) }
+            if !updated.isEmpty { printer.print(.object(["records": .array(updated)])) }
+            if !deleted.isEmpty {
+                Out.line("left: " + deleted.map { $0.string ?? $0.text }.joined(separator: ", "))
+            }
+        case "history_expired":
+            throw Failure(event["message"]?.string ?? "the history after the token was pruned")
+        default:
+            Out.line(event.text)
+        }
     }
 }

@@ -12,6 +12,7 @@ struct History: AsyncParsableCommand {
             Example:
               depotctl history travel --limit 5
               depotctl history travel --after 42 --follow
+              depotctl history travel --consumer indexer
               depotctl history prune travel --older-than 30d
             """,
         subcommands: [HistoryList.self, HistoryPrune.self],

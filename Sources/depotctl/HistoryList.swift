@@ -8,28 +8,36 @@ struct HistoryList: DepotCommand {
         abstract: "Print transactions oldest first, from the start or after a token; --follow waits for new ones.",
         discussion: """
             A page holds at most --limit transactions; the next page starts after the last \
-            token shown (--after TOKEN). With --follow, new transactions print as they \
+            token shown (--after TOKEN); --consumer NAME starts after the consumer's \
+            acknowledged token. With --follow, new transactions print as they \
             commit, until Ctrl-C. --json prints {"transactions": [...]}, or one transaction \
             per line with --follow.
 
             Example:
               depotctl history travel --entity Trip --limit 20
               depotctl history travel --after 42 --json
+              depotctl history travel --consumer indexer --follow
             """)
     @OptionGroup var global: Global
     @Argument(help: ArgumentHelp("The store whose history to read.", valueName: "store")) var store: String
     @Option(help: ArgumentHelp("Start after this token: the last one of the page before.", valueName: "token")) var after: String?
+    @Option(help: ArgumentHelp("Start after this consumer's acknowledged token (reading does not move it).",
+                               valueName: "name")) var consumer: String?
     @Option(help: "Only the changes to this entity.") var entity: String?
     @Option(help: "At most this many transactions (default 100).") var limit: Int?
     @Flag(help: "Keep running and print new transactions as they commit, until Ctrl-C.") var follow = false
 
     func validate() throws {
         if let limit, limit < 1 { throw ValidationError("--limit must be 1 or more.") }
+        if after != nil, consumer != nil {
+            throw ValidationError("give --after or --consumer, not both: a consumer reads after its own token.")
+        }
     }
 
     func execute(_ client: DaemonClient) async throws {
         var query: [String] = []
         if let after { query.append("after=\(after.encoded)") }
+        if let consumer { query.append("consumer=\(consumer.encoded)") }
         if let entity { query.append("entity=\(entity.encoded)") }
         if let limit { query.append("limit=\(limit)") }
         if follow { query.append("follow=true") }
@@ -48,13 +56,24 @@ struct HistoryList: DepotCommand {
         if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
         let transactions = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["transactions"]?.array ?? []
         if transactions.isEmpty {
-            Out.line(after == nil ? "no history yet" : "nothing after token \(after!)")
+            Out.line(consumer.map { "consumer \($0) has read everything" }
+                ?? (after == nil ? "no history yet" : "nothing after token \(after!)"))
             return
         }
         for t in transactions { Self.show(t) }
         if transactions.count == (limit ?? 100), let last = transactions.last?["token"]?.string {
-            Out.line(Terminal.dim("next page: depotctl history \(store) --after \(last)" + (limit.map { " --limit \($0)" } ?? "")))
+            let next = consumer == nil ? "depotctl history \(store) --after \(last)"
+                : "depotctl consumer ack \(store) \(consumer!) \(last), then depotctl history \(store) --consumer \(consumer!)"
+            Out.line(Terminal.dim("next page: " + next + (limit.map { " --limit \($0)" } ?? "")))
         }
+    }
+
+    /// An update's changes as `field: old → new`, when the history keeps values.
+    static func values(_ c: JSONValue) -> String {
+        guard c["kind"]?.string == "update", case .object(let new)? = c["new"] else { return "" }
+        let old = c["old"]
+        let fields = c["fields"]?.array?.compactMap(\.string) ?? new.keys.sorted()
+        return "  " + fields.map { "\($0): \(old?[$0]?.text ?? "?") → \(new[$0]?.text ?? "?")" }.joined(separator: ", ")
     }
 
     /// One transaction: its head line, then its changes (a long one summed up).
@@ -66,7 +85,8 @@ struct HistoryList: DepotCommand {
         let shown = changes.count > 10 ? Array(changes.prefix(8)) : changes
         for c in shown {
             let id = c["identifier"].map { $0.string ?? $0.text } ?? ""
-            Out.line("  \((c["kind"]?.string ?? "").padding(toLength: 6, withPad: " ", startingAt: 0))  \(c["entity"]?.string ?? "")  \(id)")
+            Out.line("  \((c["kind"]?.string ?? "").padding(toLength: 6, withPad: " ", startingAt: 0))  \(c["entity"]?.string ?? "")  \(id)"
+                + values(c))
         }
         if shown.count < changes.count {
             var kinds: [String: Int] = [:]

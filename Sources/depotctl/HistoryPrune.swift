@@ -8,7 +8,8 @@ struct HistoryPrune: DepotCommand {
         abstract: "Drop history before a token or older than a duration.",
         discussion: """
             The records stay; only the log of their changes goes. Reading history after a \
-            pruned token then says it expired.
+            pruned token then says it expired. A prune stops at the oldest transaction that \
+            an active consumer has not acknowledged, and says which consumer held it back.
 
             Example:
               depotctl history prune travel --before 1200
@@ -31,7 +32,16 @@ struct HistoryPrune: DepotCommand {
         let query = before.map { "before=\($0.encoded)" } ?? "older_than=\(olderThan!.encoded)"
         let bytes = try await client.call(.DELETE, "/v1/stores/\(store.encoded)/history?\(query)")
         if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
-        let pruned = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["pruned"]?.int ?? 0
+        let answer = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        let pruned = answer["pruned"]?.int ?? 0
         Out.line("pruned \(Format.grouped(pruned)) transaction\(pruned == 1 ? "" : "s") from \(store)'s history")
+        if let held = answer["held_back_by"] {
+            Out.line("stopped at token \(held["token"]?.string ?? "?"): consumer \(held["consumer"]?.string ?? "?") "
+                + "has not acknowledged what follows (depotctl consumers \(store))")
+        }
+        for lost in answer["lost"]?.array ?? [] {
+            Out.line("consumer \(lost.string ?? "?") is lost: history_max_retention pruned what it had not "
+                + "acknowledged; reset it with depotctl consumer reset \(store) \(lost.string ?? "?")")
+        }
     }
 }

@@ -11,7 +11,8 @@ struct CtlTests {
         let update = ProcessInfo.processInfo.environment["DEPOT_UPDATE_GOLDEN"] == "1"
         let commands = [[], ["status"], ["import"], ["jobs"], ["job"], ["follow"], ["cancel"], ["fetch"], ["count"], ["ids"],
                         ["stats"], ["duplicates"], ["delete"], ["update"], ["export"], ["history"], ["history", "list"],
-                        ["history", "prune"], ["watches"]]
+                        ["history", "prune"], ["consumers"], ["consumer"], ["consumer", "create"], ["consumer", "ack"],
+                        ["consumer", "reset"], ["consumer", "drop"], ["watches"]]
         for command in commands {
             let result = try Ctl.run(command + ["--help"], socket: nil)
             #expect(result.status == 0)
@@ -114,6 +115,57 @@ struct CtlTests {
             if r.status != 0 { break }
         }
         #expect(try Ctl.run(["count", "travel", "Trip", "--where", "budget == 300", "--json"], socket: d.socket).json["count"] as? Int == 1)
+    }
+
+    @Test("consumers and a live fetch with changes: tables for people, NDJSON line by line through a pipe")
+    func changeFeed() throws {
+        let d = try DaemonProcess()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let file = d.folder.appendingPathComponent("inbox/feed.csv")
+        try Data(tripsCSV(3).utf8).write(to: file)
+        #expect(try Ctl.run(["import", file.path, "--store", "travel", "--entity", "Trip"], socket: d.socket).status == 0)
+        let created = try Ctl.run(["consumer", "create", "travel", "indexer", "--from", "beginning"], socket: d.socket)
+        #expect(created.status == 0 && created.out == "created consumer indexer at token 0: 1 transaction to read\n", "\(created.err)")
+        #expect(try Ctl.run(["consumer", "create", "travel", "indexer"], socket: d.socket).err.contains("already has a consumer"))
+        let table = try Ctl.run(["consumers", "travel"], socket: d.socket)
+        #expect(table.lines.first?.split(separator: " ", omittingEmptySubsequences: true)
+            == ["NAME", "TOKEN", "LAG", "AGE", "ACKNOWLEDGED", "STATE"])
+        #expect(table.lines.count == 2 && table.lines[1].hasPrefix("indexer") && table.lines[1].hasSuffix("active"))
+        let history = try Ctl.run(["--json", "history", "travel", "--consumer", "indexer"], socket: d.socket)
+        let token = ((history.json["transactions"] as? [[String: Any]])?.first?["token"] as? String) ?? ""
+        #expect(!token.isEmpty)
+        #expect(try Ctl.run(["history", "travel", "--consumer", "indexer", "--after", "1"], socket: d.socket).status == 64)
+        let acked = try Ctl.run(["consumer", "ack", "travel", "indexer", token], socket: d.socket)
+        #expect(acked.out == "acknowledged consumer indexer at token \(token): 0 transactions to read\n")
+        #expect(try Ctl.run(["history", "travel", "--consumer", "indexer"], socket: d.socket).out
+            == "consumer indexer has read everything\n")
+        #expect(try Ctl.run(["--json", "consumers", "travel"], socket: d.socket).json["consumers"] is [Any])
+
+        // A live fetch with changes through a pipe: each event is a line as it comes.
+        var updated = false
+        let live = try Ctl.live(["fetch", "travel", "Trip", "--where", "destination == 'City 1'", "--watch", "--changes",
+                                 "--json"], socket: d.socket) { line in
+            if !updated {
+                updated = true
+                let update = try Ctl.run(["update", "travel", "Trip", "--where", "id == 't0'", "--set", "destination=City 1"],
+                                         socket: d.socket)
+                #expect(update.status == 0)
+                return true
+            }
+            return false
+        }
+        #expect(live.lines.count == 2)
+        #expect(json(live.lines[0])["type"] as? String == "result")
+        #expect((json(live.lines[1])["inserted"] as? [[String: Any]])?.first?["id"] as? String == "t0")
+        #expect(try Ctl.run(["fetch", "travel", "Trip", "--changes"], socket: d.socket).status == 64)
+        #expect(try Ctl.run(["fetch", "travel", "Trip", "--watch", "--changes", "--limit", "3"], socket: d.socket).status == 64)
+
+        let prune = try Ctl.run(["history", "prune", "travel", "--older-than", "0s"], socket: d.socket)
+        #expect(prune.lines.count == 2 && prune.lines[1].contains("consumer indexer has not acknowledged"), "\(prune.out)")
+        #expect(try Ctl.run(["consumer", "reset", "travel", "indexer", "--from", "now"], socket: d.socket).status == 0)
+        #expect(try Ctl.run(["consumer", "drop", "travel", "indexer"], socket: d.socket).out == "dropped consumer indexer of travel\n")
+        let gone = try Ctl.run(["consumer", "drop", "travel", "indexer"], socket: d.socket)
+        #expect(gone.status == 1 && gone.err.contains("has no consumer \"indexer\""))
     }
 
     @Test("the errors: no daemon, unknown names with a suggestion, a predicate with a caret, a usage mistake, a failed job")

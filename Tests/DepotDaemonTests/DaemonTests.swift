@@ -66,6 +66,7 @@ struct ConfigTests {
               [[store.entity]]
               name = "E"
               identifier = "id"
+              history = "everything"
                 [store.entity.fields]
                 id = "text"
             [[watch]]
@@ -83,10 +84,11 @@ struct ConfigTests {
             #expect(d.contains("daemon.log_level: must be one of"))
             #expect(d.contains("daemon.colour: unknown key"))
             #expect(d.contains("store[0].entity[0].fields.id: field \"id\" has type \"text\""))
+            #expect(d.contains("store[0].entity[0].history: must be \"fields\" (the names of changed fields) or \"values\""))
             #expect(d.contains("watch[0].store: no store is named \"t\""))
             #expect(d.contains("watch[0].on_conflict: must be upsert, replace, skip or fail"))
             // ...and the consequence: the entity's identifier names no valid field.
-            #expect(error.problems.count == 7)
+            #expect(error.problems.count == 8)
         } catch {
             Issue.record("unexpected \(error)")
         }

@@ -51,6 +51,7 @@ package struct APIError: Error, Sendable {
         case typeMismatch = "type_mismatch"
         case historyExpired = "history_expired"
         case invalidToken = "invalid_token"
+        case unknownConsumer = "unknown_consumer"
         case storeClosed = "store_closed"
     }
 
@@ -71,7 +72,7 @@ package struct APIError: Error, Sendable {
              .invalidToken:
             .badRequest
         case .forbidden: .forbidden
-        case .notFound, .unknownStore, .unknownJob, .unknownEntity: .notFound
+        case .notFound, .unknownStore, .unknownJob, .unknownEntity, .unknownConsumer: .notFound
         case .methodNotAllowed: .methodNotAllowed
         case .conflict, .migrationRefused: .conflict
         case .historyExpired: .gone

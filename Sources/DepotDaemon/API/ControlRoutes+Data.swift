@@ -22,6 +22,9 @@ extension ControlRoutes {
         guard ["records", "count", "identifiers"].contains(result) else {
             throw APIError(.invalidArgument, "result must be records, count or identifiers")
         }
+        if body.changes == true || body.since != nil {
+            return try await changes(body, descriptor: descriptor, result: result, store: store)
+        }
         let run: @Sendable () async throws -> String = {
             switch result {
             case "count":
@@ -66,6 +69,69 @@ extension ControlRoutes {
                 text = try await run()
             }
         }
+    }
+
+    /// A live fetch with `"changes": true` (DESIGN §11): a `result` event (or,
+    /// with `since`, none), then a `changes` event for each batch of commits
+    /// that changed the result, computed from the history.
+    func changes(_ body: FetchBody, descriptor: FetchDescriptor, result: String, store: Store) async throws -> Response {
+        guard body.watch == true, body.changes == true else {
+            throw APIError(.invalidArgument, body.changes == true
+                ? "changes streams a live fetch: give \"watch\": true with it"
+                : "since resumes a live fetch with changes: give \"watch\": true and \"changes\": true with it")
+        }
+        guard result == "records" else {
+            throw APIError(.invalidArgument, "changes streams records: result must be records (or left out)")
+        }
+        let feed = try ResultFeed(reader: store.reader, descriptor)
+        // Taken before the first read, so that no commit falls between.
+        let version = store.reader.commitCount
+        var first: String?
+        if let since = body.since {
+            do {
+                try await feed.resume(after: try HistoryToken.parse(since))
+            } catch let error as DepotError where error.code == .historyExpired {
+                return JSONResponse.stream { write in
+                    try await write("{\"type\":\"history_expired\",\"message\":\(JSONText.quoted(error.message))}")
+                }
+            }
+        } else {
+            let (token, records) = try await feed.start()
+            first = "{\"type\":\"result\",\"token\":\(token.map { JSONText.quoted($0.description) } ?? "null"),"
+                + "\"records\":[" + (0..<records.count).map(records.jsonObject(row:)).joined(separator: ",") + "]}"
+        }
+        return JSONResponse.stream { [first] write in
+            if let first { try await write(first) }
+            var version = version
+            var pending = first == nil  // after since: the changes after the token, at once
+            while true {
+                if !pending {
+                    // As soon as a commit comes; the commits that come while
+                    // an event is computed are coalesced into the next one.
+                    guard await store.reader.waitForCommit(after: version) else { return }
+                    version = store.reader.commitCount
+                }
+                pending = false
+                let changes: ResultChanges
+                do {
+                    changes = try await feed.changes()
+                } catch let error as DepotError where error.code == .historyExpired {
+                    try await write("{\"type\":\"history_expired\",\"message\":\(JSONText.quoted(error.message))}")
+                    return
+                }
+                guard !changes.isEmpty else { continue }
+                try await write(Self.changesJSON(changes))
+            }
+        }
+    }
+
+    static func changesJSON(_ c: ResultChanges) -> String {
+        func objects(_ set: RecordSet) -> String {
+            "[" + (0..<set.count).map(set.jsonObject(row:)).joined(separator: ",") + "]"
+        }
+        return "{\"type\":\"changes\",\"token\":\(c.token.map { JSONText.quoted($0.description) } ?? "null"),"
+            + "\"inserted\":\(objects(c.inserted)),\"updated\":\(objects(c.updated)),"
+            + "\"deleted\":[" + c.deleted.map(\.json).joined(separator: ",") + "]}"
     }
 
     func aggregate(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
@@ -114,6 +180,8 @@ extension ControlRoutes {
             var s = "{\"entity\":\(JSONText.quoted(c.entity)),\"identifier\":\(c.identifier),\"kind\":\"\(c.kind.rawValue)\""
             if let fields = c.fields { s += ",\"fields\":[" + fields.map(JSONText.quoted).joined(separator: ",") + "]" }
             if let tomb = c.tombstone { s += ",\"tombstone\":\(tomb)" }
+            if let old = c.old { s += ",\"old\":\(old)" }
+            if let new = c.new { s += ",\"new\":\(new)" }
             return s + "}"
         }
         return "{\"token\":\(JSONText.quoted(t.token.description)),\"timestamp\":\(JSONText.quoted(t.timestamp)),"
@@ -124,25 +192,38 @@ extension ControlRoutes {
     func history(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
         let q = request.uri.queryParameters
-        let after = try q.get("after").map { try HistoryToken.parse(String($0)) }
+        var after = try q.get("after").map { try HistoryToken.parse(String($0)) }
         let entity = q.get("entity").map { String($0) }
         let author = q.get("author").map { String($0) }
         if let entity { _ = try store.reader.entity(entity) }
-        if q.get("follow") == "true" {
-            // Check the token before the stream starts, so that errors are statuses.
-            _ = try await store.reader.history(after: after, entity: entity, author: author, limit: 1)
-            return JSONResponse.stream { write in
-                for try await t in store.reader.followHistory(after: after, entity: entity, author: author) {
-                    try await write(Self.transactionJSON(t))
-                }
-            }
-        }
         var limit = 100
         if let text = q.get("limit") {
             guard let n = Int(text), n > 0 else {
                 throw APIError(.invalidArgument, "limit must be a positive integer")
             }
             limit = min(n, 10_000)
+        }
+        // A consumer reads after its token; reading does not move it.
+        if let consumer = q.get("consumer").map({ String($0) }) {
+            guard after == nil else {
+                throw APIError(.invalidArgument, "give consumer or after, not both: a consumer reads after its own token")
+            }
+            if q.get("follow") != "true" {
+                let page = try await store.reader.history(consumer: consumer, entity: entity, author: author, limit: limit)
+                return JSONResponse.make("{\"transactions\":[" + page.map(Self.transactionJSON).joined(separator: ",") + "]}")
+            }
+            // Checks that it exists and is not lost, so that errors are statuses.
+            _ = try await store.reader.history(consumer: consumer, entity: entity, author: author, limit: 1)
+            after = try await store.reader.consumer(consumer).token
+        }
+        if q.get("follow") == "true" {
+            // Check the token before the stream starts, so that errors are statuses.
+            _ = try await store.reader.history(after: after, entity: entity, author: author, limit: 1)
+            return JSONResponse.stream { [after] write in
+                for try await t in store.reader.followHistory(after: after, entity: entity, author: author) {
+                    try await write(Self.transactionJSON(t))
+                }
+            }
         }
         let page = try await store.reader.history(after: after, entity: entity, author: author, limit: limit)
         return JSONResponse.make("{\"transactions\":[" + page.map(Self.transactionJSON).joined(separator: ",") + "]}")

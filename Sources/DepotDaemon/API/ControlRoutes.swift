@@ -63,8 +63,12 @@ package struct ControlRoutes: Sendable {
                 + "\"queued\":\(all.filter { $0.state == .queued }.count)}}")
         }
         on(.get, "metrics") { _, context in
+            var lag: [(store: String, consumers: [Consumer])] = []
+            for name in await self.jobs.storeNames {
+                if let store = await self.jobs.store(name) { lag.append((name, try await store.reader.consumers())) }
+            }
             var buffer = ByteBuffer()
-            buffer.writeString(self.metrics.render())
+            buffer.writeString(self.metrics.render() + Metrics.consumerLag(lag))
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                             body: .init(byteBuffer: buffer))
         }
@@ -101,7 +105,22 @@ package struct ControlRoutes: Sendable {
             case .before(let token): try await store.pruneHistory(before: token)
             case .olderThan(let age): try await store.pruneHistory(olderThan: age)
             }
-            return JSONResponse.make("{\"pruned\":\(pruned)}")
+            return JSONResponse.make(Self.pruneJSON(pruned))
+        }
+        on(.get, "stores/:store/consumers") { _, context in
+            return try await self.listConsumers(context)
+        }
+        on(.post, "stores/:store/consumers") { request, context in
+            return try await self.createConsumer(request, context)
+        }
+        on(.delete, "stores/:store/consumers/:name") { _, context in
+            return try await self.dropConsumer(context)
+        }
+        on(.post, "stores/:store/consumers/:name/ack") { request, context in
+            return try await self.acknowledge(request, context)
+        }
+        on(.post, "stores/:store/consumers/:name/reset") { request, context in
+            return try await self.resetConsumer(request, context)
         }
         on(.post, "jobs") { request, context in
             let body = try await JSONBody.decode(JobSubmission.self, from: request, limit: self.config.maxRequestBytes)

@@ -13,9 +13,14 @@ struct FetchBody: Decodable {
     var sectionBy: String?
     var result: String?
     var watch: Bool?
+    /// With `watch`: stream what changed in the result instead of whole results.
+    var changes: Bool?
+    /// With `changes`: resume after this token, without a first result.
+    var since: String?
 
     enum CodingKeys: String, CodingKey {
         case `where`, arguments, sort, nulls, limit, offset, fields, sectionBy = "section_by", result, watch
+        case changes, since
     }
 
     /// The engine's descriptor of this fetch.

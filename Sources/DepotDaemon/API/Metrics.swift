@@ -89,6 +89,29 @@ package final class Metrics: Sendable {
         return out
     }
 
+    /// The consumers' lag gauges (DESIGN §11), from each store's consumers
+    /// read at scrape time.
+    static func consumerLag(_ stores: [(store: String, consumers: [Consumer])]) -> String {
+        var transactions = "# HELP depot_consumer_lag_transactions Transactions a consumer has not acknowledged.\n"
+            + "# TYPE depot_consumer_lag_transactions gauge\n"
+        var seconds = "# HELP depot_consumer_lag_seconds Age of a consumer's oldest unacknowledged transaction.\n"
+            + "# TYPE depot_consumer_lag_seconds gauge\n"
+        for (store, consumers) in stores {
+            for c in consumers {
+                let labels = "{store=\"\(label(store))\",consumer=\"\(label(c.name))\"}"
+                transactions += "depot_consumer_lag_transactions\(labels) \(c.lagTransactions)\n"
+                seconds += "depot_consumer_lag_seconds\(labels) \(c.lagSeconds)\n"
+            }
+        }
+        return transactions + seconds
+    }
+
+    /// A label value with `\`, `"` and newlines escaped, as the text format asks.
+    private static func label(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+
     private func histogram(_ name: String, _ buckets: [Int], sum: Double, count: Int) -> String {
         var out = ""
         for (i, b) in Metrics.buckets.enumerated() { out += "\(name)_bucket{le=\"\(b)\"} \(buckets[i])\n" }

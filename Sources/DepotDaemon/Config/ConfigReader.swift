@@ -200,7 +200,8 @@ struct ConfigReader {
     }
 
     mutating func readStore(_ table: TOMLTable, at key: String, stateDir: String) -> StoreConfiguration? {
-        unknownKeys(table, ["name", "path", "save_every", "save_interval", "history_retention", "cache_mb", "entity"],
+        unknownKeys(table, ["name", "path", "save_every", "save_interval", "history_retention", "history_max_retention",
+                                "cache_mb", "entity"],
                     at: key)
         guard let name = string(table, "name", at: "\(key).name"), !name.isEmpty else {
             problem("\(key).name", "is required")
@@ -219,7 +220,7 @@ struct ConfigReader {
                 problem(ekey, "must be a table ([[store.entity]])")
                 continue
             }
-            unknownKeys(e, ["name", "identifier", "indexes", "preserve_on_delete", "fields"], at: ekey)
+            unknownKeys(e, ["name", "identifier", "indexes", "preserve_on_delete", "history", "fields"], at: ekey)
             let ename = string(e, "name", at: "\(ekey).name") ?? ""
             var identifier: [String] = []
             if let single = e["identifier"]?.tomlValue.string {
@@ -246,6 +247,15 @@ struct ConfigReader {
                 }
             }
             let preserve = strings(e, "preserve_on_delete", at: "\(ekey).preserve_on_delete") ?? []
+            var history = HistoryDetail.fields
+            if let text = string(e, "history", at: "\(ekey).history") {
+                if let detail = HistoryDetail(rawValue: text) {
+                    history = detail
+                } else {
+                    problem("\(ekey).history", "must be \"fields\" (the names of changed fields) or \"values\" "
+                        + "(also their old and new values), not \(JSONText.quoted(text))")
+                }
+            }
             var fields: [Field] = []
             if let ft = e["fields"]?.tomlValue.table {
                 for fname in ft.keys {
@@ -264,7 +274,7 @@ struct ConfigReader {
             }
             do {
                 entities.append(try EntitySchema(name: ename, fields: fields, identifier: identifier, indexes: indexes,
-                                                 preserveOnDelete: preserve))
+                                                 preserveOnDelete: preserve, history: history))
             } catch let error as DepotError {
                 problem(ekey, error.message)
             } catch {
@@ -281,6 +291,10 @@ struct ConfigReader {
         if let retention = duration(table, "history_retention", at: "\(key).history_retention",
                                     in: DurationText.retention) {
             config.historyRetention = retention
+        }
+        if let maximum = duration(table, "history_max_retention", at: "\(key).history_max_retention",
+                                  in: DurationText.retention) {
+            config.historyMaxRetention = maximum
         }
         // At most 64 GiB: more than this machine class has, and far from overflowing the shift.
         if let mb = int(table, "cache_mb", at: "\(key).cache_mb", in: 1...65_536) {

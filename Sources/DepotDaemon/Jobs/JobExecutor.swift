@@ -64,9 +64,9 @@ struct JobExecutor {
             }
             record.apply(counts)
         case .prune(.before(let token)):
-            record.deleted = try await store.pruneHistory(before: token)
+            record.apply(try await store.pruneHistory(before: token))
         case .prune(.olderThan(let age)):
-            record.deleted = try await store.pruneHistory(olderThan: age)
+            record.apply(try await store.pruneHistory(olderThan: age))
         case .export(let entity, let predicate, let format, let path):
             try await export(&record, entity: entity, where: predicate, format: format, path: path)
         }

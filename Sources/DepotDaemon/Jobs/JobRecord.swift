@@ -47,6 +47,10 @@ package struct JobRecord: Codable, Sendable, Hashable {
     package var rate: Double = 0
     package var eta: Double?
     package var error: String?
+    /// For a prune stopped by a consumer: which, and at what token.
+    package var heldBackBy: HeldBack?
+    /// For a prune: the consumers `history_max_retention` marked lost.
+    package var lostConsumers: [String]?
     /// The rejects file, when the job rejected records.
     package var rejects: String?
 
@@ -58,6 +62,13 @@ package struct JobRecord: Codable, Sendable, Hashable {
         case watchFile = "watch_file", contentHash = "content_hash"
         case read, inserted, updated, unchanged, skipped, duplicates, rejected, deleted, exported
         case bytesRead = "bytes_read", bytesTotal = "bytes_total", saves, rate, eta, error, rejects
+        case heldBackBy = "held_back_by", lostConsumers = "lost_consumers"
+    }
+
+    /// The consumer that stopped a prune, and its token.
+    package struct HeldBack: Codable, Sendable, Hashable {
+        package var consumer: String
+        package var token: String
     }
 
     /// A new job doing what `spec` says.
@@ -112,6 +123,8 @@ package struct JobRecord: Codable, Sendable, Hashable {
         eta = try c.decodeIfPresent(Double.self, forKey: .eta)
         error = try c.decodeIfPresent(String.self, forKey: .error)
         rejects = try c.decodeIfPresent(String.self, forKey: .rejects)
+        heldBackBy = try c.decodeIfPresent(HeldBack.self, forKey: .heldBackBy)
+        lostConsumers = try c.decodeIfPresent([String].self, forKey: .lostConsumers)
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -146,6 +159,8 @@ package struct JobRecord: Codable, Sendable, Hashable {
         try c.encodeIfPresent(eta, forKey: .eta)
         try c.encodeIfPresent(error, forKey: .error)
         try c.encodeIfPresent(rejects, forKey: .rejects)
+        try c.encodeIfPresent(heldBackBy, forKey: .heldBackBy)
+        try c.encodeIfPresent(lostConsumers, forKey: .lostConsumers)
     }
 
     /// A failed record standing for one that does not decode: what can be
@@ -174,6 +189,12 @@ package struct JobRecord: Codable, Sendable, Hashable {
         saves = p.saves
         rate = p.rate
         eta = p.eta
+    }
+
+    mutating func apply(_ p: PruneOutcome) {
+        deleted = p.deleted
+        heldBackBy = p.heldBackBy.map { HeldBack(consumer: $0.consumer, token: $0.token.description) }
+        lostConsumers = p.lost.isEmpty ? nil : p.lost
     }
 
     mutating func apply(_ c: WriteCounts) {

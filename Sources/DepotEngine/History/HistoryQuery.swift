@@ -10,22 +10,27 @@ enum HistoryQuery {
         try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'depot_transactions'") ?? 0
     }
 
+    /// Throws when the history after `after` cannot be read whole:
+    /// ``DepotError/Code/historyExpired`` when some of it was pruned,
+    /// ``DepotError/Code/invalidToken`` for a token never issued.
+    static func check(_ db: Database, store: String, after: Int64) throws {
+        let pruned = try prunedThrough(db)
+        if after < pruned {
+            throw DepotError(.historyExpired, "the history of store \(JSONText.quoted(store)) after token "
+                + "\(after) was pruned (the transactions up to token \(pruned) are gone); read the current records again and "
+                + "follow the history from its latest token")
+        }
+        let issued = try lastIssued(db)
+        if after > issued {
+            throw DepotError(.invalidToken, "store \(JSONText.quoted(store)) never issued token \(after) "
+                + "(its latest is \(issued)); was the token taken from another store?")
+        }
+    }
+
     static func transactions(_ db: Database, store: String, after token: HistoryToken?, entity: String?,
                              author: String?, limit: Int) throws -> [HistoryTransaction] {
         let after = token?.id ?? 0
-        if token != nil {
-            let pruned = try prunedThrough(db)
-            if after < pruned {
-                throw DepotError(.historyExpired, "the history of store \(JSONText.quoted(store)) after token "
-                    + "\(after) was pruned (the transactions up to token \(pruned) are gone); read the current records again and "
-                    + "follow the history from its latest token")
-            }
-            let issued = try lastIssued(db)
-            if after > issued {
-                throw DepotError(.invalidToken, "store \(JSONText.quoted(store)) never issued token \(after) "
-                    + "(its latest is \(issued)); was the token taken from another store?")
-            }
-        }
+        if token != nil { try check(db, store: store, after: after) }
         var sql = "SELECT id, timestamp, author, job FROM depot_transactions t WHERE id > ?"
         var arguments: [(any DatabaseValueConvertible)?] = [after]
         if let author {
@@ -47,7 +52,7 @@ enum HistoryQuery {
                                                    job: row[3], changes: []))
         }
         guard let first = transactions.first?.token.id, let last = transactions.last?.token.id else { return [] }
-        var changeSQL = "SELECT txn, entity, identifier, kind, fields, tombstone FROM depot_changes "
+        var changeSQL = "SELECT txn, entity, identifier, kind, fields, tombstone, old, new FROM depot_changes "
             + "WHERE txn BETWEEN ? AND ?"
         var changeArguments: [(any DatabaseValueConvertible)?] = [first, last]
         if let entity {
@@ -66,7 +71,7 @@ enum HistoryQuery {
             }
             transactions[p].changes.append(HistoryChange(
                 entity: row[1], identifier: row[2], kind: ChangeKind(rawValue: row[3]) ?? .update,
-                fields: fields, tombstone: row[5]))
+                fields: fields, tombstone: row[5], old: row[6], new: row[7]))
         }
         return transactions
     }

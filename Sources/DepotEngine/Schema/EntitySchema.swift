@@ -28,6 +28,8 @@ public struct EntitySchema: Sendable, Hashable {
     public let indexes: [[String]]
     /// Fields whose values a deleted record leaves in its history tombstone.
     public let preserveOnDelete: [String]
+    /// What the history keeps of each change to these records.
+    public let history: HistoryDetail
 
     /// The positions in ``fields`` of the identifier's fields.
     public let identifierIndexes: [Int]
@@ -42,7 +44,8 @@ public struct EntitySchema: Sendable, Hashable {
     ///   (SQLite's column names do not), an identifier, index or
     ///   `preserve_on_delete` naming an unknown field, an optional identifier field.
     public init(name: String, fields: [Field], identifier: [String],
-                indexes: [[String]] = [], preserveOnDelete: [String] = []) throws {
+                indexes: [[String]] = [], preserveOnDelete: [String] = [],
+                history: HistoryDetail = .fields) throws {
         var problems: [String] = []
         let quotedName = JSONText.quoted(name)
         if name.isEmpty { problems.append("an entity has an empty name") }
@@ -101,6 +104,7 @@ public struct EntitySchema: Sendable, Hashable {
         self.identifier = identifier
         self.indexes = indexes
         self.preserveOnDelete = preserveOnDelete
+        self.history = history
         self.positions = positions
         self.identifierIndexes = identifier.map { positions[$0]! }
         self.preserveIndexes = preserveOnDelete.map { positions[$0]! }

@@ -22,6 +22,10 @@ public struct StoreConfiguration: Sendable {
     public var saveInterval: Duration
     /// History older than this is pruned; `nil` keeps it all.
     public var historyRetention: Duration?
+    /// How long an active consumer may hold back a prune: one whose oldest
+    /// unacknowledged transaction is older is marked lost, and the prune
+    /// goes on. `nil` lets consumers hold the history back for ever.
+    public var historyMaxRetention: Duration?
     /// The write connection's page cache, in bytes; sized for the identifier
     /// indexes that every save rewrites.
     public var writerCacheBytes: Int
@@ -29,13 +33,15 @@ public struct StoreConfiguration: Sendable {
     /// Creates a configuration; the defaults are those of the import benchmark.
     public init(name: String, path: String, entities: [EntitySchema],
                 saveEvery: Int = 200_000, saveInterval: Duration = .seconds(2),
-                historyRetention: Duration? = nil, writerCacheBytes: Int = 48 << 20) {
+                historyRetention: Duration? = nil, historyMaxRetention: Duration? = .seconds(90 * 86_400),
+                writerCacheBytes: Int = 48 << 20) {
         self.name = name
         self.path = path
         self.entities = entities
         self.saveEvery = saveEvery
         self.saveInterval = saveInterval
         self.historyRetention = historyRetention
+        self.historyMaxRetention = historyMaxRetention
         self.writerCacheBytes = writerCacheBytes
     }
 }

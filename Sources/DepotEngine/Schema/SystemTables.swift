@@ -54,6 +54,19 @@ package enum SystemTables {
                     hash TEXT PRIMARY KEY, path TEXT NOT NULL, job TEXT NOT NULL, imported TEXT NOT NULL) STRICT;
                 """)
         },
+        // Version 2, the change feed (DESIGN §11): the values of changes,
+        // JSON objects of the fields' old and new values for entities with
+        // `history = "values"`; named consumers, each with the token it
+        // acknowledged last.
+        Step(version: 2, summary: "old and new values of changes, consumers") { db in
+            try db.execute(sql: """
+                ALTER TABLE depot_changes ADD COLUMN old TEXT;
+                ALTER TABLE depot_changes ADD COLUMN new TEXT;
+                CREATE TABLE depot_consumers(
+                    name TEXT PRIMARY KEY, token INTEGER NOT NULL, state TEXT NOT NULL,
+                    created TEXT NOT NULL, acknowledged_at TEXT NOT NULL) STRICT;
+                """)
+        },
     ]
 
     /// The version this release writes.

@@ -27,6 +27,13 @@ final class RowWriter {
     /// For `replace`: for each entity field, its batch position or nil.
     private let fieldToColumn: [Int?]
 
+    /// Whether changes carry values (`history = "values"`).
+    private let keepsValues: Bool
+    /// For each entity field, its JSON object key with the colon: `"name":`.
+    private let fieldKeys: [String]
+    /// For each entity field, whether it is a `json` field (written raw).
+    private let rawJSON: [Bool]
+
     private let lookupSQL: String
     private let insertSQL: String
     private let updateSQL: String?
@@ -58,6 +65,9 @@ final class RowWriter {
         self.valuePositions = valueColumns.map { Int32(entity.position(of: columns[$0])! + 1) }
         self.missingRequired = entity.fields.filter { !$0.isOptional && !columns.contains($0.name) }.map(\.name)
         self.fieldToColumn = entity.fields.map { columns.firstIndex(of: $0.name) }
+        self.keepsValues = entity.history == .values
+        self.fieldKeys = entity.fields.map { JSONText.quoted($0.name) + ":" }
+        self.rawJSON = entity.fields.map { $0.type == .json }
 
         let table = entity.table
         lookupSQL = "SELECT rowid, " + entity.fields.map { SQL.quote($0.name) }.joined(separator: ", ")
@@ -95,7 +105,8 @@ final class RowWriter {
         let update = try updateSQL.map { try db.cachedStatement(sql: $0).sqliteStatement }
         var counts = WriteCounts()
         let width = columns.count
-        var changed: [String] = []
+        /// The entity positions of the fields a record changes.
+        var changed: [Int] = []
         try batch.values.withUnsafeBufferPointer { all in
             rows: for r in 0..<batch.count {
                 if let superseded, superseded[r] {
@@ -117,7 +128,12 @@ final class RowWriter {
                     try SQL.step(insert, db)
                     sqlite3_reset(insert)
                     if sqlite3_changes(connection) == 1 {
-                        try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .insert)
+                        var new: String? = nil
+                        if keepsValues {
+                            new = object(0..<fieldKeys.count) { fieldToColumn[$0].map { row[$0] } ?? .null }
+                        }
+                        try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .insert,
+                                              new: new)
                         counts.inserted += 1
                         continue rows
                     }
@@ -154,7 +170,7 @@ final class RowWriter {
                     changed.removeAll(keepingCapacity: true)
                     for (c, position) in zip(valueColumns, valuePositions)
                     where !SQL.columnEquals(lookup, position, row[c]) {
-                        changed.append(columns[c])
+                        changed.append(Int(position) - 1)
                     }
                 case .replace:
                     if let field = missingRequired.first {
@@ -165,12 +181,19 @@ final class RowWriter {
                     changed.removeAll(keepingCapacity: true)
                     for (f, field) in entity.fields.enumerated() where !entity.identifierIndexes.contains(f) {
                         let value = fieldToColumn[f].map { row[$0] } ?? .null
-                        if !SQL.columnEquals(lookup, Int32(f + 1), value) { changed.append(field.name) }
+                        if !SQL.columnEquals(lookup, Int32(f + 1), value) { changed.append(f) }
                     }
                 }
                 if changed.isEmpty {
                     counts.unchanged += 1
                     continue rows
+                }
+                // The old values come from the lookup, read before its reset.
+                var old: String? = nil
+                var new: String? = nil
+                if keepsValues {
+                    old = object(changed) { SQL.column(lookup, Int32($0 + 1), as: entity.fields[$0].type) }
+                    new = object(changed) { fieldToColumn[$0].map { row[$0] } ?? .null }
                 }
                 sqlite3_reset(lookup)
                 guard let update else { continue rows }
@@ -190,13 +213,13 @@ final class RowWriter {
                 try SQL.step(update, db)
                 sqlite3_reset(update)
                 var fieldsJSON = "["
-                for (i, name) in changed.enumerated() {
+                for (i, f) in changed.enumerated() {
                     if i > 0 { fieldsJSON.append(",") }
-                    JSONText.appendQuoted(name, to: &fieldsJSON)
+                    fieldsJSON.append(contentsOf: fieldKeys[f].dropLast())
                 }
                 fieldsJSON.append("]")
                 try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .update,
-                                      fields: fieldsJSON)
+                                      fields: fieldsJSON, old: old, new: new)
                 counts.updated += 1
             }
         }
@@ -229,6 +252,21 @@ final class RowWriter {
             }
         }
         return superseded
+    }
+
+    /// The JSON object of the fields at `positions` (entity positions), in
+    /// that order, each with `value(position)`.
+    private func object(_ positions: some Sequence<Int>, _ value: (Int) -> Value) -> String {
+        var out = "{"
+        var first = true
+        for f in positions {
+            if !first { out.append(",") }
+            first = false
+            out.append(fieldKeys[f])
+            JSONText.append(value(f), rawJSON: rawJSON[f], to: &out)
+        }
+        out.append("}")
+        return out
     }
 
     private func identifierJSON(_ row: UnsafeBufferPointer<Value>) -> String {

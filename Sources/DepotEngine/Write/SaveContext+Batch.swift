@@ -3,12 +3,16 @@ import GRDBSQLite
 
 extension SaveContext {
     /// Deletes the records whose rowids `select` returns (at most `limit`),
-    /// logging a tombstone for each.
+    /// logging a tombstone for each, and every old value when the entity's
+    /// history keeps values.
     ///
     /// - Returns: how many were deleted.
     func deleteRows(_ entity: EntitySchema, select: SQLFragment, limit: Int) throws -> Int {
         let rowids = try fetchRowids(select, limit: limit)
-        let returning = (entity.identifierIndexes + entity.preserveIndexes.filter { !entity.identifierIndexes.contains($0) })
+        let tombstoneFields = entity.identifierIndexes
+            + entity.preserveIndexes.filter { !entity.identifierIndexes.contains($0) }
+        let keepsValues = entity.history == .values
+        let returning = keepsValues ? Array(entity.fields.indices) : tombstoneFields
         let delete = try db.cachedStatement(sql: "DELETE FROM \(entity.table) WHERE rowid = ? RETURNING "
             + returning.map { SQL.quote(entity.fields[$0].name) }.joined(separator: ", ")).sqliteStatement
         for rowid in rowids {
@@ -22,15 +26,9 @@ extension SaveContext {
             sqlite3_reset(delete)
             var identifier = ""
             Identifier.appendJSON(entity.identifierIndexes.map { values[$0]! }, to: &identifier)
-            var tombstone = "{"
-            for (i, f) in returning.enumerated() {
-                if i > 0 { tombstone.append(",") }
-                JSONText.appendQuoted(entity.fields[f].name, to: &tombstone)
-                tombstone.append(":")
-                JSONText.append(values[f]!, rawJSON: entity.fields[f].type == .json, to: &tombstone)
-            }
-            tombstone.append("}")
-            try logChange(entity: entity.name, identifier: identifier, kind: .delete, tombstone: tombstone)
+            try logChange(entity: entity.name, identifier: identifier, kind: .delete,
+                          tombstone: Self.object(entity, tombstoneFields) { values[$0]! },
+                          old: keepsValues ? Self.object(entity, returning) { values[$0]! } : nil)
         }
         return rowids.count
     }
@@ -50,7 +48,9 @@ extension SaveContext {
         let select = preparedSelect.sqliteStatement
         sqlite3_bind_int64(select, 1, after)
         for (i, v) in predicate.arguments.enumerated() { SQL.bind(v, to: select, at: Int32(i + 2)) }
-        var pending: [(Int64, String, [String])] = []
+        let keepsValues = entity.history == .values
+        /// Rowid, identifier, changed fields, and the old and new values.
+        var pending: [(Int64, String, [String], String?, String?)] = []
         var last = after
         var visited = 0
         var counts = WriteCounts()
@@ -58,9 +58,11 @@ extension SaveContext {
             visited += 1
             last = sqlite3_column_int64(select, 0)
             var changed: [String] = []
+            var changedAssignments: [Int] = []
             for (k, (field, value)) in assignments.enumerated()
             where !SQL.columnEquals(select, Int32(1 + idColumns.count + k), value) {
                 changed.append(entity.fields[field].name)
+                changedAssignments.append(k)
             }
             if changed.isEmpty {
                 counts.unchanged += 1
@@ -70,14 +72,26 @@ extension SaveContext {
             Identifier.appendJSON(idColumns.indices.map {
                 SQL.column(select, Int32(1 + $0), as: entity.fields[idColumns[$0]].type)
             }, to: &identifier)
-            pending.append((last, identifier, changed))
+            var old: String? = nil
+            var new: String? = nil
+            if keepsValues {
+                let fields = changedAssignments.map { assignments[$0].0 }
+                let stored = Dictionary(uniqueKeysWithValues: changedAssignments.map {
+                    (assignments[$0].0, SQL.column(select, Int32(1 + idColumns.count + $0),
+                                                   as: entity.fields[assignments[$0].0].type))
+                })
+                let assigned = Dictionary(uniqueKeysWithValues: changedAssignments.map { assignments[$0] })
+                old = Self.object(entity, fields) { stored[$0]! }
+                new = Self.object(entity, fields) { assigned[$0]! }
+            }
+            pending.append((last, identifier, changed, old, new))
         }
         sqlite3_reset(select)
         if !pending.isEmpty {
             let update = try db.cachedStatement(sql: "UPDATE \(entity.table) SET "
                 + assignments.map { "\(SQL.quote(entity.fields[$0.0].name)) = ?" }.joined(separator: ", ")
                 + " WHERE rowid = ?").sqliteStatement
-            for (rowid, identifier, changed) in pending {
+            for (rowid, identifier, changed, old, new) in pending {
                 for (k, (_, value)) in assignments.enumerated() { SQL.bind(value, to: update, at: Int32(k + 1)) }
                 sqlite3_bind_int64(update, Int32(assignments.count + 1), rowid)
                 try SQL.step(update, db)
@@ -88,11 +102,25 @@ extension SaveContext {
                     JSONText.appendQuoted(name, to: &fields)
                 }
                 fields.append("]")
-                try logChange(entity: entity.name, identifier: identifier, kind: .update, fields: fields)
+                try logChange(entity: entity.name, identifier: identifier, kind: .update, fields: fields,
+                              old: old, new: new)
                 counts.updated += 1
             }
         }
         return (counts, last, visited == limit)
+    }
+
+    /// The JSON object of `entity`'s fields at `positions`, each with `value(position)`.
+    static func object(_ entity: EntitySchema, _ positions: [Int], _ value: (Int) -> Value) -> String {
+        var out = "{"
+        for (i, f) in positions.enumerated() {
+            if i > 0 { out.append(",") }
+            JSONText.appendQuoted(entity.fields[f].name, to: &out)
+            out.append(":")
+            JSONText.append(value(f), rawJSON: entity.fields[f].type == .json, to: &out)
+        }
+        out.append("}")
+        return out
     }
 
     private func fetchRowids(_ select: SQLFragment, limit: Int) throws -> [Int64] {

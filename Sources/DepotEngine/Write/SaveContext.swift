@@ -85,19 +85,24 @@ public final class SaveContext {
         return id
     }
 
-    /// Logs one change; `identifier` and `extra` are JSON text.
+    /// Logs one change; `identifier`, `fields`, `tombstone`, `old` and `new`
+    /// are JSON text (`old` and `new` only for entities that keep values).
     func logChange(entity: String, identifier: String, kind: ChangeKind,
-                   fields: String? = nil, tombstone: String? = nil) throws {
+                   fields: String? = nil, tombstone: String? = nil,
+                   old: String? = nil, new: String? = nil) throws {
         let txn = try historyTransaction()
         touchedEntities.insert(entity)
         let statement = try db.cachedStatement(sql: "INSERT INTO depot_changes"
-            + "(txn, entity, identifier, kind, fields, tombstone) VALUES (?, ?, ?, ?, ?, ?)").sqliteStatement
+            + "(txn, entity, identifier, kind, fields, tombstone, old, new) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+            .sqliteStatement
         sqlite3_bind_int64(statement, 1, txn)
         SQL.bindText(entity, to: statement, at: 2)
         SQL.bindText(identifier, to: statement, at: 3)
         SQL.bindText(kind.rawValue, to: statement, at: 4)
         SQL.bind(fields.map(Value.string) ?? .null, to: statement, at: 5)
         SQL.bind(tombstone.map(Value.string) ?? .null, to: statement, at: 6)
+        SQL.bind(old.map(Value.string) ?? .null, to: statement, at: 7)
+        SQL.bind(new.map(Value.string) ?? .null, to: statement, at: 8)
         try SQL.step(statement, db)
         sqlite3_reset(statement)
     }

@@ -108,8 +108,11 @@ struct FetchTests {
                 let counts = try save.write(frozen, policy: .upsert)
                 insideContinuation.yield()
                 // Hold the write transaction open until the reads are done. If
-                // a read waited for this save, it would never finish.
-                guard readsDone.wait(timeout: .now() + 60) == .success else {
+                // a read waited for this save, it would never finish. The
+                // bound is generous: on two cores, the daemon tests running
+                // alongside can keep the reads from being scheduled for a
+                // minute (it happened under a fuzzing run).
+                guard readsDone.wait(timeout: .now() + 300) == .success else {
                     throw DepotError(.database, "the readers were blocked by the writer")
                 }
                 return counts.inserted

@@ -29,6 +29,8 @@ struct HistoryTests {
         #expect(history[1].changes[0].fields == ["budget"])
         #expect(history[2].changes[0].tombstone == #"{"id":"c","name":"n"}"#)
         #expect(history.allSatisfy { DateValue.canonical($0.timestamp) == $0.timestamp })
+        // The default, history = "fields", keeps no values.
+        #expect(history.flatMap(\.changes).allSatisfy { $0.old == nil && $0.new == nil })
         // The log as sqlite3 sees it: one row per change.
         #expect(try sqlite3(t.path, "SELECT count(*) FROM depot_changes") == "6")
     }
@@ -77,7 +79,7 @@ struct HistoryTests {
         let t = try await TemporaryStore()
         var tokens: [HistoryToken] = []
         for i in 0..<4 { tokens.append(try await t.insertTrips([trip("p\(i)")]).token!) }
-        let pruned = try await t.store.pruneHistory(before: tokens[2])
+        let pruned = try await t.store.pruneHistory(before: tokens[2]).deleted
         #expect(pruned == 2)
         // The client that saw tokens[1] missed nothing: it gets 2 and 3.
         #expect(try await t.store.reader.history(after: tokens[1]).map(\.token) == [tokens[2], tokens[3]])
@@ -88,7 +90,7 @@ struct HistoryTests {
         #expect(try await t.store.reader.history().map(\.token) == [tokens[2], tokens[3]])
         #expect(try sqlite3(t.path, "SELECT count(*) FROM depot_changes") == "2")
         // Pruning again before the same token does nothing.
-        #expect(try await t.store.pruneHistory(before: tokens[2]) == 0)
+        #expect(try await t.store.pruneHistory(before: tokens[2]).deleted == 0)
         // Tokens are never reused after pruning.
         let next = try await t.insertTrips([trip("p9")]).token!
         #expect(next > tokens[3])
@@ -110,8 +112,8 @@ struct HistoryTests {
         }
         // Age the first transaction by two days, as another tool would see it.
         _ = try sqlite3(path, "UPDATE depot_transactions SET timestamp = '2000-01-01T00:00:00.000Z' WHERE id = 1")
-        #expect(try await store.pruneHistory(olderThan: .seconds(7 * 86_400)) == 1)
-        #expect(try await store.applyHistoryRetention() == 0)
+        #expect(try await store.pruneHistory(olderThan: .seconds(7 * 86_400)).deleted == 1)
+        #expect(try await store.applyHistoryRetention().deleted == 0)
         let kept = try await store.reader.history()
         #expect(kept.map { $0.changes[0].identifier } == [#""new""#])
         try await store.close()

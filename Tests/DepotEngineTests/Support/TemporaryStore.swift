@@ -8,8 +8,8 @@ final class TemporaryStore: Sendable {
     var path: String { folder.appendingPathComponent("test.sqlite").path }
 
     /// The Trip entity of the design's example configuration.
-    static func tripEntity(extraFields: [Field] = [], indexes: [[String]] = [["destination"], ["startDate"]])
-        throws -> EntitySchema {
+    static func tripEntity(extraFields: [Field] = [], indexes: [[String]] = [["destination"], ["startDate"]],
+                           history: HistoryDetail = .fields) throws -> EntitySchema {
         try EntitySchema(
             name: "Trip",
             fields: [
@@ -22,7 +22,7 @@ final class TemporaryStore: Sendable {
                 Field(name: "isFavorite", type: .bool),
                 Field(name: "notes", type: .string, isOptional: true),
             ] + extraFields,
-            identifier: ["id"], indexes: indexes, preserveOnDelete: ["name"])
+            identifier: ["id"], indexes: indexes, preserveOnDelete: ["name"], history: history)
     }
 
     static func makeFolder() throws -> URL {

@@ -1,0 +1,53 @@
+import DepotEngine
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// Applies each store's `history_retention` (and through it
+/// `history_max_retention`, DESIGN §11): once when the daemon starts, before
+/// it says READY, then every `interval`. A prune stops at the oldest
+/// transaction an active consumer has not acknowledged, which the log says.
+struct RetentionService: Service {
+    let runtime: DaemonRuntime
+    var interval: Duration = .seconds(3600)
+
+    func run() async throws {
+        while true {
+            do {
+                // Graceful shutdown (SIGTERM) cancels the wait at once.
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            } catch {
+                return  // the daemon is stopping
+            }
+            await Self.pass(runtime)
+        }
+    }
+
+    /// Prunes every store that has a retention, logging what each prune did.
+    static func pass(_ runtime: DaemonRuntime) async {
+        for name in await runtime.jobs.storeNames {
+            guard let store = await runtime.jobs.store(name), store.configuration.historyRetention != nil else { continue }
+            do {
+                let outcome = try await store.applyHistoryRetention()
+                log(outcome, store: name, logger: runtime.logger)
+            } catch {
+                runtime.logger.error("history retention failed", metadata: ["STORE": "\(name)", "ERROR": "\(error)"])
+            }
+        }
+    }
+
+    /// The log lines of a prune: what went, who held it back, who was lost.
+    static func log(_ outcome: PruneOutcome, store: String, logger: Logger) {
+        if outcome.deleted > 0 {
+            logger.info("history pruned", metadata: ["STORE": "\(store)", "PRUNED": "\(outcome.deleted)"])
+        }
+        if let held = outcome.heldBackBy {
+            logger.notice("history prune held back by a consumer", metadata: [
+                "STORE": "\(store)", "CONSUMER": "\(held.consumer)", "TOKEN": "\(held.token)"])
+        }
+        for consumer in outcome.lost {
+            logger.warning("consumer lost: history_max_retention pruned what it had not acknowledged", metadata: [
+                "STORE": "\(store)", "CONSUMER": "\(consumer)"])
+        }
+    }
+}

@@ -1,0 +1,205 @@
+import GRDB
+import GRDBSQLite
+
+/// Follows a fetch's result through the history: a first result, then what
+/// entered, changed or left it with each batch of transactions (DESIGN §11).
+///
+/// The cost of ``changes()`` follows the transactions, not the result: it
+/// reads the changes of the fetch's entity after the last token, and
+/// re-evaluates the predicate on the touched identifiers only, one indexed
+/// lookup each. The feed remembers which identifiers are in the result (a
+/// set of their JSON texts) to tell entering from changing and leaving.
+///
+/// For example:
+///
+/// ```swift
+/// let feed = try ResultFeed(reader: store.reader, FetchDescriptor(entity: "Trip", where: "budget > 1000"))
+/// let (token, records) = try await feed.start()
+/// var version = store.reader.commitCount
+/// while await store.reader.waitForCommit(after: version) {
+///     version = store.reader.commitCount
+///     let changes = try await feed.changes()
+///     if !changes.isEmpty { print(changes.inserted.count, changes.updated.count, changes.deleted.count) }
+/// }
+/// ```
+///
+/// A feed is used by one task at a time.
+public final class ResultFeed: @unchecked Sendable {
+    private let reader: StoreReader
+    private let query: FetchQuery
+    /// The identifiers in the result, as JSON text.
+    private var members: Set<String> = []
+    /// The token the result (or the last changes) reflects.
+    private var last: Int64 = 0
+    /// After ``resume(after:)``: the first changes cannot know whether a
+    /// touched record was in the client's result at its token.
+    private var uncertain = false
+
+    /// Checks the descriptor: `limit`, `offset` and `sectionBy` are refused,
+    /// since a change would move records across their bounds. Records
+    /// always carry their identifier fields, added in front of `fields`
+    /// when it lacks them.
+    ///
+    /// - Throws: ``DepotError/Code/invalidArgument`` for those;
+    ///   as ``StoreReader/fetch(_:)`` for the rest.
+    public init(reader: StoreReader, _ descriptor: FetchDescriptor) throws {
+        for (given, name) in [(descriptor.limit != nil, "limit"), (descriptor.offset != nil, "offset"),
+                              (descriptor.sectionBy != nil, "section_by")] where given {
+            throw DepotError(.invalidArgument, "a live fetch with changes cannot take \(name): a change would move "
+                + "records across it; fetch the whole result, or watch without changes")
+        }
+        self.reader = reader
+        let entity = try reader.entity(descriptor.entity)
+        // Records carry their identifier, which later changes refer to.
+        var descriptor = descriptor
+        if let fields = descriptor.fields {
+            descriptor.fields = entity.identifier.filter { !fields.contains($0) } + fields
+        }
+        self.query = try FetchQuery(descriptor, entity: entity)
+    }
+
+    /// The result now, and the token of the newest transaction it reflects
+    /// (`nil` when the store has no history), read in one snapshot.
+    public func start() async throws -> (token: HistoryToken?, records: RecordSet) {
+        let query = self.query
+        let (token, issued, records, ids) = try await reader.read { db in
+            let token = try Int64.fetchOne(db, sql: "SELECT max(id) FROM depot_transactions")
+            let records = try query.records(db)
+            return (token, try HistoryQuery.lastIssued(db), records, try query.identifiers(db).map(\.json))
+        }
+        members = Set(ids)
+        last = token ?? issued
+        uncertain = false
+        return (token.map(HistoryToken.init), records)
+    }
+
+    /// Resumes after `token`, the last one a client saw: the next
+    /// ``changes()`` are those after it.
+    ///
+    /// The first of them cannot know which touched records the client had:
+    /// a touched record that matches is `inserted` when its first change
+    /// after `token` is its insert and `updated` otherwise; one that does not
+    /// match is in `deleted` (a client drops it if it had it).
+    ///
+    /// - Throws: ``DepotError/Code/historyExpired`` when transactions after
+    ///   `token` were pruned; ``DepotError/Code/invalidToken`` for a token
+    ///   never issued.
+    public func resume(after token: HistoryToken) async throws {
+        let query = self.query
+        let store = reader.storeName
+        let ids = try await reader.read { db in
+            try HistoryQuery.check(db, store: store, after: token.id)
+            return try query.identifiers(db).map(\.json)
+        }
+        members = Set(ids)
+        last = token.id
+        uncertain = true
+    }
+
+    /// What changed in the result since the last call (or ``start()``).
+    ///
+    /// - Throws: ``DepotError/Code/historyExpired`` when the transactions
+    ///   since were pruned under the feed.
+    public func changes() async throws -> ResultChanges {
+        let query = self.query
+        let store = reader.storeName
+        let after = last
+        let members = self.members
+        let uncertain = self.uncertain
+        let (token, outcome) = try await reader.read { db in
+            try HistoryQuery.check(db, store: store, after: after)
+            let token = try Int64.fetchOne(db, sql: "SELECT max(id) FROM depot_transactions") ?? after
+            return (token, try Self.compute(db, query: query, after: after, members: members, uncertain: uncertain))
+        }
+        for id in outcome.entered { self.members.insert(id) }
+        for id in outcome.left { self.members.remove(id) }
+        last = max(last, token)
+        self.uncertain = false
+        var result = outcome.changes
+        result.token = token > 0 ? HistoryToken(token) : nil
+        return result
+    }
+
+    private struct Touched {
+        var firstKind: ChangeKind
+        var structural = false
+        var fields: Set<String> = []
+    }
+
+    private struct Outcome: Sendable {
+        var changes: ResultChanges
+        var entered: [String] = []
+        var left: [String] = []
+    }
+
+    /// The changes of the entity after `after`, the touched records looked up
+    /// again with the predicate.
+    private static func compute(_ db: Database, query: FetchQuery, after: Int64, members: Set<String>,
+                                uncertain: Bool) throws -> Outcome {
+        let entity = query.entity
+        var order: [String] = []
+        var touched: [String: Touched] = [:]
+        let changes = try db.makeStatement(sql: "SELECT identifier, kind, fields FROM depot_changes "
+            + "WHERE txn > ? AND entity = ? ORDER BY id")
+        let cursor = try Row.fetchCursor(changes, arguments: [after, entity.name])
+        while let row = try cursor.next() {
+            let id: String = row[0]
+            let kind = ChangeKind(rawValue: row[1]) ?? .update
+            if touched[id] == nil {
+                order.append(id)
+                touched[id] = Touched(firstKind: kind)
+            }
+            switch kind {
+            case .insert, .delete: touched[id]!.structural = true
+            case .update:
+                let text: String? = row[2]
+                if let text, case .array(let names)? = MiniJSON.parse(text) {
+                    for case .string(let name) in names { touched[id]!.fields.insert(name) }
+                }
+            }
+        }
+        var outcome = Outcome(changes: ResultChanges(token: nil, inserted: RecordSet(fields: query.fields, rows: []),
+                                                     updated: RecordSet(fields: query.fields, rows: []), deleted: []))
+        guard !order.isEmpty else { return outcome }
+        let fetched = Set(query.fields.map(\.name))
+        let idFields = entity.identifierIndexes.map { entity.fields[$0] }
+        let lookup = try db.makeStatement(sql: "SELECT " + query.fields.map { SQL.quote($0.name) }.joined(separator: ", ")
+            + " FROM \(entity.table) WHERE " + idFields.map { "\(SQL.quote($0.name)) = ?" }.joined(separator: " AND ")
+            + " AND (\(query.predicate.sql))")
+        let statement = lookup.sqliteStatement
+        for (i, v) in query.predicate.arguments.enumerated() {
+            SQL.bind(v, to: statement, at: Int32(idFields.count + i + 1))
+        }
+        for id in order {
+            let change = touched[id]!
+            let identifier = try Identifier(json: id, fieldCount: idFields.count)
+            for (k, field) in idFields.enumerated() {
+                SQL.bind(try ValueConversion.convert(identifier.values[k], to: field), to: statement, at: Int32(k + 1))
+            }
+            var row: [Value]? = nil
+            if try SQL.step(statement, db) {
+                row = query.fields.indices.map { SQL.column(statement, Int32($0), as: query.fields[$0].type) }
+            }
+            sqlite3_reset(statement)
+            if let row {
+                if uncertain {
+                    // Whether the client had it is unknown: what it was before its token decides.
+                    if change.firstKind == .insert {
+                        outcome.changes.inserted.rows.append(row)
+                    } else {
+                        outcome.changes.updated.rows.append(row)
+                    }
+                } else if !members.contains(id) {
+                    outcome.changes.inserted.rows.append(row)
+                } else if change.structural || !change.fields.isDisjoint(with: fetched) {
+                    outcome.changes.updated.rows.append(row)
+                }
+                outcome.entered.append(id)
+            } else if uncertain || members.contains(id) {
+                outcome.changes.deleted.append(identifier)
+                outcome.left.append(id)
+            }
+        }
+        return outcome
+    }
+}

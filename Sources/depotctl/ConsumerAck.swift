@@ -1,0 +1,25 @@
+import ArgumentParser
+import Foundation
+import NIOHTTP1
+
+struct ConsumerAck: DepotCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ack",
+        abstract: "Acknowledge every transaction up to a token: the consumer has processed them.",
+        discussion: """
+            Pruning may then remove them. An older token than the consumer's changes nothing.
+
+            Example:
+              depotctl consumer ack travel indexer 42
+            """)
+    @OptionGroup var global: Global
+    @Argument(help: ArgumentHelp("The consumer's store.", valueName: "store")) var store: String
+    @Argument(help: ArgumentHelp("The consumer.", valueName: "name")) var name: String
+    @Argument(help: ArgumentHelp("The last token it processed.", valueName: "token")) var token: String
+
+    func execute(_ client: DaemonClient) async throws {
+        let bytes = try await client.call(.POST, "/v1/stores/\(store.encoded)/consumers/\(name.encoded)/ack",
+                                          json: ["token": .string(token)])
+        try showConsumer(bytes, json: global.json, "acknowledged")
+    }
+}

@@ -1,0 +1,22 @@
+import ArgumentParser
+import Foundation
+import NIOHTTP1
+
+struct ConsumerDrop: DepotCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "drop",
+        abstract: "Drop a consumer; what it held back may then be pruned.",
+        discussion: """
+            Example:
+              depotctl consumer drop travel indexer
+            """)
+    @OptionGroup var global: Global
+    @Argument(help: ArgumentHelp("The consumer's store.", valueName: "store")) var store: String
+    @Argument(help: ArgumentHelp("The consumer.", valueName: "name")) var name: String
+
+    func execute(_ client: DaemonClient) async throws {
+        let bytes = try await client.call(.DELETE, "/v1/stores/\(store.encoded)/consumers/\(name.encoded)")
+        if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
+        Out.line("dropped consumer \(name) of \(store)")
+    }
+}

@@ -1,0 +1,117 @@
+import DepotEngine
+import Foundation
+import Testing
+
+/// `history = "values"` (DESIGN §11): what each kind of write logs.
+@Suite("History with values")
+struct HistoryValuesTests {
+    static let columns = TemporaryStore.tripColumns + ["meta"]
+
+    static func store() async throws -> TemporaryStore {
+        try await TemporaryStore(entities: [TemporaryStore.tripEntity(
+            extraFields: [Field(name: "meta", type: .json, isOptional: true)], history: .values)])
+    }
+
+    static func trip(_ id: String, budget: Double = 900, favorite: Bool = false, notes: Value = nil,
+                     meta: Value = nil) -> [Value] {
+        [.string(id), .string("Trip \(id)"), "Rome", "2025-05-02T00:00:00.000Z", nil, .double(budget), .bool(favorite),
+         notes, meta]
+    }
+
+    static func write(_ t: TemporaryStore, _ rows: [[Value]], columns: [String] = columns,
+                      policy: ConflictPolicy = .upsert) async throws -> WriteCounts {
+        var batch = RecordBatch(entity: "Trip", columns: columns)
+        for row in rows { batch.append(row) }
+        let frozen = batch
+        return try await t.store.save(author: "test") { try $0.write(frozen, policy: policy) }.value
+    }
+
+    static func changes(_ t: TemporaryStore) async throws -> [HistoryChange] {
+        try await t.store.reader.history(limit: 1000).flatMap(\.changes)
+    }
+
+    @Test("an insert carries every field, an update the old and new changed fields, a delete every old field")
+    func writes() async throws {
+        let t = try await Self.store()
+        _ = try await Self.write(t, [Self.trip("T1", meta: #"{"tags":["a"]}"#)])
+        _ = try await Self.write(t, [Self.trip("T1", budget: 950, favorite: true, meta: #"{"tags":["a"]}"#)])
+        // Only some columns: the others are not part of the update.
+        _ = try await Self.write(t, [["T1", "a \"quoted\" note"]], columns: ["id", "notes"])
+        try await t.store.delete(entity: "Trip", where: "id == 'T1'", author: "test")
+        let changes = try await Self.changes(t)
+        #expect(changes.map(\.kind) == [.insert, .update, .update, .delete])
+        #expect(changes[0].old == nil)
+        #expect(changes[0].new == #"{"id":"T1","name":"Trip T1","destination":"Rome","startDate":"2025-05-02T00:00:00.000Z","endDate":null,"budget":900.0,"isFavorite":false,"notes":null,"meta":{"tags":["a"]}}"#)
+        #expect(changes[1].fields == ["budget", "isFavorite"])
+        #expect(changes[1].old == #"{"budget":900.0,"isFavorite":false}"#)
+        #expect(changes[1].new == #"{"budget":950.0,"isFavorite":true}"#)
+        #expect(changes[2].fields == ["notes"])
+        #expect(changes[2].old == #"{"notes":null}"#)
+        #expect(changes[2].new == #"{"notes":"a \"quoted\" note"}"#)
+        #expect(changes[3].old == #"{"id":"T1","name":"Trip T1","destination":"Rome","startDate":"2025-05-02T00:00:00.000Z","endDate":null,"budget":950.0,"isFavorite":true,"notes":"a \"quoted\" note","meta":{"tags":["a"]}}"#)
+        #expect(changes[3].new == nil)
+        // The tombstone is still the identifier and the preserved fields.
+        #expect(changes[3].tombstone == #"{"id":"T1","name":"Trip T1"}"#)
+        // Each is a JSON object that a JSON reader accepts.
+        for text in changes.flatMap({ [$0.old, $0.new] }).compactMap({ $0 }) {
+            #expect(try JSONSerialization.jsonObject(with: Data(text.utf8)) is [String: Any])
+        }
+    }
+
+    @Test("replace logs every field that changed, including those it clears")
+    func replace() async throws {
+        let t = try await Self.store()
+        _ = try await Self.write(t, [Self.trip("T1", notes: "keep me")])
+        let counts = try await Self.write(t, [["T1", "Trip T1", "2025-05-02T00:00:00.000Z", 1000.0, false]],
+                                          columns: ["id", "name", "startDate", "budget", "isFavorite"],
+                                          policy: .replace)
+        #expect(counts.updated == 1)
+        let update = try #require(try await Self.changes(t).last)
+        #expect(update.fields == ["destination", "budget", "notes"])
+        #expect(update.old == #"{"destination":"Rome","budget":900.0,"notes":"keep me"}"#)
+        #expect(update.new == #"{"destination":null,"budget":1000.0,"notes":null}"#)
+    }
+
+    @Test("batch update, batch delete and duplicate resolution log values the same way")
+    func batchWrites() async throws {
+        let t = try await Self.store()
+        _ = try await Self.write(t, [Self.trip("A"), Self.trip("B", budget: 100), Self.trip("C")])
+        let updated = try await t.store.update(entity: "Trip", where: "budget == 900.0",
+                                               set: ["budget": 950.0, "isFavorite": false], author: "test")
+        #expect(updated.updated == 2)
+        var changes = try await Self.changes(t).suffix(2)
+        #expect(changes.map(\.identifier) == [#""A""#, #""C""#])
+        // isFavorite was already false: only the budget changed.
+        #expect(changes.allSatisfy { $0.fields == ["budget"] })
+        #expect(changes.allSatisfy { $0.old == #"{"budget":900.0}"# && $0.new == #"{"budget":950.0}"# })
+        let resolved = try await t.store.resolveDuplicates(entity: "Trip", by: ["budget"], keep: .keepFirst,
+                                                           author: "test")
+        #expect(resolved.deleted == 1)
+        changes = try await Self.changes(t).suffix(1)
+        #expect(changes.first?.kind == .delete)
+        #expect(changes.first?.old == #"{"id":"C","name":"Trip C","destination":"Rome","startDate":"2025-05-02T00:00:00.000Z","endDate":null,"budget":950.0,"isFavorite":false,"notes":null,"meta":null}"#)
+    }
+
+    @Test("an import logs values, and its counters agree with the values it logged")
+    func importValues() async throws {
+        let t = try await Self.store()
+        func run(_ job: String, _ text: String) async throws -> ImportProgress {
+            let path = t.folder.appendingPathComponent("\(job).csv").path
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return try await Importer.run(ImportRequest(job: job, entity: "Trip", path: path,
+                                                        rejectsPath: path + ".rejects"), into: t.store)
+        }
+        let header = "id,name,startDate,budget,isFavorite\n"
+        let first = try await run("j1", header + "a,A,2025-01-01,10,false\nb,B,2025-01-02,20,true\n")
+        let second = try await run("j2", header + "a,A,2025-01-01,11,false\nb,B,2025-01-02,20,true\nc,C,2025-01-03,30,false\n")
+        #expect(first.inserted == 2)
+        #expect((second.inserted, second.updated, second.unchanged) == (1, 1, 1))
+        let changes = try await Self.changes(t)
+        #expect(changes.filter { $0.kind == .insert }.count == first.inserted + second.inserted)
+        #expect(changes.filter { $0.kind == .update }.count == second.updated)
+        let update = try #require(changes.first { $0.kind == .update })
+        #expect(update.old == #"{"budget":10.0}"# && update.new == #"{"budget":11.0}"#)
+        let inserted = try #require(changes.last)
+        #expect(inserted.new == #"{"id":"c","name":"C","destination":null,"startDate":"2025-01-03","endDate":null,"budget":30.0,"isFavorite":false,"notes":null,"meta":null}"#)
+    }
+}
