@@ -13,16 +13,23 @@ extension SaveContext {
             + entity.preserveIndexes.filter { !entity.identifierIndexes.contains($0) }
         let keepsValues = entity.history == .values
         let returning = keepsValues ? Array(entity.fields.indices) : tombstoneFields
-        let delete = try db.cachedStatement(sql: "DELETE FROM \(entity.table) WHERE rowid = ? RETURNING "
-            + returning.map { SQL.quote(entity.fields[$0].name) }.joined(separator: ", ")).sqliteStatement
+        // The values are read before the delete, not with RETURNING: SQLite
+        // 3.40's RETURNING gave an INTEGER column that follows a REAL one as
+        // a float (a bool's false came back as 0.0; HistoryValuesOrderTests).
+        let select = try db.cachedStatement(sql: "SELECT "
+            + returning.map { SQL.quote(entity.fields[$0].name) }.joined(separator: ", ")
+            + " FROM \(entity.table) WHERE rowid = ?").sqliteStatement
+        let delete = try db.cachedStatement(sql: "DELETE FROM \(entity.table) WHERE rowid = ?").sqliteStatement
         for rowid in rowids {
-            sqlite3_bind_int64(delete, 1, rowid)
-            guard try SQL.step(delete, db) else { sqlite3_reset(delete); continue }
+            sqlite3_bind_int64(select, 1, rowid)
+            guard try SQL.step(select, db) else { sqlite3_reset(select); continue }
             var values: [Int: Value] = [:]
             for (i, f) in returning.enumerated() {
-                values[f] = SQL.column(delete, Int32(i), as: entity.fields[f].type)
+                values[f] = SQL.column(select, Int32(i), as: entity.fields[f].type)
             }
-            while try SQL.step(delete, db) {}
+            sqlite3_reset(select)
+            sqlite3_bind_int64(delete, 1, rowid)
+            try SQL.step(delete, db)
             sqlite3_reset(delete)
             var identifier = ""
             Identifier.appendJSON(entity.identifierIndexes.map { values[$0]! }, to: &identifier)

@@ -115,3 +115,27 @@ struct HistoryValuesTests {
         #expect(inserted.new == #"{"id":"c","name":"C","destination":null,"startDate":"2025-01-03","endDate":null,"budget":30.0,"isFavorite":false,"notes":null,"meta":null}"#)
     }
 }
+
+@Suite("History values: field order")
+struct HistoryValuesOrderTests {
+    /// The fields in the order the daemon's configuration gives them
+    /// (TOML keys sorted): a REAL column before an INTEGER one, which
+    /// SQLite 3.40's DELETE ... RETURNING read back as a float.
+    @Test("a delete's old values and tombstone keep each field's type, whatever the fields' order",
+          arguments: [HistoryDetail.values, .fields])
+    func deleteTypes(history: HistoryDetail) async throws {
+        let entity = try EntitySchema(name: "T", fields: [Field(name: "budget", type: .double),
+                                                          Field(name: "id", type: .string),
+                                                          Field(name: "isFavorite", type: .bool)],
+                                      identifier: ["id"], preserveOnDelete: ["budget", "isFavorite"], history: history)
+        let t = try await TemporaryStore(entities: [entity])
+        var batch = RecordBatch(entity: "T", columns: ["id", "budget", "isFavorite"])
+        batch.append(["a", 893.68, false])
+        let frozen = batch
+        _ = try await t.store.save(author: "x") { try $0.write(frozen, policy: .upsert) }
+        try await t.store.delete(entity: "T", where: "budget < 900.0", author: "x")
+        let changes = try await t.store.reader.history().flatMap(\.changes)
+        #expect(changes.last?.old == (history == .values ? #"{"budget":893.68,"id":"a","isFavorite":false}"# : nil))
+        #expect(changes.last?.tombstone == #"{"id":"a","budget":893.68,"isFavorite":false}"#)
+    }
+}
