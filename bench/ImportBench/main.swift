@@ -25,13 +25,19 @@ if args.count == 5 {
     options.saveEvery = Int(args[3])
     options.saveInterval = .milliseconds(Int((Double(args[4]) ?? 1) * 1000))
 }
+// HISTORY=values keeps the values of changes (DESIGN §11); DESIGN_INDEXES=1
+// adds the DESIGN §8 entity's indexes and preserve_on_delete.
+let environment = ProcessInfo.processInfo.environment
+let history = HistoryDetail(rawValue: environment["HISTORY"] ?? "fields") ?? .fields
+let designIndexes = environment["DESIGN_INDEXES"] == "1"
 let trip = try EntitySchema(
     name: "Trip",
     fields: [Field(name: "id", type: .string), Field(name: "name", type: .string),
              Field(name: "destination", type: .string, isOptional: true), Field(name: "startDate", type: .date),
              Field(name: "endDate", type: .date, isOptional: true), Field(name: "budget", type: .double),
              Field(name: "isFavorite", type: .bool), Field(name: "notes", type: .string, isOptional: true)],
-    identifier: ["id"])
+    identifier: ["id"], indexes: designIndexes ? [["destination"], ["startDate"]] : [],
+    preserveOnDelete: designIndexes ? ["name"] : [], history: history)
 let storePath = work + "/bench.sqlite"
 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storePath + suffix) }
 var configuration = StoreConfiguration(name: "bench", path: storePath, entities: [trip])
@@ -45,6 +51,6 @@ let result = try await Importer.run(
 let seconds = Double((ContinuousClock.now - start).components.attoseconds) / 1e18
     + Double((ContinuousClock.now - start).components.seconds)
 let rows = result.read
-print(String(format: "depot %@: %d rows in %.2f s = %.0f rows/s (inserted %d, duplicates %d, updated %d, rejected %d, saves %d), peak RSS %d MB",
-             options.format.rawValue, rows, seconds, Double(rows) / seconds, result.inserted, result.duplicates,
+print(String(format: "depot %@ (history %@): %d rows in %.2f s = %.0f rows/s (inserted %d, duplicates %d, updated %d, rejected %d, saves %d), peak RSS %d MB",
+             options.format.rawValue, history.rawValue, rows, seconds, Double(rows) / seconds, result.inserted, result.duplicates,
              result.updated, result.rejected, result.saves, rssPeakKB() / 1024))

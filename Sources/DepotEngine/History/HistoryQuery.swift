@@ -59,7 +59,7 @@ enum HistoryQuery {
             changeSQL += " AND entity = ?"
             changeArguments.append(entity)
         }
-        changeSQL += " ORDER BY id"
+        changeSQL += " ORDER BY txn, id"  // the txn index gives this order: no sort
         let cursor = try Row.fetchCursor(db, sql: changeSQL, arguments: StatementArguments(changeArguments))
         while let row = try cursor.next() {
             let txn: Int64 = row[0]

@@ -123,3 +123,19 @@ struct ResultFeedTests {
         }
     }
 }
+
+@Suite("Live fetch with changes: cost")
+struct ResultFeedPlanTests {
+    /// The cost of an event must follow the change, not the history: the
+    /// changes after a token are found through the txn index.
+    @Test("the changes after a token are searched through the history's index, never scanned")
+    func plan() async throws {
+        let t = try await TemporaryStore()
+        try await t.insertSample()
+        let sql = ResultFeed.changesSQL.replacingOccurrences(of: "txn > ?", with: "txn > 5")
+            .replacingOccurrences(of: "entity = ?", with: "entity = 'Trip'")
+        let plan = try sqlite3(t.path, "EXPLAIN QUERY PLAN " + sql)
+        #expect(plan.contains("USING INDEX depot_changes_txn"), "\(plan)")
+        #expect(!plan.contains("SCAN") && !plan.contains("TEMP B-TREE"), "\(plan)")
+    }
+}
