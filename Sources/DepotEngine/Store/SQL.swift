@@ -45,6 +45,19 @@ enum SQL {
         }
     }
 
+    /// Binds UTF-8 bytes as text (SQLite copies them), or null for `nil`.
+    static func bindText(bytes: [UInt8]?, to statement: OpaquePointer, at index: Int32) {
+        guard let bytes else {
+            sqlite3_bind_null(statement, index)
+            return
+        }
+        bytes.withUnsafeBufferPointer { buf in
+            buf.withMemoryRebound(to: CChar.self) { chars in
+                _ = sqlite3_bind_text(statement, index, chars.baseAddress ?? emptyText, Int32(chars.count), transient)
+            }
+        }
+    }
+
     // Never written after creation.
     nonisolated(unsafe) private static let emptyText: UnsafePointer<CChar> = {
         let p = UnsafeMutablePointer<CChar>.allocate(capacity: 1)

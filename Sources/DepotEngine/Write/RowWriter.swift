@@ -31,6 +31,11 @@ final class RowWriter {
     private let keepsValues: Bool
     /// For each entity field, its JSON object key with the colon: `"name":`.
     private let fieldKeys: [String]
+    /// The same as UTF-8 bytes, for the values' JSON.
+    private let fieldKeyBytes: [[UInt8]]
+    /// The values' JSON of the current record, reused from record to record.
+    private var oldBuffer: [UInt8] = []
+    private var newBuffer: [UInt8] = []
     /// For each entity field, whether it is a `json` field (written raw).
     private let rawJSON: [Bool]
 
@@ -67,6 +72,7 @@ final class RowWriter {
         self.fieldToColumn = entity.fields.map { columns.firstIndex(of: $0.name) }
         self.keepsValues = entity.history == .values
         self.fieldKeys = entity.fields.map { JSONText.quoted($0.name) + ":" }
+        self.fieldKeyBytes = fieldKeys.map { Array($0.utf8) }
         self.rawJSON = entity.fields.map { $0.type == .json }
 
         let table = entity.table
@@ -128,12 +134,11 @@ final class RowWriter {
                     try SQL.step(insert, db)
                     sqlite3_reset(insert)
                     if sqlite3_changes(connection) == 1 {
-                        var new: String? = nil
                         if keepsValues {
-                            new = object(0..<fieldKeys.count) { fieldToColumn[$0].map { row[$0] } ?? .null }
+                            object(0..<fieldKeys.count, into: &newBuffer) { fieldToColumn[$0].map { row[$0] } ?? .null }
                         }
                         try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .insert,
-                                              new: new)
+                                              oldBytes: nil, newBytes: keepsValues ? newBuffer : nil)
                         counts.inserted += 1
                         continue rows
                     }
@@ -189,11 +194,9 @@ final class RowWriter {
                     continue rows
                 }
                 // The old values come from the lookup, read before its reset.
-                var old: String? = nil
-                var new: String? = nil
                 if keepsValues {
-                    old = object(changed) { SQL.column(lookup, Int32($0 + 1), as: entity.fields[$0].type) }
-                    new = object(changed) { fieldToColumn[$0].map { row[$0] } ?? .null }
+                    object(changed, into: &oldBuffer) { SQL.column(lookup, Int32($0 + 1), as: entity.fields[$0].type) }
+                    object(changed, into: &newBuffer) { fieldToColumn[$0].map { row[$0] } ?? .null }
                 }
                 sqlite3_reset(lookup)
                 guard let update else { continue rows }
@@ -219,7 +222,8 @@ final class RowWriter {
                 }
                 fieldsJSON.append("]")
                 try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .update,
-                                      fields: fieldsJSON, old: old, new: new)
+                                      fields: fieldsJSON, oldBytes: keepsValues ? oldBuffer : nil,
+                                      newBytes: keepsValues ? newBuffer : nil)
                 counts.updated += 1
             }
         }
@@ -254,19 +258,19 @@ final class RowWriter {
         return superseded
     }
 
-    /// The JSON object of the fields at `positions` (entity positions), in
-    /// that order, each with `value(position)`.
-    private func object(_ positions: some Sequence<Int>, _ value: (Int) -> Value) -> String {
-        var out = "{"
+    /// Writes into `out` the JSON object of the fields at `positions`
+    /// (entity positions), in that order, each with `value(position)`.
+    private func object(_ positions: some Sequence<Int>, into out: inout [UInt8], _ value: (Int) -> Value) {
+        out.removeAll(keepingCapacity: true)
+        out.append(0x7B)
         var first = true
         for f in positions {
-            if !first { out.append(",") }
+            if !first { out.append(0x2C) }
             first = false
-            out.append(fieldKeys[f])
-            JSONText.append(value(f), rawJSON: rawJSON[f], to: &out)
+            out.append(contentsOf: fieldKeyBytes[f])
+            JSONBytes.append(value(f), rawJSON: rawJSON[f], to: &out)
         }
-        out.append("}")
-        return out
+        out.append(0x7D)
     }
 
     private func identifierJSON(_ row: UnsafeBufferPointer<Value>) -> String {

@@ -90,6 +90,14 @@ public final class SaveContext {
     func logChange(entity: String, identifier: String, kind: ChangeKind,
                    fields: String? = nil, tombstone: String? = nil,
                    old: String? = nil, new: String? = nil) throws {
+        try logChange(entity: entity, identifier: identifier, kind: kind, fields: fields, tombstone: tombstone,
+                      oldBytes: old.map { Array($0.utf8) }, newBytes: new.map { Array($0.utf8) })
+    }
+
+    /// Logs one change with its values as UTF-8 JSON bytes (the import's
+    /// path, which builds them in reused buffers).
+    func logChange(entity: String, identifier: String, kind: ChangeKind, fields: String? = nil,
+                   tombstone: String? = nil, oldBytes: [UInt8]?, newBytes: [UInt8]?) throws {
         let txn = try historyTransaction()
         touchedEntities.insert(entity)
         let statement = try db.cachedStatement(sql: "INSERT INTO depot_changes"
@@ -101,8 +109,8 @@ public final class SaveContext {
         SQL.bindText(kind.rawValue, to: statement, at: 4)
         SQL.bind(fields.map(Value.string) ?? .null, to: statement, at: 5)
         SQL.bind(tombstone.map(Value.string) ?? .null, to: statement, at: 6)
-        SQL.bind(old.map(Value.string) ?? .null, to: statement, at: 7)
-        SQL.bind(new.map(Value.string) ?? .null, to: statement, at: 8)
+        SQL.bindText(bytes: oldBytes, to: statement, at: 7)
+        SQL.bindText(bytes: newBytes, to: statement, at: 8)
         try SQL.step(statement, db)
         sqlite3_reset(statement)
     }

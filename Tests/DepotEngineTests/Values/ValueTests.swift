@@ -70,3 +70,23 @@ struct ValueTests {
         #expect(try ValueConversion.convert(nil, to: Field(name: "x", type: .int, isOptional: true)) == .null)
     }
 }
+
+@Suite("JSON as bytes")
+struct JSONBytesTests {
+    @Test("JSONBytes writes what JSONText writes, escapes and numbers included")
+    func sameAsText() {
+        let values: [Value] = [.null, true, false, 0, -1, .int(Int64.min), .int(Int64.max), 1.5, -0.25, 1e300, 900,
+                               .double(.nan), "", "plain", "quote \" and \\ backslash", "line\nbreak\ttab\r",
+                               "\u{01}\u{1F}\u{08}\u{0C}", "Zürich ✈︎ 東京", "\u{7F}"]
+        for value in values {
+            var text = ""
+            JSONText.append(value, to: &text)
+            var bytes: [UInt8] = []
+            JSONBytes.append(value, to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == text, "\(value)")
+        }
+        var raw: [UInt8] = []
+        JSONBytes.append(.string(#"{"a":[1]}"#), rawJSON: true, to: &raw)
+        #expect(String(decoding: raw, as: UTF8.self) == #"{"a":[1]}"#)
+    }
+}
