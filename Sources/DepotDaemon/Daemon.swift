@@ -33,7 +33,7 @@ package enum Daemon {
                 .init(service: SystemdService(runtime: runtime, notifier: notifier, logger: logger)),
                 .init(service: ReloadService(runtime: runtime, configPath: configPath, notifier: notifier, logger: logger)),
                 .init(service: JobService(runtime: runtime, notifier: notifier)),
-                .init(service: RetentionService(runtime: runtime)),
+                .init(service: RetentionService(runtime: runtime, notifier: notifier)),
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             cancellationSignals: [],

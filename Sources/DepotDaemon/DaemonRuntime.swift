@@ -34,7 +34,6 @@ package final class DaemonRuntime: Sendable {
         let runtime = DaemonRuntime(config: config, jobs: jobs, metrics: metrics, logger: logger, watcher: watcher)
         await jobs.onFinish { record in await watcher.jobFinished(record) }
         for watch in config.watches { try await watcher.add(watch) }
-        await RetentionService.pass(runtime)
         return runtime
     }
 

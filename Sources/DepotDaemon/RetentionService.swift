@@ -4,14 +4,18 @@ import Logging
 import ServiceLifecycle
 
 /// Applies each store's `history_retention` (and through it
-/// `history_max_retention`, DESIGN §11): once when the daemon starts, before
-/// it says READY, then every `interval`. A prune stops at the oldest
-/// transaction an active consumer has not acknowledged, which the log says.
+/// `history_max_retention`, DESIGN §11): as soon as the daemon runs (after
+/// READY: a first pass over a large backlog must not hold the start back
+/// past systemd's timeout), then every `interval`. A prune stops at the
+/// oldest transaction an active consumer has not acknowledged, which the log
+/// says; each pass ends with a `STATUS=history retention: …` line.
 struct RetentionService: Service {
     let runtime: DaemonRuntime
+    let notifier: SystemdNotifier
     var interval: Duration = .seconds(3600)
 
     func run() async throws {
+        await Self.pass(runtime, notifier: notifier)
         while true {
             do {
                 // Graceful shutdown (SIGTERM) cancels the wait at once.
@@ -19,21 +23,27 @@ struct RetentionService: Service {
             } catch {
                 return  // the daemon is stopping
             }
-            await Self.pass(runtime)
+            await Self.pass(runtime, notifier: notifier)
         }
     }
 
     /// Prunes every store that has a retention, logging what each prune did.
-    static func pass(_ runtime: DaemonRuntime) async {
+    static func pass(_ runtime: DaemonRuntime, notifier: SystemdNotifier) async {
+        var summary: [String] = []
         for name in await runtime.jobs.storeNames {
             guard let store = await runtime.jobs.store(name), store.configuration.historyRetention != nil else { continue }
             do {
                 let outcome = try await store.applyHistoryRetention()
                 log(outcome, store: name, logger: runtime.logger)
+                summary.append("\(name) pruned \(outcome.deleted)"
+                    + (outcome.heldBackBy.map { ", held back by \($0.consumer)" } ?? ""))
             } catch {
                 runtime.logger.error("history retention failed", metadata: ["STORE": "\(name)", "ERROR": "\(error)"])
+                summary.append("\(name) failed")
             }
         }
+        // Sent as is: status() keeps to one a second, and would drop it after a job summary.
+        if !summary.isEmpty { _ = notifier.send("STATUS=history retention: " + summary.joined(separator: "; ")) }
     }
 
     /// The log lines of a prune: what went, who held it back, who was lost.

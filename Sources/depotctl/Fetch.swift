@@ -12,7 +12,7 @@ struct Fetch: DepotCommand {
             until Ctrl-C; with --changes, it prints the result once, then only the records \
             that entered, changed or left it, each with its history token; --since TOKEN \
             resumes after a token printed before, without the first result. --json prints \
-            the events as NDJSON, one line each as it comes.
+            the events as NDJSON (as does --format ndjson), one line each as it comes.
 
             Example:
               depotctl fetch travel Trip --where "budget > 1000" --sort -budget,name --limit 10
@@ -62,6 +62,9 @@ struct Fetch: DepotCommand {
         if let offset, offset < 0 { throw ValidationError("--offset must be 0 or more.") }
         if changes, !watch { throw ValidationError("--changes follows a live fetch: give --watch with it.") }
         if since != nil, !changes { throw ValidationError("--since resumes a live fetch with changes: give --watch --changes with it.") }
+        if changes, format == "csv" {
+            throw ValidationError("--changes prints events: use the table (the default), --json or --format ndjson, not csv.")
+        }
         if changes, limit != nil || offset != nil || sectionBy != nil {
             throw ValidationError("--changes cannot take --limit, --offset or --section-by: a change would move records across them.")
         }
@@ -83,10 +86,13 @@ struct Fetch: DepotCommand {
             body["changes"] = .bool(true)
             if let since { body["since"] = .string(since) }
             Interrupt.onInterrupt {}
+            // Records carry their identifier, shown first in the tables.
+            let schema = format == "table" ? try await entitySchema(client, store: store, entity: entity) : nil
+            if let schema { order = order.isEmpty ? schema.columns : schema.identifier.filter { !order.contains($0) } + order }
             try await client.lines(.POST, path, body: .bytes(Array(JSONValue.object(body).text.utf8), contentType: "application/json")) { line in
-                if format == "json" { Out.line(line); return true }
+                // JSON and NDJSON: the events as they come, one line each.
+                if format != "table" { Out.line(line); return true }
                 let event = try JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))
-                if order.isEmpty { order = try await entitySchema(client, store: store, entity: entity).columns }
                 try Self.show(event, format: format, fields: order)
                 return event["type"]?.string != "history_expired"
             }
@@ -116,7 +122,7 @@ struct Fetch: DepotCommand {
         RecordPrinter(format: format, fields: order).print(try JSONDecoder().decode(JSONValue.self, from: Data(bytes)))
     }
 
-    /// One event of a live fetch with changes, for people (or as CSV/NDJSON records).
+    /// One event of a live fetch with changes, for people.
     static func show(_ event: JSONValue, format: String, fields: [String]) throws {
         let printer = RecordPrinter(format: format, fields: fields)
         let token = event["token"]?.string ?? "-"

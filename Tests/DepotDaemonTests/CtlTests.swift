@@ -159,6 +159,7 @@ struct CtlTests {
         #expect((json(live.lines[1])["inserted"] as? [[String: Any]])?.first?["id"] as? String == "t0")
         #expect(try Ctl.run(["fetch", "travel", "Trip", "--changes"], socket: d.socket).status == 64)
         #expect(try Ctl.run(["fetch", "travel", "Trip", "--watch", "--changes", "--limit", "3"], socket: d.socket).status == 64)
+        #expect(try Ctl.run(["fetch", "travel", "Trip", "--watch", "--changes", "--format", "csv"], socket: d.socket).status == 64)
 
         let prune = try Ctl.run(["history", "prune", "travel", "--older-than", "0s"], socket: d.socket)
         #expect(prune.lines.count == 2 && prune.lines[1].contains("consumer indexer has not acknowledged"), "\(prune.out)")

@@ -56,18 +56,23 @@ public final class ResultFeed: @unchecked Sendable {
             descriptor.fields = entity.identifier.filter { !fields.contains($0) } + fields
         }
         self.query = try FetchQuery(descriptor, entity: entity)
+        let names = query.fields.map(\.name)
+        self.identifierPositions = entity.identifier.map { names.firstIndex(of: $0)! }
     }
+
+    /// Where the identifier's fields are in each record.
+    private let identifierPositions: [Int]
 
     /// The result now, and the token of the newest transaction it reflects
     /// (`nil` when the store has no history), read in one snapshot.
     public func start() async throws -> (token: HistoryToken?, records: RecordSet) {
         let query = self.query
-        let (token, issued, records, ids) = try await reader.read { db in
+        let (token, issued, records) = try await reader.read { db in
             let token = try Int64.fetchOne(db, sql: "SELECT max(id) FROM depot_transactions")
-            let records = try query.records(db)
-            return (token, try HistoryQuery.lastIssued(db), records, try query.identifiers(db).map(\.json))
+            return (token, try HistoryQuery.lastIssued(db), try query.records(db))
         }
-        members = Set(ids)
+        let positions = identifierPositions
+        members = Set(records.rows.map { row in Identifier(positions.map { row[$0] }).json })
         last = token ?? issued
         uncertain = false
         return (token.map(HistoryToken.init), records)

@@ -1,21 +1,23 @@
 /// What a prune did, and what stopped it.
 public struct PruneOutcome: Sendable, Hashable {
+    /// The active consumer that stopped a prune, and its token: the prune
+    /// kept every transaction after it.
+    public struct HeldBack: Sendable, Hashable {
+        /// The consumer's name.
+        public var consumer: String
+        /// The last token it acknowledged.
+        public var token: HistoryToken
+    }
+
     /// Transactions deleted.
     public var deleted: Int
     /// The active consumer that stopped the prune before where it was asked
-    /// to reach, with its token (the prune kept every transaction after it).
-    public var heldBackBy: (consumer: String, token: HistoryToken)? {
-        get { holder.map { ($0.consumer, $0.token) } }
-        set { holder = newValue.map { Holder(consumer: $0.consumer, token: $0.token) } }
-    }
+    /// to reach, if one did.
+    public var heldBackBy: HeldBack?
     /// Consumers that `history_max_retention` marked `lost` in this prune.
     public var lost: [String]
-
-    private var holder: Holder?
-    private struct Holder: Sendable, Hashable {
-        var consumer: String
-        var token: HistoryToken
-    }
+    /// The saves the deletes took (see ``StoreConfiguration/historyPruneStep``).
+    public var saves = 0
 
     init(deleted: Int = 0, lost: [String] = []) {
         self.deleted = deleted

@@ -26,6 +26,9 @@ public struct StoreConfiguration: Sendable {
     /// unacknowledged transaction is older is marked lost, and the prune
     /// goes on. `nil` lets consumers hold the history back for ever.
     public var historyMaxRetention: Duration?
+    /// A prune deletes in saves of about this many changes (a transaction's
+    /// changes always go together).
+    public var historyPruneStep = 50_000
     /// The write connection's page cache, in bytes; sized for the identifier
     /// indexes that every save rewrites.
     public var writerCacheBytes: Int

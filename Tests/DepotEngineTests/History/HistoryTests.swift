@@ -96,6 +96,30 @@ struct HistoryTests {
         #expect(next > tokens[3])
     }
 
+    @Test("a large prune goes in saves of about historyPruneStep changes, a transaction's changes together")
+    func pruneInSteps() async throws {
+        let t = try await TemporaryStore { $0.historyPruneStep = 4 }
+        var tokens: [HistoryToken] = []
+        for i in 0..<10 {
+            tokens.append(try #require(try await t.insertTrips([trip("a\(i)"), trip("b\(i)"), trip("c\(i)")]).token))
+        }
+        let pruned = try await t.store.pruneHistory(before: tokens[9])
+        #expect(pruned.deleted == 9)
+        // 3 changes a transaction, about 4 a save: 2 transactions a save.
+        #expect(pruned.saves == 5)
+        #expect(try await t.store.reader.history().map(\.token) == [tokens[9]])
+        #expect(try sqlite3(t.path, "SELECT count(*) FROM depot_changes") == "3")
+        #expect(try sqlite3(t.path, "SELECT value FROM depot_meta WHERE key = 'history_pruned_through'")
+            == tokens[8].description)
+        // A consumer stops a stepped prune where it stands.
+        let more = try await t.insertTrips([trip("d")]).token!
+        try await t.store.createConsumer("c", from: .beginning)
+        let held = try await t.store.pruneHistory(before: more)
+        #expect(held.deleted == 0 && held.saves == 0 && held.heldBackBy?.consumer == "c")
+        try await t.store.acknowledge(consumer: "c", token: tokens[9])
+        #expect(try await t.store.pruneHistory(before: more).deleted == 1)
+    }
+
     @Test("pruning by age and by the configured retention")
     func pruneByAge() async throws {
         let folder = try TemporaryStore.makeFolder()

@@ -32,11 +32,13 @@ final class TemporaryStore: Sendable {
         return folder
     }
 
-    init(entities: [EntitySchema]? = nil, saveEvery: Int = 50_000, folder: URL? = nil) async throws {
+    init(entities: [EntitySchema]? = nil, saveEvery: Int = 50_000, folder: URL? = nil,
+         configure: (inout StoreConfiguration) -> Void = { _ in }) async throws {
         self.folder = try folder ?? Self.makeFolder()
-        let config = StoreConfiguration(
+        var config = StoreConfiguration(
             name: "travel", path: self.folder.appendingPathComponent("test.sqlite").path,
             entities: try entities ?? [Self.tripEntity()], saveEvery: saveEvery)
+        configure(&config)
         store = try await Store.open(config)
     }
 
