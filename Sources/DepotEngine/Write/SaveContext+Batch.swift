@@ -34,8 +34,8 @@ extension SaveContext {
             var identifier = ""
             Identifier.appendJSON(entity.identifierIndexes.map { values[$0]! }, to: &identifier)
             try logChange(entity: entity.name, identifier: identifier, kind: .delete,
-                          tombstone: Self.object(entity, tombstoneFields) { values[$0]! },
-                          old: keepsValues ? Self.object(entity, returning) { values[$0]! } : nil)
+                          tombstone: Self.object(entity, tombstoneFields.map { ($0, values[$0]!) }),
+                          old: keepsValues ? Self.object(entity, returning.map { ($0, values[$0]!) }) : nil)
         }
         return rowids.count
     }
@@ -82,14 +82,11 @@ extension SaveContext {
             var old: String? = nil
             var new: String? = nil
             if keepsValues {
-                let fields = changedAssignments.map { assignments[$0].0 }
-                let stored = Dictionary(uniqueKeysWithValues: changedAssignments.map {
-                    (assignments[$0].0, SQL.column(select, Int32(1 + idColumns.count + $0),
-                                                   as: entity.fields[assignments[$0].0].type))
+                old = Self.object(entity, changedAssignments.map { k in
+                    let field = assignments[k].0
+                    return (field, SQL.column(select, Int32(1 + idColumns.count + k), as: entity.fields[field].type))
                 })
-                let assigned = Dictionary(uniqueKeysWithValues: changedAssignments.map { assignments[$0] })
-                old = Self.object(entity, fields) { stored[$0]! }
-                new = Self.object(entity, fields) { assigned[$0]! }
+                new = Self.object(entity, changedAssignments.map { assignments[$0] })
             }
             pending.append((last, identifier, changed, old, new))
         }
@@ -117,14 +114,14 @@ extension SaveContext {
         return (counts, last, visited == limit)
     }
 
-    /// The JSON object of `entity`'s fields at `positions`, each with `value(position)`.
-    static func object(_ entity: EntitySchema, _ positions: [Int], _ value: (Int) -> Value) -> String {
+    /// The JSON object of `entity`'s fields (by position) with their values.
+    static func object(_ entity: EntitySchema, _ pairs: [(Int, Value)]) -> String {
         var out = "{"
-        for (i, f) in positions.enumerated() {
+        for (i, (f, value)) in pairs.enumerated() {
             if i > 0 { out.append(",") }
             JSONText.appendQuoted(entity.fields[f].name, to: &out)
             out.append(":")
-            JSONText.append(value(f), rawJSON: entity.fields[f].type == .json, to: &out)
+            JSONText.append(value, rawJSON: entity.fields[f].type == .json, to: &out)
         }
         out.append("}")
         return out
