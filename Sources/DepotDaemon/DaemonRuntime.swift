@@ -50,7 +50,7 @@ package final class DaemonRuntime: Sendable {
     var httpConfiguration: HTTP1Channel.Configuration {
         let metrics = self.metrics
         return HTTP1Channel.Configuration(
-            additionalChannelHandlers: [ConnectionCounter(metrics: metrics)],
+            additionalChannelHandlers: [ConnectionCounter(metrics: metrics), HangUpWatcher()],
             idleTimeout: .seconds(Int64(config.idleTimeout.components.seconds)),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100))
     }

@@ -23,7 +23,7 @@ extension ControlRoutes {
             throw APIError(.invalidArgument, "result must be records, count or identifiers")
         }
         if body.changes == true || body.since != nil {
-            return try await changes(body, descriptor: descriptor, result: result, store: store)
+            return try await changes(body, descriptor: descriptor, result: result, store: store, context: context)
         }
         let run: @Sendable () async throws -> String = {
             switch result {
@@ -49,7 +49,7 @@ extension ControlRoutes {
             return JSONResponse.make(try await run())
         }
         let first = try await run()
-        return JSONResponse.stream { write in
+        return JSONResponse.stream(context, metrics: metrics) { write in
             var version = store.reader.commitCount
             var text = first
             var sent: String?
@@ -74,7 +74,8 @@ extension ControlRoutes {
     /// A live fetch with `"changes": true` (DESIGN §11): a `result` event (or,
     /// with `since`, none), then a `changes` event for each batch of commits
     /// that changed the result, computed from the history.
-    func changes(_ body: FetchBody, descriptor: FetchDescriptor, result: String, store: Store) async throws -> Response {
+    func changes(_ body: FetchBody, descriptor: FetchDescriptor, result: String, store: Store,
+                 context: DepotRequestContext) async throws -> Response {
         guard body.watch == true, body.changes == true else {
             throw APIError(.invalidArgument, body.changes == true
                 ? "changes streams a live fetch: give \"watch\": true with it"
@@ -91,7 +92,7 @@ extension ControlRoutes {
             do {
                 try await feed.resume(after: try HistoryToken.parse(since))
             } catch let error as DepotError where error.code == .historyExpired {
-                return JSONResponse.stream { write in
+                return JSONResponse.stream(context, metrics: metrics) { write in
                     try await write("{\"type\":\"history_expired\",\"message\":\(JSONText.quoted(error.message))}")
                 }
             }
@@ -100,7 +101,7 @@ extension ControlRoutes {
             first = "{\"type\":\"result\",\"token\":\(token.map { JSONText.quoted($0.description) } ?? "null"),"
                 + "\"records\":[" + (0..<records.count).map(records.jsonObject(row:)).joined(separator: ",") + "]}"
         }
-        return JSONResponse.stream { [first] write in
+        return JSONResponse.stream(context, metrics: metrics) { [first] write in
             if let first { try await write(first) }
             var version = version
             var pending = first == nil  // after since: the changes after the token, at once
@@ -219,7 +220,7 @@ extension ControlRoutes {
         if q.get("follow") == "true" {
             // Check the token before the stream starts, so that errors are statuses.
             _ = try await store.reader.history(after: after, entity: entity, author: author, limit: 1)
-            return JSONResponse.stream { [after] write in
+            return JSONResponse.stream(context, metrics: metrics) { [after] write in
                 for try await t in store.reader.followHistory(after: after, entity: entity, author: author) {
                     try await write(Self.transactionJSON(t))
                 }

@@ -140,7 +140,7 @@ package struct ControlRoutes: Sendable {
         on(.get, "jobs/:id/events") { _, context in
             let record = try await self.job(context)
             let stream = await self.jobs.events(job: record.id)
-            return JSONResponse.stream { write in
+            return JSONResponse.stream(context, metrics: self.metrics) { write in
                 for await event in stream { try await write(Self.line(event)) }
             }
         }
@@ -168,7 +168,7 @@ package struct ControlRoutes: Sendable {
         }
         on(.get, "events") { _, context in
             let stream = await self.jobs.events(job: nil)
-            return JSONResponse.stream { write in
+            return JSONResponse.stream(context, metrics: self.metrics) { write in
                 for await event in stream { try await write("{\"job\":" + Self.line(event) + "}") }
             }
         }

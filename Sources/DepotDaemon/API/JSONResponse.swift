@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -22,16 +23,50 @@ enum JSONResponse {
     }()
 
     /// An NDJSON stream, one line per element, flushed as each is written.
-    static func stream(_ lines: @escaping @Sendable (_ write: (String) async throws -> Void) async throws -> Void) -> Response {
-        Response(status: .ok, headers: [.contentType: "application/x-ndjson", .cacheControl: "no-cache"],
-                 body: ResponseBody { writer in
-                     try await lines { line in
-                         var buffer = ByteBuffer()
-                         buffer.writeString(line)
-                         buffer.writeString("\n")
-                         try await writer.write(buffer)
-                     }
-                     try await writer.finish(nil)
-                 })
+    ///
+    /// A client that hangs up ends the stream at once: `lines` runs in a
+    /// child task, cancelled when the connection's ``HangUpWatcher`` says
+    /// the client closed its end, so that a live fetch or a follower does
+    /// not linger, holding a task and reading the store at each commit,
+    /// until its next write fails. Lines pass through a channel that holds
+    /// one at a time: a slow client slows `lines` down (and a live fetch
+    /// coalesces the commits meanwhile) rather than filling memory.
+    static func stream(_ context: DepotRequestContext, metrics: Metrics,
+                       _ lines: @escaping @Sendable (_ write: (String) async throws -> Void) async throws -> Void) -> Response {
+        let channel = context.channel
+        return Response(status: .ok, headers: [.contentType: "application/x-ndjson", .cacheControl: "no-cache"],
+                        body: ResponseBody { writer in
+                            metrics.streamOpened()
+                            defer { metrics.streamClosed() }
+                            let watcher = try? await channel.pipeline.handler(type: HangUpWatcher.self).get()
+                            let handoff = AsyncThrowingChannel<String, any Error>()
+                            try await withThrowingTaskGroup(of: Void.self) { group in
+                                group.addTask {
+                                    do {
+                                        try await lines { line in
+                                            await handoff.send(line)
+                                            try Task.checkCancellation()
+                                        }
+                                        handoff.finish()
+                                    } catch {
+                                        handoff.fail(error)
+                                    }
+                                }
+                                if let watcher {
+                                    group.addTask {
+                                        await watcher.wait()
+                                        handoff.fail(CancellationError())
+                                    }
+                                }
+                                for try await line in handoff {
+                                    var buffer = ByteBuffer()
+                                    buffer.writeString(line)
+                                    buffer.writeString("\n")
+                                    try await writer.write(buffer)
+                                }
+                                group.cancelAll()
+                            }
+                            try await writer.finish(nil)
+                        })
     }
 }

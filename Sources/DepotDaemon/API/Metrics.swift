@@ -19,6 +19,7 @@ package final class Metrics: Sendable {
         var saveBuckets = [Int](repeating: 0, count: Metrics.buckets.count)
         var connections = 0
         var connectionsTotal = 0
+        var streams = 0
     }
     static let buckets: [Double] = [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1, 5]
     private let state = Mutex(State())
@@ -63,6 +64,9 @@ package final class Metrics: Sendable {
 
     func connectionClosed() { state.withLock { $0.connections -= 1 } }
 
+    func streamOpened() { state.withLock { $0.streams += 1 } }
+    func streamClosed() { state.withLock { $0.streams -= 1 } }
+
     /// The Prometheus text exposition.
     package func render() -> String {
         let s = state.withLock { $0 }
@@ -82,6 +86,8 @@ package final class Metrics: Sendable {
         out += "depot_connections_open \(s.connections)\n"
         out += "# HELP depot_connections_total Control socket connections accepted.\n# TYPE depot_connections_total counter\n"
         out += "depot_connections_total \(s.connectionsTotal)\n"
+        out += "# HELP depot_streams_open Streamed answers being served now: live fetches, history follows, job events.\n"
+        out += "# TYPE depot_streams_open gauge\ndepot_streams_open \(s.streams)\n"
         out += "# HELP depot_requests_total HTTP requests, by status.\n# TYPE depot_requests_total counter\n"
         for (k, v) in s.requests.sorted(by: { $0.key < $1.key }) { out += "depot_requests_total{status=\"\(k)\"} \(v)\n" }
         out += "# HELP depot_request_duration_seconds HTTP request latency.\n# TYPE depot_request_duration_seconds histogram\n"
