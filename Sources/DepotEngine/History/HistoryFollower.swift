@@ -28,8 +28,12 @@ public struct HistoryFollower: AsyncSequence, Sendable {
                 let version = follower.reader.signal.version
                 let page: [HistoryTransaction]
                 do {
-                    page = try await follower.reader.history(after: last, entity: follower.entity,
-                                                             author: follower.author, limit: 100)
+                    // With the other streams woken by the same commit, in one snapshot.
+                    let (reader, after, entity, author) = (follower.reader, last, follower.entity, follower.author)
+                    page = try await reader.liveRead { db in
+                        try HistoryQuery.transactions(db, store: reader.storeName, after: after, entity: entity,
+                                                      author: author, limit: 100)
+                    }
                 } catch where follower.reader.signal.isClosed {
                     return nil  // the store closed under the read
                 }

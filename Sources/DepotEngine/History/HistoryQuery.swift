@@ -3,11 +3,11 @@ import GRDB
 /// The SQL of history reads and pruning.
 enum HistoryQuery {
     static func prunedThrough(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT value FROM depot_meta WHERE key = 'history_pruned_through'") ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM depot_meta WHERE key = 'history_pruned_through'")) ?? 0
     }
 
     static func lastIssued(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'depot_transactions'") ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM sqlite_sequence WHERE name = 'depot_transactions'")) ?? 0
     }
 
     /// Throws when the history after `after` cannot be read whole:
@@ -45,7 +45,10 @@ enum HistoryQuery {
         arguments.append(limit)
         var transactions: [HistoryTransaction] = []
         var positions: [Int64: Int] = [:]
-        for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)) {
+        // Cached: a handful of shapes, read at every commit by each follower;
+        // compiling them each time was a tenth of a follower's cost (GRDB's
+        // authorizer runs at each compile).
+        for row in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments)) {
             let id: Int64 = row[0]
             positions[id] = transactions.count
             transactions.append(HistoryTransaction(token: HistoryToken(id), timestamp: row[1], author: row[2],
@@ -60,7 +63,7 @@ enum HistoryQuery {
             changeArguments.append(entity)
         }
         changeSQL += " ORDER BY txn, id"  // the txn index gives this order: no sort
-        let cursor = try Row.fetchCursor(db, sql: changeSQL, arguments: StatementArguments(changeArguments))
+        let cursor = try Row.fetchCursor(db.cachedStatement(sql: changeSQL), arguments: StatementArguments(changeArguments))
         while let row = try cursor.next() {
             let txn: Int64 = row[0]
             guard let p = positions[txn] else { continue }

@@ -16,6 +16,14 @@ public struct StoreReader: Sendable {
     let pool: DatabasePool
     let schema: StoreSchema
     let signal: CommitSignal
+    let live: LiveReads
+
+    init(pool: DatabasePool, schema: StoreSchema, signal: CommitSignal) {
+        self.pool = pool
+        self.schema = schema
+        self.signal = signal
+        self.live = LiveReads(pool: pool)
+    }
 
     /// The store's name.
     public var storeName: String { schema.name }
@@ -43,6 +51,16 @@ public struct StoreReader: Sendable {
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.read(body)
+        } catch {
+            throw Store.translate(error, store: schema.name)
+        }
+    }
+
+    /// Runs `body` in a snapshot shared with the other live streams' reads
+    /// waiting now (``LiveReads``), translating database errors.
+    func liveRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await live.read(body)
         } catch {
             throw Store.translate(error, store: schema.name)
         }

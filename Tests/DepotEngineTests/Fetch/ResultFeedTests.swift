@@ -44,6 +44,115 @@ struct ResultFeedTests {
         #expect(try await feed.changes().isEmpty)
     }
 
+    static func number(_ token: HistoryToken?) -> Int64 { token.flatMap { Int64($0.description) } ?? 0 }
+
+    /// Where each stream of ``manyStreams()`` got to; the writer waits for
+    /// all of them before its next save.
+    actor Progress {
+        var seen: [Int: Int64] = [:]
+        var waiter: (count: Int, token: Int64, continuation: CheckedContinuation<Void, Never>)?
+
+        func report(_ stream: Int, _ token: Int64) {
+            seen[stream] = max(seen[stream] ?? 0, token)
+            check()
+        }
+
+        /// Returns when they all got there, or when the task is cancelled.
+        func wait(streams: Int, reaching token: Int64) async {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { waiter = (streams, token, $0); check() }
+            } onCancel: {
+                Task { await self.cancel() }
+            }
+        }
+
+        private func cancel() {
+            waiter?.continuation.resume()
+            waiter = nil
+        }
+
+        private func check() {
+            guard let w = waiter, seen.count == w.count, seen.values.allSatisfy({ $0 >= w.token }) else { return }
+            waiter = nil
+            w.continuation.resume()
+        }
+    }
+
+    @Test("40 followers and 40 feeds woken by the same commits (one shared snapshot each time) miss none and repeat none")
+    func manyStreams() async throws {
+        let t = try await TemporaryStore()
+        try await t.insertTrips([trip("seed")])
+        let reader = t.store.reader
+        let after = try await reader.latestToken()
+        let saves = 30
+        var feeds: [ResultFeed] = []
+        for _ in 0..<40 {
+            let feed = try ResultFeed(reader: reader, FetchDescriptor(entity: "Trip", where: "destination == 'Rome'"))
+            #expect(ids(try await feed.start().records) == ["seed"])
+            feeds.append(feed)
+        }
+        let progress = Progress()
+        enum Seen: Sendable { case followed([HistoryToken]), entered([String]), written([HistoryToken]) }
+        // Every other save is to Rome, the last one too (a feed stops at its
+        // last entry). Each save waits until every stream has seen the one before, so
+        // that each commit is the last one for a while: a stream that read
+        // an older snapshot than its wakeup would wait for ever, and the
+        // time limit below ends the test with a failure.
+        let seen = try await withThrowingTaskGroup(of: Seen.self) { group in
+            for n in 0..<40 {
+                group.addTask {
+                    var tokens: [HistoryToken] = []
+                    for try await transaction in reader.followHistory(after: after) {
+                        tokens.append(transaction.token)
+                        await progress.report(n, Self.number(transaction.token))
+                        if tokens.count == saves { break }
+                    }
+                    return .followed(tokens)
+                }
+            }
+            for (n, feed) in feeds.enumerated() {
+                group.addTask {
+                    var entered: [String] = []
+                    var version = reader.commitCount
+                    while true {
+                        let changes = try await feed.changes()
+                        entered += ids(changes.inserted)
+                        await progress.report(40 + n, Self.number(changes.token))
+                        if entered.count == saves / 2 { break }
+                        guard await reader.waitForCommit(after: version) else { break }
+                        version = reader.commitCount
+                    }
+                    return .entered(entered)
+                }
+            }
+            group.addTask {
+                var written: [HistoryToken] = []
+                for i in 0..<saves {
+                    let token = try await t.insertTrips([trip("w\(i)", destination: i % 2 == 1 ? "Rome" : "Oslo")]).token!
+                    written.append(token)
+                    await progress.wait(streams: 80, reaching: Self.number(token))
+                }
+                return .written(written)
+            }
+            struct TimedOut: Error {}
+            group.addTask {
+                try await Task.sleep(for: .seconds(60))   // a time limit, not a wait for an event
+                throw TimedOut()
+            }
+            var seen: [Seen] = []
+            while seen.count < 81, let next = try await group.next() { seen.append(next) }
+            group.cancelAll()
+            return seen
+        }
+        let written = seen.compactMap { (s: Seen) -> [HistoryToken]? in if case .written(let w) = s { w } else { nil } }.first ?? []
+        #expect(written.count == saves)
+        let followed = seen.compactMap { (s: Seen) -> [HistoryToken]? in if case .followed(let f) = s { f } else { nil } }
+        #expect(followed.count == 40 && followed.allSatisfy { $0 == written })
+        let rome = (0..<saves).filter { $0 % 2 == 1 }.map { "w\($0)" }
+        let entered = seen.compactMap { (s: Seen) -> [String]? in if case .entered(let e) = s { e } else { nil } }
+        #expect(entered.count == 40 && entered.allSatisfy { $0 == rome })
+    }
+
     @Test("fetched fields only: an update of another field is no event; records carry their identifier")
     func projection() async throws {
         let t = try await TemporaryStore()
