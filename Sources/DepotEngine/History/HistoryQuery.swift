@@ -55,7 +55,7 @@ enum HistoryQuery {
                                                    job: row[3], changes: []))
         }
         guard let first = transactions.first?.token.id, let last = transactions.last?.token.id else { return [] }
-        var changeSQL = "SELECT txn, entity, identifier, kind, fields, tombstone, old, new FROM depot_changes "
+        var changeSQL = "SELECT txn, entity, identifier, kind, fields, tombstone, old, new, layout FROM depot_changes "
             + "WHERE txn BETWEEN ? AND ?"
         var changeArguments: [(any DatabaseValueConvertible)?] = [first, last]
         if let entity {
@@ -64,6 +64,7 @@ enum HistoryQuery {
         }
         changeSQL += " ORDER BY txn, id"  // the txn index gives this order: no sort
         let cursor = try Row.fetchCursor(db.cachedStatement(sql: changeSQL), arguments: StatementArguments(changeArguments))
+        var layouts: [Int64: [String]] = [:]
         while let row = try cursor.next() {
             let txn: Int64 = row[0]
             guard let p = positions[txn] else { continue }
@@ -72,9 +73,21 @@ enum HistoryQuery {
             if let fieldsText, case .array(let names)? = MiniJSON.parse(fieldsText) {
                 fields = names.compactMap { if case .string(let s) = $0 { s } else { nil } }
             }
+            let kind = ChangeKind(rawValue: row[3]) ?? .update
+            var old: String? = row[6]
+            var new: String? = row[7]
+            // Compact values (arrays): an update's follow its fields, an
+            // insert's or a delete's its layout.
+            if old?.utf8.first == UInt8(ascii: "[") || new?.utf8.first == UInt8(ascii: "[") {
+                let layout: Int64? = row[8]
+                let names = try kind == .update ? fields ?? []
+                    : layout.map { try CompactValues.names(db, layout: $0, cache: &layouts) } ?? []
+                old = old.map { CompactValues.object($0, names: names) }
+                new = new.map { CompactValues.object($0, names: names) }
+            }
             transactions[p].changes.append(HistoryChange(
-                entity: row[1], identifier: row[2], kind: ChangeKind(rawValue: row[3]) ?? .update,
-                fields: fields, tombstone: row[5], old: row[6], new: row[7]))
+                entity: row[1], identifier: row[2], kind: kind,
+                fields: fields, tombstone: row[5], old: old, new: new))
         }
         return transactions
     }

@@ -67,6 +67,21 @@ package enum SystemTables {
                     created TEXT NOT NULL, acknowledged_at TEXT NOT NULL) STRICT;
                 """)
         },
+        // Version 3, compact values: the import writes them as JSON arrays,
+        // not objects, without the fields' names, which were about half of
+        // their bytes. An update's arrays follow its `fields`; an insert's
+        // or a delete's follow its `layout`, a list of the entity's fields
+        // kept once in `depot_layouts` (an entity's fields change with its
+        // configuration, so each change names the layout it was written
+        // with). Reads turn them back into objects; objects written before
+        // stay as they are.
+        Step(version: 3, summary: "compact values: arrays and field layouts") { db in
+            try db.execute(sql: """
+                ALTER TABLE depot_changes ADD COLUMN layout INTEGER;
+                CREATE TABLE depot_layouts(
+                    id INTEGER PRIMARY KEY, entity TEXT NOT NULL, fields TEXT NOT NULL, UNIQUE(entity, fields)) STRICT;
+                """)
+        },
     ]
 
     /// The version this release writes.

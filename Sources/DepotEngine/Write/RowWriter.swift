@@ -31,13 +31,13 @@ final class RowWriter {
     private let keepsValues: Bool
     /// For each entity field, its JSON object key with the colon: `"name":`.
     private let fieldKeys: [String]
-    /// The same as UTF-8 bytes, for the values' JSON.
-    private let fieldKeyBytes: [[UInt8]]
     /// The values' JSON of the current record, reused from record to record.
     private var oldBuffer: [UInt8] = []
     private var newBuffer: [UInt8] = []
     /// For each entity field, whether it is a `json` field (written raw).
     private let rawJSON: [Bool]
+    /// The layout an insert's values follow (``SaveContext/layout(of:)``).
+    private let layout: Int64?
 
     private let lookupSQL: String
     private let insertSQL: String
@@ -72,8 +72,8 @@ final class RowWriter {
         self.fieldToColumn = entity.fields.map { columns.firstIndex(of: $0.name) }
         self.keepsValues = entity.history == .values
         self.fieldKeys = entity.fields.map { JSONText.quoted($0.name) + ":" }
-        self.fieldKeyBytes = fieldKeys.map { Array($0.utf8) }
         self.rawJSON = entity.fields.map { $0.type == .json }
+        self.layout = keepsValues ? try context.layout(of: entity) : nil
 
         let table = entity.table
         lookupSQL = "SELECT rowid, " + entity.fields.map { SQL.quote($0.name) }.joined(separator: ", ")
@@ -135,10 +135,10 @@ final class RowWriter {
                     sqlite3_reset(insert)
                     if sqlite3_changes(connection) == 1 {
                         if keepsValues {
-                            object(0..<fieldKeys.count, into: &newBuffer) { fieldToColumn[$0].map { row[$0] } ?? .null }
+                            array(0..<fieldKeys.count, into: &newBuffer) { fieldToColumn[$0].map { row[$0] } ?? .null }
                         }
                         try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .insert,
-                                              oldBytes: nil, newBytes: keepsValues ? newBuffer : nil)
+                                              oldBytes: nil, newBytes: keepsValues ? newBuffer : nil, layout: layout)
                         counts.inserted += 1
                         continue rows
                     }
@@ -195,8 +195,8 @@ final class RowWriter {
                 }
                 // The old values come from the lookup, read before its reset.
                 if keepsValues {
-                    object(changed, into: &oldBuffer) { SQL.column(lookup, Int32($0 + 1), as: entity.fields[$0].type) }
-                    object(changed, into: &newBuffer) { fieldToColumn[$0].map { row[$0] } ?? .null }
+                    array(changed, into: &oldBuffer) { SQL.column(lookup, Int32($0 + 1), as: entity.fields[$0].type) }
+                    array(changed, into: &newBuffer) { fieldToColumn[$0].map { row[$0] } ?? .null }
                 }
                 sqlite3_reset(lookup)
                 guard let update else { continue rows }
@@ -258,19 +258,20 @@ final class RowWriter {
         return superseded
     }
 
-    /// Writes into `out` the JSON object of the fields at `positions`
-    /// (entity positions), in that order, each with `value(position)`.
-    private func object(_ positions: some Sequence<Int>, into out: inout [UInt8], _ value: (Int) -> Value) {
+    /// Writes into `out` the JSON array of the values of the fields at
+    /// `positions` (entity positions), in that order, each `value(position)`:
+    /// compact values (system tables version 3), whose names the change's
+    /// `fields` (an update) or `layout` (an insert) give.
+    private func array(_ positions: some Sequence<Int>, into out: inout [UInt8], _ value: (Int) -> Value) {
         out.removeAll(keepingCapacity: true)
-        out.append(0x7B)
+        out.append(0x5B)
         var first = true
         for f in positions {
             if !first { out.append(0x2C) }
             first = false
-            out.append(contentsOf: fieldKeyBytes[f])
             JSONBytes.append(value(f), rawJSON: rawJSON[f], to: &out)
         }
-        out.append(0x7D)
+        out.append(0x5D)
     }
 
     private func identifierJSON(_ row: UnsafeBufferPointer<Value>) -> String {

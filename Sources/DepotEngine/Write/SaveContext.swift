@@ -95,13 +95,15 @@ public final class SaveContext {
     }
 
     /// Logs one change with its values as UTF-8 JSON bytes (the import's
-    /// path, which builds them in reused buffers).
+    /// path, which builds them in reused buffers): objects, or arrays in
+    /// the order of `fields` (an update) or of `layout` (an insert or a
+    /// delete; see ``layout(of:)``).
     func logChange(entity: String, identifier: String, kind: ChangeKind, fields: String? = nil,
-                   tombstone: String? = nil, oldBytes: [UInt8]?, newBytes: [UInt8]?) throws {
+                   tombstone: String? = nil, oldBytes: [UInt8]?, newBytes: [UInt8]?, layout: Int64? = nil) throws {
         let txn = try historyTransaction()
         touchedEntities.insert(entity)
         let statement = try db.cachedStatement(sql: "INSERT INTO depot_changes"
-            + "(txn, entity, identifier, kind, fields, tombstone, old, new) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+            + "(txn, entity, identifier, kind, fields, tombstone, old, new, layout) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
             .sqliteStatement
         sqlite3_bind_int64(statement, 1, txn)
         SQL.bindText(entity, to: statement, at: 2)
@@ -111,8 +113,21 @@ public final class SaveContext {
         SQL.bind(tombstone.map(Value.string) ?? .null, to: statement, at: 6)
         SQL.bindText(bytes: oldBytes, to: statement, at: 7)
         SQL.bindText(bytes: newBytes, to: statement, at: 8)
+        SQL.bind(layout.map(Value.int) ?? .null, to: statement, at: 9)
         try SQL.step(statement, db)
         sqlite3_reset(statement)
+    }
+
+    /// The id of the layout of `entity`'s fields, in their order, in
+    /// `depot_layouts`: written the first time, then found again.
+    func layout(of entity: EntitySchema) throws -> Int64 {
+        let fields = "[" + entity.fields.map { JSONText.quoted($0.name) }.joined(separator: ",") + "]"
+        if let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM depot_layouts WHERE entity = ? AND fields = ?"),
+                                       arguments: [entity.name, fields]) {
+            return id
+        }
+        try db.execute(sql: "INSERT INTO depot_layouts(entity, fields) VALUES (?, ?)", arguments: [entity.name, fields])
+        return db.lastInsertedRowID
     }
 
     private struct WriterKey: Hashable {

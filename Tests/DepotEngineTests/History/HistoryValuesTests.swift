@@ -58,6 +58,41 @@ struct HistoryValuesTests {
         }
     }
 
+    @Test("values are stored as arrays under a layout, and read back as objects across a change of the entity's fields; objects stored before read as they were")
+    func compactStorage() async throws {
+        let t = try await Self.store()
+        _ = try await Self.write(t, [Self.trip("T1")])
+        _ = try await Self.write(t, [Self.trip("T1", budget: 950)])
+        try await t.store.close()
+        // Stored compact: no field names in the values; the insert names its layout.
+        #expect(try sqlite3(t.path, "SELECT new FROM depot_changes WHERE kind = 'insert'")
+            == #"["T1","Trip T1","Rome","2025-05-02T00:00:00.000Z",null,900.0,false,null,null]"#)
+        #expect(try sqlite3(t.path, "SELECT old || new FROM depot_changes WHERE kind = 'update'") == "[900.0][950.0]")
+        #expect(try sqlite3(t.path, "SELECT fields FROM depot_layouts")
+            == #"["id","name","destination","startDate","endDate","budget","isFavorite","notes","meta"]"#)
+        // A value written as an object, as version 2 did, stays as it was.
+        _ = try sqlite3(t.path, "INSERT INTO depot_changes(txn, entity, identifier, kind, fields, old, new) "
+            + #"VALUES (2, 'Trip', '"T1"', 'update', '["notes"]', '{"notes":null}', '{"notes":"x"}')"#)
+
+        // The entity gains a field: its layout changes,
+        // and the old insert still reads with the names it was written with.
+        let wider = try TemporaryStore.tripEntity(
+            extraFields: [Field(name: "meta", type: .json, isOptional: true), Field(name: "code", type: .string, isOptional: true)],
+            history: .values)
+        let again = try await TemporaryStore(entities: [wider], folder: t.folder)
+        var batch = RecordBatch(entity: "Trip", columns: Self.columns + ["code"])
+        batch.append(Self.trip("T2") + ["X1"])
+        let frozen = batch
+        _ = try await again.store.save(author: "test") { try $0.write(frozen, policy: .upsert) }
+        let changes = try await again.store.reader.history(limit: 1000).flatMap(\.changes)
+        #expect(changes.map(\.kind) == [.insert, .update, .update, .insert])
+        #expect(changes[0].new == #"{"id":"T1","name":"Trip T1","destination":"Rome","startDate":"2025-05-02T00:00:00.000Z","endDate":null,"budget":900.0,"isFavorite":false,"notes":null,"meta":null}"#)
+        #expect(changes[1].old == #"{"budget":900.0}"# && changes[1].new == #"{"budget":950.0}"#)
+        #expect(changes[2].old == #"{"notes":null}"# && changes[2].new == #"{"notes":"x"}"#)
+        #expect(changes[3].new == #"{"id":"T2","name":"Trip T2","destination":"Rome","startDate":"2025-05-02T00:00:00.000Z","endDate":null,"budget":900.0,"isFavorite":false,"notes":null,"meta":null,"code":"X1"}"#)
+        #expect(try sqlite3(t.path, "SELECT count(*) FROM depot_layouts") == "2")
+    }
+
     @Test("replace logs every field that changed, including those it clears")
     func replace() async throws {
         let t = try await Self.store()

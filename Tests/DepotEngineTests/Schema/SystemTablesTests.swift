@@ -21,18 +21,18 @@ struct SystemTablesTests {
         let t = try await TemporaryStore()
         try await t.insertSample()
         try await t.store.close()
-        // The layout of those releases: no version key, no values columns, no consumers.
+        // The layout of those releases: no version key, no values columns, no consumers, no layouts.
         _ = try sqlite3(t.path, "DELETE FROM depot_meta WHERE key = 'system_version'; "
             + "ALTER TABLE depot_changes DROP COLUMN old; ALTER TABLE depot_changes DROP COLUMN new; "
-            + "DROP TABLE depot_consumers")
+            + "ALTER TABLE depot_changes DROP COLUMN layout; DROP TABLE depot_consumers; DROP TABLE depot_layouts")
         #expect(try version(t.path) == "")
         let changes = try sqlite3(t.path, "SELECT count(*) FROM depot_changes")
         let again = try await TemporaryStore(folder: t.folder)
         #expect(try version(t.path) == String(SystemTables.currentVersion))
         #expect(try await again.store.reader.count(FetchDescriptor(entity: "Trip")) == 6)
-        // Version 2 added the values columns and kept the history.
+        // Versions 2 and 3 added the values columns and kept the history.
         #expect(try sqlite3(t.path, "SELECT count(*) FROM pragma_table_info('depot_changes') "
-            + "WHERE name IN ('old', 'new')") == "2")
+            + "WHERE name IN ('old', 'new', 'layout')") == "3")
         #expect(try sqlite3(t.path, "SELECT count(*) FROM depot_changes") == changes)
         #expect(try await again.store.reader.history().flatMap(\.changes).count == Int(changes))
     }
