@@ -117,16 +117,19 @@ public final class ResultFeed: @unchecked Sendable {
         let query = self.query
         let store = reader.storeName
         let after = last
-        // With the other streams woken by the same commit, in one snapshot.
-        // The read does not capture `members`: the feed's task may resume
+        // With the other streams woken by the same commit, in one snapshot
+        // (``StoreReader/liveRead(_:)``). The read does not capture `members`: the feed's task may resume
         // while the snapshot's other reads still hold their closures, and a
         // set shared then is copied whole at the first insert below.
         let lookupSQL = self.lookupSQL
-        let (token, touched) = try await reader.liveRead { db in
+        let read: @Sendable (Database) throws -> (Int64, [TouchedRecord]) = { db in
             try HistoryQuery.check(db, store: store, after: after)
             let token = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM depot_transactions")) ?? after
             return (token, try Self.touched(db, query: query, lookupSQL: lookupSQL, after: after))
         }
+        // After a resume, the changes since a token may be many: read on its
+        // own, so that it does not hold up the other streams.
+        let (token, touched) = try await uncertain ? reader.read(read) : reader.liveRead(read)
         var result = ResultChanges(token: token > 0 ? HistoryToken(token) : nil,
                                    inserted: RecordSet(fields: query.fields, rows: []),
                                    updated: RecordSet(fields: query.fields, rows: []), deleted: [])

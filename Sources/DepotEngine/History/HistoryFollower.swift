@@ -1,3 +1,4 @@
+import GRDB
 
 /// The history of a store as it grows: an `AsyncSequence` of transactions.
 public struct HistoryFollower: AsyncSequence, Sendable {
@@ -19,6 +20,12 @@ public struct HistoryFollower: AsyncSequence, Sendable {
         let follower: HistoryFollower
         var last: HistoryToken?
         var buffer: [HistoryTransaction] = []
+        /// Whether the follower has read everything up to a commit it waited
+        /// for: its next read is then a commit's few changes, shared with
+        /// the other streams (``StoreReader/liveRead(_:)``). A follower
+        /// catching up reads whole pages on its own, so that they do not
+        /// hold up the others.
+        var caughtUp = false
 
         /// The next transaction, waiting for one to commit; `nil` when the
         /// store closed or the task was cancelled.
@@ -28,21 +35,23 @@ public struct HistoryFollower: AsyncSequence, Sendable {
                 let version = follower.reader.signal.version
                 let page: [HistoryTransaction]
                 do {
-                    // With the other streams woken by the same commit, in one snapshot.
                     let (reader, after, entity, author) = (follower.reader, last, follower.entity, follower.author)
-                    page = try await reader.liveRead { db in
+                    let read: @Sendable (Database) throws -> [HistoryTransaction] = { db in
                         try HistoryQuery.transactions(db, store: reader.storeName, after: after, entity: entity,
                                                       author: author, limit: 100)
                     }
+                    page = try await caughtUp ? reader.liveRead(read) : reader.read(read)
                 } catch where follower.reader.signal.isClosed {
                     return nil  // the store closed under the read
                 }
                 if let newest = page.last {
                     buffer = page.reversed()
                     last = newest.token
+                    if page.count == 100 { caughtUp = false }
                     break
                 }
                 guard await follower.reader.signal.wait(after: version) else { return nil }
+                caughtUp = true
             }
             return buffer.popLast()
         }
