@@ -30,6 +30,10 @@ public struct EntitySchema: Sendable, Hashable {
     public let preserveOnDelete: [String]
     /// What the history keeps of each change to these records.
     public let history: HistoryDetail
+    /// The relationships (DESIGN §12), in declaration order.
+    public let relationships: [Relationship]
+    /// For each to-one, the names of the fields that store it.
+    public let relationshipColumns: [String: [String]]
 
     /// The positions in ``fields`` of the identifier's fields.
     public let identifierIndexes: [Int]
@@ -45,7 +49,8 @@ public struct EntitySchema: Sendable, Hashable {
     ///   `preserve_on_delete` naming an unknown field, an optional identifier field.
     public init(name: String, fields: [Field], identifier: [String],
                 indexes: [[String]] = [], preserveOnDelete: [String] = [],
-                history: HistoryDetail = .fields) throws {
+                history: HistoryDetail = .fields, relationships: [Relationship] = [],
+                relationshipColumns: [String: [String]] = [:]) throws {
         var problems: [String] = []
         let quotedName = JSONText.quoted(name)
         if name.isEmpty { problems.append("an entity has an empty name") }
@@ -105,6 +110,8 @@ public struct EntitySchema: Sendable, Hashable {
         self.indexes = indexes
         self.preserveOnDelete = preserveOnDelete
         self.history = history
+        self.relationships = relationships
+        self.relationshipColumns = relationshipColumns
         self.positions = positions
         self.identifierIndexes = identifier.map { positions[$0]! }
         self.preserveIndexes = preserveOnDelete.map { positions[$0]! }

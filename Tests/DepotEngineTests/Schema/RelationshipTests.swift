@@ -1,0 +1,122 @@
+import DepotEngine
+import Testing
+
+/// Relationships in the schema (DESIGN §12): to-ones' columns, and every
+/// mistake reported at configuration time.
+@Suite("Relationships: schema")
+struct RelationshipTests {
+    /// DESIGN §12's shop.
+    static func shop(customerIdentifier: [String] = ["id"], customerFields: [Field]? = nil,
+                     lines: Relationship.Kind = .toMany(inverse: "order", delete: .cascade),
+                     orderRequired: Bool = true) -> [EntityDeclaration] {
+        [
+            EntityDeclaration(name: "Customer",
+                              fields: customerFields ?? [Field(name: "id", type: .string), Field(name: "name", type: .string),
+                                                         Field(name: "country", type: .string, isOptional: true)],
+                              identifier: customerIdentifier,
+                              relationships: [Relationship(name: "orders", target: "Order",
+                                                           kind: .toMany(inverse: "customer", delete: .cascade))]),
+            EntityDeclaration(name: "Order",
+                              fields: [Field(name: "id", type: .string), Field(name: "total", type: .double),
+                                       Field(name: "placed", type: .date)],
+                              identifier: ["id"],
+                              relationships: [Relationship(name: "customer", target: "Customer", kind: .toOne(required: false)),
+                                              Relationship(name: "lines", target: "OrderLine", kind: lines)]),
+            EntityDeclaration(name: "OrderLine",
+                              fields: [Field(name: "line", type: .int), Field(name: "sku", type: .string),
+                                       Field(name: "qty", type: .int), Field(name: "price", type: .double)],
+                              identifier: ["order", "line"],
+                              relationships: [Relationship(name: "order", target: "Order", kind: .toOne(required: orderRequired))]),
+        ]
+    }
+
+    @Test("a to-one is a column of its target's identifier type, optional unless required, indexed; it may be part of an identifier")
+    func columns() throws {
+        let entities = try EntityDeclaration.resolve(Self.shop())
+        let order = entities[1], line = entities[2]
+        #expect(order.relationshipColumns == ["customer": ["customer"]])
+        #expect(try order.field(named: "customer") == Field(name: "customer", type: .string, isOptional: true))
+        #expect(order.indexes == [["customer"]])
+        #expect(line.identifier == ["order", "line"])
+        #expect(try line.field(named: "order") == Field(name: "order", type: .string, isOptional: false))
+        // The identifier leads with the to-one: no second index for it.
+        #expect(line.indexes.isEmpty)
+        #expect(entities[0].fields.map(\.name) == ["id", "name", "country"])
+        #expect(entities[0].relationships.map(\.name) == ["orders"])
+    }
+
+    @Test("a target with a compound identifier gives one column per identifier field, through to-ones in identifiers too")
+    func compoundTarget() throws {
+        let entities = try EntityDeclaration.resolve(Self.shop(
+            customerIdentifier: ["region", "number"],
+            customerFields: [Field(name: "region", type: .string), Field(name: "number", type: .int)]))
+        let order = entities[1]
+        #expect(order.relationshipColumns["customer"] == ["customer.region", "customer.number"])
+        #expect(try order.field(named: "customer.number") == Field(name: "customer.number", type: .int, isOptional: true))
+        #expect(order.indexes == [["customer.region", "customer.number"]])
+        // A shipment of an order line refers to a compound identifier that holds a to-one.
+        let shipment = EntityDeclaration(name: "Shipment", fields: [Field(name: "id", type: .int)], identifier: ["id"],
+                                         relationships: [Relationship(name: "item", target: "OrderLine", kind: .toOne(required: true))])
+        let withShipment = try EntityDeclaration.resolve(Self.shop() + [shipment])
+        #expect(withShipment[3].relationshipColumns["item"] == ["item.order", "item.line"])
+        #expect(try withShipment[3].field(named: "item.order") == Field(name: "item.order", type: .string))
+        #expect(try withShipment[3].field(named: "item.line") == Field(name: "item.line", type: .int))
+    }
+
+    @Test("a to-one may point at its own entity; optional to-ones may go round in a cycle")
+    func selfAndCycles() throws {
+        let employee = EntityDeclaration(name: "Employee", fields: [Field(name: "id", type: .int)], identifier: ["id"],
+                                         relationships: [Relationship(name: "manager", target: "Employee", kind: .toOne(required: false))])
+        let resolved = try EntityDeclaration.resolve([employee])
+        #expect(try resolved[0].field(named: "manager") == Field(name: "manager", type: .int, isOptional: true))
+        let a = EntityDeclaration(name: "A", fields: [Field(name: "id", type: .int)], identifier: ["id"],
+                                  relationships: [Relationship(name: "b", target: "B", kind: .toOne(required: true))])
+        let b = EntityDeclaration(name: "B", fields: [Field(name: "id", type: .string)], identifier: ["id"],
+                                  relationships: [Relationship(name: "a", target: "A", kind: .toOne(required: false))])
+        let both = try EntityDeclaration.resolve([a, b])
+        #expect(try both[0].field(named: "b").type == .string && both[1].field(named: "a").type == .int)
+    }
+
+    @Test("every mistake at once, each naming the entity and the relationship")
+    func mistakes() {
+        func problems(_ declarations: [EntityDeclaration]) -> String {
+            do {
+                _ = try EntityDeclaration.resolve(declarations)
+                return ""
+            } catch let error as DepotError {
+                #expect(error.code == .invalidSchema)
+                return error.message
+            } catch {
+                return "\(error)"
+            }
+        }
+        var shop = Self.shop(lines: .toMany(inverse: "order", delete: .nullify))
+        shop[0].relationships.append(Relationship(name: "name", target: "Order", kind: .toOne(required: false)))
+        shop[1].relationships.append(Relationship(name: "shipper", target: "Custmer", kind: .toOne(required: false)))
+        shop[1].relationships.append(Relationship(name: "notes", target: "OrderLine", kind: .toMany(inverse: "sku", delete: .cascade)))
+        let message = problems(shop)
+        #expect(message.contains(#"relationship "Customer.name" has the name of a field of "Customer""#))
+        #expect(message.contains(#"relationship "Order.shipper" points to "Custmer", which is not an entity of the store"#))
+        #expect(message.contains(#"did you mean "Customer""#))
+        #expect(message.contains(#"relationship "Order.notes": its inverse "sku" must be a to-one of "OrderLine" to "Order""#))
+        #expect(message.contains(#"relationship "Order.lines" nullifies "OrderLine.order" on delete, but that reference is required"#))
+
+        // Required references in a cycle: nothing could be written first.
+        let a = EntityDeclaration(name: "A", fields: [Field(name: "id", type: .int)], identifier: ["id"],
+                                  relationships: [Relationship(name: "b", target: "B", kind: .toOne(required: true))])
+        let b = EntityDeclaration(name: "B", fields: [Field(name: "id", type: .int)], identifier: ["id"],
+                                  relationships: [Relationship(name: "a", target: "A", kind: .toOne(required: true))])
+        #expect(problems([a, b]).contains(#"required references go round in a cycle, "A" -> "B" -> "A""#))
+        let me = EntityDeclaration(name: "Me", fields: [Field(name: "id", type: .int)], identifier: ["id"],
+                                   relationships: [Relationship(name: "me", target: "Me", kind: .toOne(required: true))])
+        #expect(problems([me]).contains(#""Me" -> "Me""#))
+        // Identifiers made of each other: their types could never be known.
+        let x = EntityDeclaration(name: "X", fields: [], identifier: ["y"],
+                                  relationships: [Relationship(name: "y", target: "Y", kind: .toOne(required: false))])
+        let y = EntityDeclaration(name: "Y", fields: [], identifier: ["x"],
+                                  relationships: [Relationship(name: "x", target: "X", kind: .toOne(required: false))])
+        #expect(problems([x, y]).contains(#"identifiers refer to each other in a cycle, "X" -> "Y" -> "X""#))
+        #expect(problems([x, y]).contains(#"relationship "X.y" is part of the identifier of "X", which is never null: declare it with required = true"#))
+        #expect(problems(Self.shop(orderRequired: false)).contains(#"relationship "OrderLine.order" is part of the identifier"#))
+    }
+}
