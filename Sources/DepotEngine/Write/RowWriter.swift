@@ -39,6 +39,18 @@ final class RowWriter {
     /// The layout an insert's values follow (``SaveContext/layout(of:)``).
     private let layout: Int64?
 
+    /// A to-one of the entity whose columns the batch gives: each record's
+    /// reference must name a stored record of the target (DESIGN §12).
+    private struct Reference {
+        var name: String
+        var target: String
+        /// The batch positions of its columns, in the target's identifier order.
+        var columns: [Int]
+        /// Finds the target by its identifier.
+        var sql: String
+    }
+    private let references: [Reference]
+
     private let lookupSQL: String
     private let insertSQL: String
     private let updateSQL: String?
@@ -74,6 +86,15 @@ final class RowWriter {
         self.fieldKeys = entity.fields.map { JSONText.quoted($0.name) + ":" }
         self.rawJSON = entity.fields.map { $0.type == .json }
         self.layout = keepsValues ? try context.layout(of: entity) : nil
+        self.references = try entity.relationships.compactMap { r -> Reference? in
+            guard r.isToOne, let names = entity.relationshipColumns[r.name] else { return nil }
+            let positions = names.compactMap { columns.firstIndex(of: $0) }
+            guard positions.count == names.count else { return nil }  // not given: not changed
+            let target = try context.store.entity(r.target)
+            return Reference(name: r.name, target: r.target, columns: positions,
+                             sql: "SELECT 1 FROM \(target.table) WHERE "
+                                + target.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND "))
+        }
 
         let table = entity.table
         lookupSQL = "SELECT rowid, " + entity.fields.map { SQL.quote($0.name) }.joined(separator: ", ")
@@ -126,6 +147,20 @@ final class RowWriter {
                     counts.rejected.append(Rejection(row: r, field: columns[c],
                         reason: "\(what) \(JSONText.quoted(columns[c])) is null"))
                     continue rows
+                }
+                // A reference names a stored record of its target, or nothing (null).
+                for reference in references where !reference.columns.contains(where: { row[$0].isNull }) {
+                    let find = try db.cachedStatement(sql: reference.sql).sqliteStatement
+                    for (k, c) in reference.columns.enumerated() { SQL.bind(row[c], to: find, at: Int32(k + 1)) }
+                    let found = try SQL.step(find, db)
+                    sqlite3_reset(find)
+                    if !found {
+                        var identifier = ""
+                        Identifier.appendJSON(reference.columns.map { row[$0] }, to: &identifier)
+                        counts.rejected.append(Rejection(row: r, field: reference.name,
+                            reason: "no \(reference.target) with identifier \(identifier)"))
+                        continue rows
+                    }
                 }
                 // A new record most often: try the insert first, which probes
                 // the identifier's index once; only a conflict needs the lookup.

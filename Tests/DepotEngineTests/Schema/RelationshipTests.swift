@@ -119,4 +119,33 @@ struct RelationshipTests {
         #expect(problems([x, y]).contains(#"relationship "X.y" is part of the identifier of "X", which is never null: declare it with required = true"#))
         #expect(problems(Self.shop(orderRequired: false)).contains(#"relationship "OrderLine.order" is part of the identifier"#))
     }
+
+    @Test("a write's reference must name a stored record of its target: else the row is rejected, naming the relationship and the identifier")
+    func referencesChecked() async throws {
+        let t = try await TemporaryStore(entities: try EntityDeclaration.resolve(Self.shop()))
+        func write(_ entity: String, _ columns: [String], _ rows: [[Value]]) async throws -> WriteCounts {
+            var batch = RecordBatch(entity: entity, columns: columns)
+            for row in rows { batch.append(row) }
+            let frozen = batch
+            return try await t.store.save(author: "test") { try $0.write(frozen, policy: .upsert) }.value
+        }
+        #expect(try await write("Customer", ["id", "name"], [["C1", "Ada"]]).inserted == 1)
+        let orders = try await write("Order", ["id", "total", "placed", "customer"], [
+            ["O1", 10.0, "2025-01-02", "C1"],
+            ["O2", 20.0, "2025-01-03", "C9"],   // no such customer
+            ["O3", 30.0, "2025-01-04", nil],    // an optional reference may be null
+        ])
+        #expect(orders.inserted == 2)
+        #expect(orders.rejected.map(\.row) == [1] && orders.rejected.map(\.field) == ["customer"])
+        #expect(orders.rejected.map(\.reason) == [#"no Customer with identifier "C9""#])
+        // A to-one in the identifier is checked too; the batch that does
+        // not give a reference's column leaves it alone.
+        let lines = try await write("OrderLine", ["order", "line", "sku", "qty", "price"], [
+            ["O1", 1, "A", 2, 1.5], ["O2", 1, "B", 1, 3.0],
+        ])
+        #expect(lines.inserted == 1)
+        #expect(lines.rejected.map(\.reason) == [#"no Order with identifier "O2""#])
+        #expect(try await write("Order", ["id", "total"], [["O1", 11.0]]).updated == 1)
+        #expect(try await t.store.reader.count(FetchDescriptor(entity: "Order", where: "customer == 'C1'")) == 1)
+    }
 }
