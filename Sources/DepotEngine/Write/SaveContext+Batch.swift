@@ -32,10 +32,13 @@ extension SaveContext {
             try SQL.step(delete, db)
             sqlite3_reset(delete)
             var identifier = ""
-            Identifier.appendJSON(entity.identifierIndexes.map { values[$0]! }, to: &identifier)
+            let identifierValues = entity.identifierIndexes.map { values[$0]! }
+            Identifier.appendJSON(identifierValues, to: &identifier)
             try logChange(entity: entity.name, identifier: identifier, kind: .delete,
                           tombstone: Self.object(entity, tombstoneFields.map { ($0, values[$0]!) }),
                           old: keepsValues ? Self.object(entity, returning.map { ($0, values[$0]!) }) : nil)
+            // What refers to it: cascade, nullify or deny (DESIGN §12).
+            try applyDeleteRules(entity, identifier: identifierValues, identifierJSON: identifier)
         }
         return rowids.count
     }

@@ -8,14 +8,14 @@ struct RelationshipTests {
     /// DESIGN §12's shop.
     static func shop(customerIdentifier: [String] = ["id"], customerFields: [Field]? = nil,
                      lines: Relationship.Kind = .toMany(inverse: "order", delete: .cascade),
-                     orderRequired: Bool = true) -> [EntityDeclaration] {
+                     orderRequired: Bool = true, orders: DeleteRule? = .cascade) -> [EntityDeclaration] {
         [
             EntityDeclaration(name: "Customer",
                               fields: customerFields ?? [Field(name: "id", type: .string), Field(name: "name", type: .string),
                                                          Field(name: "country", type: .string, isOptional: true)],
                               identifier: customerIdentifier,
-                              relationships: [Relationship(name: "orders", target: "Order",
-                                                           kind: .toMany(inverse: "customer", delete: .cascade))]),
+                              relationships: orders.map { [Relationship(name: "orders", target: "Order",
+                                                                        kind: .toMany(inverse: "customer", delete: $0))] } ?? []),
             EntityDeclaration(name: "Order",
                               fields: [Field(name: "id", type: .string), Field(name: "total", type: .double),
                                        Field(name: "placed", type: .date)],
@@ -147,5 +147,82 @@ struct RelationshipTests {
         #expect(lines.rejected.map(\.reason) == [#"no Order with identifier "O2""#])
         #expect(try await write("Order", ["id", "total"], [["O1", 11.0]]).updated == 1)
         #expect(try await t.store.reader.count(FetchDescriptor(entity: "Order", where: "customer == 'C1'")) == 1)
+    }
+
+    /// A shop with customers C1 and C2, orders O1, O2 (C1) and O3 (C2), and two lines of O1.
+    static func filledShop(orders: DeleteRule?, history: HistoryDetail = .fields) async throws -> TemporaryStore {
+        var declarations = Self.shop(orders: orders)
+        declarations[1].history = history
+        let t = try await TemporaryStore(entities: try EntityDeclaration.resolve(declarations))
+        _ = try await t.store.save(author: "test") { save in
+            var customers = RecordBatch(entity: "Customer", columns: ["id", "name"])
+            customers.append(["C1", "Ada"]); customers.append(["C2", "Bob"])
+            var orders = RecordBatch(entity: "Order", columns: ["id", "total", "placed", "customer"])
+            orders.append(["O1", 10.0, "2025-01-02", "C1"]); orders.append(["O2", 20.0, "2025-01-03", "C1"])
+            orders.append(["O3", 30.0, "2025-01-04", "C2"])
+            var lines = RecordBatch(entity: "OrderLine", columns: ["order", "line", "sku", "qty", "price"])
+            lines.append(["O1", 1, "A", 2, 1.5]); lines.append(["O1", 2, "B", 1, 3.0])
+            for batch in [customers, orders, lines] { _ = try save.write(batch, policy: .upsert) }
+        }
+        return t
+    }
+
+    func count(_ t: TemporaryStore, _ entity: String, _ predicate: String? = nil) async throws -> Int {
+        try await t.store.reader.count(FetchDescriptor(entity: entity, where: predicate))
+    }
+
+    @Test("cascade deletes what refers to a deleted record, transitively, all logged in the deleting save's transaction")
+    func cascade() async throws {
+        let t = try await Self.filledShop(orders: .cascade)
+        let before = try await t.store.reader.latestToken()
+        #expect(try await t.store.delete(entity: "Customer", where: "id == 'C1'", author: "test").deleted == 1)
+        #expect(try await count(t, "Customer") == 1)
+        #expect(try await count(t, "Order") == 1)
+        #expect(try await count(t, "OrderLine") == 0)
+        let transactions = try await t.store.reader.history(after: before)
+        #expect(transactions.count == 1)
+        let changes = transactions.first?.changes ?? []
+        #expect(changes.map { "\($0.kind) \($0.entity) \($0.identifier)" }.sorted() == [
+            #"delete Customer "C1""#, #"delete Order "O1""#, #"delete Order "O2""#,
+            #"delete OrderLine ["O1",1]"#, #"delete OrderLine ["O1",2]"#,
+        ])
+    }
+
+    @Test("nullify sets the reference to null and logs an update of it, with values where the entity keeps them; no declared inverse nullifies too")
+    func nullify() async throws {
+        for rule in [DeleteRule.nullify, nil] {
+            let t = try await Self.filledShop(orders: rule, history: .values)
+            let before = try await t.store.reader.latestToken()
+            _ = try await t.store.delete(entity: "Customer", where: "id == 'C1'", author: "test")
+            #expect(try await count(t, "Order") == 3)
+            #expect(try await count(t, "Order", "customer == nil") == 2)
+            let changes = try await t.store.reader.history(after: before).flatMap(\.changes)
+            let updates = changes.filter { $0.kind == .update }
+            #expect(updates.map(\.identifier).sorted() == [#""O1""#, #""O2""#])
+            #expect(updates.allSatisfy { $0.fields == ["customer"] && $0.old == #"{"customer":"C1"}"# && $0.new == #"{"customer":null}"# })
+        }
+    }
+
+    @Test("deny refuses the delete, saying how many records still refer, and changes nothing")
+    func deny() async throws {
+        let t = try await Self.filledShop(orders: .deny)
+        let before = try await t.store.reader.latestToken()
+        do {
+            _ = try await t.store.delete(entity: "Customer", where: "id == 'C1'", author: "test")
+            Issue.record("the delete went through")
+        } catch let error as DepotError {
+            #expect(error.code == .conflict)
+            #expect(error.message.contains(#"cannot delete Customer "C1": 2 Order records refer to it through "Order.customer", whose delete rule is deny"#))
+        }
+        #expect(try await count(t, "Customer") == 2)
+        #expect(try await count(t, "Order") == 3)
+        #expect(try await t.store.reader.latestToken() == before)
+        // A customer nobody refers to goes.
+        _ = try await t.store.save(author: "test") { save in
+            var c = RecordBatch(entity: "Customer", columns: ["id", "name"])
+            c.append(["C3", "Cy"])
+            _ = try save.write(c, policy: .upsert)
+        }
+        #expect(try await t.store.delete(entity: "Customer", where: "id == 'C3'", author: "test").deleted == 1)
     }
 }

@@ -1,0 +1,111 @@
+import GRDB
+import GRDBSQLite
+
+/// A to-one of the store that points at an entity, with what deleting its
+/// target does to the records holding it (DESIGN §12).
+struct IncomingReference {
+    /// The entity holding the to-one.
+    var source: EntitySchema
+    var relationship: Relationship
+    /// Its columns in `source`, in the target's identifier order.
+    var columns: [String]
+    /// The declared to-many's rule; without one, nullify, or deny when the
+    /// reference is required.
+    var rule: DeleteRule
+}
+
+extension SaveContext {
+    /// Every to-one of the store that points at `entity`.
+    func references(to entity: EntitySchema) -> [IncomingReference] {
+        store.entities.flatMap { source in
+            source.relationships.compactMap { r -> IncomingReference? in
+                guard case .toOne(let required) = r.kind, r.target == entity.name,
+                      let columns = source.relationshipColumns[r.name] else { return nil }
+                let declared = entity.relationships.first {
+                    if case .toMany(let inverse, _) = $0.kind { $0.target == source.name && inverse == r.name } else { false }
+                }
+                var rule: DeleteRule = required ? .deny : .nullify
+                if let declared, case .toMany(_, let delete) = declared.kind { rule = delete }
+                return IncomingReference(source: source, relationship: r, columns: columns, rule: rule)
+            }
+        }
+    }
+
+    /// Applies the delete rules to the records that refer to a record of
+    /// `entity` just deleted (its `identifier` values), in the same save:
+    /// `cascade` deletes them (and, through this again, theirs), `nullify`
+    /// sets their reference to null, `deny` throws, which rolls the whole
+    /// save back. Each effect is logged in the save's history transaction,
+    /// with values where the entity keeps them.
+    ///
+    /// Called after the record's own delete, so that a cycle of cascades
+    /// ends at records already gone.
+    ///
+    /// - Throws: ``DepotError/Code/conflict`` for a `deny` rule with records
+    ///   still referring.
+    func applyDeleteRules(_ entity: EntitySchema, identifier: [Value], identifierJSON: String) throws {
+        for reference in references(to: entity) {
+            let source = reference.source
+            let match = reference.columns.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ")
+            switch reference.rule {
+            case .deny:
+                var count = 0
+                try select("SELECT count(*) FROM \(source.table) WHERE \(match)", identifier) { count = Int(sqlite3_column_int64($0, 0)) }
+                if count > 0 {
+                    throw DepotError(.conflict, "cannot delete \(entity.name) \(identifierJSON): \(count) "
+                        + "\(source.name) record\(count == 1 ? "" : "s") refer\(count == 1 ? "s" : "") to it through "
+                        + "\(JSONText.quoted(source.name + "." + reference.relationship.name)), whose delete rule is deny; "
+                        + "delete or change \(count == 1 ? "it" : "them") first")
+                }
+            case .cascade:
+                _ = try deleteRows(source, select: SQLFragment(sql: "SELECT rowid FROM \(source.table) WHERE \(match)",
+                                                               arguments: identifier), limit: Int.max)
+            case .nullify:
+                try nullify(reference, match: match, identifier: identifier)
+            }
+        }
+    }
+
+    /// Sets `reference` to null in the records of its source that hold
+    /// `identifier`, logging each as an update of its columns.
+    private func nullify(_ reference: IncomingReference, match: String, identifier: [Value]) throws {
+        let source = reference.source
+        let positions = reference.columns.compactMap { source.position(of: $0) }
+        let ids = source.identifierIndexes
+        var found: [(Int64, [Value])] = []
+        try select("SELECT rowid, " + ids.map { SQL.quote(source.fields[$0].name) }.joined(separator: ", ")
+                   + " FROM \(source.table) WHERE \(match)", identifier) { statement in
+            found.append((sqlite3_column_int64(statement, 0),
+                          ids.indices.map { SQL.column(statement, Int32($0 + 1), as: source.fields[ids[$0]].type) }))
+        }
+        guard !found.isEmpty else { return }
+        let update = try db.cachedStatement(sql: "UPDATE \(source.table) SET "
+            + reference.columns.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ") + " WHERE rowid = ?").sqliteStatement
+        var fields = "["
+        for (i, name) in reference.columns.enumerated() {
+            if i > 0 { fields.append(",") }
+            JSONText.appendQuoted(name, to: &fields)
+        }
+        fields.append("]")
+        let keepsValues = source.history == .values
+        for (rowid, values) in found {
+            sqlite3_bind_int64(update, 1, rowid)
+            try SQL.step(update, db)
+            sqlite3_reset(update)
+            var id = ""
+            Identifier.appendJSON(values, to: &id)
+            try logChange(entity: source.name, identifier: id, kind: .update, fields: fields,
+                          old: keepsValues ? Self.object(source, Array(zip(positions, identifier))) : nil,
+                          new: keepsValues ? Self.object(source, positions.map { ($0, Value.null) }) : nil)
+        }
+    }
+
+    /// Runs `sql` with `arguments` bound, calling `row` for each result row.
+    private func select(_ sql: String, _ arguments: [Value], row: (OpaquePointer) throws -> Void) throws {
+        let prepared = try db.makeStatement(sql: sql)
+        let statement = prepared.sqliteStatement
+        for (i, v) in arguments.enumerated() { SQL.bind(v, to: statement, at: Int32(i + 1)) }
+        defer { sqlite3_reset(statement) }
+        while try SQL.step(statement, db) { try row(statement) }
+    }
+}
