@@ -49,6 +49,7 @@ extension SaveContext {
     /// - Returns: the counts, the last rowid visited, and whether more may follow.
     func updateRows(_ entity: EntitySchema, predicate: SQLFragment, assignments: [(Int, Value)],
                     after: Int64, limit: Int) throws -> (WriteCounts, Int64, Bool) {
+        try checkReferences(entity, assignments: assignments)
         let idColumns = entity.identifierIndexes
         let selected = idColumns + assignments.map(\.0)
         let preparedSelect = try db.makeStatement(sql: "SELECT rowid, "

@@ -100,6 +100,34 @@ extension SaveContext {
         }
     }
 
+    /// Checks that the to-ones a batch update sets name stored records of
+    /// their targets (null passes for an optional one), in the update's save.
+    ///
+    /// - Throws: ``DepotError/Code/invalidArgument`` naming the missing
+    ///   record, or a compound reference set in part.
+    func checkReferences(_ entity: EntitySchema, assignments: [(Int, Value)]) throws {
+        for r in entity.relationships where r.isToOne {
+            guard let columns = entity.relationshipColumns[r.name] else { continue }
+            let set = columns.compactMap { name in assignments.first { entity.fields[$0.0].name == name }?.1 }
+            if set.isEmpty { continue }
+            guard set.count == columns.count else {
+                throw DepotError(.invalidArgument, "set every column of relationship \(JSONText.quoted(r.name)) together: "
+                    + columns.map(JSONText.quoted).joined(separator: ", "))
+            }
+            if set.contains(where: \.isNull) { continue }
+            let target = try store.entity(r.target)
+            var found = false
+            try select("SELECT 1 FROM \(target.table) WHERE "
+                       + target.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND "), set) { _ in found = true }
+            if !found {
+                var identifier = ""
+                Identifier.appendJSON(set, to: &identifier)
+                throw DepotError(.invalidArgument, "no \(r.target) with identifier \(identifier): set \(JSONText.quoted(r.name)) "
+                    + "to the identifier of a stored \(r.target)")
+            }
+        }
+    }
+
     /// Runs `sql` with `arguments` bound, calling `row` for each result row.
     private func select(_ sql: String, _ arguments: [Value], row: (OpaquePointer) throws -> Void) throws {
         let prepared = try db.makeStatement(sql: sql)

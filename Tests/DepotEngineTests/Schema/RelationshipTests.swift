@@ -225,4 +225,20 @@ struct RelationshipTests {
         }
         #expect(try await t.store.delete(entity: "Customer", where: "id == 'C3'", author: "test").deleted == 1)
     }
+
+    @Test("a batch update that sets a reference checks it: a missing target fails the update with its identifier, and changes nothing")
+    func updateChecksReferences() async throws {
+        let t = try await Self.filledShop(orders: .cascade)
+        do {
+            _ = try await t.store.update(entity: "Order", where: "id == 'O3'", set: ["customer": "C9"], author: "test")
+            Issue.record("the update went through")
+        } catch let error as DepotError {
+            #expect(error.code == .invalidArgument)
+            #expect(error.message.contains(#"no Customer with identifier "C9""#))
+        }
+        #expect(try await count(t, "Order", "customer == 'C2'") == 1)
+        #expect(try await t.store.update(entity: "Order", where: "id == 'O3'", set: ["customer": "C1"], author: "test").updated == 1)
+        #expect(try await t.store.update(entity: "Order", where: "id == 'O3'", set: ["customer": nil], author: "test").updated == 1)
+        #expect(try await count(t, "Order", "customer == 'C1'") == 2)
+    }
 }
