@@ -118,9 +118,10 @@ public final class ResultFeed: @unchecked Sendable {
         let store = reader.storeName
         let after = last
         // With the other streams woken by the same commit, in one snapshot
-        // (``StoreReader/liveRead(_:)``). The read does not capture `members`: the feed's task may resume
-        // while the snapshot's other reads still hold their closures, and a
-        // set shared then is copied whole at the first insert below.
+        // (``StoreReader/liveRead(_:)``). The read does not capture
+        // `members`: the feed's task may resume while the snapshot's other
+        // reads still hold their closures, and a set shared then is copied
+        // whole at the first insert below.
         let lookupSQL = self.lookupSQL
         let read: @Sendable (Database) throws -> (Int64, [TouchedRecord]) = { db in
             try HistoryQuery.check(db, store: store, after: after)
