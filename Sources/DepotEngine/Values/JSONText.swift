@@ -11,6 +11,17 @@ package enum JSONText {
         return out
     }
 
+    /// The JSON array of `strings`: `["a","b"]`.
+    package static func array(_ strings: [String]) -> String {
+        var out = "["
+        for (i, s) in strings.enumerated() {
+            if i > 0 { out.append(",") }
+            appendQuoted(s, to: &out)
+        }
+        out.append("]")
+        return out
+    }
+
     /// Appends the JSON string literal for `string` to `out`.
     package static func appendQuoted(_ string: String, to out: inout String) {
         out.append("\"")

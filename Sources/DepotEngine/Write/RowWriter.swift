@@ -46,8 +46,6 @@ final class RowWriter {
         var target: String
         /// The batch positions of its columns, in the target's identifier order.
         var columns: [Int]
-        /// Finds the target by its identifier.
-        var sql: String
     }
     private let references: [Reference]
 
@@ -90,10 +88,7 @@ final class RowWriter {
             guard r.isToOne, let names = entity.relationshipColumns[r.name] else { return nil }
             let positions = names.compactMap { columns.firstIndex(of: $0) }
             guard positions.count == names.count else { return nil }  // not given: not changed
-            let target = try context.store.entity(r.target)
-            return Reference(name: r.name, target: r.target, columns: positions,
-                             sql: "SELECT 1 FROM \(target.table) WHERE "
-                                + target.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND "))
+            return Reference(name: r.name, target: r.target, columns: positions)
         }
 
         let table = entity.table
@@ -150,15 +145,9 @@ final class RowWriter {
                 }
                 // A reference names a stored record of its target, or nothing (null).
                 for reference in references where !reference.columns.contains(where: { row[$0].isNull }) {
-                    let find = try db.cachedStatement(sql: reference.sql).sqliteStatement
-                    for (k, c) in reference.columns.enumerated() { SQL.bind(row[c], to: find, at: Int32(k + 1)) }
-                    let found = try SQL.step(find, db)
-                    sqlite3_reset(find)
-                    if !found {
-                        var identifier = ""
-                        Identifier.appendJSON(reference.columns.map { row[$0] }, to: &identifier)
-                        counts.rejected.append(Rejection(row: r, field: reference.name,
-                            reason: "no \(reference.target) with identifier \(identifier)"))
+                    if let missing = try context.missingReference(to: reference.target,
+                                                                  identifier: reference.columns.map { row[$0] }) {
+                        counts.rejected.append(Rejection(row: r, field: reference.name, reason: missing))
                         continue rows
                     }
                 }

@@ -20,6 +20,7 @@ extension SaveContext {
             + returning.map { SQL.quote(entity.fields[$0].name) }.joined(separator: ", ")
             + " FROM \(entity.table) WHERE rowid = ?").sqliteStatement
         let delete = try db.cachedStatement(sql: "DELETE FROM \(entity.table) WHERE rowid = ?").sqliteStatement
+        let incoming = references(to: entity)
         for rowid in rowids {
             sqlite3_bind_int64(select, 1, rowid)
             guard try SQL.step(select, db) else { sqlite3_reset(select); continue }
@@ -38,7 +39,9 @@ extension SaveContext {
                           tombstone: Self.object(entity, tombstoneFields.map { ($0, values[$0]!) }),
                           old: keepsValues ? Self.object(entity, returning.map { ($0, values[$0]!) }) : nil)
             // What refers to it: cascade, nullify or deny (DESIGN §12).
-            try applyDeleteRules(entity, identifier: identifierValues, identifierJSON: identifier)
+            if !incoming.isEmpty {
+                try applyDeleteRules(entity, incoming, identifier: identifierValues, identifierJSON: identifier)
+            }
         }
         return rowids.count
     }
@@ -104,13 +107,7 @@ extension SaveContext {
                 sqlite3_bind_int64(update, Int32(assignments.count + 1), rowid)
                 try SQL.step(update, db)
                 sqlite3_reset(update)
-                var fields = "["
-                for (i, name) in changed.enumerated() {
-                    if i > 0 { fields.append(",") }
-                    JSONText.appendQuoted(name, to: &fields)
-                }
-                fields.append("]")
-                try logChange(entity: entity.name, identifier: identifier, kind: .update, fields: fields,
+                try logChange(entity: entity.name, identifier: identifier, kind: .update, fields: JSONText.array(changed),
                               old: old, new: new)
                 counts.updated += 1
             }
@@ -131,14 +128,9 @@ extension SaveContext {
         return out
     }
 
-    private func fetchRowids(_ select: SQLFragment, limit: Int) throws -> [Int64] {
-        let preparedStatement = try db.makeStatement(sql: select.sql + " LIMIT \(limit)")
-        defer { withExtendedLifetime(preparedStatement) {} }
-        let statement = preparedStatement.sqliteStatement
-        for (i, v) in select.arguments.enumerated() { SQL.bind(v, to: statement, at: Int32(i + 1)) }
+    private func fetchRowids(_ query: SQLFragment, limit: Int) throws -> [Int64] {
         var rowids: [Int64] = []
-        while try SQL.step(statement, db) { rowids.append(sqlite3_column_int64(statement, 0)) }
-        sqlite3_reset(statement)
+        try select(query.sql + " LIMIT \(limit)", query.arguments) { rowids.append(sqlite3_column_int64($0, 0)) }
         return rowids
     }
 }

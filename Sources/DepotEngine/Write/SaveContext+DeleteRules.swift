@@ -31,8 +31,9 @@ extension SaveContext {
         }
     }
 
-    /// Applies the delete rules to the records that refer to a record of
-    /// `entity` just deleted (its `identifier` values), in the same save:
+    /// Applies the delete rules of `incoming` (``references(to:)``) to the
+    /// records that refer to a record of `entity` just deleted (its
+    /// `identifier` values), in the same save:
     /// `cascade` deletes them (and, through this again, theirs), `nullify`
     /// sets their reference to null, `deny` throws, which rolls the whole
     /// save back. Each effect is logged in the save's history transaction,
@@ -43,8 +44,9 @@ extension SaveContext {
     ///
     /// - Throws: ``DepotError/Code/conflict`` for a `deny` rule with records
     ///   still referring.
-    func applyDeleteRules(_ entity: EntitySchema, identifier: [Value], identifierJSON: String) throws {
-        for reference in references(to: entity) {
+    func applyDeleteRules(_ entity: EntitySchema, _ incoming: [IncomingReference], identifier: [Value],
+                          identifierJSON: String) throws {
+        for reference in incoming {
             let source = reference.source
             let match = reference.columns.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ")
             switch reference.rule {
@@ -81,12 +83,7 @@ extension SaveContext {
         guard !found.isEmpty else { return }
         let update = try db.cachedStatement(sql: "UPDATE \(source.table) SET "
             + reference.columns.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ") + " WHERE rowid = ?").sqliteStatement
-        var fields = "["
-        for (i, name) in reference.columns.enumerated() {
-            if i > 0 { fields.append(",") }
-            JSONText.appendQuoted(name, to: &fields)
-        }
-        fields.append("]")
+        let fields = JSONText.array(reference.columns)
         let keepsValues = source.history == .values
         for (rowid, values) in found {
             sqlite3_bind_int64(update, 1, rowid)
@@ -115,21 +112,31 @@ extension SaveContext {
                     + columns.map(JSONText.quoted).joined(separator: ", "))
             }
             if set.contains(where: \.isNull) { continue }
-            let target = try store.entity(r.target)
-            var found = false
-            try select("SELECT 1 FROM \(target.table) WHERE "
-                       + target.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND "), set) { _ in found = true }
-            if !found {
-                var identifier = ""
-                Identifier.appendJSON(set, to: &identifier)
-                throw DepotError(.invalidArgument, "no \(r.target) with identifier \(identifier): set \(JSONText.quoted(r.name)) "
+            if let missing = try missingReference(to: r.target, identifier: set) {
+                throw DepotError(.invalidArgument, "\(missing): set \(JSONText.quoted(r.name)) "
                     + "to the identifier of a stored \(r.target)")
             }
         }
     }
 
+    /// Why a reference to the `target` record with these identifier values
+    /// (in its identifier's order) does not hold, "no Customer with
+    /// identifier "C9"", or nil when the record is stored. Imports check
+    /// each row through it, so its statement is cached.
+    func missingReference(to target: String, identifier: [Value]) throws -> String? {
+        let entity = try store.entity(target)
+        let find = try db.cachedStatement(sql: "SELECT 1 FROM \(entity.table) WHERE "
+            + entity.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ")).sqliteStatement
+        for (k, value) in identifier.enumerated() { SQL.bind(value, to: find, at: Int32(k + 1)) }
+        defer { sqlite3_reset(find) }
+        guard try !SQL.step(find, db) else { return nil }
+        var text = ""
+        Identifier.appendJSON(identifier, to: &text)
+        return "no \(target) with identifier \(text)"
+    }
+
     /// Runs `sql` with `arguments` bound, calling `row` for each result row.
-    private func select(_ sql: String, _ arguments: [Value], row: (OpaquePointer) throws -> Void) throws {
+    func select(_ sql: String, _ arguments: [Value], row: (OpaquePointer) throws -> Void) throws {
         let prepared = try db.makeStatement(sql: sql)
         let statement = prepared.sqliteStatement
         for (i, v) in arguments.enumerated() { SQL.bind(v, to: statement, at: Int32(i + 1)) }

@@ -121,7 +121,7 @@ public final class SaveContext {
     /// The id of the layout of `entity`'s fields, in their order, in
     /// `depot_layouts`: written the first time, then found again.
     func layout(of entity: EntitySchema) throws -> Int64 {
-        let fields = "[" + entity.fields.map { JSONText.quoted($0.name) }.joined(separator: ",") + "]"
+        let fields = JSONText.array(entity.fields.map(\.name))
         if let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM depot_layouts WHERE entity = ? AND fields = ?"),
                                        arguments: [entity.name, fields]) {
             return id
