@@ -223,8 +223,20 @@ package struct ControlRoutes: Sendable {
             let fields = e.fields.map { "{\"name\":\(JSONText.quoted($0.name)),\"type\":\(JSONText.quoted($0.declaration))}" }
             let identifier = e.identifier.map(JSONText.quoted).joined(separator: ",")
             let indexes = e.indexes.map { "[" + $0.map(JSONText.quoted).joined(separator: ",") + "]" }.joined(separator: ",")
+            let relationships = e.relationships.map { r in
+                var o = "{\"name\":\(JSONText.quoted(r.name)),\"to\":\(JSONText.quoted(r.target)),"
+                switch r.kind {
+                case .toOne(let required):
+                    o += "\"kind\":\"to-one\",\"required\":\(required),\"columns\":"
+                        + JSONText.array(e.relationshipColumns[r.name] ?? [])
+                case .toMany(let inverse, let rule):
+                    o += "\"kind\":\"to-many\",\"inverse\":\(JSONText.quoted(inverse)),\"delete\":\"\(rule.rawValue)\""
+                }
+                return o + "}"
+            }
             entities.append("{\"name\":\(JSONText.quoted(e.name)),\"count\":\(count),\"identifier\":[\(identifier)],"
-                + "\"indexes\":[\(indexes)],\"fields\":[\(fields.joined(separator: ","))]}")
+                + "\"indexes\":[\(indexes)],\"fields\":[\(fields.joined(separator: ","))],"
+                + "\"relationships\":[\(relationships.joined(separator: ","))]}")
         }
         let token = try await store.reader.latestToken().map { JSONText.quoted($0.description) } ?? "null"
         return "{\"name\":\(JSONText.quoted(store.name)),\"path\":\(JSONText.quoted(store.configuration.path)),"

@@ -199,6 +199,60 @@ struct ConfigReader {
         }
     }
 
+    /// An entity's `[store.entity.relationships]`: `name = { to = "T" }`
+    /// (a to-one, `required = true` to forbid null) or `name = { to = "T",
+    /// inverse = "r", delete = "cascade" }` (a to-many, the inverse of
+    /// to-one `r` of `T`).
+    mutating func readRelationships(_ entity: TOMLTable, at key: String) -> [Relationship] {
+        guard let raw = entity["relationships"] else { return [] }
+        guard let table = raw.tomlValue.table else {
+            problem(key, "must be a table of name = { to = \"Entity\" }")
+            return []
+        }
+        var out: [Relationship] = []
+        for name in table.keys {
+            let rkey = "\(key).\(name)"
+            guard let r = table[name]?.tomlValue.table else {
+                problem(rkey, "must be a table such as { to = \"Customer\" } (a to-one) or "
+                    + "{ to = \"OrderLine\", inverse = \"order\", delete = \"cascade\" } (a to-many)")
+                continue
+            }
+            unknownKeys(r, ["to", "required", "inverse", "delete"], at: rkey)
+            guard let target = string(r, "to", at: "\(rkey).to") else {
+                if r["to"] == nil { problem("\(rkey).to", "is required: the related entity") }
+                continue
+            }
+            if name.isEmpty || name.contains(".") || name.utf8.contains(0) {
+                problem(rkey, "a relationship's name cannot be empty or hold a dot or NUL")
+                continue
+            }
+            if let inverse = string(r, "inverse", at: "\(rkey).inverse") {
+                if r["required"] != nil {
+                    problem("\(rkey).required", "applies to a to-one; a to-many (with inverse) is never required")
+                }
+                var rule = DeleteRule.nullify
+                if let text = string(r, "delete", at: "\(rkey).delete") {
+                    if let known = DeleteRule(rawValue: text) {
+                        rule = known
+                    } else {
+                        problem("\(rkey).delete", "must be cascade, nullify or deny, not \(JSONText.quoted(text))")
+                    }
+                }
+                out.append(Relationship(name: name, target: target, kind: .toMany(inverse: inverse, delete: rule)))
+            } else {
+                if r["delete"] != nil {
+                    problem("\(rkey).delete", "sits on the to-many side (with inverse); a to-one has no delete rule")
+                }
+                var required = false
+                if let value = r["required"] {
+                    if let b = value.tomlValue.bool { required = b } else { problem("\(rkey).required", "must be true or false") }
+                }
+                out.append(Relationship(name: name, target: target, kind: .toOne(required: required)))
+            }
+        }
+        return out
+    }
+
     mutating func readStore(_ table: TOMLTable, at key: String, stateDir: String) -> StoreConfiguration? {
         unknownKeys(table, ["name", "path", "save_every", "save_interval", "history_retention", "history_max_retention",
                                 "cache_mb", "entity"],
@@ -211,7 +265,7 @@ struct ConfigReader {
             problem("\(key).name", "\(JSONText.quoted(name)) cannot contain / or start with a dot")
         }
         let path = resolve(string(table, "path", at: "\(key).path") ?? "\(name).sqlite", against: stateDir)
-        var entities: [EntitySchema] = []
+        var declarations: [(key: String, declaration: EntityDeclaration)] = []
         let entityArray = table["entity"]?.tomlValue.array.map(Array.init) ?? []
         if entityArray.isEmpty { problem("\(key).entity", "declare at least one [[store.entity]]") }
         for (j, value) in entityArray.enumerated() {
@@ -220,7 +274,8 @@ struct ConfigReader {
                 problem(ekey, "must be a table ([[store.entity]])")
                 continue
             }
-            unknownKeys(e, ["name", "identifier", "indexes", "preserve_on_delete", "history", "fields"], at: ekey)
+            unknownKeys(e, ["name", "identifier", "indexes", "preserve_on_delete", "history", "fields", "relationships"],
+                        at: ekey)
             let ename = string(e, "name", at: "\(ekey).name") ?? ""
             var identifier: [String] = []
             if let single = e["identifier"]?.tomlValue.string {
@@ -272,13 +327,23 @@ struct ConfigReader {
             } else {
                 problem("\(ekey).fields", "is required: a table of field = \"type\"")
             }
-            do {
-                entities.append(try EntitySchema(name: ename, fields: fields, identifier: identifier, indexes: indexes,
-                                                 preserveOnDelete: preserve, history: history))
-            } catch let error as DepotError {
-                problem(ekey, error.message)
-            } catch {
-                problem(ekey, "\(error)")
+            let relationships = readRelationships(e, at: "\(ekey).relationships")
+            declarations.append((ekey, EntityDeclaration(name: ename, fields: fields, identifier: identifier,
+                                                         indexes: indexes, preserveOnDelete: preserve, history: history,
+                                                         relationships: relationships)))
+        }
+        // The relationships are checked between entities, then each entity
+        // is built with its to-ones' columns (DESIGN §12).
+        var entities: [EntitySchema] = []
+        let between = EntityDeclaration.problems(in: declarations.map(\.declaration))
+        for p in between { problem("\(key).entity", p) }
+        if between.isEmpty {
+            for (built, (ekey, _)) in zip(EntityDeclaration.resolveEach(declarations.map(\.declaration)), declarations) {
+                switch built {
+                case .success(let entity): entities.append(entity)
+                case .failure(let error as DepotError): problem(ekey, error.message)
+                case .failure(let error): problem(ekey, "\(error)")
+                }
             }
         }
         var config = StoreConfiguration(name: name, path: path, entities: entities)

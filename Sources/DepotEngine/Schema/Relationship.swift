@@ -88,6 +88,15 @@ public struct EntityDeclaration: Sendable, Hashable {
     /// - Throws: ``DepotError/Code/invalidSchema`` listing them; what
     ///   ``EntitySchema/init(name:fields:identifier:indexes:preserveOnDelete:history:relationships:relationshipColumns:)`` throws.
     public static func resolve(_ declarations: [EntityDeclaration]) throws -> [EntitySchema] {
+        let problems = problems(in: declarations)
+        guard problems.isEmpty else { throw DepotError(.invalidSchema, problems.joined(separator: "; ")) }
+        return try resolveEach(declarations).map { try $0.get() }
+    }
+
+    /// The mistakes in the relationships of a store's entities, each naming
+    /// the entity and the relationship (see ``resolve(_:)``); empty when there
+    /// are none.
+    public static func problems(in declarations: [EntityDeclaration]) -> [String] {
         var problems: [String] = []
         let byName = Dictionary(declarations.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         func label(_ d: EntityDeclaration, _ r: Relationship) -> String {
@@ -146,8 +155,14 @@ public struct EntityDeclaration: Sendable, Hashable {
             problems.append("identifiers refer to each other in a cycle, "
                 + cycle.map(JSONText.quoted).joined(separator: " -> ") + ", so their columns' types cannot be known")
         }
-        guard problems.isEmpty else { throw DepotError(.invalidSchema, problems.joined(separator: "; ")) }
+        return problems
+    }
 
+    /// Each entity built with its to-ones' columns, or what its own
+    /// declaration gets wrong (an unknown field, say), in the order given.
+    /// Call it once ``problems(in:)`` has found nothing wrong between them.
+    public static func resolveEach(_ declarations: [EntityDeclaration]) -> [Result<EntitySchema, any Error>] {
+        let byName = Dictionary(declarations.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         // The identifier's fields of each entity, a to-one in it standing
         // for its columns (acyclic: checked above).
         var identifiers: [String: [Field]] = [:]
@@ -165,7 +180,7 @@ public struct EntityDeclaration: Sendable, Hashable {
             identifiers[d.name] = out
             return out
         }
-        return try declarations.map { d in
+        return declarations.map { d in Result {
             var fields = d.fields
             var columns: [String: [String]] = [:]
             for r in d.relationships {
@@ -186,7 +201,7 @@ public struct EntityDeclaration: Sendable, Hashable {
             return try EntitySchema(name: d.name, fields: fields, identifier: identifier, indexes: indexes,
                                     preserveOnDelete: d.preserveOnDelete.flatMap { columns[$0] ?? [$0] },
                                     history: d.history, relationships: d.relationships, relationshipColumns: columns)
-        }
+        } }
     }
 
     /// The columns of to-one `r`: one named after it when the target's

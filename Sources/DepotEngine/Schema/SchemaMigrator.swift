@@ -54,6 +54,9 @@ enum SchemaMigrator {
                             try db.execute(sql: "ALTER TABLE \(entity.table) ADD COLUMN "
                                 + "\(SQL.quote(field.name)) \(field.type.sqlType)")
                         }
+                    } else if let r = entity.relationshipColumns.first(where: { $0.value.contains(field.name) })?.key {
+                        problems.append("\(entityName), relationship \(JSONText.quoted(r)): a new to-one must be "
+                            + "optional so that the stored records can migrate; declare it without required = true")
                     } else {
                         problems.append("\(fieldName): a new field must be optional so that the stored records "
                             + "can migrate; declare it as \"\(field.type.rawValue)?\"")

@@ -241,4 +241,42 @@ struct RelationshipTests {
         #expect(try await t.store.update(entity: "Order", where: "id == 'O3'", set: ["customer": nil], author: "test").updated == 1)
         #expect(try await count(t, "Order", "customer == 'C1'") == 2)
     }
+
+    @Test("adding an optional to-one migrates the store on open (a column and its index); a new required one is refused, naming it")
+    func migration() async throws {
+        var declarations = Self.shop()
+        declarations[1].relationships.removeAll { $0.name == "customer" }
+        declarations[0].relationships = []
+        let t = try await TemporaryStore(entities: try EntityDeclaration.resolve(declarations))
+        _ = try await t.store.save(author: "test") { save in
+            var orders = RecordBatch(entity: "Order", columns: ["id", "total", "placed"])
+            orders.append(["O1", 10.0, "2025-01-02"])
+            _ = try save.write(orders, policy: .upsert)
+        }
+        try await t.store.close()
+        // Required: the stored order has no customer to give it.
+        var required = Self.shop(orders: nil)
+        required[1].relationships[0] = Relationship(name: "customer", target: "Customer", kind: .toOne(required: true))
+        do {
+            _ = try await TemporaryStore(entities: try EntityDeclaration.resolve(required), folder: t.folder)
+            Issue.record("a new required to-one was accepted")
+        } catch let error as DepotError {
+            #expect(error.code == .migrationRefused)
+            #expect(error.message.contains(#"entity "Order", relationship "customer": a new to-one must be optional"#),
+                    "\(error.message)")
+        }
+        // Optional: the column arrives, null in the stored order, with its index.
+        let reopened = try await TemporaryStore(entities: try EntityDeclaration.resolve(Self.shop()), folder: t.folder)
+        #expect(try await reopened.store.reader.count(FetchDescriptor(entity: "Order", where: "customer == nil")) == 1)
+        let indexes = try sqlite3(t.path, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Order'")
+        #expect(indexes.contains("depot_idx_Order(customer)"))
+        _ = try await reopened.store.save(author: "test") { save in
+            var c = RecordBatch(entity: "Customer", columns: ["id", "name"])
+            c.append(["C1", "Ada"])
+            _ = try save.write(c, policy: .upsert)
+        }
+        #expect(try await reopened.store.update(entity: "Order", where: "id == 'O1'", set: ["customer": "C1"],
+                                                author: "test").updated == 1)
+        try await reopened.store.close()
+    }
 }
