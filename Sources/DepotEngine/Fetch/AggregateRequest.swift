@@ -59,7 +59,9 @@ extension StoreReader {
     ///   of a field that is not a number, or a bad predicate.
     public func aggregate(_ request: AggregateRequest) async throws -> AggregateResult {
         let entity = try entity(request.entity)
-        let field = try request.field.map { try entity.field(named: $0) }
+        // A field or a key path with one value per record (DESIGN §12).
+        let target = try request.field.map { try PredicateCompiler.expression($0, entity: entity, schema: schema) }
+        let field = target?.field
         var functions = request.functions
         if functions.isEmpty {
             functions = field.map { $0.type.isNumeric ? [.count, .sum, .avg, .min, .max] : [.count, .min, .max] }
@@ -76,7 +78,7 @@ extension StoreReader {
                 resultTypes.append(.int)
                 continue
             }
-            let column = SQL.quote(field.name)
+            let column = target!.sql
             switch function {
             case .count:
                 selects.append("count(\(column))")
@@ -93,9 +95,10 @@ extension StoreReader {
                 resultTypes.append(field.type)
             }
         }
-        let groupFields = try request.groupBy.map { try entity.field(named: $0) }
-        let filter = try PredicateCompiler.compile(request.predicate, entity: entity, arguments: request.arguments)
-        let groupColumns = groupFields.map { SQL.quote($0.name) }
+        let groups = try request.groupBy.map { try PredicateCompiler.expression($0, entity: entity, schema: schema) }
+        let groupFields = groups.map(\.field)
+        let filter = try PredicateCompiler.compile(request.predicate, entity: entity, schema: schema, arguments: request.arguments)
+        let groupColumns = groups.map(\.sql)
         var sql = "SELECT " + (groupColumns + selects).joined(separator: ", ")
             + " FROM \(entity.table) WHERE \(filter.sql)"
         if !groupColumns.isEmpty {

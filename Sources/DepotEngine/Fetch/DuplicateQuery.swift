@@ -17,7 +17,7 @@ extension StoreReader {
     /// - Throws: ``DepotError`` for an unknown entity or field or a bad predicate.
     public func duplicates(entity name: String, by fields: [String], where predicate: String? = nil,
                            arguments: [String: Value] = [:], limit: Int? = nil) async throws -> [DuplicateGroup] {
-        let query = try DuplicateQuery(entity: entity(name), by: fields, predicate: predicate, arguments: arguments)
+        let query = try DuplicateQuery(entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
         if let limit, limit < 0 { throw DepotError(.invalidArgument, "limit cannot be negative") }
         return try await read { db in try query.groups(db, limit: limit) }
     }
@@ -29,13 +29,14 @@ struct DuplicateQuery: Sendable {
     let fields: [Field]
     let filter: SQLFragment
 
-    init(entity: EntitySchema, by names: [String], predicate: String?, arguments: [String: Value]) throws {
+    init(entity: EntitySchema, schema: StoreSchema, by names: [String], predicate: String?,
+         arguments: [String: Value]) throws {
         guard !names.isEmpty else {
             throw DepotError(.invalidArgument, "duplicates are found by at least one field")
         }
         self.entity = entity
         self.fields = try names.map { try entity.field(named: $0) }
-        let compiled = try PredicateCompiler.compile(predicate, entity: entity, arguments: arguments)
+        let compiled = try PredicateCompiler.compile(predicate, entity: entity, schema: schema, arguments: arguments)
         let notNull = fields.map { "\(SQL.quote($0.name)) IS NOT NULL" }.joined(separator: " AND ")
         self.filter = SQLFragment(sql: "(\(notNull) AND \(compiled.sql))", arguments: compiled.arguments)
     }

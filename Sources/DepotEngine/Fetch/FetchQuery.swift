@@ -9,8 +9,12 @@ struct FetchQuery: Sendable {
     let orderBy: String
     let limit: Int?
     let offset: Int?
+    /// The other entities its key paths read: a change to them can change
+    /// its result (``ResultFeed``).
+    let related: Set<String>
 
-    init(_ d: FetchDescriptor, entity: EntitySchema) throws {
+    init(_ d: FetchDescriptor, schema: StoreSchema) throws {
+        let entity = try schema.entity(d.entity)
         self.entity = entity
         if let limit = d.limit, limit < 0 { throw DepotError(.invalidArgument, "limit cannot be negative") }
         if let offset = d.offset, offset < 0 { throw DepotError(.invalidArgument, "offset cannot be negative") }
@@ -32,15 +36,21 @@ struct FetchQuery: Sendable {
             if sort.first?.field != section { sort.insert(SortDescriptor(section), at: 0) }
         }
         self.fields = fields
-        predicate = try PredicateCompiler.compile(d.predicate, entity: entity, arguments: d.arguments)
+        predicate = try PredicateCompiler.compile(d.predicate, entity: entity, schema: schema, arguments: d.arguments)
         var terms: [String] = []
+        var related = predicate.related
         for key in sort {
-            _ = try entity.field(named: key.field)
-            terms.append("\(SQL.quote(key.field)) \(key.descending ? "DESC" : "ASC") NULLS "
+            // A field, or a key path with one value per record (DESIGN §12).
+            let (sql, _, reached) = try PredicateCompiler.expression(key.field, entity: entity, schema: schema)
+            related.formUnion(reached)
+            terms.append("\(sql) \(key.descending ? "DESC" : "ASC") NULLS "
                 + (key.effectiveNulls == .first ? "FIRST" : "LAST"))
         }
         terms.append("rowid")
         orderBy = terms.joined(separator: ", ")
+        // The entity itself when a path comes back to it (an employee's
+        // manager's name): then another record's change can change a record's.
+        self.related = related
     }
 
     private var columns: String { fields.map { SQL.quote($0.name) }.joined(separator: ", ") }

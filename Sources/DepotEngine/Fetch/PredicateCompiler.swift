@@ -2,6 +2,8 @@
 struct SQLFragment: Sendable {
     var sql: String
     var arguments: [Value]
+    /// The other entities it reads through key paths, whose changes can change its result.
+    var related: Set<String> = []
 
     static let alwaysTrue = SQLFragment(sql: "1", arguments: [])
 }
@@ -11,6 +13,15 @@ struct SQLFragment: Sendable {
 /// Values are always bound as parameters, never pasted into the SQL text.
 /// Field names are quoted. `[c]`/`[d]` comparisons fold both sides with
 /// ``TextFolding``.
+///
+/// Key paths (DESIGN §12) compile to correlated subqueries on the related
+/// tables, each found through its identifier or its to-one's index: a
+/// to-one path (`customer.country`) is a scalar subquery, so it behaves as a
+/// field would, null when the reference is null or names no record;
+/// `ANY`/`ALL`/`NONE` over a to-many path are `EXISTS` and `NOT EXISTS`;
+/// `@count`, `@sum`, `@avg`, `@min`, `@max` and `SUBQUERY(…).@count` are
+/// aggregate subqueries. A bare key path always starts at the fetched
+/// record; inside a `SUBQUERY`, `$l.qty` starts at the element.
 ///
 /// What it writes stays inside SQLite's own limits, so that no predicate a
 /// user can write fails in SQLite's parser: `NOT` is pushed down to the
@@ -37,26 +48,62 @@ struct PredicateCompiler {
     /// SQLite's limit on the length of a LIKE or GLOB pattern, in bytes.
     static let maxPattern = 50_000
 
-    private let entity: EntitySchema
+    /// The entity a key path starts from: the fetched one, or a
+    /// SUBQUERY's element (`alias`, named by `variable`).
+    private struct Scope {
+        var entity: EntitySchema
+        var alias: String?
+        var variable: String?
+    }
+
+    private let schema: StoreSchema?
     private let variables: [String: Value]
     private var arguments: [Value] = []
+    /// The fetched entity first, then one per SUBQUERY being compiled.
+    private var scopes: [Scope]
+    /// Aliases of related tables handed out so far.
+    private var aliases = 0
+    /// How many subqueries the SQL being written stands inside: the
+    /// fetched record's columns are qualified inside any.
+    private var subqueries = 0
+    /// The entities key paths reached, the fetched one excepted.
+    private var related: Set<String> = []
 
     /// Compiles `text` for `entity`; `nil` or blank text matches every record.
+    /// Key paths through relationships need the store's `schema`.
     ///
     /// - Throws: ``DepotError`` with code `invalidPredicate`, `unknownField` or
     ///   `typeMismatch` and the position of the problem.
-    static func compile(_ text: String?, entity: EntitySchema,
+    static func compile(_ text: String?, entity: EntitySchema, schema: StoreSchema? = nil,
                         arguments: [String: Value] = [:]) throws -> SQLFragment {
         guard let text, !text.trimmingWhitespace().isEmpty else { return .alwaysTrue }
         let expression = try PredicateParser.parse(text)
-        var compiler = PredicateCompiler(entity: entity, variables: arguments)
+        var compiler = PredicateCompiler(entity: entity, schema: schema, variables: arguments)
         let sql = try compiler.compile(expression, negated: false, nesting: 0)
-        return SQLFragment(sql: sql, arguments: compiler.arguments)
+        return SQLFragment(sql: sql, arguments: compiler.arguments, related: compiler.related)
     }
 
-    private init(entity: EntitySchema, variables: [String: Value]) {
-        self.entity = entity
+    /// The SQL expression of a field or key path of `entity` that has one
+    /// value per record (a to-one path, `lines.@count`, `lines.@sum.price`),
+    /// for sorting and grouping, with the field it reads (named `path`).
+    ///
+    /// - Throws: ``DepotError/Code/unknownField`` or ``DepotError/Code/invalidPredicate``.
+    static func expression(_ path: String, entity: EntitySchema,
+                           schema: StoreSchema?) throws -> (sql: String, field: Field, related: Set<String>) {
+        var compiler = PredicateCompiler(entity: entity, schema: schema, variables: [:])
+        do {
+            let (sql, field) = try compiler.scalar(.field(path, position: 1), nesting: 0)!
+            return (sql, field, compiler.related)
+        } catch var error as DepotError {
+            error.position = nil
+            throw error
+        }
+    }
+
+    private init(entity: EntitySchema, schema: StoreSchema?, variables: [String: Value]) {
+        self.schema = schema
         self.variables = variables
+        self.scopes = [Scope(entity: entity)]
     }
 
     /// The SQL of `e`, or of `NOT e` when `negated`, standing inside
@@ -66,7 +113,7 @@ struct PredicateCompiler {
         case .constant(let b, _):
             return b != negated ? "1" : "0"
         case .comparison(let c):
-            let sql = try comparison(c)
+            let sql = try comparison(c, nesting: nesting)
             return negated ? "NOT \(sql)" : sql
         case .not(let x):
             return try compile(x, negated: !negated, nesting: nesting)
@@ -121,12 +168,6 @@ struct PredicateCompiler {
         DepotError(.typeMismatch, message, position: position)
     }
 
-    private func field(_ name: String, at position: Int) throws -> Field {
-        do { return try entity.field(named: name) } catch var error as DepotError {
-            error.position = position
-            throw error
-        }
-    }
 
     /// The value of a literal or a variable.
     private func value(_ operand: PredicateExpression.Operand) throws -> Value {
@@ -138,7 +179,7 @@ struct PredicateCompiler {
                                  position: position)
             }
             return v
-        case .field, .list:
+        case .field, .list, .subquery:
             preconditionFailure("value(_:) takes literals and variables")
         }
     }
@@ -184,18 +225,33 @@ struct PredicateCompiler {
         return "?"
     }
 
-    private mutating func comparison(_ c0: PredicateExpression.Comparison) throws -> String {
+    private mutating func comparison(_ c0: PredicateExpression.Comparison, nesting: Int) throws -> String {
         var c = c0
         // `5 < budget` reads as `budget > 5`.
-        if case .field = c.rhs, !isField(c.lhs), let flipped = c.op.flipped {
+        if c.quantifier == nil, isScalar(c.rhs), !isScalar(c.lhs), let flipped = c.op.flipped {
             swap(&c.lhs, &c.rhs)
             c.op = flipped
         }
-        guard case .field(let name, let fieldPosition) = c.lhs else {
+        if let quantifier = c.quantifier { return try quantified(c, quantifier, nesting: nesting) }
+        // A to-one with a compound identifier compared with nil: all its columns.
+        if case .field(let name, let position) = c.lhs, case .literal(.null, _) = c.rhs, c.op == .equal || c.op == .notEqual,
+           let path = try? keyPath(name, from: scopes[0], at: position), case .relationship = path.tail,
+           path.hops.count == 1, let columns = path.hops[0].from.relationshipColumns[path.hops[0].relationship.name] {
+            let refs = columns.map { column($0, of: scopes[0]) }
+            return c.op == .equal ? "(" + refs.map { "\($0) IS NULL" }.joined(separator: " AND ") + ")"
+                : "(" + refs.map { "\($0) IS NOT NULL" }.joined(separator: " OR ") + ")"
+        }
+        guard let (column, field) = try scalar(c.lhs, nesting: nesting) else {
             throw DepotError(.invalidPredicate, "the left side of \(c.op.rawValue) must be a field name",
                              position: c.lhs.position)
         }
-        let field = try field(name, at: fieldPosition)
+        return try compare(column, field, c, nesting: nesting)
+    }
+
+    /// `base` (the SQL of a field or key path holding `field`'s values)
+    /// compared as `c` says.
+    private mutating func compare(_ base: String, _ field: Field, _ c: PredicateExpression.Comparison,
+                                  nesting: Int) throws -> String {
         let quotedName = JSONText.quoted(field.name)
         var flags = 0
         if c.options.contains("c") { flags |= TextFolding.caseInsensitive }
@@ -211,21 +267,20 @@ struct PredicateCompiler {
         if field.type == .bool, ![.equal, .notEqual, .in].contains(c.op) {
             throw mismatch("bool field \(quotedName) can only be compared with ==, != or IN", at: c.position)
         }
-        let column = flags == 0 ? SQL.quote(field.name) : "depot_fold(\(SQL.quote(field.name)), \(flags))"
+        let column = flags == 0 ? base : "depot_fold(\(base), \(flags))"
         func folded(_ v: Value) -> Value {
             if flags != 0, case .string(let s) = v { return .string(TextFolding.fold(s, flags: flags)) }
             return v
         }
 
         // Field against field.
-        if case .field(let otherName, let otherPosition) = c.rhs {
-            let other = try self.field(otherName, at: otherPosition)
+        if isScalar(c.rhs), let (otherBase, other) = try scalar(c.rhs, nesting: nesting) {
             let compatible = field.type == other.type || (field.type.isNumeric && other.type.isNumeric)
             guard compatible else {
                 throw mismatch("\(quotedName) is \(field.type.rawValue) and \(JSONText.quoted(other.name)) is "
                     + "\(other.type.rawValue): they cannot be compared", at: c.position)
             }
-            let otherColumn = flags == 0 ? SQL.quote(other.name) : "depot_fold(\(SQL.quote(other.name)), \(flags))"
+            let otherColumn = flags == 0 ? otherBase : "depot_fold(\(otherBase), \(flags))"
             switch c.op {
             case .equal: return "(\(column) = \(otherColumn))"
             case .notEqual: return "(\(column) IS NOT \(otherColumn))"
@@ -245,7 +300,7 @@ struct PredicateCompiler {
             }
             var values: [Value] = []
             for item in items {
-                if case .field = item {
+                if isScalar(item) {
                     throw DepotError(.invalidPredicate, "a list holds values, not fields", position: item.position)
                 }
                 let v = try convert(item, for: field, textual: false)
@@ -283,8 +338,8 @@ struct PredicateCompiler {
         let v = folded(try convert(c.rhs, for: field, textual: c.op.isStringOperator))
         if v.isNull {
             switch c.op {
-            case .equal: return "(\(SQL.quote(field.name)) IS NULL)"
-            case .notEqual: return "(\(SQL.quote(field.name)) IS NOT NULL)"
+            case .equal: return "(\(base) IS NULL)"
+            case .notEqual: return "(\(base) IS NOT NULL)"
             default:
                 throw mismatch("nil can only be compared with == or !=", at: c.rhs.position)
             }
@@ -314,9 +369,286 @@ struct PredicateCompiler {
         }
     }
 
-    private func isField(_ o: PredicateExpression.Operand) -> Bool {
-        if case .field = o { return true }
-        return false
+    /// Whether `o` reads the records (a field, a key path, a SUBQUERY, a
+    /// SUBQUERY variable's path) rather than giving a value.
+    private func isScalar(_ o: PredicateExpression.Operand) -> Bool {
+        switch o {
+        case .field, .subquery: true
+        case .variable(let name, _): scope(ofVariable: name) != nil
+        case .literal, .list: false
+        }
+    }
+
+    /// The SUBQUERY scope whose variable starts `name` (`l` of `l.qty`), and the path after it.
+    private func scope(ofVariable name: String) -> (Scope, String)? {
+        let head = name.prefix { $0 != "." }
+        guard let scope = scopes.last(where: { $0.variable == String(head) }) else { return nil }
+        return (scope, String(name.dropFirst(head.count + 1)))
+    }
+
+    // MARK: Key paths
+
+    /// A relationship followed from one entity to another.
+    private struct Hop {
+        var relationship: Relationship
+        var from: EntitySchema
+        var to: EntitySchema
+        var isToMany: Bool { !relationship.isToOne }
+    }
+
+    private struct KeyPath {
+        enum Tail {
+            case field(Field)
+            case count
+            case aggregate(String, Field)   // sum, avg, min, max
+            /// The path ends at a relationship.
+            case relationship
+        }
+        var name: String
+        var hops: [Hop]
+        var tail: Tail
+        var toMany: Hop? { hops.first { $0.isToMany } }
+    }
+
+    /// Resolves `name` from `scope`'s entity: a field's name (which may hold
+    /// dots, as a compound to-one's columns do) wins over a path.
+    private func keyPath(_ name: String, from scope: Scope, at position: Int) throws -> KeyPath {
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        var hops: [Hop] = []
+        var current = scope.entity
+        var i = 0
+        while i < parts.count {
+            let rest = parts[i...].joined(separator: ".")
+            if !rest.hasPrefix("@"), let p = current.position(of: rest) {
+                return KeyPath(name: name, hops: hops, tail: .field(current.fields[p]))
+            }
+            let part = parts[i]
+            if part.hasPrefix("@") {
+                guard hops.contains(where: \.isToMany) else {
+                    throw DepotError(.invalidPredicate, "\(part) applies to a to-many relationship, like lines.\(part)"
+                        + (part == "@count" ? "" : ".price"), position: position)
+                }
+                let op = part.dropFirst().lowercased()
+                switch op {
+                case "count":
+                    guard i == parts.count - 1 else {
+                        throw DepotError(.invalidPredicate, "@count ends a key path: \(name)", position: position)
+                    }
+                    return KeyPath(name: name, hops: hops, tail: .count)
+                case "sum", "avg", "min", "max":
+                    let fieldName = parts[(i + 1)...].joined(separator: ".")
+                    guard let p = current.position(of: fieldName) else {
+                        throw DepotError(.unknownField, "\(part) needs a field of \(JSONText.quoted(current.name)) after it, "
+                            + "like \(parts[..<i].joined(separator: ".")).\(part).\(current.fields.first { $0.type.isNumeric }?.name ?? current.fields[0].name)"
+                            + (fieldName.isEmpty ? "" : "; it has no field \(JSONText.quoted(fieldName))"
+                               + DepotError.suggestion(for: fieldName, in: current.fields.map(\.name))), position: position)
+                    }
+                    return KeyPath(name: name, hops: hops, tail: .aggregate(op, current.fields[p]))
+                default:
+                    throw DepotError(.invalidPredicate, "unknown collection operator \(part): use @count, @sum, @avg, @min "
+                        + "or @max", position: position)
+                }
+            }
+            guard let r = current.relationships.first(where: { $0.name == part }),
+                  let target = try? schema?.entity(r.target) else {
+                if current.position(of: part) != nil {
+                    throw DepotError(.invalidPredicate, "\(JSONText.quoted(part)) is a field of \(JSONText.quoted(current.name)), "
+                        + "not a relationship: a key path cannot go on after it", position: position)
+                }
+                if hops.isEmpty && parts.count == 1 && current.relationships.isEmpty {
+                    // The message of a plain unknown field.
+                    do { _ = try current.field(named: name) } catch var error as DepotError {
+                        error.position = position
+                        throw error
+                    }
+                }
+                let known = current.fields.map(\.name) + current.relationships.map(\.name)
+                throw DepotError(.unknownField, "entity \(JSONText.quoted(current.name)) has no field or relationship "
+                    + "\(JSONText.quoted(hops.isEmpty && parts.count == 1 ? name : part))"
+                    + DepotError.suggestion(for: part, in: known), position: position)
+            }
+            hops.append(Hop(relationship: r, from: current, to: target))
+            current = target
+            i += 1
+        }
+        return KeyPath(name: name, hops: hops, tail: .relationship)
+    }
+
+    /// The SQL that reads column `name` of `scope`'s record.
+    private func column(_ name: String, of scope: Scope) -> String {
+        if let alias = scope.alias { return "\(alias).\(SQL.quote(name))" }
+        return subqueries == 0 ? SQL.quote(name) : "\(scope.entity.table).\(SQL.quote(name))"
+    }
+
+    /// The related tables of `hops` from `scope`, each under an alias of its
+    /// own, with the conditions that link each to the one before: a to-one
+    /// by its target's identifier, a to-many by its inverse's columns.
+    /// Call it with ``subqueries`` already counting the subquery it is for.
+    private mutating func join(_ hops: [Hop], from scope: Scope) -> (from: String, links: [String], last: String) {
+        var tables: [String] = []
+        var links: [String] = []
+        var previous: (String) -> String = { [scope, self] in self.column($0, of: scope) }
+        var last = ""
+        for hop in hops {
+            related.insert(hop.to.name)
+            aliases += 1
+            let alias = "depot_k\(aliases)"
+            tables.append("\(hop.to.table) AS \(alias)")
+            let pairs: [(String, String)]
+            switch hop.relationship.kind {
+            case .toOne:
+                pairs = Array(zip(hop.to.identifier, hop.from.relationshipColumns[hop.relationship.name] ?? []))
+            case .toMany(let inverse, _):
+                pairs = Array(zip(hop.to.relationshipColumns[inverse] ?? [], hop.from.identifier))
+            }
+            for (mine, theirs) in pairs { links.append("\(alias).\(SQL.quote(mine)) = \(previous(theirs))") }
+            previous = { "\(alias).\(SQL.quote($0))" }
+            last = alias
+        }
+        return (tables.joined(separator: ", "), links, last)
+    }
+
+    private func checkNesting(_ nesting: Int, at position: Int) throws {
+        guard nesting + 2 <= Self.maxNesting else {
+            throw DepotError(.invalidPredicate, "the predicate nests subqueries and AND/OR more than \(Self.maxNesting) "
+                + "levels deep here, more than SQLite can evaluate; simplify it", position: position)
+        }
+    }
+
+    private func toManyError(_ path: KeyPath, _ hop: Hop, at position: Int) -> DepotError {
+        let r = hop.relationship.name
+        return DepotError(.invalidPredicate, "\(JSONText.quoted(r)) is a to-many relationship of "
+            + "\(JSONText.quoted(hop.from.name)): say ANY \(path.name) (or ALL, NONE), or use an aggregate such as "
+            + "\(r).@count", position: position)
+    }
+
+    /// The SQL and field of an operand that reads the records (see
+    /// ``isScalar(_:)``); `nil` for a value.
+    private mutating func scalar(_ operand: PredicateExpression.Operand, nesting: Int) throws -> (String, Field)? {
+        let path: KeyPath, scope: Scope, position = operand.position
+        switch operand {
+        case .field(let name, _):
+            scope = scopes[0]
+            path = try keyPath(name, from: scope, at: position)
+        case .variable(let name, _):
+            guard let (s, rest) = self.scope(ofVariable: name) else { return nil }
+            guard !rest.isEmpty else {
+                throw DepotError(.invalidPredicate, "$\(name) is a record of \(JSONText.quoted(s.entity.name)): compare one "
+                    + "of its fields, like $\(name).\(s.entity.fields[0].name)", position: position)
+            }
+            scope = s
+            path = try keyPath(rest, from: s, at: position)
+        case .subquery(let sq, _):
+            return (try subquery(sq, nesting: nesting), Field(name: "SUBQUERY(\(sq.collection)).@count", type: .int))
+        case .literal, .list:
+            return nil
+        }
+        switch path.tail {
+        case .field(let f) where path.hops.isEmpty:
+            return (column(f.name, of: scope), f)
+        case .field(let f):
+            if let many = path.toMany { throw toManyError(path, many, at: position) }
+            try checkNesting(nesting, at: position)
+            subqueries += 1
+            defer { subqueries -= 1 }
+            let j = join(path.hops, from: scope)
+            return ("(SELECT \(j.last).\(SQL.quote(f.name)) FROM \(j.from) WHERE \(j.links.joined(separator: " AND ")))",
+                    Field(name: path.name, type: f.type, isOptional: true))
+        case .count:
+            try checkNesting(nesting, at: position)
+            subqueries += 1
+            defer { subqueries -= 1 }
+            let j = join(path.hops, from: scope)
+            return ("(SELECT count(*) FROM \(j.from) WHERE \(j.links.joined(separator: " AND ")))",
+                    Field(name: path.name, type: .int))
+        case .aggregate(let op, let f):
+            if (op == "sum" || op == "avg") && !f.type.isNumeric {
+                throw DepotError(.typeMismatch, "@\(op) needs a numeric field, but \(JSONText.quoted(f.name)) of "
+                    + "\(JSONText.quoted(path.hops.last!.to.name)) is \(f.type.rawValue)", position: position)
+            }
+            if f.type == .bool || f.type == .json {
+                throw DepotError(.typeMismatch, "@\(op) cannot order \(f.type.rawValue) field \(JSONText.quoted(f.name))",
+                                 position: position)
+            }
+            try checkNesting(nesting, at: position)
+            subqueries += 1
+            defer { subqueries -= 1 }
+            let j = join(path.hops, from: scope)
+            let value = "\(j.last).\(SQL.quote(f.name))"
+            // The sum of no records is 0, as NSPredicate has it; their
+            // average, least and greatest are nil.
+            let function = switch op {
+            case "sum": f.type == .double ? "total(\(value))" : "coalesce(sum(\(value)), 0)"
+            default: "\(op)(\(value))"
+            }
+            return ("(SELECT \(function) FROM \(j.from) WHERE \(j.links.joined(separator: " AND ")))",
+                    Field(name: path.name, type: op == "avg" ? .double : f.type, isOptional: op != "sum"))
+        case .relationship:
+            let r = path.hops.last!.relationship
+            throw DepotError(.invalidPredicate, "\(JSONText.quoted(path.name)) is a relationship: compare one of its "
+                + "fields, like \(path.name).\(path.hops.last!.to.fields[0].name)"
+                + (r.isToOne ? "" : ", or count it with \(path.name).@count"), position: position)
+        }
+    }
+
+    /// `ANY`, `ALL` or `NONE` over a to-many key path.
+    private mutating func quantified(_ c: PredicateExpression.Comparison, _ quantifier: PredicateExpression.Quantifier,
+                                     nesting: Int) throws -> String {
+        let position = c.lhs.position
+        let scope: Scope, path: KeyPath
+        switch c.lhs {
+        case .field(let name, _):
+            scope = scopes[0]
+            path = try keyPath(name, from: scope, at: position)
+        case .variable(let name, _) where self.scope(ofVariable: name) != nil:
+            let (s, rest) = self.scope(ofVariable: name)!
+            scope = s
+            path = try keyPath(rest, from: s, at: position)
+        default:
+            throw DepotError(.invalidPredicate, "\(quantifier.rawValue) needs a key path through a to-many relationship, "
+                + "like \(quantifier.rawValue) lines.qty > 5", position: position)
+        }
+        guard case .field(let f) = path.tail, path.toMany != nil else {
+            throw DepotError(.invalidPredicate, "\(quantifier.rawValue) needs a key path through a to-many relationship to a "
+                + "field, like \(quantifier.rawValue) lines.qty > 5; \(JSONText.quoted(path.name)) is not one",
+                position: position)
+        }
+        try checkNesting(nesting, at: position)
+        subqueries += 1
+        defer { subqueries -= 1 }
+        let j = join(path.hops, from: scope)
+        let element = Field(name: path.name, type: f.type, isOptional: true)
+        var inner = c
+        inner.quantifier = nil
+        let condition = try compare("\(j.last).\(SQL.quote(f.name))", element, inner, nesting: nesting + 2)
+        let links = j.links.joined(separator: " AND ")
+        switch quantifier {
+        case .anyOf: return "EXISTS (SELECT 1 FROM \(j.from) WHERE \(links) AND \(condition))"
+        case .noneOf: return "NOT EXISTS (SELECT 1 FROM \(j.from) WHERE \(links) AND \(condition))"
+        // Every element holds: none where it is false or unknown (null).
+        case .allOf: return "NOT EXISTS (SELECT 1 FROM \(j.from) WHERE \(links) AND \(condition) IS NOT 1)"
+        }
+    }
+
+    /// `SUBQUERY(collection, $v, predicate).@count`.
+    private mutating func subquery(_ sq: PredicateExpression.Subquery, nesting: Int) throws -> String {
+        let path = try keyPath(sq.collection, from: scopes[0], at: sq.collectionPosition)
+        guard case .relationship = path.tail, path.toMany != nil else {
+            throw DepotError(.invalidPredicate, "SUBQUERY goes over a to-many relationship, like SUBQUERY(lines, $l, "
+                + "$l.qty > 2); \(JSONText.quoted(sq.collection)) is not one", position: sq.collectionPosition)
+        }
+        if scopes.contains(where: { $0.variable == sq.variable }) {
+            throw DepotError(.invalidPredicate, "$\(sq.variable) is already the variable of an enclosing SUBQUERY; "
+                + "name this one differently", position: sq.position)
+        }
+        try checkNesting(nesting, at: sq.position)
+        subqueries += 1
+        defer { subqueries -= 1 }
+        let j = join(path.hops, from: scopes[0])
+        scopes.append(Scope(entity: path.hops.last!.to, alias: j.last, variable: sq.variable))
+        defer { scopes.removeLast() }
+        let condition = try compile(sq.predicate, negated: false, nesting: nesting + 2)
+        return "(SELECT count(*) FROM \(j.from) WHERE \(j.links.joined(separator: " AND ")) AND \(condition))"
     }
 
     /// An NSPredicate LIKE pattern (`*` any run, `?` one character, `\*` and

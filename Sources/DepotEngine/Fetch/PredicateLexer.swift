@@ -42,8 +42,9 @@ struct PredicateLexer {
         c == "_" || c.properties.isAlphabetic
     }
 
+    /// A key path's parts: `customer.name`, `lines.@count`, `lines.@sum.price`.
     private static func isIdentifierPart(_ c: Unicode.Scalar) -> Bool {
-        isIdentifierStart(c) || c.properties.numericType != nil || c == "."
+        isIdentifierStart(c) || c.properties.numericType != nil || c == "." || c == "@"
     }
 
     mutating func next() throws -> Token {
@@ -101,6 +102,12 @@ struct PredicateLexer {
             default: throw error("unexpected \(String(c)): did you mean \(String(c))\(String(c))?", at: start)
             }
         default:
+            // `.@count` after SUBQUERY(…): a key path's tail, not a number.
+            if c == ".", i + 1 < scalars.count, scalars[i + 1] == "@" {
+                var name = String.UnicodeScalarView()
+                while let d = peek, Self.isIdentifierPart(d) { name.append(d); i += 1 }
+                return token(.identifier(String(name)))
+            }
             if c == "-" || c == "+" || c == "." || c.properties.numericType != nil && c.isASCII {
                 return token(.number(try number()))
             }

@@ -50,17 +50,36 @@ indirect enum PredicateExpression: Equatable {
         var options: String       // "", "c", "d", "cd"
         var rhs: Operand
         var position: Int
+        /// `ANY`/`SOME`, `ALL` or `NONE` before a to-many key path.
+        var quantifier: Quantifier? = nil
     }
 
-    enum Operand: Equatable {
+    enum Quantifier: String, Equatable {
+        // Not `none`: that would read as Optional.none where a quantifier is optional.
+        case anyOf = "ANY", allOf = "ALL", noneOf = "NONE"
+    }
+
+    /// `SUBQUERY(collection, $variable, predicate).@count`.
+    struct Subquery: Equatable {
+        var collection: String
+        var collectionPosition: Int
+        var variable: String
+        var predicate: PredicateExpression
+        var position: Int
+    }
+
+    indirect enum Operand: Equatable {
+        /// A field name or a key path (`customer.country`, `lines.@count`).
         case field(String, position: Int)
         case literal(Value, position: Int)
+        /// `$name`: an argument, or inside a SUBQUERY its variable's key path (`$l.qty`).
         case variable(String, position: Int)
         case list([Operand], position: Int)
+        case subquery(Subquery, position: Int)
 
         var position: Int {
             switch self {
-            case .field(_, let p), .literal(_, let p), .variable(_, let p), .list(_, let p): p
+            case .field(_, let p), .literal(_, let p), .variable(_, let p), .list(_, let p), .subquery(_, let p): p
             }
         }
     }
@@ -105,9 +124,15 @@ indirect enum PredicateExpression: Equatable {
 /// and        := not (("AND" | "&&") not)*
 /// not        := ("NOT" | "!")* primary
 /// primary    := "(" expression ")" | "TRUEPREDICATE" | "FALSEPREDICATE" | comparison
-/// comparison := operand operator options? operand
-/// operand    := field | `field` | string | number | true | false | nil | $name | "{" operand, … "}"
+/// comparison := quantifier? operand operator options? operand
+/// quantifier := "ANY" | "SOME" | "ALL" | "NONE"             (before a key path)
+/// operand    := keypath | `field` | string | number | true | false | nil | $name | "{" operand, … "}"
+///             | "SUBQUERY" "(" keypath "," $name "," expression ")" ".@count"
+/// keypath    := name ("." name)*, a name may be @count, @sum, @avg, @min or @max
 /// ```
+///
+/// ANY, SOME, ALL, NONE and SUBQUERY are keywords only where they start a
+/// quantified comparison or a subquery, so fields of those names still read.
 ///
 /// It recurses only into parentheses, at most ``maxDepth`` deep; chains of
 /// `AND`, `OR` and `NOT` of any length are read in loops.
@@ -220,10 +245,60 @@ struct PredicateParser {
         default: break
         }
         let position = current.position
-        let lhs = try operand(context: "a field name, a value or \"(\"")
+        var quantifier: PredicateExpression.Quantifier? = nil
+        if case .identifier(let w) = current.kind, i + 1 < tokens.count {
+            switch tokens[i + 1].kind {
+            case .identifier where keyword(tokens[i + 1]) == nil, .quotedField:
+                switch w.uppercased() {
+                case "ANY", "SOME": quantifier = .anyOf
+                case "ALL": quantifier = .allOf
+                case "NONE": quantifier = .noneOf
+                default: break
+                }
+            default: break
+            }
+            if quantifier != nil { i += 1 }
+        }
+        let lhs = try operand(context: quantifier.map { "a key path after \($0.rawValue)" } ?? "a field name, a value or \"(\"")
         let (op, options) = try comparisonOperator()
         let rhs = try operand(context: "a value after \(op.rawValue)")
-        return .comparison(.init(lhs: lhs, op: op, options: options, rhs: rhs, position: position))
+        return .comparison(.init(lhs: lhs, op: op, options: options, rhs: rhs, position: position, quantifier: quantifier))
+    }
+
+    /// After SUBQUERY: `(collection, $variable, predicate).@count`.
+    private mutating func subquery(at position: Int) throws -> PredicateExpression.Operand {
+        i += 1  // (
+        guard depth < Self.maxDepth else {
+            throw error("subqueries nest more than \(Self.maxDepth) levels deep here; simplify the predicate")
+        }
+        depth += 1
+        defer { depth -= 1 }
+        let collectionPosition = current.position
+        let collection: String
+        switch current.kind {
+        case .identifier(let name) where keyword(current) == nil, .quotedField(let name): collection = name
+        default: throw error("expected the to-many key path SUBQUERY goes over, found \(describe(current))")
+        }
+        i += 1
+        guard current.kind == .comma else { throw error("expected \",\" after SUBQUERY's key path, found \(describe(current))") }
+        i += 1
+        guard case .variable(let variable) = current.kind, !variable.contains(".") else {
+            throw error("expected SUBQUERY's variable, like $l, found \(describe(current))")
+        }
+        i += 1
+        guard current.kind == .comma else { throw error("expected \",\" after SUBQUERY's variable, found \(describe(current))") }
+        i += 1
+        let predicate = try expression()
+        guard current.kind == .rparen else {
+            throw error("expected \")\" to close SUBQUERY, found \(describe(current))")
+        }
+        i += 1
+        guard case .identifier(let tail) = current.kind, tail.lowercased() == ".@count" else {
+            throw error("SUBQUERY(…) is a collection: follow it with .@count, found \(describe(current))")
+        }
+        i += 1
+        return .subquery(.init(collection: collection, collectionPosition: collectionPosition, variable: variable,
+                               predicate: predicate, position: position), position: position)
     }
 
     private mutating func comparisonOperator() throws -> (PredicateExpression.Operator, String) {
@@ -264,7 +339,10 @@ struct PredicateParser {
             case "TRUE", "YES": i += 1; return .literal(.bool(true), position: t.position)
             case "FALSE", "NO": i += 1; return .literal(.bool(false), position: t.position)
             case "NIL", "NULL": i += 1; return .literal(.null, position: t.position)
-            case nil: i += 1; return .field(w, position: t.position)
+            case nil:
+                i += 1
+                if w.uppercased() == "SUBQUERY", current.kind == .lparen { return try subquery(at: t.position) }
+                return .field(w, position: t.position)
             case let k?:
                 throw error("expected \(context), found the keyword \(k) (write a field of that name as `\(w)`)")
             }

@@ -28,7 +28,7 @@ public struct RecordBatches: AsyncSequence, Sendable {
                 d.limit = nil
                 d.offset = nil
                 d.sectionBy = nil
-                query = try FetchQuery(d, entity: batches.reader.entity(d.entity))
+                query = try FetchQuery(d, schema: batches.reader.schema)
             }
             let q = query!, after = after, size = batches.batchSize
             let (records, last) = try await batches.reader.read { db in try q.page(db, after: after, limit: size) }

@@ -29,6 +29,10 @@ public final class ResultFeed: @unchecked Sendable {
     private let query: FetchQuery
     /// The identifiers in the result, as JSON text.
     private var members: Set<String> = []
+    /// For a query whose key paths read other entities (``FetchQuery/related``):
+    /// the rows of the result, by identifier, to tell which a change to a
+    /// related record changed.
+    private var rows: [String: [Value]] = [:]
     /// The token the result (or the last changes) reflects.
     private var last: Int64 = 0
     /// After ``resume(after:)``: the first changes cannot know whether a
@@ -55,7 +59,7 @@ public final class ResultFeed: @unchecked Sendable {
         if let fields = descriptor.fields {
             descriptor.fields = entity.identifier.filter { !fields.contains($0) } + fields
         }
-        self.query = try FetchQuery(descriptor, entity: entity)
+        self.query = try FetchQuery(descriptor, schema: reader.schema)
         let names = query.fields.map(\.name)
         self.identifierPositions = entity.identifier.map { names.firstIndex(of: $0)! }
         let idFields = entity.identifierIndexes.map { entity.fields[$0] }
@@ -81,6 +85,10 @@ public final class ResultFeed: @unchecked Sendable {
         }
         let positions = identifierPositions
         members = Set(records.rows.map { row in Identifier(positions.map { row[$0] }).json })
+        if !query.related.isEmpty {
+            rows = Dictionary(records.rows.map { row in (Identifier(positions.map { row[$0] }).json, row) },
+                              uniquingKeysWith: { a, _ in a })
+        }
         last = token ?? issued
         uncertain = false
         return (token.map(HistoryToken.init), records)
@@ -105,6 +113,7 @@ public final class ResultFeed: @unchecked Sendable {
             return try query.identifiers(db).map(\.json)
         }
         members = Set(ids)
+        rows = [:]
         last = token.id
         uncertain = true
     }
@@ -123,14 +132,21 @@ public final class ResultFeed: @unchecked Sendable {
         // reads still hold their closures, and a set shared then is copied
         // whole at the first insert below.
         let lookupSQL = self.lookupSQL
-        let read: @Sendable (Database) throws -> (Int64, [TouchedRecord]) = { db in
+        let read: @Sendable (Database) throws -> (Int64, [TouchedRecord]?, RecordSet?) = { db in
             try HistoryQuery.check(db, store: store, after: after)
             let token = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM depot_transactions")) ?? after
-            return (token, try Self.touched(db, query: query, lookupSQL: lookupSQL, after: after))
+            // A change to a record that a key path reads can change any
+            // record's membership or values: the result is read again whole.
+            if try Self.relatedChanged(db, query: query, after: after) {
+                return (token, nil, try query.records(db))
+            }
+            return (token, try Self.touched(db, query: query, lookupSQL: lookupSQL, after: after), nil)
         }
         // After a resume, the changes since a token may be many: read on its
         // own, so that it does not hold up the other streams.
-        let (token, touched) = try await uncertain ? reader.read(read) : reader.liveRead(read)
+        let (token, touchedOrNil, whole) = try await uncertain ? reader.read(read) : reader.liveRead(read)
+        if let whole { return difference(whole, token: token) }
+        let touched = touchedOrNil ?? []
         var result = ResultChanges(token: token > 0 ? HistoryToken(token) : nil,
                                    inserted: RecordSet(fields: query.fields, rows: []),
                                    updated: RecordSet(fields: query.fields, rows: []), deleted: [])
@@ -150,14 +166,55 @@ public final class ResultFeed: @unchecked Sendable {
                     result.updated.rows.append(row)
                 }
                 members.insert(record.id)
+                if !query.related.isEmpty { rows[record.id] = row }
             } else if uncertain || members.contains(record.id) {
                 result.deleted.append(record.identifier)
                 members.remove(record.id)
+                rows[record.id] = nil
             }
         }
         last = max(last, token)
         uncertain = false
         return result
+    }
+
+    /// The changes between the rows remembered and the result read again
+    /// whole: new identifiers entered, missing ones left, and those whose
+    /// values differ changed (all present after a resume, whose rows are unknown).
+    private func difference(_ whole: RecordSet, token: Int64) -> ResultChanges {
+        var result = ResultChanges(token: token > 0 ? HistoryToken(token) : nil,
+                                   inserted: RecordSet(fields: query.fields, rows: []),
+                                   updated: RecordSet(fields: query.fields, rows: []), deleted: [])
+        var now: [String: [Value]] = [:]
+        now.reserveCapacity(whole.rows.count)
+        for row in whole.rows {
+            let id = Identifier(identifierPositions.map { row[$0] }).json
+            now[id] = row
+            if !members.contains(id) {
+                result.inserted.rows.append(row)
+            } else if uncertain || rows[id] != row {
+                result.updated.rows.append(row)
+            }
+        }
+        for id in members where now[id] == nil {
+            if let identifier = try? Identifier(json: id, fieldCount: identifierPositions.count) {
+                result.deleted.append(identifier)
+            }
+        }
+        members = Set(now.keys)
+        rows = now
+        last = max(last, token)
+        uncertain = false
+        return result
+    }
+
+    /// Whether an entity that the query's key paths read changed after `after`.
+    private static func relatedChanged(_ db: Database, query: FetchQuery, after: Int64) throws -> Bool {
+        for entity in query.related.sorted() {
+            let changes = try db.cachedStatement(sql: changesSQL)
+            if try Row.fetchOne(changes, arguments: [after, entity]) != nil { return true }
+        }
+        return false
     }
 
     /// The changes of one entity after a token. ORDER BY txn, id is the

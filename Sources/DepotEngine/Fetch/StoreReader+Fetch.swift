@@ -6,7 +6,7 @@ extension StoreReader {
     ///   that does not parse or compares a field with a value of another type,
     ///   a negative limit or offset.
     public func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet {
-        let query = try FetchQuery(descriptor, entity: entity(descriptor.entity))
+        let query = try FetchQuery(descriptor, schema: schema)
         return try await read { db in try query.records(db) }
     }
 
@@ -21,7 +21,7 @@ extension StoreReader {
     ///
     /// - Throws: the ``DepotError`` that ``fetch(_:)`` would throw for it.
     public func check(_ descriptor: FetchDescriptor) throws {
-        _ = try FetchQuery(descriptor, entity: entity(descriptor.entity))
+        _ = try FetchQuery(descriptor, schema: schema)
     }
 
     /// The records a descriptor selects, grouped by its `sectionBy` field.
@@ -32,7 +32,7 @@ extension StoreReader {
         guard let sectionField = descriptor.sectionBy else {
             throw DepotError(.invalidArgument, "a sectioned fetch needs section_by")
         }
-        let query = try FetchQuery(descriptor, entity: entity(descriptor.entity))
+        let query = try FetchQuery(descriptor, schema: schema)
         let records = try await read { db in try query.records(db) }
         guard let column = records.fields.firstIndex(where: { $0.name == sectionField }) else { return [] }
         var sections: [RecordSection] = []
@@ -48,14 +48,14 @@ extension StoreReader {
     /// The number of records a descriptor selects, without loading them
     /// (`fetchCount`); `limit` and `offset` apply.
     public func count(_ descriptor: FetchDescriptor) async throws -> Int {
-        let query = try FetchQuery(descriptor, entity: entity(descriptor.entity))
+        let query = try FetchQuery(descriptor, schema: schema)
         return try await read { db in try query.count(db) }
     }
 
     /// The identifiers of the records a descriptor selects, in its order
     /// (`fetchIdentifiers`).
     public func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] {
-        let query = try FetchQuery(descriptor, entity: entity(descriptor.entity))
+        let query = try FetchQuery(descriptor, schema: schema)
         return try await read { db in try query.identifiers(db) }
     }
 

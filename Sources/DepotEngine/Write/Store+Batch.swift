@@ -21,7 +21,7 @@ extension Store {
                        author: String, job: String? = nil, batchSize: Int? = nil,
                        progress: (@Sendable (WriteCounts) -> Void)? = nil) async throws -> WriteCounts {
         let entity = try schema.entity(name)
-        let filter = try PredicateCompiler.compile(predicate, entity: entity, arguments: arguments)
+        let filter = try PredicateCompiler.compile(predicate, entity: entity, schema: schema, arguments: arguments)
         let select = SQLFragment(sql: "SELECT rowid FROM \(entity.table) WHERE \(filter.sql) ORDER BY rowid",
                                  arguments: filter.arguments)
         return try await deleteLoop(entity, select: select, author: author, job: job,
@@ -46,7 +46,7 @@ extension Store {
                        set values: [String: Value], author: String, job: String? = nil, batchSize: Int? = nil,
                        progress: (@Sendable (WriteCounts) -> Void)? = nil) async throws -> WriteCounts {
         let entity = try schema.entity(name)
-        let filter = try PredicateCompiler.compile(predicate, entity: entity, arguments: arguments)
+        let filter = try PredicateCompiler.compile(predicate, entity: entity, schema: schema, arguments: arguments)
         let assignments = try Self.assignments(values, in: entity)
         let size = batchSize ?? configuration.saveEvery
         var total = WriteCounts()
@@ -95,7 +95,7 @@ extension Store {
                                   author: String, job: String? = nil, batchSize: Int? = nil,
                                   progress: (@Sendable (WriteCounts) -> Void)? = nil) async throws -> WriteCounts {
         let entity = try schema.entity(name)
-        let groups = try DuplicateQuery(entity: entity, by: fields, predicate: predicate, arguments: arguments)
+        let groups = try DuplicateQuery(entity: entity, schema: schema, by: fields, predicate: predicate, arguments: arguments)
         return try await deleteLoop(entity, select: groups.redundantRowids(keep: keep), author: author, job: job,
                                     batchSize: batchSize, progress: progress)
     }

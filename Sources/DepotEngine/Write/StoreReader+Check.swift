@@ -14,7 +14,7 @@ extension StoreReader {
     public func checkUpdate(entity name: String, where predicate: String?, arguments: [String: Value] = [:],
                             set values: [String: Value]) throws {
         let entity = try entity(name)
-        _ = try PredicateCompiler.compile(predicate, entity: entity, arguments: arguments)
+        _ = try PredicateCompiler.compile(predicate, entity: entity, schema: schema, arguments: arguments)
         _ = try Store.assignments(values, in: entity)
     }
 
@@ -24,6 +24,6 @@ extension StoreReader {
     ///   would throw before writing anything.
     public func checkDuplicates(entity name: String, by fields: [String], where predicate: String?,
                                 arguments: [String: Value] = [:]) throws {
-        _ = try DuplicateQuery(entity: entity(name), by: fields, predicate: predicate, arguments: arguments)
+        _ = try DuplicateQuery(entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
     }
 }
