@@ -12,12 +12,18 @@ struct Export: DepotCommand {
             Example:
               depotctl export travel Trip --where "isFavorite == true" --format csv -o favourites.csv
               depotctl export travel Trip | gzip > trips.ndjson.gz
+              depotctl export shop Order --prefetch customer,lines --format csv -o orders.csv
+
+            With --prefetch, each record embeds its related records: as objects and arrays in \
+            NDJSON; in CSV a to-one's fields are columns of their own (customer.name) and a \
+            to-many is one column holding a JSON array.
             """)
     @OptionGroup var global: Global
     @Argument(help: ArgumentHelp("The store to read.", valueName: "store")) var store: String
     @Argument(help: ArgumentHelp("The entity whose records to export.", valueName: "entity")) var entity: String
     @Option(name: .customLong("where"), help: "Only the records for which this predicate holds.") var predicateText: String?
     @Option(help: "csv, or ndjson (one JSON object per line, the default).") var format = "ndjson"
+    @Option(help: "Embed the records of these relationships in each record, comma-separated.") var prefetch: String?
     @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file instead of stdout.", valueName: "file")) var output: String?
     var predicate: String? { predicateText }
 
@@ -29,6 +35,7 @@ struct Export: DepotCommand {
         var body: [String: JSONValue] = ["kind": .string("export"), "store": .string(store), "entity": .string(entity),
                                          "format": .string(format)]
         if let predicateText { body["where"] = .string(predicateText) }
+        if let p = commaList(prefetch) { body["prefetch"] = .array(p.map(JSONValue.string)) }
         let accepted = try await JobFlow.submit(client, body)
         // With the data on stdout, no progress bar there.
         let (last, _) = try await JobFlow.follow(client, try Job.decode(accepted).id, quiet: output == nil || global.json)

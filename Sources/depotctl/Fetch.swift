@@ -19,6 +19,14 @@ struct Fetch: DepotCommand {
               depotctl fetch travel Trip --fields id,name --format csv > trips.csv
               depotctl fetch travel Trip --where "isFavorite == true" --section-by destination
               depotctl fetch travel Trip --where "destination == 'Rome'" --watch --changes --json
+              depotctl fetch shop Order --where "ANY lines.qty > 5" --prefetch customer,lines
+              depotctl fetch shop Order --fields id,customer.name,lines.sku --sort -lines.@count
+
+            Key paths through relationships work in --where, --sort and --fields \
+            (customer.name; ANY lines.qty > 5, lines.@count, lines.@sum.price, \
+            SUBQUERY(lines, $l, $l.qty > 2).@count > 0). --prefetch embeds the related \
+            records in each record: in a table a key path in --fields picks out their \
+            values, and a relationship's column shows them as JSON.
             """)
     @OptionGroup var global: Global
 
@@ -34,7 +42,11 @@ struct Fetch: DepotCommand {
 
     @Option(help: "At most this many records.") var limit: Int?
     @Option(help: "Skip this many records first (with --sort, for paging).") var offset: Int?
-    @Option(help: "Only these fields, comma-separated, in this order.") var fields: String?
+    @Option(help: "Only these fields, comma-separated, in this order; customer.name names a field of a related record.")
+    var fields: String?
+
+    @Option(help: "Embed the records of these relationships in each record, comma-separated (lines, or lines.product for nested).")
+    var prefetch: String?
 
     @Option(name: .customLong("section-by"), help: "Group the records by this field's value, one section per value.")
     var sectionBy: String?
@@ -79,8 +91,20 @@ struct Fetch: DepotCommand {
         if let offset { body["offset"] = .int(Int64(offset)) }
         if let f = commaList(fields) { body["fields"] = .array(f.map(JSONValue.string)) }
         if let sectionBy { body["section_by"] = .string(sectionBy) }
+        let prefetched = commaList(prefetch) ?? []
+        if !prefetched.isEmpty { body["prefetch"] = .array(prefetched.map(JSONValue.string)) }
         let path = dataPath(store, entity, "fetch")
         var order = commaList(fields) ?? []
+        // The embedded relationships get a column each, unless a key path of --fields shows them.
+        func withPrefetched(_ columns: [String]) -> [String] {
+            var out = columns
+            for name in prefetched.map({ String($0.prefix { $0 != "." }) })
+            where !out.contains(name) && !out.contains(where: { $0.hasPrefix(name + ".") }) {
+                out.append(name)
+            }
+            return out
+        }
+        order = withPrefetched(order)
         if watch, changes {
             body["watch"] = .bool(true)
             body["changes"] = .bool(true)
@@ -88,7 +112,9 @@ struct Fetch: DepotCommand {
             Interrupt.onInterrupt {}
             // Records carry their identifier, shown first in the tables.
             let schema = format == "table" ? try await entitySchema(client, store: store, entity: entity) : nil
-            if let schema { order = order.isEmpty ? schema.columns : schema.identifier.filter { !order.contains($0) } + order }
+            if let schema {
+                order = commaList(fields) == nil ? withPrefetched(schema.columns) : schema.identifier.filter { !order.contains($0) } + order
+            }
             try await client.lines(.POST, path, body: .bytes(Array(JSONValue.object(body).text.utf8), contentType: "application/json")) { line in
                 // JSON and NDJSON: the events as they come, one line each.
                 if format != "table" { Out.line(line); return true }
@@ -105,7 +131,9 @@ struct Fetch: DepotCommand {
             try await client.lines(.POST, path, body: .bytes(Array(JSONValue.object(body).text.utf8), contentType: "application/json")) { line in
                 if format == "json" { Out.line(line); return true }
                 let event = try JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))
-                if order.isEmpty { order = try await entitySchema(client, store: store, entity: entity).columns }
+                if commaList(fields) == nil && order == withPrefetched([]) {
+                    order = withPrefetched(try await entitySchema(client, store: store, entity: entity).columns)
+                }
                 if format == "table" {
                     if !first { Out.line() }
                     Out.line(Terminal.dim("token \(event["token"]?.string ?? "-") at \(Format.date(ISO8601DateFormatter().string(from: Date())))"))
@@ -118,7 +146,7 @@ struct Fetch: DepotCommand {
         }
         let bytes = try await post(client, path, body)
         if format == "json" { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
-        if order.isEmpty { order = try await entitySchema(client, store: store, entity: entity).columns }
+        if commaList(fields) == nil { order = withPrefetched(try await entitySchema(client, store: store, entity: entity).columns) }
         RecordPrinter(format: format, fields: order).print(try JSONDecoder().decode(JSONValue.self, from: Data(bytes)))
     }
 

@@ -38,6 +38,9 @@ struct Import: DepotCommand {
             help: "How many rejected records fail the job: a count (1000, the default), a fraction (0.01) or a percentage (1%).")
     var maxRejects: String?
 
+    @Option(help: "A reference to a record that does not exist: check (reject the row, the default) or defer (keep it; depotctl check lists those that stay dangling).")
+    var references: String?
+
     @Flag(help: "Print the job's id and return at once instead of following it.")
     var detach = false
 
@@ -51,6 +54,9 @@ struct Import: DepotCommand {
         }
         if let onConflict, !["upsert", "replace", "skip", "fail"].contains(onConflict) {
             throw ValidationError("--on-conflict must be upsert, replace, skip or fail, not \"\(onConflict)\".")
+        }
+        if let references, !["check", "defer"].contains(references) {
+            throw ValidationError("--references must be check or defer, not \"\(references)\".")
         }
     }
 
@@ -71,11 +77,13 @@ struct Import: DepotCommand {
                                              "path": .string(url.standardizedFileURL.path), "format": .string(format)]
             if let onConflict { body["on_conflict"] = .string(onConflict) }
             if let maxRejects { body["max_rejects"] = .string(maxRejects) }
+            if let references { body["references"] = .string(references) }
             accepted = try await JobFlow.submit(client, body)
         } else {
             var query = "format=\(format)"
             if let onConflict { query += "&on_conflict=\(onConflict.encoded)" }
             if let maxRejects { query += "&max_rejects=\(maxRejects.encoded)" }
+            if let references { query += "&references=\(references.encoded)" }
             let type = format == "csv" ? "text/csv" : format == "tsv" ? "text/tab-separated-values" : "application/x-ndjson"
             let bytes = try await client.call(.POST, "/v1/stores/\(store.encoded)/entities/\(entity.encoded)/import?\(query)",
                                               body: .file(path: url.path, contentType: type))

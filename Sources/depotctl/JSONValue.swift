@@ -40,6 +40,24 @@ enum JSONValue: Codable, Equatable, Sendable {
         return nil
     }
 
+    /// The value at a key path of embedded records (DESIGN §12):
+    /// `customer.name` reads the name of the embedded customer; through a
+    /// to-many (`lines.sku`) it is the array of each line's value.
+    func value(at path: String) -> JSONValue? {
+        if let v = self[path] { return v }
+        var dot = path.firstIndex(of: ".")
+        while let d = dot {
+            let head = String(path[..<d]), rest = String(path[path.index(after: d)...])
+            switch self[head] {
+            case .object?: return self[head]!.value(at: rest)
+            case .array(let items)?: return .array(items.compactMap { $0.value(at: rest) })
+            case .null?: return .null
+            default: dot = path[path.index(after: d)...].firstIndex(of: ".")
+            }
+        }
+        return nil
+    }
+
     var string: String? { if case .string(let s) = self { s } else { nil } }
     var int: Int? { if case .int(let i) = self { Int(i) } else { nil } }
     var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
@@ -68,6 +86,9 @@ enum JSONValue: Codable, Equatable, Sendable {
         case .string(let s): return s
         case .int(let i): return Format.grouped(Int(i))
         case .double(let d): return Format.decimal(d)
+        // A to-many's values (lines.sku): one after the other.
+        case .array(let items) where items.allSatisfy({ if case .object = $0 { false } else if case .array = $0 { false } else { true } }):
+            return items.map(\.display).joined(separator: ", ")
         default: return text
         }
     }

@@ -29,17 +29,18 @@ struct RecordPrinter {
             if header { Out.line(fields.map(Format.csvField).joined(separator: ",")) }
             for r in records {
                 Out.line(fields.map { f in
-                    guard let v = r[f] else { return "" }
+                    guard let v = r.value(at: f) else { return "" }
                     if case .string(let s) = v { return Format.csvField(s) }
                     return v == .null ? "" : Format.csvField(v.text)
                 }.joined(separator: ","))
             }
         default:
             var table = Table(fields)
-            for r in records { table.add(fields.map { r[$0]?.display ?? "" }) }
+            // Embedded records show as JSON; a key path (customer.name) picks out their values.
+            for r in records { table.add(fields.map { r.value(at: $0)?.display ?? "" }) }
             for (i, f) in fields.enumerated() where records.contains(where: {
-                if case .int = $0[f] ?? .null { return true }
-                if case .double = $0[f] ?? .null { return true }
+                if case .int = $0.value(at: f) ?? .null { return true }
+                if case .double = $0.value(at: f) ?? .null { return true }
                 return false
             }) { table.rightAligned.insert(i) }
             Out.line(records.isEmpty ? Terminal.dim("no records") : table.render())

@@ -12,7 +12,7 @@ struct CtlTests {
         let commands = [[], ["status"], ["import"], ["jobs"], ["job"], ["follow"], ["cancel"], ["fetch"], ["count"], ["ids"],
                         ["stats"], ["duplicates"], ["delete"], ["update"], ["export"], ["history"], ["history", "list"],
                         ["history", "prune"], ["consumers"], ["consumer"], ["consumer", "create"], ["consumer", "ack"],
-                        ["consumer", "reset"], ["consumer", "drop"], ["watches"]]
+                        ["consumer", "reset"], ["consumer", "drop"], ["watches"], ["check"]]
         for command in commands {
             let result = try Ctl.run(command + ["--help"], socket: nil)
             #expect(result.status == 0)

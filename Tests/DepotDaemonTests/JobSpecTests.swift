@@ -39,7 +39,9 @@ struct JobSpecTests {
         #expect(try Self.submission(#"{"kind":"dedupe","store":"s","entity":"Trip","by":["name"],"keep":"keep-last"}"#).spec
             == .dedupe(entity: "Trip", by: ["name"], keep: .keepLast, where: nil))
         #expect(try Self.submission(#"{"kind":"export","store":"s","entity":"Trip","format":"csv"}"#).spec
-            == .export(entity: "Trip", where: nil, format: .csv, path: nil))
+            == .export(entity: "Trip", where: nil, format: .csv, path: nil, prefetch: []))
+        #expect(try Self.submission(#"{"kind":"export","store":"s","entity":"Order","prefetch":["customer","lines"]}"#).spec
+            == .export(entity: "Order", where: nil, format: .ndjson, path: nil, prefetch: ["customer", "lines"]))
         #expect(try Self.submission(#"{"kind":"prune","store":"s","older_than":"7d"}"#).spec == .prune(.olderThan(.seconds(604_800))))
         #expect(try Self.submission(#"{"kind":"prune","store":"s","before":"42"}"#).spec.kind == .prune)
     }

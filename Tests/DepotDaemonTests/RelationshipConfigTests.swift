@@ -16,7 +16,11 @@ struct RelationshipConfigTests {
     }
 
     /// DESIGN §12's shop, as a user writes it.
-    static let shop = store("""
+    static let shop = store(shopEntities)
+
+    /// The shop's three entities, under a `[[store]]` (shared with ShopDaemonTests).
+    static let shopEntities = """
+
           [[store.entity]]
           name = "Customer"
           identifier = "id"
@@ -46,7 +50,7 @@ struct RelationshipConfigTests {
             price = "double"
             [store.entity.relationships]
             order = { to = "Order", required = true }
-        """)
+        """
 
     @Test("DESIGN §12's shop reads: to-ones become columns of the target's identifier type, in identifiers too")
     func shopReads() throws {

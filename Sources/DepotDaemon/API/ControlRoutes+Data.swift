@@ -247,7 +247,7 @@ extension ControlRoutes {
         switch spec {
         case .importFile(_, let path, _) where !path.isEmpty:
             spec = spec.with(path: try checkImportPath(path))
-        case .export(_, _, _, let path?):
+        case .export(_, _, _, let path?, _):
             spec = spec.with(path: try checkImportPath(path))
         default:
             break
@@ -313,6 +313,9 @@ extension ControlRoutes {
         if let limit = q.get("max_rejects") {
             options.maxRejects = try JobSetting.read("max_rejects", String(limit), JobSetting.rejectLimit)
         }
+        if let references = q.get("references") {
+            options.deferReferences = try JobSetting.read("references", String(references), JobSetting.references)
+        }
         let spec = JobSpec.importFile(entity: context.parameters.get("entity") ?? "", path: "", options: options)
         // Refuse bad options before a byte is spooled.
         var record = try await record(for: spec, store: context.parameters.get("store") ?? "", context)
@@ -355,5 +358,30 @@ extension ControlRoutes {
             unlink(path)
             throw error
         }
+    }
+
+    /// `GET /v1/stores/{store}/check`: the references that point at nothing
+    /// (DESIGN §12), counted per to-one, the first `limit` (default 100) listed.
+    func check(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        var limit = 100
+        if let text = request.uri.queryParameters.get("limit") {
+            guard let n = Int(text), n >= 0 else {
+                throw APIError(.invalidArgument, "limit must be 0 or a positive integer")
+            }
+            limit = min(n, 10_000)
+        }
+        let check = try await store.reader.danglingReferences(limit: limit)
+        let relationships = check.relationships.map { r in
+            "{\"entity\":\(JSONText.quoted(r.entity)),\"relationship\":\(JSONText.quoted(r.relationship)),"
+                + "\"to\":\(JSONText.quoted(r.target)),\"dangling\":\(r.dangling)}"
+        }
+        let dangling = check.dangling.map { d in
+            "{\"entity\":\(JSONText.quoted(d.entity)),\"identifier\":\(d.identifier.json),"
+                + "\"relationship\":\(JSONText.quoted(d.relationship)),\"to\":\(JSONText.quoted(d.target)),"
+                + "\"reference\":\(d.reference.json)}"
+        }
+        return JSONResponse.make("{\"total\":\(check.total),\"relationships\":[\(relationships.joined(separator: ","))],"
+            + "\"dangling\":[\(dangling.joined(separator: ","))]}")
     }
 }

@@ -82,6 +82,9 @@ package struct ControlRoutes: Sendable {
         on(.get, "stores/:store") { _, context in
             return JSONResponse.make(try await self.describe(try await self.store(context)))
         }
+        on(.get, "stores/:store/check") { request, context in
+            return try await self.check(request, context)
+        }
         on(.post, "stores/:store/entities/:entity/fetch") { request, context in
             return try await self.fetch(request, context)
         }
@@ -161,6 +164,7 @@ package struct ControlRoutes: Sendable {
                 "{\"path\":\(JSONText.quoted(w.path)),\"store\":\(JSONText.quoted(w.store)),"
                     + "\"entity\":\(JSONText.quoted(w.entity)),\"format\":\(JSONText.quoted(w.format?.rawValue ?? "auto")),"
                     + "\"on_conflict\":\(JSONText.quoted(w.onConflict.rawValue)),\"max_rejects\":\(JSONText.quoted(w.maxRejects.text)),"
+                    + "\"references\":\"\(w.deferReferences ? "defer" : "check")\","
                     + "\"delete_after\":\(w.deleteAfter),\"pending\":\(pending),"
                     + "\"done\":\(Self.files(in: w.path + "/.done")),\"failed\":\(Self.files(in: w.path + "/.failed", excluding: ".error.json"))}"
             }
@@ -194,7 +198,7 @@ package struct ControlRoutes: Sendable {
                 "JOB_ID": "\(record.id)", "PATH": "\(path)", "ERROR": "\(String(cString: strerror(errno)))"])
             throw APIError(.io, "the output of job \(record.id) cannot be read; see the daemon's log")
         }
-        let type = if case .export(_, _, .csv, _) = record.spec { "text/csv" } else { "application/x-ndjson" }
+        let type = if case .export(_, _, .csv, _, _) = record.spec { "text/csv" } else { "application/x-ndjson" }
         return Response(status: .ok, headers: [.contentType: type], body: ResponseBody { writer in
             defer { try? handle.close() }
             while let chunk = try handle.read(upToCount: 256 << 10), !chunk.isEmpty {

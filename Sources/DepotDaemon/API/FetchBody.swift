@@ -11,6 +11,8 @@ struct FetchBody: Decodable {
     var offset: RequestCount?
     var fields: [String]?
     var sectionBy: String?
+    /// Relationships whose records are embedded in each record (DESIGN §12).
+    var prefetch: [String]?
     var result: String?
     var watch: Bool?
     /// With `watch`: stream what changed in the result instead of whole results.
@@ -19,7 +21,7 @@ struct FetchBody: Decodable {
     var since: String?
 
     enum CodingKeys: String, CodingKey {
-        case `where`, arguments, sort, nulls, limit, offset, fields, sectionBy = "section_by", result, watch
+        case `where`, arguments, sort, nulls, limit, offset, fields, sectionBy = "section_by", prefetch, result, watch
         case changes, since
     }
 
@@ -34,9 +36,11 @@ struct FetchBody: Decodable {
             }
             nulls = order
         }
-        return FetchDescriptor(
+        var descriptor = FetchDescriptor(
             entity: entity, where: self.where, arguments: (arguments ?? [:]).mapValues(\.value),
             sort: (sort ?? []).map { DepotEngine.SortDescriptor(parsing: $0, nulls: nulls) }, limit: limit?.value,
             offset: offset?.value, fields: fields, sectionBy: sectionBy)
+        descriptor.prefetch = prefetch ?? []
+        return descriptor
     }
 }

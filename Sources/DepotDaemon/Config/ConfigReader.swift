@@ -142,7 +142,8 @@ struct ConfigReader {
                 problem(key, "must be a table ([[watch]])")
                 continue
             }
-            unknownKeys(table, ["path", "store", "entity", "format", "on_conflict", "after", "max_rejects"], at: key)
+            unknownKeys(table, ["path", "store", "entity", "format", "on_conflict", "after", "max_rejects", "references"],
+                        at: key)
             guard let path = string(table, "path", at: "\(key).path") else {
                 problem("\(key).path", "is required: the folder to watch")
                 continue
@@ -166,9 +167,11 @@ struct ConfigReader {
             let after = string(table, "after", at: "\(key).after") ?? "move"
             if after != "move" && after != "delete" { problem("\(key).after", "must be move or delete") }
             let maxRejects = rejectLimit(table, at: "\(key).max_rejects")
+            let deferReferences = setting(string(table, "references", at: "\(key).references") ?? "check",
+                                          at: "\(key).references", JobSetting.references)
             watches.append(.init(path: resolve(path), store: storeName, entity: entityName, format: format,
                                  onConflict: policy ?? .upsert, deleteAfter: after == "delete",
-                                 maxRejects: maxRejects ?? .count(1_000)))
+                                 maxRejects: maxRejects ?? .count(1_000), deferReferences: deferReferences ?? false))
         }
         guard problems.isEmpty else { return nil }
         return DaemonConfig(file: file, stateDir: stateDir, socket: socket, socketMode: socketMode,

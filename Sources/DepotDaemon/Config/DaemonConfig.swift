@@ -19,6 +19,8 @@ package struct DaemonConfig: Sendable {
         /// Delete imported files instead of moving them to `.done/`.
         package var deleteAfter: Bool
         package var maxRejects: ImportOptions.RejectLimit
+        /// `references = "defer"`: keep references to records not there (yet).
+        package var deferReferences = false
     }
 
     package var file: String

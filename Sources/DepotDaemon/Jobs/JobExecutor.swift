@@ -67,15 +67,16 @@ struct JobExecutor {
             record.apply(try await store.pruneHistory(before: token))
         case .prune(.olderThan(let age)):
             record.apply(try await store.pruneHistory(olderThan: age))
-        case .export(let entity, let predicate, let format, let path):
-            try await export(&record, entity: entity, where: predicate, format: format, path: path)
+        case .export(let entity, let predicate, let format, let path, let prefetch):
+            try await export(&record, entity: entity, where: predicate, format: format, path: path, prefetch: prefetch)
         }
     }
 
     /// Writes the entity's records (those matching `where`) to a file, as
     /// NDJSON or CSV, a batch at a time; the file appears complete or not at all.
+    /// Prefetched records are embedded (NDJSON) or flattened (CSV, ``CSVText/header(_:)``).
     func export(_ record: inout JobRecord, entity: String, where predicate: String?, format: JobSpec.ExportFormat,
-                path: String?) async throws {
+                path: String?, prefetch: [String]) async throws {
         let folder = stateDir + "/exports"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = path ?? "\(folder)/\(record.id).\(format.rawValue)"
@@ -87,17 +88,21 @@ struct JobExecutor {
         defer { try? handle.close() }
         var header = true
         var count = 0
-        for try await batch in store.reader.enumerate(FetchDescriptor(entity: entity, where: predicate)) {
+        var descriptor = FetchDescriptor(entity: entity, where: predicate)
+        descriptor.prefetch = prefetch
+        for try await batch in store.reader.enumerate(descriptor) {
             var text = ""
             if format == .csv && header {
-                text += batch.fields.map { CSVText.field($0.name) }.joined(separator: ",") + "\r\n"
+                text += CSVText.header(batch).map(CSVText.field).joined(separator: ",") + "\r\n"
                 header = false
             }
             for row in 0..<batch.count {
                 if format == .ndjson {
                     text += batch.jsonObject(row: row) + "\n"
                 } else {
-                    text += batch.rows[row].map(CSVText.field).joined(separator: ",") + "\r\n"
+                    var cells: [String] = []
+                    CSVText.cells(batch, row: row, into: &cells)
+                    text += cells.joined(separator: ",") + "\r\n"
                 }
             }
             try handle.write(contentsOf: Data(text.utf8))

@@ -36,6 +36,16 @@ enum JobSetting {
         throw Invalid(expectation: "must be a count (1000), a fraction below 1 (0.01) or a percentage (\"1%\")")
     }
 
+    /// `references` of an import (DESIGN §12): `check` (the default) rejects
+    /// a row whose reference names no record; `defer` keeps it. True for defer.
+    static func references(_ text: String) throws(Invalid) -> Bool {
+        switch text {
+        case "check": return false
+        case "defer": return true
+        default: throw Invalid(expectation: "must be check or defer")
+        }
+    }
+
     /// `keep` of a dedupe.
     static func keep(_ text: String) throws(Invalid) -> DuplicateResolution {
         guard let keep = DuplicateResolution(rawValue: text) else {

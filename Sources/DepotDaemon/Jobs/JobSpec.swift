@@ -23,7 +23,8 @@ package enum JobSpec: Sendable, Hashable {
     case delete(entity: String, where: String?)
     case update(entity: String, where: String?, set: [String: Value])
     case dedupe(entity: String, by: [String], keep: DuplicateResolution, where: String?)
-    case export(entity: String, where: String?, format: ExportFormat, path: String?)
+    /// `prefetch`: relationships whose records each exported record embeds (DESIGN §12).
+    case export(entity: String, where: String?, format: ExportFormat, path: String?, prefetch: [String])
     case prune(Prune)
 
     /// What a prune removes.
@@ -68,7 +69,7 @@ package enum JobSpec: Sendable, Hashable {
     package var entity: String? {
         switch self {
         case .importFile(let entity, _, _), .delete(let entity, _), .update(let entity, _, _),
-             .dedupe(let entity, _, _, _), .export(let entity, _, _, _):
+             .dedupe(let entity, _, _, _), .export(let entity, _, _, _, _):
             entity
         case .prune:
             nil
@@ -79,7 +80,7 @@ package enum JobSpec: Sendable, Hashable {
     package var path: String? {
         switch self {
         case .importFile(_, let path, _): path
-        case .export(_, _, _, let path): path
+        case .export(_, _, _, let path, _): path
         default: nil
         }
     }
@@ -89,8 +90,8 @@ package enum JobSpec: Sendable, Hashable {
     func with(path: String) -> JobSpec {
         switch self {
         case .importFile(let entity, _, let options): .importFile(entity: entity, path: path, options: options)
-        case .export(let entity, let predicate, let format, _):
-            .export(entity: entity, where: predicate, format: format, path: path)
+        case .export(let entity, let predicate, let format, _, let prefetch):
+            .export(entity: entity, where: predicate, format: format, path: path, prefetch: prefetch)
         default: self
         }
     }
@@ -109,8 +110,10 @@ package enum JobSpec: Sendable, Hashable {
             try reader.checkUpdate(entity: entity, where: predicate, set: values)
         case .dedupe(let entity, let by, _, let predicate):
             try reader.checkDuplicates(entity: entity, by: by, where: predicate)
-        case .export(let entity, let predicate, _, _):
-            try reader.check(FetchDescriptor(entity: entity, where: predicate))
+        case .export(let entity, let predicate, _, _, let prefetch):
+            var descriptor = FetchDescriptor(entity: entity, where: predicate)
+            descriptor.prefetch = prefetch
+            try reader.check(descriptor)
         case .prune:
             break
         }
@@ -123,7 +126,7 @@ extension JobSpec {
     /// The settings' keys, shared by job records and `POST /v1/jobs` bodies.
     enum Key: String, CodingKey {
         case entity, path, format, onConflict = "on_conflict", maxRejects = "max_rejects", `where`, set, by, keep
-        case before, olderThan = "older_than"
+        case before, olderThan = "older_than", prefetch, references
     }
 
     /// Reads the settings of a job of `kind` from `decoder`'s keyed container.
@@ -156,6 +159,9 @@ extension JobSpec {
             if let limit = try Self.rejectLimitText(c) {
                 options.maxRejects = try JobSetting.read("max_rejects", limit, JobSetting.rejectLimit)
             }
+            if let references = try text(.references) {
+                options.deferReferences = try JobSetting.read("references", references, JobSetting.references)
+            }
             self = .importFile(entity: entityName, path: path, options: options)
         case .delete:
             self = .delete(entity: try entity(), where: try text(.where))
@@ -174,7 +180,8 @@ extension JobSpec {
         case .export:
             let format = try JobSetting.read("format", try text(.format) ?? ExportFormat.ndjson.rawValue,
                                              JobSetting.exportFormat)
-            self = .export(entity: try entity(), where: try text(.where), format: format, path: try text(.path))
+            self = .export(entity: try entity(), where: try text(.where), format: format, path: try text(.path),
+                           prefetch: try c.decodeIfPresent([String].self, forKey: .prefetch) ?? [])
         case .prune:
             self = .prune(try Prune(before: try text(.before), olderThan: try text(.olderThan)))
         }
@@ -198,6 +205,7 @@ extension JobSpec {
             try c.encode(options.format.rawValue, forKey: .format)
             try c.encode(options.onConflict.rawValue, forKey: .onConflict)
             try c.encode(options.maxRejects.text, forKey: .maxRejects)
+            if options.deferReferences { try c.encode("defer", forKey: .references) }
         case .delete(_, let predicate):
             try c.encodeIfPresent(predicate, forKey: .where)
         case .update(_, let predicate, let values):
@@ -207,10 +215,11 @@ extension JobSpec {
             try c.encode(by, forKey: .by)
             try c.encode(keep.rawValue, forKey: .keep)
             try c.encodeIfPresent(predicate, forKey: .where)
-        case .export(_, let predicate, let format, let path):
+        case .export(_, let predicate, let format, let path, let prefetch):
             try c.encodeIfPresent(predicate, forKey: .where)
             try c.encode(format.rawValue, forKey: .format)
             try c.encodeIfPresent(path, forKey: .path)
+            if !prefetch.isEmpty { try c.encode(prefetch, forKey: .prefetch) }
         case .prune(.before(let token)):
             try c.encode(token.description, forKey: .before)
         case .prune(.olderThan(let age)):

@@ -129,7 +129,8 @@ package actor FolderWatcher: Service {
                     + "(.csv, .tsv, .ndjson, .jsonl, .json); set format in [[watch]]")
                 return
             }
-            let options = ImportOptions(format: format, onConflict: watch.onConflict, maxRejects: watch.maxRejects)
+            var options = ImportOptions(format: format, onConflict: watch.onConflict, maxRejects: watch.maxRejects)
+            options.deferReferences = watch.deferReferences
             var record = JobRecord(id: ControlRoutes.newJobID(),
                                    spec: .importFile(entity: watch.entity, path: path, options: options),
                                    store: watch.store, author: "watch:\(watch.path)")

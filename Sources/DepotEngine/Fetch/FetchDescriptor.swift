@@ -9,6 +9,7 @@
 /// fetch.sort = [SortDescriptor("destination"), SortDescriptor("budget", descending: true)]
 /// fetch.limit = 20
 /// fetch.fields = ["id", "destination", "budget"]
+/// // With relationships (DESIGN §12): fetch.prefetch = ["customer", "lines"]
 /// let page = try await store.reader.fetch(fetch)
 /// ```
 public struct FetchDescriptor: Sendable, Hashable {
@@ -28,6 +29,10 @@ public struct FetchDescriptor: Sendable, Hashable {
     public var fields: [String]?
     /// Group results by this field; it becomes the primary sort.
     public var sectionBy: String?
+    /// Relationships whose records are embedded in each result (DESIGN §12,
+    /// `relationshipKeyPathsForPrefetching`), dotted for nesting
+    /// (`lines.product`); `fields` may also name their fields (`customer.name`).
+    public var prefetch: [String] = []
 
     /// Creates a descriptor.
     public init(entity: String, where predicate: String? = nil, arguments: [String: Value] = [:],

@@ -4,7 +4,12 @@ import GRDBSQLite
 /// A fetch descriptor checked and compiled to SQL.
 struct FetchQuery: Sendable {
     let entity: EntitySchema
+    /// The fields of each record, in order.
     let fields: [Field]
+    /// What each row selects: ``fields``, then the columns prefetching needs.
+    let selected: [Field]
+    /// The relationships embedded in each record.
+    let prefetch: [PrefetchPlan]
     let predicate: SQLFragment
     let orderBy: String
     let limit: Int?
@@ -20,15 +25,12 @@ struct FetchQuery: Sendable {
         if let offset = d.offset, offset < 0 { throw DepotError(.invalidArgument, "offset cannot be negative") }
         limit = d.limit
         offset = d.offset
-        var fields: [Field]
-        if let names = d.fields {
-            guard !names.isEmpty else {
-                throw DepotError(.invalidArgument, "fields is empty; omit it to fetch every field")
-            }
-            fields = try names.map { try entity.field(named: $0) }
-        } else {
-            fields = entity.fields
+        if let names = d.fields, names.isEmpty {
+            throw DepotError(.invalidArgument, "fields is empty; omit it to fetch every field")
         }
+        // Plain fields, and the relationships embedded (prefetch, or key paths in fields).
+        let (tree, plain) = try PrefetchPlan.parse(entity: entity, schema: schema, prefetch: d.prefetch, fields: d.fields)
+        var fields = plain ?? entity.fields
         var sort = d.sort
         if let section = d.sectionBy {
             let field = try entity.field(named: section)
@@ -36,9 +38,20 @@ struct FetchQuery: Sendable {
             if sort.first?.field != section { sort.insert(SortDescriptor(section), at: 0) }
         }
         self.fields = fields
+        let (plans, extra) = try PrefetchPlan.build(tree, entity: entity, schema: schema, shown: fields)
+        self.prefetch = plans
+        self.selected = fields + extra
         predicate = try PredicateCompiler.compile(d.predicate, entity: entity, schema: schema, arguments: d.arguments)
         var terms: [String] = []
         var related = predicate.related
+        // A prefetched record's change changes the record it is embedded in.
+        func reached(_ plans: [PrefetchPlan]) {
+            for p in plans {
+                related.insert(p.target.name)
+                reached(p.children)
+            }
+        }
+        reached(plans)
         for key in sort {
             // A field, or a key path with one value per record (DESIGN §12).
             let (sql, _, reached) = try PredicateCompiler.expression(key.field, entity: entity, schema: schema)
@@ -53,7 +66,15 @@ struct FetchQuery: Sendable {
         self.related = related
     }
 
-    private var columns: String { fields.map { SQL.quote($0.name) }.joined(separator: ", ") }
+    private var columns: String { selected.map { SQL.quote($0.name) }.joined(separator: ", ") }
+
+    /// Embeds the prefetched relationships in `set`, whose rows hold the
+    /// ``selected`` columns, one query per relationship; then trims the rows
+    /// to ``fields``.
+    func embed(_ db: Database, into set: inout RecordSet) throws {
+        for plan in prefetch { try plan.embed(db, into: &set) }
+        set.trim(to: fields.count)
+    }
 
     private var paging: String {
         switch (limit, offset) {
@@ -73,24 +94,28 @@ struct FetchQuery: Sendable {
 
     func records(_ db: Database) throws -> RecordSet {
         var rows: [[Value]] = []
-        let fields = self.fields
+        let selected = self.selected
         try run(db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
                 predicate.arguments) { s in
-            rows.append(fields.indices.map { SQL.column(s, Int32($0), as: fields[$0].type) })
+            rows.append(selected.indices.map { SQL.column(s, Int32($0), as: selected[$0].type) })
         }
-        return RecordSet(fields: fields, rows: rows)
+        var set = RecordSet(fields: fields, rows: rows)
+        try embed(db, into: &set)
+        return set
     }
 
     func page(_ db: Database, after: Int64, limit: Int) throws -> (RecordSet, Int64?) {
         var rows: [[Value]] = []
         var last: Int64?
-        let fields = self.fields
+        let selected = self.selected
         try run(db, "SELECT rowid, \(columns) FROM \(entity.table) WHERE rowid > ? AND \(predicate.sql) "
                 + "ORDER BY rowid LIMIT \(limit)", [.int(after)] + predicate.arguments) { s in
             last = sqlite3_column_int64(s, 0)
-            rows.append(fields.indices.map { SQL.column(s, Int32($0 + 1), as: fields[$0].type) })
+            rows.append(selected.indices.map { SQL.column(s, Int32($0 + 1), as: selected[$0].type) })
         }
-        return (RecordSet(fields: fields, rows: rows), last)
+        var set = RecordSet(fields: fields, rows: rows)
+        try embed(db, into: &set)
+        return (set, last)
     }
 
     func count(_ db: Database) throws -> Int {

@@ -29,10 +29,11 @@ public final class ResultFeed: @unchecked Sendable {
     private let query: FetchQuery
     /// The identifiers in the result, as JSON text.
     private var members: Set<String> = []
-    /// For a query whose key paths read other entities (``FetchQuery/related``):
-    /// the rows of the result, by identifier, to tell which a change to a
-    /// related record changed.
-    private var rows: [String: [Value]] = [:]
+    /// For a query whose key paths or prefetched relationships read other
+    /// entities (``FetchQuery/related``): each record of the result as JSON
+    /// (embedded records included), by identifier, to tell which records a
+    /// change to a related record changed.
+    private var rows: [String: String] = [:]
     /// The token the result (or the last changes) reflects.
     private var last: Int64 = 0
     /// After ``resume(after:)``: the first changes cannot know whether a
@@ -63,7 +64,7 @@ public final class ResultFeed: @unchecked Sendable {
         let names = query.fields.map(\.name)
         self.identifierPositions = entity.identifier.map { names.firstIndex(of: $0)! }
         let idFields = entity.identifierIndexes.map { entity.fields[$0] }
-        self.lookupSQL = "SELECT " + query.fields.map { SQL.quote($0.name) }.joined(separator: ", ")
+        self.lookupSQL = "SELECT " + query.selected.map { SQL.quote($0.name) }.joined(separator: ", ")
             + " FROM \(entity.table) WHERE " + idFields.map { "\(SQL.quote($0.name)) = ?" }.joined(separator: " AND ")
             + " AND (\(query.predicate.sql))"
     }
@@ -86,8 +87,9 @@ public final class ResultFeed: @unchecked Sendable {
         let positions = identifierPositions
         members = Set(records.rows.map { row in Identifier(positions.map { row[$0] }).json })
         if !query.related.isEmpty {
-            rows = Dictionary(records.rows.map { row in (Identifier(positions.map { row[$0] }).json, row) },
-                              uniquingKeysWith: { a, _ in a })
+            rows = Dictionary(records.rows.indices.map { i in
+                (Identifier(positions.map { records.rows[i][$0] }).json, records.jsonObject(row: i))
+            }, uniquingKeysWith: { a, _ in a })
         }
         last = token ?? issued
         uncertain = false
@@ -132,7 +134,7 @@ public final class ResultFeed: @unchecked Sendable {
         // reads still hold their closures, and a set shared then is copied
         // whole at the first insert below.
         let lookupSQL = self.lookupSQL
-        let read: @Sendable (Database) throws -> (Int64, [TouchedRecord]?, RecordSet?) = { db in
+        let read: @Sendable (Database) throws -> (Int64, Touched?, RecordSet?) = { db in
             try HistoryQuery.check(db, store: store, after: after)
             let token = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM depot_transactions")) ?? after
             // A change to a record that a key path reads can change any
@@ -146,33 +148,37 @@ public final class ResultFeed: @unchecked Sendable {
         // own, so that it does not hold up the other streams.
         let (token, touchedOrNil, whole) = try await uncertain ? reader.read(read) : reader.liveRead(read)
         if let whole { return difference(whole, token: token) }
-        let touched = touchedOrNil ?? []
+        let touched = touchedOrNil ?? Touched(records: [], found: RecordSet(fields: query.fields, rows: []))
+        var inserted: [Int] = [], updated: [Int] = []
         var result = ResultChanges(token: token > 0 ? HistoryToken(token) : nil,
                                    inserted: RecordSet(fields: query.fields, rows: []),
                                    updated: RecordSet(fields: query.fields, rows: []), deleted: [])
-        let fetched = Set(query.fields.map(\.name))
-        for record in touched {
+        // A change to a column that names an embedded record changes the record too.
+        let fetched = Set(query.selected.map(\.name))
+        for record in touched.records {
             if let row = record.row {
                 if uncertain {
                     // Whether the client had it is unknown: what it was before its token decides.
                     if record.change.firstKind == .insert {
-                        result.inserted.rows.append(row)
+                        inserted.append(row)
                     } else {
-                        result.updated.rows.append(row)
+                        updated.append(row)
                     }
                 } else if !members.contains(record.id) {
-                    result.inserted.rows.append(row)
+                    inserted.append(row)
                 } else if record.change.structural || !record.change.fields.isDisjoint(with: fetched) {
-                    result.updated.rows.append(row)
+                    updated.append(row)
                 }
                 members.insert(record.id)
-                if !query.related.isEmpty { rows[record.id] = row }
+                if !query.related.isEmpty { rows[record.id] = touched.found.jsonObject(row: row) }
             } else if uncertain || members.contains(record.id) {
                 result.deleted.append(record.identifier)
                 members.remove(record.id)
                 rows[record.id] = nil
             }
         }
+        if !inserted.isEmpty { result.inserted = touched.found.subset(inserted) }
+        if !updated.isEmpty { result.updated = touched.found.subset(updated) }
         last = max(last, token)
         uncertain = false
         return result
@@ -185,17 +191,21 @@ public final class ResultFeed: @unchecked Sendable {
         var result = ResultChanges(token: token > 0 ? HistoryToken(token) : nil,
                                    inserted: RecordSet(fields: query.fields, rows: []),
                                    updated: RecordSet(fields: query.fields, rows: []), deleted: [])
-        var now: [String: [Value]] = [:]
+        var now: [String: String] = [:]
         now.reserveCapacity(whole.rows.count)
-        for row in whole.rows {
+        var inserted: [Int] = [], updated: [Int] = []
+        for (i, row) in whole.rows.enumerated() {
             let id = Identifier(identifierPositions.map { row[$0] }).json
-            now[id] = row
+            let json = whole.jsonObject(row: i)
+            now[id] = json
             if !members.contains(id) {
-                result.inserted.rows.append(row)
-            } else if uncertain || rows[id] != row {
-                result.updated.rows.append(row)
+                inserted.append(i)
+            } else if uncertain || rows[id] != json {
+                updated.append(i)
             }
         }
+        if !inserted.isEmpty { result.inserted = whole.subset(inserted) }
+        if !updated.isEmpty { result.updated = whole.subset(updated) }
         for id in members where now[id] == nil {
             if let identifier = try? Identifier(json: id, fieldCount: identifierPositions.count) {
                 result.deleted.append(identifier)
@@ -223,28 +233,35 @@ public final class ResultFeed: @unchecked Sendable {
     package static let changesSQL = "SELECT identifier, kind, fields FROM depot_changes "
         + "WHERE txn > ? AND entity = ? ORDER BY txn, id"
 
-    private struct Touched: Sendable {
+    private struct Change: Sendable {
         var firstKind: ChangeKind
         var structural = false
         var fields: Set<String> = []
     }
 
     /// A record some change touched, as the predicate sees it now: its
-    /// row when it matches, `nil` when it does not (or is gone).
+    /// row in ``Touched/found`` when it matches, `nil` when it does not (or is gone).
     private struct TouchedRecord: Sendable {
         var id: String
         var identifier: Identifier
-        var change: Touched
-        var row: [Value]?
+        var change: Change
+        var row: Int?
+    }
+
+    /// The records changes touched, and those of them that match, with
+    /// their prefetched records.
+    private struct Touched: Sendable {
+        var records: [TouchedRecord]
+        var found: RecordSet
     }
 
     /// The changes of the entity after `after`, the touched records looked up
     /// again with the predicate.
     private static func touched(_ db: Database, query: FetchQuery, lookupSQL: String,
-                                after: Int64) throws -> [TouchedRecord] {
+                                after: Int64) throws -> Touched {
         let entity = query.entity
         var order: [String] = []
-        var touched: [String: Touched] = [:]
+        var touched: [String: Change] = [:]
         let changes = try db.cachedStatement(sql: changesSQL)
         let cursor = try Row.fetchCursor(changes, arguments: [after, entity.name])
         while let row = try cursor.next() {
@@ -252,7 +269,7 @@ public final class ResultFeed: @unchecked Sendable {
             let kind = ChangeKind(rawValue: row[1]) ?? .update
             if touched[id] == nil {
                 order.append(id)
-                touched[id] = Touched(firstKind: kind)
+                touched[id] = Change(firstKind: kind)
             }
             switch kind {
             case .insert, .delete: touched[id]!.structural = true
@@ -263,7 +280,8 @@ public final class ResultFeed: @unchecked Sendable {
                 }
             }
         }
-        guard !order.isEmpty else { return [] }
+        var found = RecordSet(fields: query.fields, rows: [])
+        guard !order.isEmpty else { return Touched(records: [], found: found) }
         let idFields = entity.identifierIndexes.map { entity.fields[$0] }
         // Cached by its text, which holds the predicate's shape, not its
         // values (bound below): the cache grows with the shapes clients
@@ -282,13 +300,15 @@ public final class ResultFeed: @unchecked Sendable {
             for (k, field) in idFields.enumerated() {
                 SQL.bind(try ValueConversion.convert(identifier.values[k], to: field), to: statement, at: Int32(k + 1))
             }
-            var row: [Value]? = nil
+            var row: Int? = nil
             if try SQL.step(statement, db) {
-                row = query.fields.indices.map { SQL.column(statement, Int32($0), as: query.fields[$0].type) }
+                row = found.rows.count
+                found.rows.append(query.selected.indices.map { SQL.column(statement, Int32($0), as: query.selected[$0].type) })
             }
             sqlite3_reset(statement)
             records.append(TouchedRecord(id: id, identifier: identifier, change: touched[id]!, row: row))
         }
-        return records
+        try query.embed(db, into: &found)
+        return Touched(records: records, found: found)
     }
 }

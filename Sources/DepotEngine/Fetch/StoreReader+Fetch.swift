@@ -35,14 +35,13 @@ extension StoreReader {
         let query = try FetchQuery(descriptor, schema: schema)
         let records = try await read { db in try query.records(db) }
         guard let column = records.fields.firstIndex(where: { $0.name == sectionField }) else { return [] }
-        var sections: [RecordSection] = []
-        for row in records.rows {
-            if sections.last?.key != row[column] {
-                sections.append(RecordSection(key: row[column], records: RecordSet(fields: records.fields, rows: [])))
-            }
-            sections[sections.count - 1].records.rows.append(row)
+        // Runs of rows with one key, each with its embedded records.
+        var runs: [(key: Value, rows: [Int])] = []
+        for (i, row) in records.rows.enumerated() {
+            if runs.last?.key != row[column] { runs.append((row[column], [])) }
+            runs[runs.count - 1].rows.append(i)
         }
-        return sections
+        return runs.map { RecordSection(key: $0.key, records: records.subset($0.rows)) }
     }
 
     /// The number of records a descriptor selects, without loading them

@@ -60,6 +60,10 @@ public struct ImportOptions: Sendable, Hashable {
     public var saveEvery: Int?
     /// Save at least this often; `nil` takes the store's `save_interval`.
     public var saveInterval: Duration?
+    /// Keep a reference to a record that does not exist (yet) instead of
+    /// rejecting the row (`references = "defer"`, DESIGN §12): it resolves
+    /// when the target arrives; `depotctl check` lists those that do not.
+    public var deferReferences = false
 
     /// Creates options with the defaults of the design.
     public init(format: Format = .csv, delimiter: UInt8? = nil, lenientQuotes: Bool = false,

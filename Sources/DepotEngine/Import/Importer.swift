@@ -79,6 +79,7 @@ public enum Importer {
             state.lineStart = batcher.startLineStart
         }
         let policy = options.onConflict
+        let deferReferences = options.deferReferences
         let job = request.job
         let floor = state.rowidFloor
         // Events at least once a second, also while a long save runs.
@@ -106,7 +107,8 @@ public enum Importer {
                 repeat {
                     guard let item = queue.take() else { throw CancellationError() }
                     let chunk = try item.get()
-                    let counts = try save.write(chunk.batch, policy: policy, sourceRowidFloor: floor)
+                    let counts = try save.write(chunk.batch, policy: policy, sourceRowidFloor: floor,
+                                                deferReferences: deferReferences)
                     lines += chunk.rejects
                     for r in counts.rejected {
                         lines.append(RejectsFile.line(chunk.lines[r.row], field: r.field, reason: r.reason, value: nil))

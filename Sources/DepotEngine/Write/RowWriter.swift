@@ -53,7 +53,8 @@ final class RowWriter {
     private let insertSQL: String
     private let updateSQL: String?
 
-    init(context: SaveContext, entity: EntitySchema, columns: [String], policy: ConflictPolicy) throws {
+    init(context: SaveContext, entity: EntitySchema, columns: [String], policy: ConflictPolicy,
+         deferReferences: Bool = false) throws {
         self.context = context
         self.entity = entity
         self.policy = policy
@@ -84,7 +85,7 @@ final class RowWriter {
         self.fieldKeys = entity.fields.map { JSONText.quoted($0.name) + ":" }
         self.rawJSON = entity.fields.map { $0.type == .json }
         self.layout = keepsValues ? try context.layout(of: entity) : nil
-        self.references = try entity.relationships.compactMap { r -> Reference? in
+        self.references = deferReferences ? [] : entity.relationships.compactMap { r -> Reference? in
             guard r.isToOne, let names = entity.relationshipColumns[r.name] else { return nil }
             let positions = names.compactMap { columns.firstIndex(of: $0) }
             guard positions.count == names.count else { return nil }  // not given: not changed

@@ -46,16 +46,19 @@ public final class SaveContext {
     /// - Parameter sourceRowidFloor: for imports: the entity's greatest rowid
     ///   when the import started, so that records met again are counted as
     ///   in-file ``WriteCounts/duplicates`` (see ``ImportCheckpoint``).
-    public func write(_ batch: RecordBatch, policy: ConflictPolicy,
-                      sourceRowidFloor: Int64? = nil) throws -> WriteCounts {
+    /// - Parameter deferReferences: keep references to records that do not
+    ///   exist (yet) instead of rejecting their rows (`references = "defer"`,
+    ///   DESIGN §12); ``StoreReader/danglingReferences(limit:)`` lists them.
+    public func write(_ batch: RecordBatch, policy: ConflictPolicy, sourceRowidFloor: Int64? = nil,
+                      deferReferences: Bool = false) throws -> WriteCounts {
         guard !batch.isEmpty else { return WriteCounts() }
-        let key = WriterKey(entity: batch.entity, columns: batch.columns, policy: policy)
+        let key = WriterKey(entity: batch.entity, columns: batch.columns, policy: policy, deferReferences: deferReferences)
         let writer: RowWriter
         if let cached = writers[key] {
             writer = cached
         } else {
             writer = try RowWriter(context: self, entity: store.entity(batch.entity),
-                                   columns: batch.columns, policy: policy)
+                                   columns: batch.columns, policy: policy, deferReferences: deferReferences)
             writers[key] = writer
         }
         return try writer.write(batch, sourceRowidFloor: sourceRowidFloor)
@@ -134,5 +137,6 @@ public final class SaveContext {
         var entity: String
         var columns: [String]
         var policy: ConflictPolicy
+        var deferReferences: Bool
     }
 }

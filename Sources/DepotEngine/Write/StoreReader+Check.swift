@@ -1,3 +1,6 @@
+import GRDB
+import GRDBSQLite
+
 extension StoreReader {
     /// Checks a batch update without running it: its entity, its predicate
     /// and the values of `set`, each converted to its field's type.
@@ -25,5 +28,86 @@ extension StoreReader {
     public func checkDuplicates(entity name: String, by fields: [String], where predicate: String?,
                                 arguments: [String: Value] = [:]) throws {
         _ = try DuplicateQuery(entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
+    }
+}
+
+/// A reference that names no record of its target (DESIGN §12): kept by an
+/// import with `references = "defer"` whose target has not arrived.
+public struct DanglingReference: Sendable, Hashable {
+    /// The referring record's entity and identifier.
+    public var entity: String
+    public var identifier: Identifier
+    /// The to-one, and the entity it points at.
+    public var relationship: String
+    public var target: String
+    /// The identifier it names, which no record of `target` has.
+    public var reference: Identifier
+}
+
+/// What ``StoreReader/danglingReferences(limit:)`` found.
+public struct ReferenceCheck: Sendable, Hashable {
+    /// One per to-one of the store, in configuration order, with how many
+    /// records of its entity name a missing record.
+    public var relationships: [(entity: String, relationship: String, target: String, dangling: Int)] {
+        counts.map { ($0.entity, $0.relationship, $0.target, $0.dangling) }
+    }
+    struct Count: Sendable, Hashable {
+        var entity: String, relationship: String, target: String, dangling: Int
+    }
+    var counts: [Count] = []
+    /// All of them, up to the limit asked for, by entity and relationship.
+    public var dangling: [DanglingReference] = []
+    /// How many there are in all.
+    public var total: Int { counts.reduce(0) { $0 + $1.dangling } }
+}
+
+extension StoreReader {
+    /// The references that point at nothing, in one snapshot: for each to-one
+    /// of the store, how many records name a target identifier that no
+    /// record has, and the first of them (at most `limit` in all).
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// let check = try await store.reader.danglingReferences()
+    /// for d in check.dangling { print("\(d.entity) \(d.identifier) -> no \(d.target) \(d.reference)") }
+    /// ```
+    public func danglingReferences(limit: Int = 1_000) async throws -> ReferenceCheck {
+        guard limit >= 0 else { throw DepotError(.invalidArgument, "limit cannot be negative") }
+        let entities = self.entities
+        let schema = self.schema
+        return try await read { db in
+            var check = ReferenceCheck()
+            for entity in entities {
+                for r in entity.relationships where r.isToOne {
+                    guard let columns = entity.relationshipColumns[r.name] else { continue }
+                    let target = try schema.entity(r.target)
+                    // Indexed both ways: the to-one's index, the target's identifier.
+                    let missing = columns.map { "e.\(SQL.quote($0)) IS NOT NULL" }.joined(separator: " AND ")
+                        + " AND NOT EXISTS (SELECT 1 FROM \(target.table) AS t WHERE "
+                        + zip(target.identifier, columns).map { "t.\(SQL.quote($0)) = e.\(SQL.quote($1))" }
+                            .joined(separator: " AND ") + ")"
+                    let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(entity.table) AS e WHERE \(missing)") ?? 0
+                    check.counts.append(.init(entity: entity.name, relationship: r.name, target: r.target, dangling: count))
+                    let room = limit - check.dangling.count
+                    guard count > 0, room > 0 else { continue }
+                    let idFields = entity.identifierIndexes.map { entity.fields[$0] }
+                    let refFields = columns.map { entity.fields[entity.position(of: $0)!] }
+                    let sql = "SELECT " + (idFields + refFields).map { "e.\(SQL.quote($0.name))" }.joined(separator: ", ")
+                        + " FROM \(entity.table) AS e WHERE \(missing) ORDER BY e.rowid LIMIT \(room)"
+                    let statement = try db.makeStatement(sql: sql)
+                    let s = statement.sqliteStatement
+                    defer { sqlite3_reset(s) }
+                    while try SQL.step(s, db) {
+                        let id = idFields.indices.map { SQL.column(s, Int32($0), as: idFields[$0].type) }
+                        let ref = refFields.indices.map { SQL.column(s, Int32(idFields.count + $0), as: refFields[$0].type) }
+                        check.dangling.append(DanglingReference(entity: entity.name, identifier: Identifier(id),
+                                                                relationship: r.name, target: r.target,
+                                                                reference: Identifier(ref)))
+                    }
+                }
+            }
+            return check
+        }
     }
 }

@@ -1,4 +1,5 @@
 import DepotEngine
+import Foundation
 import Testing
 
 /// Relationships in the schema (DESIGN §12): to-ones' columns, and every
@@ -278,5 +279,46 @@ struct RelationshipTests {
         #expect(try await reopened.store.update(entity: "Order", where: "id == 'O1'", set: ["customer": "C1"],
                                                 author: "test").updated == 1)
         try await reopened.store.close()
+    }
+
+    @Test("references = defer keeps a reference to a record not there yet; the check lists it until the target arrives")
+    func deferredReferences() async throws {
+        let t = try await TemporaryStore(entities: try EntityDeclaration.resolve(Self.shop()))
+        let file = t.folder.appendingPathComponent("orders.csv").path
+        try Data("id,total,placed,customer\nO1,1,2025-01-01,C1\nO2,2,2025-01-02,C2\nO3,3,2025-01-03,\n".utf8)
+            .write(to: URL(fileURLWithPath: file))
+        func run(defer deferred: Bool, job: String) async throws -> ImportProgress {
+            var options = ImportOptions(format: .csv)
+            options.deferReferences = deferred
+            return try await Importer.run(ImportRequest(job: job, entity: "Order", path: file,
+                                                        rejectsPath: t.folder.appendingPathComponent("\(job).rejects").path,
+                                                        options: options), into: t.store)
+        }
+        // Checked: both orders with a customer are rejected.
+        let checked = try await run(defer: false, job: "checked")
+        #expect(checked.inserted == 1 && checked.rejected == 2)
+        let rejects = try String(contentsOfFile: t.folder.appendingPathComponent("checked.rejects").path, encoding: .utf8)
+        #expect(rejects.contains(#"no Customer with identifier \"C1\""#) && rejects.contains(#""line":3"#), "\(rejects)")
+        // Deferred: kept, and dangling.
+        let deferred = try await run(defer: true, job: "deferred")
+        #expect(deferred.inserted == 2 && deferred.rejected == 0)
+        var check = try await t.store.reader.danglingReferences()
+        #expect(check.total == 2)
+        #expect(check.dangling.map(\.reference) == [Identifier(["C1"]), Identifier(["C2"])])
+        #expect(check.dangling.map(\.identifier) == [Identifier(["O1"]), Identifier(["O2"])])
+        #expect(check.dangling.allSatisfy { $0.entity == "Order" && $0.relationship == "customer" && $0.target == "Customer" })
+        #expect(check.relationships.map(\.dangling) == [2, 0], "Order.customer, then OrderLine.order")
+        #expect(try await t.store.reader.danglingReferences(limit: 1).dangling.count == 1)
+        // A path through a dangling reference reads as null.
+        #expect(try await t.store.reader.count(FetchDescriptor(entity: "Order", where: "customer.name == nil")) == 3)
+        // C1 arrives: its reference resolves.
+        _ = try await t.store.save(author: "test") { save in
+            var c = RecordBatch(entity: "Customer", columns: ["id", "name"])
+            c.append(["C1", "Ada"])
+            _ = try save.write(c, policy: .upsert)
+        }
+        check = try await t.store.reader.danglingReferences()
+        #expect(check.total == 1 && check.dangling.map(\.reference) == [Identifier(["C2"])])
+        #expect(try await t.store.reader.count(FetchDescriptor(entity: "Order", where: "customer.name == 'Ada'")) == 1)
     }
 }
