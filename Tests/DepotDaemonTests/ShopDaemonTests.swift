@@ -88,6 +88,7 @@ struct ShopDaemonTests {
         // Deleting Ada cascades to her orders and their lines, all in one history transaction.
         let deleted = try ctl(["--json", "delete", "shop", "Customer", "--where", "name == 'Ada'"])
         #expect(deleted.status == 0, "\(deleted.err)")
+        #expect(deleted.json["deleted"] as? Int == 5, "the job counts what cascaded: \(deleted.out)")
         #expect(try ctl(["count", "shop", "Order"]).out == "3\n")
         #expect(try ctl(["count", "shop", "OrderLine"]).out == "1\n")
         let history = try d.request("GET", "/v1/stores/shop/history?limit=1000")

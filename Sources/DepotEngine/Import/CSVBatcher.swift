@@ -6,6 +6,9 @@ struct CSVBatcher: RecordBatcher {
     /// CSV errors name lines only: the line's start is not needed to resume.
     var startLineStart: Int64 { reader.offset }
     private let columns: [(input: Int, field: Field)]
+    /// Columns named after a to-one to a compound identifier, each holding
+    /// a JSON array of the identifier's values, and the fields they fill.
+    private let references: [(input: Int, name: String, fields: [Field])]
     private let headerCount: Int
     private let entity: EntitySchema
 
@@ -23,6 +26,7 @@ struct CSVBatcher: RecordBatcher {
         var names: [String] = []
         for i in 0..<header.fieldCount { names.append(header.string(i) ?? "") }
         var columns: [(Int, Field)] = []
+        var references: [(input: Int, name: String, fields: [Field])] = []
         var unknown: [String] = []
         var seen: Set<String> = []
         for (i, name) in names.enumerated() {
@@ -30,7 +34,14 @@ struct CSVBatcher: RecordBatcher {
                 throw DepotError(.invalidArgument, "the header of \(request.path) names column "
                     + "\(JSONText.quoted(name)) twice")
             }
-            if let p = entity.position(of: name) { columns.append((i, entity.fields[p])) } else { unknown.append(name) }
+            if let p = entity.position(of: name) {
+                columns.append((i, entity.fields[p]))
+            } else if let names = entity.relationshipColumns[name], names.count > 1 {
+                // A to-one to a compound identifier, as one JSON array (DESIGN §12).
+                references.append((i, name, names.map { entity.fields[entity.position(of: $0)!] }))
+            } else {
+                unknown.append(name)
+            }
         }
         if !unknown.isEmpty && request.options.refuseUnknownColumns {
             throw DepotError(.unknownField, "the header of \(request.path) has columns that are not fields of "
@@ -38,11 +49,13 @@ struct CSVBatcher: RecordBatcher {
                     JSONText.quoted($0) + DepotError.suggestion(for: $0, in: entity.fields.map(\.name))
                 }.joined(separator: ", "))
         }
-        for id in entity.identifier where !names.contains(id) {
+        let given = Set(names + references.flatMap { $0.fields.map(\.name) })
+        for id in entity.identifier where !given.contains(id) {
             throw DepotError(.invalidArgument, "the header of \(request.path) has no column for identifier "
                 + "field \(JSONText.quoted(id)) of \(JSONText.quoted(entity.name))")
         }
         self.columns = columns
+        self.references = references
         self.headerCount = names.count
         self.entity = entity
         if state.offset > header.offset {
@@ -55,7 +68,8 @@ struct CSVBatcher: RecordBatcher {
 
     /// Reads up to `max` records.
     mutating func next(max: Int) throws -> ParsedBatch {
-        var batch = RecordBatch(entity: entity.name, columns: columns.map(\.field.name), reservingCapacity: max)
+        var batch = RecordBatch(entity: entity.name, columns: columns.map(\.field.name) + references.flatMap { $0.fields.map(\.name) },
+                                reservingCapacity: max)
         var lines: [Int] = []
         lines.reserveCapacity(max)
         var rejects: [String] = []
@@ -105,6 +119,27 @@ struct CSVBatcher: RecordBatcher {
                     failure = RejectsFile.line(reader.line, field: field, failure: error, value: value)
                 }
                 if failure != nil { break }
+            }
+            if failure == nil {
+                for (input, name, fields) in references {
+                    if reader.isNull(input) {
+                        if let f = fields.first(where: { !$0.isOptional }) {
+                            failure = RejectsFile.line(reader.line, field: name,
+                                reason: "required field \(JSONText.quoted(f.name)) is empty", value: nil)
+                            break
+                        }
+                        row += fields.map { _ in .null }
+                        continue
+                    }
+                    let text = reader.withBytes(input) { String(decoding: $0, as: UTF8.self) }
+                    do throws(FieldParser.Failure) {
+                        row += try FieldParser.compoundReference(text, columns: fields)
+                    } catch {
+                        failure = RejectsFile.line(reader.line, field: name, reason: "\(JSONText.quoted(name)) \(error.reason)",
+                                                   value: text)
+                        break
+                    }
+                }
             }
             if let failure {
                 rejects.append(failure)

@@ -9,6 +9,27 @@ enum FieldParser {
         var reason: String
     }
 
+    /// A reference to a target with a compound identifier, given as one
+    /// JSON array (`["EU", 12]`, DESIGN §12), as the values of its columns.
+    static func compoundReference(_ text: String, columns: [Field]) throws(Failure) -> [Value] {
+        guard case .array(let values)? = MiniJSON.parse(text) else {
+            throw Failure(reason: "is not a JSON array of the \(columns.count) values of the identifier it refers to")
+        }
+        guard values.count == columns.count else {
+            throw Failure(reason: "has \(values.count) values; the identifier it refers to has \(columns.count) ("
+                + columns.map(\.name).joined(separator: ", ") + ")")
+        }
+        var out: [Value] = []
+        for (v, field) in zip(values, columns) {
+            do { out.append(try ValueConversion.convert(v, to: field)) } catch let e as DepotError {
+                throw Failure(reason: e.message)
+            } catch {
+                throw Failure(reason: "\(error)")
+            }
+        }
+        return out
+    }
+
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>, as type: FieldType) throws(Failure) -> Value {
         switch type {
         case .string:

@@ -17,6 +17,9 @@ struct JSONBatcher: RecordBatcher {
     /// The field each member position had last time: records usually list
     /// their keys in the same order, so one comparison finds the field.
     private var keyCache: [Int] = []
+    /// To-ones to a compound identifier, given as one JSON array under their
+    /// name (DESIGN §12): the name, and the positions of their columns.
+    private let compound: [(name: String, fields: [Int])]
 
     var startOffset: Int64 { reader.offset }
     var startLine: Int { reader.resumeLine }
@@ -28,6 +31,16 @@ struct JSONBatcher: RecordBatcher {
         self.entity = entity
         fieldNames = entity.fields.map { Array($0.name.utf8) }
         refuseUnknown = request.options.refuseUnknownColumns
+        compound = entity.relationshipColumns.compactMap { name, columns in
+            columns.count > 1 ? (name, columns.map { entity.position(of: $0)! }) : nil
+        }
+    }
+
+    /// The compound to-one member `m` names, if any.
+    private func compoundReference(ofMember m: Int) -> (name: String, fields: [Int])? {
+        guard !compound.isEmpty else { return nil }
+        let key = reader.withKey(m) { String(decoding: $0, as: UTF8.self) }
+        return compound.first { $0.name == key }
     }
 
     private mutating func field(ofMember m: Int) -> Int? {
@@ -75,6 +88,18 @@ struct JSONBatcher: RecordBatcher {
             var failure: String?
             for m in 0..<reader.members.count {
                 guard let f = field(ofMember: m) else {
+                    if let (name, positions) = compoundReference(ofMember: m) {
+                        if reader.members[m].kind == .null { continue }
+                        do throws(FieldParser.Failure) {
+                            let values = try FieldParser.compoundReference(reader.rawValue(m), columns: positions.map { fields[$0] })
+                            for (p, v) in zip(positions, values) { row[p] = v }
+                        } catch {
+                            failure = RejectsFile.line(reader.line, field: name, reason: "\(JSONText.quoted(name)) \(error.reason)",
+                                                       value: reader.rawValue(m))
+                            break
+                        }
+                        continue
+                    }
                     if refuseUnknown {
                         let name = reader.withKey(m) { String(decoding: $0, as: UTF8.self) }
                         failure = RejectsFile.line(reader.line, field: name,

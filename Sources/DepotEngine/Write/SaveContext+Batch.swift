@@ -4,11 +4,15 @@ import GRDBSQLite
 extension SaveContext {
     /// Deletes the records whose rowids `select` returns (at most `limit`),
     /// logging a tombstone for each, and every old value when the entity's
-    /// history keeps values.
+    /// history keeps values; then applies the delete rules of what refers
+    /// to each (DESIGN §12).
     ///
-    /// - Returns: how many were deleted.
-    func deleteRows(_ entity: EntitySchema, select: SQLFragment, limit: Int) throws -> Int {
-        let rowids = try fetchRowids(select, limit: limit)
+    /// - Returns: how many rows `select` gave, and the counts of everything
+    ///   deleted (cascades included) and updated (nullified references).
+    func deleteRows(_ entity: EntitySchema, select: SQLFragment, limit: Int,
+                    cached: Bool = false) throws -> (rows: Int, counts: WriteCounts) {
+        let rowids = try fetchRowids(select, limit: limit, cached: cached)
+        var counts = WriteCounts()
         let tombstoneFields = entity.identifierIndexes
             + entity.preserveIndexes.filter { !entity.identifierIndexes.contains($0) }
         let keepsValues = entity.history == .values
@@ -20,7 +24,7 @@ extension SaveContext {
             + returning.map { SQL.quote(entity.fields[$0].name) }.joined(separator: ", ")
             + " FROM \(entity.table) WHERE rowid = ?").sqliteStatement
         let delete = try db.cachedStatement(sql: "DELETE FROM \(entity.table) WHERE rowid = ?").sqliteStatement
-        let incoming = references(to: entity)
+        let incoming = references(to: entity).map { ($0, $0.match) }
         for rowid in rowids {
             sqlite3_bind_int64(select, 1, rowid)
             guard try SQL.step(select, db) else { sqlite3_reset(select); continue }
@@ -32,6 +36,7 @@ extension SaveContext {
             sqlite3_bind_int64(delete, 1, rowid)
             try SQL.step(delete, db)
             sqlite3_reset(delete)
+            counts.deleted += 1
             var identifier = ""
             let identifierValues = entity.identifierIndexes.map { values[$0]! }
             Identifier.appendJSON(identifierValues, to: &identifier)
@@ -40,10 +45,11 @@ extension SaveContext {
                           old: keepsValues ? Self.object(entity, returning.map { ($0, values[$0]!) }) : nil)
             // What refers to it: cascade, nullify or deny (DESIGN §12).
             if !incoming.isEmpty {
-                try applyDeleteRules(entity, incoming, identifier: identifierValues, identifierJSON: identifier)
+                try applyDeleteRules(entity, incoming, identifier: identifierValues, identifierJSON: identifier,
+                                     counts: &counts)
             }
         }
-        return rowids.count
+        return (rowids.count, counts)
     }
 
     /// Sets `assignments` on the records matching `predicate` with a rowid
@@ -128,9 +134,9 @@ extension SaveContext {
         return out
     }
 
-    private func fetchRowids(_ query: SQLFragment, limit: Int) throws -> [Int64] {
+    private func fetchRowids(_ query: SQLFragment, limit: Int, cached: Bool) throws -> [Int64] {
         var rowids: [Int64] = []
-        try select(query.sql + " LIMIT \(limit)", query.arguments) { rowids.append(sqlite3_column_int64($0, 0)) }
+        try select(query.sql + " LIMIT \(limit)", query.arguments, cached: cached) { rowids.append(sqlite3_column_int64($0, 0)) }
         return rowids
     }
 }

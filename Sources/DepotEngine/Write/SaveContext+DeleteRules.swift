@@ -12,6 +12,10 @@ struct IncomingReference {
     /// The declared to-many's rule; without one, nullify, or deny when the
     /// reference is required.
     var rule: DeleteRule
+    /// `col = ? AND …`: the records holding a given target identifier, found
+    /// through the to-one's index. Made once; the statements using it are
+    /// cached, so a large cascade compiles each once.
+    var match: String { columns.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ") }
 }
 
 extension SaveContext {
@@ -42,17 +46,20 @@ extension SaveContext {
     /// Called after the record's own delete, so that a cycle of cascades
     /// ends at records already gone.
     ///
+    /// - Parameter counts: takes the records deleted by cascades and updated
+    ///   by nullify, so that a job's counters agree with its history (DESIGN §3).
     /// - Throws: ``DepotError/Code/conflict`` for a `deny` rule with records
     ///   still referring.
-    func applyDeleteRules(_ entity: EntitySchema, _ incoming: [IncomingReference], identifier: [Value],
-                          identifierJSON: String) throws {
-        for reference in incoming {
+    func applyDeleteRules(_ entity: EntitySchema, _ incoming: [(reference: IncomingReference, match: String)],
+                          identifier: [Value], identifierJSON: String, counts: inout WriteCounts) throws {
+        for (reference, match) in incoming {
             let source = reference.source
-            let match = reference.columns.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ")
             switch reference.rule {
             case .deny:
                 var count = 0
-                try select("SELECT count(*) FROM \(source.table) WHERE \(match)", identifier) { count = Int(sqlite3_column_int64($0, 0)) }
+                try select("SELECT count(*) FROM \(source.table) WHERE \(match)", identifier, cached: true) {
+                    count = Int(sqlite3_column_int64($0, 0))
+                }
                 if count > 0 {
                     throw DepotError(.conflict, "cannot delete \(entity.name) \(identifierJSON): \(count) "
                         + "\(source.name) record\(count == 1 ? "" : "s") refer\(count == 1 ? "s" : "") to it through "
@@ -60,27 +67,30 @@ extension SaveContext {
                         + "delete or change \(count == 1 ? "it" : "them") first")
                 }
             case .cascade:
-                _ = try deleteRows(source, select: SQLFragment(sql: "SELECT rowid FROM \(source.table) WHERE \(match)",
-                                                               arguments: identifier), limit: Int.max)
+                let cascaded = try deleteRows(source, select: SQLFragment(sql: "SELECT rowid FROM \(source.table) WHERE \(match)",
+                                                                          arguments: identifier), limit: Int.max, cached: true)
+                counts.add(cascaded.counts)
             case .nullify:
-                try nullify(reference, match: match, identifier: identifier)
+                counts.updated += try nullify(reference, match: match, identifier: identifier)
             }
         }
     }
 
     /// Sets `reference` to null in the records of its source that hold
     /// `identifier`, logging each as an update of its columns.
-    private func nullify(_ reference: IncomingReference, match: String, identifier: [Value]) throws {
+    ///
+    /// - Returns: how many records it updated.
+    private func nullify(_ reference: IncomingReference, match: String, identifier: [Value]) throws -> Int {
         let source = reference.source
         let positions = reference.columns.compactMap { source.position(of: $0) }
         let ids = source.identifierIndexes
         var found: [(Int64, [Value])] = []
         try select("SELECT rowid, " + ids.map { SQL.quote(source.fields[$0].name) }.joined(separator: ", ")
-                   + " FROM \(source.table) WHERE \(match)", identifier) { statement in
+                   + " FROM \(source.table) WHERE \(match)", identifier, cached: true) { statement in
             found.append((sqlite3_column_int64(statement, 0),
                           ids.indices.map { SQL.column(statement, Int32($0 + 1), as: source.fields[ids[$0]].type) }))
         }
-        guard !found.isEmpty else { return }
+        guard !found.isEmpty else { return 0 }
         let update = try db.cachedStatement(sql: "UPDATE \(source.table) SET "
             + reference.columns.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ") + " WHERE rowid = ?").sqliteStatement
         let fields = JSONText.array(reference.columns)
@@ -95,6 +105,7 @@ extension SaveContext {
                           old: keepsValues ? Self.object(source, Array(zip(positions, identifier))) : nil,
                           new: keepsValues ? Self.object(source, positions.map { ($0, Value.null) }) : nil)
         }
+        return found.count
     }
 
     /// Checks that the to-ones a batch update sets name stored records of
@@ -135,9 +146,11 @@ extension SaveContext {
         return "no \(target) with identifier \(text)"
     }
 
-    /// Runs `sql` with `arguments` bound, calling `row` for each result row.
-    func select(_ sql: String, _ arguments: [Value], row: (OpaquePointer) throws -> Void) throws {
-        let prepared = try db.makeStatement(sql: sql)
+    /// Runs `sql` with `arguments` bound, calling `row` for each result row;
+    /// `cached` for SQL that recurs (the delete rules'), not for one-off
+    /// predicates, which would fill the cache.
+    func select(_ sql: String, _ arguments: [Value], cached: Bool = false, row: (OpaquePointer) throws -> Void) throws {
+        let prepared = cached ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
         let statement = prepared.sqliteStatement
         for (i, v) in arguments.enumerated() { SQL.bind(v, to: statement, at: Int32(i + 1)) }
         defer { sqlite3_reset(statement) }

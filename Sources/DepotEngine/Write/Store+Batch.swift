@@ -109,9 +109,11 @@ extension Store {
             let outcome = try await save(author: author, job: job) { save in
                 try save.deleteRows(entity, select: select, limit: size)
             }
-            total.deleted += outcome.value
+            // Cascades and nullified references count too: the counters
+            // agree with the history (DESIGN §3).
+            total.add(outcome.value.counts)
             progress?(total)
-            if outcome.value < size { return total }
+            if outcome.value.rows < size { return total }
         }
     }
 }

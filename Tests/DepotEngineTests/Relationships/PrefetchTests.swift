@@ -26,7 +26,7 @@ struct PrefetchTests {
 
     @Test("a to-one embeds an object (null if none), a to-many an array in identifier order; one query per relationship, never per record")
     func shapes() async throws {
-        let shop = GeneratedShop(seed: 5, customers: 200, orders: 1_000)
+        let shop = GeneratedShop(seed: 5, customers: 200, orders: 1_000, dangling: 20)
         let t = try await KeyPathTests.store(shop)
         var descriptor = FetchDescriptor(entity: "Order", sort: [SortDescriptor("id")])
         descriptor.prefetch = ["customer", "lines"]

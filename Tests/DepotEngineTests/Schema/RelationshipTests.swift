@@ -176,7 +176,8 @@ struct RelationshipTests {
     func cascade() async throws {
         let t = try await Self.filledShop(orders: .cascade)
         let before = try await t.store.reader.latestToken()
-        #expect(try await t.store.delete(entity: "Customer", where: "id == 'C1'", author: "test").deleted == 1)
+        // The counter agrees with the history: C1, her two orders, O1's two lines.
+        #expect(try await t.store.delete(entity: "Customer", where: "id == 'C1'", author: "test").deleted == 5)
         #expect(try await count(t, "Customer") == 1)
         #expect(try await count(t, "Order") == 1)
         #expect(try await count(t, "OrderLine") == 0)
@@ -194,7 +195,8 @@ struct RelationshipTests {
         for rule in [DeleteRule.nullify, nil] {
             let t = try await Self.filledShop(orders: rule, history: .values)
             let before = try await t.store.reader.latestToken()
-            _ = try await t.store.delete(entity: "Customer", where: "id == 'C1'", author: "test")
+            let counts = try await t.store.delete(entity: "Customer", where: "id == 'C1'", author: "test")
+            #expect(counts.deleted == 1 && counts.updated == 2, "the nullified orders count as updated")
             #expect(try await count(t, "Order") == 3)
             #expect(try await count(t, "Order", "customer == nil") == 2)
             let changes = try await t.store.reader.history(after: before).flatMap(\.changes)
@@ -320,5 +322,63 @@ struct RelationshipTests {
         check = try await t.store.reader.danglingReferences()
         #expect(check.total == 1 && check.dangling.map(\.reference) == [Identifier(["C2"])])
         #expect(try await t.store.reader.count(FetchDescriptor(entity: "Order", where: "customer.name == 'Ada'")) == 1)
+    }
+
+    @Test("a target with a compound identifier: imports give the reference as one JSON array; key paths and prefetch follow it")
+    func compoundImports() async throws {
+        let declarations = Self.shop(customerIdentifier: ["region", "number"],
+                                     customerFields: [Field(name: "region", type: .string), Field(name: "number", type: .int),
+                                                      Field(name: "name", type: .string)])
+        let t = try await TemporaryStore(entities: try EntityDeclaration.resolve(declarations))
+        _ = try await t.store.save(author: "test") { save in
+            var c = RecordBatch(entity: "Customer", columns: ["region", "number", "name"])
+            c.append(["EU", 12, "Ada"]); c.append(["US", 12, "Bob"])
+            _ = try save.write(c, policy: .upsert)
+        }
+        func run(_ name: String, _ text: String, format: ImportOptions.Format) async throws -> (ImportProgress, String) {
+            let file = t.folder.appendingPathComponent(name).path
+            try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+            let rejects = file + ".rejects"
+            let progress = try await Importer.run(ImportRequest(job: name, entity: "Order", path: file, rejectsPath: rejects,
+                                                                options: ImportOptions(format: format)), into: t.store)
+            return (progress, (try? String(contentsOfFile: rejects, encoding: .utf8)) ?? "")
+        }
+        let (csv, csvRejects) = try await run("orders.csv", """
+            id,total,placed,customer
+            O1,1,2025-01-01,"[""EU"",12]"
+            O2,2,2025-01-02,"[""US"",12]"
+            O3,3,2025-01-03,
+            O4,4,2025-01-04,"[""EU""]"
+            O5,5,2025-01-05,"[""EU"",99]"
+            O6,6,2025-01-06,"[""EU"",""twelve""]"
+
+            """, format: .csv)
+        #expect(csv.inserted == 3 && csv.rejected == 3, "\(csvRejects)")
+        #expect(csvRejects.contains(#"\"customer\" has 1 values; the identifier it refers to has 2 (customer.region, customer.number)"#))
+        #expect(csvRejects.contains(#"no Customer with identifier [\"EU\",99]"#))
+        #expect(csvRejects.contains(#""line":7"#), "\(csvRejects)")
+        let (json, jsonRejects) = try await run("orders.ndjson", """
+            {"id":"O7","total":7,"placed":"2025-01-07","customer":["US",12]}
+            {"id":"O8","total":8,"placed":"2025-01-08","customer":null}
+            {"id":"O9","total":9,"placed":"2025-01-09","customer":"EU"}
+
+            """, format: .ndjson)
+        #expect(json.inserted == 2 && json.rejected == 1, "\(jsonRejects)")
+        #expect(jsonRejects.contains(#"\"customer\" is not a JSON array"#), "\(jsonRejects)")
+        #expect(try await count(t, "Order", "customer.name == 'Bob'") == 2)
+        #expect(try await count(t, "Order", "customer == nil") == 2)
+        #expect(try await count(t, "Order", "customer.region == 'EU'") == 1)
+        let d = FetchDescriptor(entity: "Order", sort: [SortDescriptor("id")], fields: ["id", "customer.name"])
+        let set = try await t.store.reader.fetch(d)
+        #expect((0..<set.count).map(set.jsonObject(row:)) == [
+            #"{"id":"O1","customer":{"name":"Ada"}}"#, #"{"id":"O2","customer":{"name":"Bob"}}"#, #"{"id":"O3","customer":null}"#,
+            #"{"id":"O7","customer":{"name":"Bob"}}"#, #"{"id":"O8","customer":null}"#,
+        ])
+        // Customers with their orders: the inverse's two columns match the compound identifier.
+        let customers = FetchDescriptor(entity: "Customer", sort: [SortDescriptor("region")], fields: ["name", "orders.id"])
+        let withOrders = try await t.store.reader.fetch(customers)
+        #expect((0..<withOrders.count).map(withOrders.jsonObject(row:)) == [
+            #"{"name":"Ada","orders":[{"id":"O1"}]}"#, #"{"name":"Bob","orders":[{"id":"O2"},{"id":"O7"}]}"#,
+        ])
     }
 }

@@ -30,15 +30,18 @@ struct GeneratedShop {
     static let skus = ["A", "B", "C", "D", "E", "F"]
 
     /// `customers` customers (some with no country), `orders` orders (about
-    /// one in eight with no customer), 0 to 5 lines each.
-    init(seed: UInt64, customers customerCount: Int, orders orderCount: Int) {
+    /// one in eight with no customer, and about one in `dangling` naming a
+    /// customer that does not exist, written with references deferred),
+    /// 0 to 5 lines each.
+    init(seed: UInt64, customers customerCount: Int, orders orderCount: Int, dangling: Int = 0) {
         var r = Random(state: seed)
         for i in 0..<customerCount {
             customers.append(Customer(id: "C\(i)", name: Self.names[r.below(Self.names.count)] + " \(i)",
                                       country: Self.countries[r.below(Self.countries.count)]))
         }
         for i in 0..<orderCount {
-            let customer = r.below(8) == 0 ? nil : customers[r.below(customerCount)].id
+            var customer = r.below(8) == 0 ? nil : customers[r.below(customerCount)].id
+            if dangling > 0, r.below(dangling) == 0 { customer = "X\(i)" }
             orders.append(Order(id: "O\(i)", total: Double(r.below(4000)) / 4, placed: "2025-0\(1 + r.below(9))-1\(r.below(10))",
                                 customer: customer))
             for l in 0..<r.below(6) {
@@ -58,7 +61,7 @@ struct GeneratedShop {
         for x in lines { l.append([.string(x.order), .int(x.line), .string(x.sku), .int(x.qty), .double(x.price)]) }
         let batches = [c, o, l]
         _ = try await store.save(author: "test") { save in
-            for batch in batches { _ = try save.write(batch, policy: .upsert) }
+            for batch in batches { _ = try save.write(batch, policy: .upsert, deferReferences: batch.entity == "Order") }
         }
     }
 
