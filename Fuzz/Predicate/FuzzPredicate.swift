@@ -7,28 +7,51 @@ import FuzzSupport
 /// text; a predicate that compiles must run in SQLite without a database
 /// error. A trap, a stack overflow or a `database` error is a finding.
 enum PredicateTarget {
-    static let entity = try! EntitySchema(
-        name: "Trip",
-        fields: [
-            Field(name: "id", type: .string), Field(name: "name", type: .string),
-            Field(name: "destination", type: .string, isOptional: true), Field(name: "startDate", type: .date),
-            Field(name: "endDate", type: .date, isOptional: true), Field(name: "budget", type: .double),
-            Field(name: "isFavorite", type: .bool), Field(name: "notes", type: .string, isOptional: true),
-            Field(name: "nights", type: .int, isOptional: true), Field(name: "extra", type: .json, isOptional: true),
-        ],
-        identifier: ["id"], indexes: [["destination"], ["startDate"]])
+    /// Trip with relationships (DESIGN §12), so that key paths are fuzzed
+    /// too: a guide (to-one), stops (to-many, whose identifier holds the
+    /// trip), the next trip (to-one to itself), and a guide's trips.
+    static let entities = try! EntityDeclaration.resolve([
+        EntityDeclaration(
+            name: "Trip",
+            fields: [
+                Field(name: "id", type: .string), Field(name: "name", type: .string),
+                Field(name: "destination", type: .string, isOptional: true), Field(name: "startDate", type: .date),
+                Field(name: "endDate", type: .date, isOptional: true), Field(name: "budget", type: .double),
+                Field(name: "isFavorite", type: .bool), Field(name: "notes", type: .string, isOptional: true),
+                Field(name: "nights", type: .int, isOptional: true), Field(name: "extra", type: .json, isOptional: true),
+            ],
+            identifier: ["id"], indexes: [["destination"], ["startDate"]],
+            relationships: [Relationship(name: "guide", target: "Guide", kind: .toOne(required: false)),
+                            Relationship(name: "next", target: "Trip", kind: .toOne(required: false)),
+                            Relationship(name: "stops", target: "Stop", kind: .toMany(inverse: "trip", delete: .cascade))]),
+        EntityDeclaration(name: "Guide", fields: [Field(name: "id", type: .int), Field(name: "name", type: .string)],
+                          identifier: ["id"],
+                          relationships: [Relationship(name: "trips", target: "Trip", kind: .toMany(inverse: "guide", delete: .nullify))]),
+        EntityDeclaration(name: "Stop", fields: [Field(name: "n", type: .int), Field(name: "city", type: .string),
+                                                 Field(name: "minutes", type: .int, isOptional: true)],
+                          identifier: ["trip", "n"],
+                          relationships: [Relationship(name: "trip", target: "Trip", kind: .toOne(required: true))]),
+    ])
+    static let entity = entities[0]
+    static let schema = StoreSchema(name: "fuzz", entities: entities)
 
     static let store: Store = {
         let folder = NSTemporaryDirectory() + "/depot-fuzz-predicate-\(getpid())"
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try? FileManager.default.removeItem(atPath: folder + "/fuzz.sqlite")
         return try! Fuzz.blocking {
-            let store = try await Store.open(StoreConfiguration(name: "fuzz", path: folder + "/fuzz.sqlite", entities: [entity]))
+            let store = try await Store.open(StoreConfiguration(name: "fuzz", path: folder + "/fuzz.sqlite", entities: entities))
+            var guides = RecordBatch(entity: "Guide", columns: ["id", "name"])
+            guides.append([1, "Ana"])
             var batch = RecordBatch(entity: "Trip", columns: entity.fields.map(\.name))
-            batch.append(["t1", "Paris in spring", "Paris", "2025-04-01", "2025-04-08", 1500.0, true, "Louvre", 7, "{\"a\":1}"])
-            batch.append(["t2", "Zürich", nil, "2025-02-10", nil, 0.0, false, nil, nil, nil])
-            let frozen = batch
-            _ = try await store.save(author: "fuzz") { try $0.write(frozen, policy: .upsert) }
+            batch.append(["t1", "Paris in spring", "Paris", "2025-04-01", "2025-04-08", 1500.0, true, "Louvre", 7, "{\"a\":1}", 1, "t2"])
+            batch.append(["t2", "Zürich", nil, "2025-02-10", nil, 0.0, false, nil, nil, nil, nil, "t1"])
+            var stops = RecordBatch(entity: "Stop", columns: ["trip", "n", "city", "minutes"])
+            stops.append(["t1", 1, "Lyon", 30]); stops.append(["t1", 2, "Dijon", nil])
+            let frozen = [guides, batch, stops]
+            _ = try await store.save(author: "fuzz") { save in
+                for b in frozen { _ = try save.write(b, policy: .upsert, deferReferences: true) }
+            }
             return store
         }
     }()
@@ -38,7 +61,7 @@ enum PredicateTarget {
     static func check(_ text: String) {
         let scalars = text.unicodeScalars.count
         do {
-            _ = try PredicateCompiler.compile(text, entity: entity, arguments: arguments)
+            _ = try PredicateCompiler.compile(text, entity: entity, schema: schema, arguments: arguments)
         } catch let error as DepotError {
             guard [.invalidPredicate, .unknownField, .typeMismatch].contains(error.code) else {
                 Fuzz.fail("compile: unexpected code \(error.code): \(error.message)")
@@ -86,6 +109,15 @@ enum Main {
         #"name CONTAINS[cd] "zürich" AND startDate >= $date AND nights BETWEEN {1, $n} OR extra == nil"#,
         #"`name` ENDSWITH[c] "\u00e9" || destination IN[cd] {"Paris", $s} && !(isFavorite == $b)"#,
         "budget > 1e999", "budget > 99999999999999999999", "nights == -9223372036854775808",
+        // Key paths (DESIGN §12): long chains, nested subqueries and quantifiers.
+        Array(repeating: "next", count: 40_000).joined(separator: ".") + ".name == 'x'",
+        Array(repeating: "next", count: 20).joined(separator: ".") + ".guide.trips.@count > 0",
+        Fuzz.repeated("SUBQUERY(stops, $s, ", 300) + "$s.minutes > 1" + Fuzz.repeated(").@count > 0", 300),
+        Fuzz.repeated("ANY stops.trip.next.", 50) + "name == 'x'",
+        (0..<2_000).map { "ANY stops.minutes > \($0)" }.joined(separator: " OR "),
+        (0..<500).map { "SUBQUERY(stops, $s\($0), $s\($0).city == 'Lyon' AND guide.name == $s).@count > 0" }.joined(separator: " AND "),
+        "ALL stops.minutes > 1 AND NONE stops.city IN {'Lyon'} AND stops.@sum.minutes > 1 AND stops.@avg.n < 2",
+        "guide.trips.stops.@max.minutes == next.stops.@min.minutes",
     ] as [String]).map { Array($0.utf8) }
     /// `(id == 'x' OR (budget > 0 AND (…)))`, `depth` levels deep.
     static func alternating(_ depth: Int) -> String {

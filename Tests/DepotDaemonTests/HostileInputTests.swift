@@ -163,6 +163,16 @@ struct HostileInputTests {
         for query in ["limit=1e300", "limit=-1", "limit=0", "after=-1", "after=1e300"] {
             #expect(try d.request("GET", "/v1/stores/travel/history?\(query)").status == 400, "\(query)")
         }
+        for query in ["limit=1e3", "limit=-1", "limit=", "limit=+5"] {
+            let r = try d.request("GET", "/v1/stores/travel/check?\(query)")
+            #expect(r.status == 400, "\(query)")
+            #expect(error(r).message.hasPrefix("limit must be a whole number"), "\(query): \(error(r).message)")
+        }
+        // A count past Int.max is "very many", capped like any large one.
+        for path in ["/v1/stores/travel/check?limit=21252279975046170925640712192",
+                     "/v1/stores/travel/history?limit=99999999999999999999999"] {
+            #expect(try d.request("GET", path).status == 200, "\(path)")
+        }
         healthy(d, "out-of-range numbers")
     }
 

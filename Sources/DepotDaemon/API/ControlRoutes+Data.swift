@@ -36,12 +36,11 @@ extension ControlRoutes {
                 if descriptor.sectionBy != nil {
                     let sections = try await store.reader.fetchSections(descriptor)
                     return "{\"sections\":[" + sections.map { s in
-                        "{\"key\":\(self.value(s.key)),\"records\":["
-                            + (0..<s.records.count).map(s.records.jsonObject(row:)).joined(separator: ",") + "]}"
+                        "{\"key\":\(self.value(s.key)),\"records\":" + s.records.jsonArray() + "}"
                     }.joined(separator: ",") + "]}"
                 }
                 let set = try await store.reader.fetch(descriptor)
-                return "{\"records\":[" + (0..<set.count).map(set.jsonObject(row:)).joined(separator: ",") + "]}"
+                return "{\"records\":" + set.jsonArray() + "}"
             }
         }
         guard body.watch == true else {
@@ -99,7 +98,7 @@ extension ControlRoutes {
         } else {
             let (token, records) = try await feed.start()
             first = "{\"type\":\"result\",\"token\":\(token.map { JSONText.quoted($0.description) } ?? "null"),"
-                + "\"records\":[" + (0..<records.count).map(records.jsonObject(row:)).joined(separator: ",") + "]}"
+                + "\"records\":" + records.jsonArray() + "}"
         }
         return JSONResponse.stream(context, metrics: metrics) { [first] write in
             if let first { try await write(first) }
@@ -128,7 +127,7 @@ extension ControlRoutes {
 
     static func changesJSON(_ c: ResultChanges) -> String {
         func objects(_ set: RecordSet) -> String {
-            "[" + (0..<set.count).map(set.jsonObject(row:)).joined(separator: ",") + "]"
+            set.jsonArray()
         }
         return "{\"type\":\"changes\",\"token\":\(c.token.map { JSONText.quoted($0.description) } ?? "null"),"
             + "\"inserted\":\(objects(c.inserted)),\"updated\":\(objects(c.updated)),"
@@ -199,10 +198,7 @@ extension ControlRoutes {
         if let entity { _ = try store.reader.entity(entity) }
         var limit = 100
         if let text = q.get("limit") {
-            guard let n = Int(text), n > 0 else {
-                throw APIError(.invalidArgument, "limit must be a positive integer")
-            }
-            limit = min(n, 10_000)
+            limit = try QueryCount.parse(text, name: "limit", minimum: 1, cap: 10_000)
         }
         // A consumer reads after its token; reading does not move it.
         if let consumer = q.get("consumer").map({ String($0) }) {
@@ -366,10 +362,7 @@ extension ControlRoutes {
         let store = try await store(context)
         var limit = 100
         if let text = request.uri.queryParameters.get("limit") {
-            guard let n = Int(text), n >= 0 else {
-                throw APIError(.invalidArgument, "limit must be 0 or a positive integer")
-            }
-            limit = min(n, 10_000)
+            limit = try QueryCount.parse(text, name: "limit", minimum: 0, cap: 10_000)
         }
         let check = try await store.reader.danglingReferences(limit: limit)
         let relationships = check.relationships.map { r in

@@ -47,6 +47,9 @@ struct PredicateCompiler {
     static let longList = 64
     /// SQLite's limit on the length of a LIKE or GLOB pattern, in bytes.
     static let maxPattern = 50_000
+    /// The most relationships one key path goes through: each is a table of
+    /// its subquery's join, and SQLite joins at most 64.
+    static let maxHops = 32
 
     /// The entity a key path starts from: the fetched one, or a
     /// SUBQUERY's element (`alias`, named by `variable`).
@@ -466,6 +469,10 @@ struct PredicateCompiler {
                 throw DepotError(.unknownField, "entity \(JSONText.quoted(current.name)) has no field or relationship "
                     + "\(JSONText.quoted(hops.isEmpty && parts.count == 1 ? name : part))"
                     + DepotError.suggestion(for: part, in: known), position: position)
+            }
+            guard hops.count < Self.maxHops else {
+                throw DepotError(.invalidPredicate, "the key path goes through more than \(Self.maxHops) relationships, "
+                    + "more than SQLite joins in one query; shorten it", position: position)
             }
             hops.append(Hop(relationship: r, from: current, to: target))
             current = target

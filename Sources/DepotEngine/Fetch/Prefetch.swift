@@ -144,16 +144,16 @@ struct PrefetchPlan: Sendable {
     /// found, one query each. The parent's rows keep their extra columns;
     /// the caller trims them.
     func embed(_ db: Database, into parent: inout RecordSet) throws {
-        var keyIndex: [[Value]: Int] = [:]
+        // Distinct keys, in the order met; a one-column key (the usual
+        // case) is hashed as its value, not as an array.
+        var seen: Set<Key> = []
         var keyList: [[Value]] = []
         for row in parent.rows {
-            let key = keys.map { row[$0] }
-            if key.contains(where: \.isNull) || keyIndex[key] != nil { continue }
-            keyIndex[key] = keyList.count
-            keyList.append(key)
+            guard let key = Key(keys, of: row), seen.insert(key).inserted else { continue }
+            keyList.append(keys.map { row[$0] })
         }
         var found = RecordSet(fields: selected, rows: [])
-        var byKey: [[Value]: [Int]] = [:]
+        var byKey: [Key: [Int]] = [:]
         if !keyList.isEmpty {
             var json = "["
             for (i, key) in keyList.enumerated() {
@@ -187,7 +187,8 @@ struct PrefetchPlan: Sendable {
             defer { sqlite3_reset(s) }
             let matchFields = matches.map { name in target.fields[target.position(of: name)!] }
             while try SQL.step(s, db) {
-                let key = matchFields.indices.map { SQL.column(s, Int32($0), as: matchFields[$0].type) }
+                let key = matchFields.count == 1 ? Key.one(SQL.column(s, 0, as: matchFields[0].type))
+                    : Key.many(matchFields.indices.map { SQL.column(s, Int32($0), as: matchFields[$0].type) })
                 // A to-one's column has the type of the target's identifier,
                 // a to-many's inverse that of the parent's: keys compare equal.
                 byKey[key, default: []].append(found.rows.count)
@@ -197,10 +198,25 @@ struct PrefetchPlan: Sendable {
         for child in children { try child.embed(db, into: &found) }
         found.fields = fields
         found.trim(to: fields.count)
-        let members = parent.rows.map { row -> [Int] in
-            let key = keys.map { row[$0] }
-            return key.contains(where: \.isNull) ? [] : byKey[key] ?? []
-        }
+        let members = parent.rows.map { row -> [Int] in Key(keys, of: row).flatMap { byKey[$0] } ?? [] }
         parent.embedded.append(EmbeddedRecords(name: name, isToMany: isToMany, records: found, members: members))
+    }
+
+    /// The values a row's key columns hold; `nil` when any is null (it names nothing).
+    enum Key: Hashable {
+        case one(Value)
+        case many([Value])
+
+        init?(_ positions: [Int], of row: [Value]) {
+            if positions.count == 1 {
+                let v = row[positions[0]]
+                if v.isNull { return nil }
+                self = .one(v)
+            } else {
+                let values = positions.map { row[$0] }
+                if values.contains(where: \.isNull) { return nil }
+                self = .many(values)
+            }
+        }
     }
 }

@@ -23,35 +23,72 @@ public struct RecordSet: Sendable, Hashable {
     /// array for a to-many.
     public func jsonObject(row: Int) -> String {
         var out = ""
-        appendJSON(row: row, to: &out)
+        appendJSON(row: row, keys: JSONKeys(self), to: &out)
         return out
     }
 
-    private func appendJSON(row: Int, to out: inout String) {
+    /// Every row, as one JSON array of ``jsonObject(row:)``s; the keys are
+    /// quoted once for the whole set, not per record (a page of 1,000
+    /// orders with their lines spent a third of its time quoting them).
+    public func jsonArray() -> String {
+        var out = "["
+        out.reserveCapacity(rows.count * 16 * max(1, fields.count))
+        let keys = JSONKeys(self)
+        for row in rows.indices {
+            if row > 0 { out.append(",") }
+            appendJSON(row: row, keys: keys, to: &out)
+        }
+        out.append("]")
+        return out
+    }
+
+    /// The quoted keys of a set's objects (`"name":`), `nil` for a field
+    /// whose embedded record stands in its place, and those of its embedded sets.
+    private struct JSONKeys {
+        var fields: [String?]
+        var embedded: [String]
+        var children: [JSONKeys]
+        init(_ set: RecordSet) {
+            fields = set.fields.map { f in
+                if set.isEmbedded(f) { return nil }
+                var key = ""
+                JSONText.appendQuoted(f.name, to: &key)
+                return key + ":"
+            }
+            embedded = set.embedded.map { e in
+                var key = ""
+                JSONText.appendQuoted(e.name, to: &key)
+                return key + ":"
+            }
+            children = set.embedded.map { JSONKeys($0.records) }
+        }
+    }
+
+    private func appendJSON(row: Int, keys: JSONKeys, to out: inout String) {
         out.append("{")
         var first = true
-        for (i, field) in fields.enumerated() where !isEmbedded(field) {
+        let values = rows[row]
+        for (i, field) in fields.enumerated() {
+            guard let key = keys.fields[i] else { continue }
             if !first { out.append(",") }
             first = false
-            JSONText.appendQuoted(field.name, to: &out)
-            out.append(":")
-            JSONText.append(rows[row][i], rawJSON: field.type == .json, to: &out)
+            out.append(key)
+            JSONText.append(values[i], rawJSON: field.type == .json, to: &out)
         }
-        for e in embedded {
+        for (k, e) in embedded.enumerated() {
             if !first { out.append(",") }
             first = false
-            JSONText.appendQuoted(e.name, to: &out)
-            out.append(":")
+            out.append(keys.embedded[k])
             let members = e.members[row]
             if e.isToMany {
                 out.append("[")
-                for (k, m) in members.enumerated() {
-                    if k > 0 { out.append(",") }
-                    e.records.appendJSON(row: m, to: &out)
+                for (n, m) in members.enumerated() {
+                    if n > 0 { out.append(",") }
+                    e.records.appendJSON(row: m, keys: keys.children[k], to: &out)
                 }
                 out.append("]")
             } else if let m = members.first {
-                e.records.appendJSON(row: m, to: &out)
+                e.records.appendJSON(row: m, keys: keys.children[k], to: &out)
             } else {
                 out.append("null")
             }

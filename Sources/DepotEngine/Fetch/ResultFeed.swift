@@ -10,6 +10,14 @@ import GRDBSQLite
 /// lookup each. The feed remembers which identifiers are in the result (a
 /// set of their JSON texts) to tell entering from changing and leaving.
 ///
+/// A fetch whose key paths or prefetched relationships read other entities
+/// (DESIGN §12) can change when they do: a customer's new name changes the
+/// orders that embed it, or moves them in or out of `customer.name
+/// BEGINSWITH "A"`. When such an entity has changes after the last token,
+/// the result is read again whole and compared, record by record, with the
+/// one remembered (its JSON, embedded records included); the cost then
+/// follows the result, only for those commits.
+///
 /// For example:
 ///
 /// ```swift

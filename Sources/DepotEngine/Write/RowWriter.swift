@@ -126,6 +126,7 @@ final class RowWriter {
         let insert = try db.cachedStatement(sql: insertSQL).sqliteStatement
         let connection = db.sqliteConnection
         let update = try updateSQL.map { try db.cachedStatement(sql: $0).sqliteStatement }
+        let finds = try references.map { try context.referenceStatement(to: $0.target) }
         var counts = WriteCounts()
         let width = columns.count
         /// The entity positions of the fields a record changes.
@@ -144,11 +145,16 @@ final class RowWriter {
                         reason: "\(what) \(JSONText.quoted(columns[c])) is null"))
                     continue rows
                 }
-                // A reference names a stored record of its target, or nothing (null).
-                for reference in references where !reference.columns.contains(where: { row[$0].isNull }) {
-                    if let missing = try context.missingReference(to: reference.target,
-                                                                  identifier: reference.columns.map { row[$0] }) {
-                        counts.rejected.append(Rejection(row: r, field: reference.name, reason: missing))
+                // A reference names a stored record of its target, or nothing
+                // (null): one probe of the target's identifier index.
+                for (k, reference) in references.enumerated() where !reference.columns.contains(where: { row[$0].isNull }) {
+                    let find = finds[k]
+                    for (i, c) in reference.columns.enumerated() { SQL.bind(row[c], to: find, at: Int32(i + 1)) }
+                    let found = try SQL.step(find, db)
+                    sqlite3_reset(find)
+                    if !found {
+                        counts.rejected.append(Rejection(row: r, field: reference.name,
+                            reason: SaveContext.missing(reference.target, reference.columns.map { row[$0] })))
                         continue rows
                     }
                 }

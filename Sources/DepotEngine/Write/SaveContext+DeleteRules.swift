@@ -135,12 +135,23 @@ extension SaveContext {
     /// identifier "C9"", or nil when the record is stored. Imports check
     /// each row through it, so its statement is cached.
     func missingReference(to target: String, identifier: [Value]) throws -> String? {
-        let entity = try store.entity(target)
-        let find = try db.cachedStatement(sql: "SELECT 1 FROM \(entity.table) WHERE "
-            + entity.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ")).sqliteStatement
+        let find = try referenceStatement(to: target)
         for (k, value) in identifier.enumerated() { SQL.bind(value, to: find, at: Int32(k + 1)) }
         defer { sqlite3_reset(find) }
         guard try !SQL.step(find, db) else { return nil }
+        return Self.missing(target, identifier)
+    }
+
+    /// The cached statement that finds a `target` record by its identifier
+    /// (bound in its order); a writer takes it once per batch.
+    func referenceStatement(to target: String) throws -> OpaquePointer {
+        let entity = try store.entity(target)
+        return try db.cachedStatement(sql: "SELECT 1 FROM \(entity.table) WHERE "
+            + entity.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ")).sqliteStatement
+    }
+
+    /// "no Customer with identifier "C9"".
+    static func missing(_ target: String, _ identifier: [Value]) -> String {
         var text = ""
         Identifier.appendJSON(identifier, to: &text)
         return "no \(target) with identifier \(text)"

@@ -21,7 +21,7 @@ struct KeyPathTests {
 
     @Test("to-one paths of any depth, ANY/ALL/NONE, @count/@sum/@avg/@min/@max and SUBQUERY select what the oracle says")
     func predicates() async throws {
-        let shop = GeneratedShop(seed: 12, customers: 300, orders: 2_000, dangling: 20)
+        let shop = GeneratedShop(seed: 12, customers: 1_000, orders: 3_000, dangling: 20)
         let t = try await Self.store(shop)
         let customers = shop.customerByID, lines = shop.linesByOrder, orders = shop.ordersByCustomer
         func orderIDs(_ keep: (GeneratedShop.Order, GeneratedShop.Customer?, [GeneratedShop.Line]) -> Bool) -> Set<String> {
@@ -169,6 +169,10 @@ struct KeyPathTests {
             ("SUBQUERY(lines, $l, $l.qty > 1) > 0", .invalidPredicate, 33, "follow it with .@count"),
             ("SUBQUERY(lines, $l, $l.qtty > 1).@count > 0", .unknownField, 21, #"(did you mean "qty"?)"#),
             ("SUBQUERY(lines, $l, $l > 1).@count > 0", .invalidPredicate, 21, "$l is a record of \"OrderLine\""),
+            ("total > 1 OR ANY " + String(repeating: "customer.orders.", count: 17) + "total > 1", .invalidPredicate, 18,
+             "the key path goes through more than 32 relationships"),
+            ("SUBQUERY(lines, $l, SUBQUERY(lines, $l, $l.qty > 1).@count > 0).@count > 0", .invalidPredicate, 21,
+             "$l is already the variable of an enclosing SUBQUERY"),
         ]
         for (predicate, code, position, message) in cases {
             let e = await error(predicate)
