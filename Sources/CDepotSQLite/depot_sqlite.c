@@ -15,6 +15,12 @@ int depot_sqlite_disable_memstatus(void) {
     return memstatus_result;
 }
 
+#include <malloc.h>
+
+int depot_set_mmap_threshold(int bytes) {
+    return mallopt(M_MMAP_THRESHOLD, bytes);
+}
+
 #include <sys/stat.h>
 
 static void depot_fill(const struct stat *st, struct depot_file_status *out) {

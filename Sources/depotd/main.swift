@@ -21,6 +21,7 @@ struct DepotD: AsyncParsableCommand {
     var checkConfig = false
 
     func run() async throws {
+        ProcessMemory.returnLargeBuffers()
         if checkConfig {
             do {
                 let c = try DaemonConfig.load(path: config)

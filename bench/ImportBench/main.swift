@@ -1,7 +1,7 @@
-// The import benchmark: imports the trips data set of bench/gen.py through
-// the same Importer the daemon runs (upsert, history on), and times sqlite3's
-// own `.import` of the same CSV into a table whose id is
-// `PRIMARY KEY ON CONFLICT REPLACE`, in the same run. Run with bench/run-import.
+// The engine-only import benchmark: imports the trips data set of bench/gen.py
+// through the same Importer the daemon runs (upsert, history on), with no
+// daemon, socket or upload. Run with `bench/run-import --engine`, which also
+// times the daemon path and sqlite3's `.import` in the same run.
 import DepotEngine
 import Foundation
 
@@ -14,6 +14,8 @@ func rssPeakKB() -> Int {
 }
 
 // usage: ImportBench DATA.csv|DATA.ndjson WORKDIR [SAVE_EVERY SAVE_INTERVAL_SECONDS]
+// As depotd does (see its main.swift).
+ProcessMemory.returnLargeBuffers()
 let args = CommandLine.arguments
 guard args.count == 3 || args.count == 5 else {
     FileHandle.standardError.write(Data("usage: ImportBench DATA.csv|DATA.ndjson WORKDIR [SAVE_EVERY SAVE_INTERVAL_SECONDS]\n".utf8))
@@ -28,6 +30,8 @@ if args.count == 5 {
 // HISTORY=values keeps the values of changes (DESIGN §11); DESIGN_INDEXES=1
 // adds the DESIGN §8 entity's indexes and preserve_on_delete.
 let environment = ProcessInfo.processInfo.environment
+// SORT_RUN sets the records sorted by identifier at a time (0: none).
+if let n = environment["SORT_RUN"].flatMap(Int.init) { options.sortRun = n }
 let history = HistoryDetail(rawValue: environment["HISTORY"] ?? "fields") ?? .fields
 let designIndexes = environment["DESIGN_INDEXES"] == "1"
 let trip = try EntitySchema(
@@ -48,8 +52,8 @@ let start = ContinuousClock.now
 let result = try await Importer.run(
     ImportRequest(job: "bench", entity: "Trip", path: input, rejectsPath: work + "/bench.rejects", options: options),
     into: store)
-let seconds = Double((ContinuousClock.now - start).components.attoseconds) / 1e18
-    + Double((ContinuousClock.now - start).components.seconds)
+let elapsed = ContinuousClock.now - start
+let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 let rows = result.read
 print(String(format: "depot %@ (history %@): %d rows in %.2f s = %.0f rows/s (inserted %d, duplicates %d, updated %d, rejected %d, saves %d), peak RSS %d MB",
              options.format.rawValue, history.rawValue, rows, seconds, Double(rows) / seconds, result.inserted, result.duplicates,

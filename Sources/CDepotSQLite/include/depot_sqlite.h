@@ -27,4 +27,10 @@ int depot_fstat(int fd, struct depot_file_status *out);
 /// stat(2) of `path`; 0 on success, else -1 with errno set.
 int depot_stat(const char *path, struct depot_file_status *out);
 
+/// mallopt(M_MMAP_THRESHOLD, bytes): allocations of `bytes` and more are
+/// mapped, and unmapped when freed, instead of glibc's moving threshold, which
+/// keeps large freed buffers in the heap. Returns mallopt's result (1 on
+/// success). A shim because Swift's Glibc module does not carry <malloc.h>.
+int depot_set_mmap_threshold(int bytes);
+
 #endif

@@ -72,7 +72,7 @@ struct CSVBatcher: RecordBatcher {
                                 reservingCapacity: max)
         var lines: [Int] = []
         lines.reserveCapacity(max)
-        var rejects: [String] = []
+        var rejects: [RejectsFile.Entry] = []
         var read = 0
         var row: [Value] = []
         row.reserveCapacity(columns.count)
@@ -85,14 +85,14 @@ struct CSVBatcher: RecordBatcher {
             read += 1
             switch item {
             case .malformed(let line, let reason):
-                rejects.append(RejectsFile.line(line, field: nil, reason: reason, value: nil))
+                rejects.append(.init(line: line, text: RejectsFile.line(line, field: nil, reason: reason, value: nil)))
                 continue
             case .record:
                 break
             }
             guard reader.fieldCount == headerCount else {
-                rejects.append(RejectsFile.line(reader.line, field: nil,
-                    reason: "the record has \(reader.fieldCount) fields, the header has \(headerCount)", value: nil))
+                rejects.append(.init(line: reader.line, text: RejectsFile.line(reader.line, field: nil,
+                    reason: "the record has \(reader.fieldCount) fields, the header has \(headerCount)", value: nil)))
                 continue
             }
             row.removeAll(keepingCapacity: true)
@@ -142,7 +142,7 @@ struct CSVBatcher: RecordBatcher {
                 }
             }
             if let failure {
-                rejects.append(failure)
+                rejects.append(.init(line: reader.line, text: failure))
                 continue
             }
             batch.append(row)

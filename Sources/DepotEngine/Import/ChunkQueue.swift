@@ -23,6 +23,13 @@ final class ChunkQueue: @unchecked Sendable {
         return true
     }
 
+    /// Whether a chunk put now would not wait (the only producer can rely on it).
+    var hasRoom: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return items.count < capacity || closed
+    }
+
     /// The next chunk, waiting for it; nil once closed.
     func take() -> Result<ParsedBatch, any Error>? {
         condition.lock()

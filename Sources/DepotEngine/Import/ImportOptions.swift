@@ -64,6 +64,10 @@ public struct ImportOptions: Sendable, Hashable {
     /// rejecting the row (`references = "defer"`, DESIGN §12): it resolves
     /// when the target arrives; `depotctl check` lists those that do not.
     public var deferReferences = false
+    /// Records sorted by identifier at a time before they are written
+    /// (``SortedRun``); 0 writes them in the input's order. For benchmarks
+    /// and tests: the default is the measured best under the memory cap.
+    package var sortRun = 65_536
 
     /// Creates options with the defaults of the design.
     public init(format: Format = .csv, delimiter: UInt8? = nil, lenientQuotes: Bool = false,

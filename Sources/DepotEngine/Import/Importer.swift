@@ -20,9 +20,10 @@ import GRDB
 /// }
 /// ```
 public enum Importer {
-    /// Records per parsed chunk. In-file duplicates within one chunk are
-    /// written once (the last wins); farther apart, the earlier version is
-    /// written first (see ``WriteCounts/duplicates``).
+    /// Records per chunk handed to a save. In-file duplicates within one
+    /// chunk are written once (the last wins); farther apart, the earlier
+    /// version is written first (see ``WriteCounts/duplicates``). Sorted runs
+    /// (``ImportOptions/sortRun``) bring the repeats of a run together.
     static let chunkSize = 8_192
 
     /// Runs (or resumes) an import to its end.
@@ -92,8 +93,16 @@ public enum Importer {
         // save, one transaction, writes chunks until it has `saveEvery`
         // records or `saveInterval` has passed: saves stay large (few
         // commits of the identifier index) while memory holds a few chunks.
+        // The parser sorts runs of records by identifier (SortedRun), unless
+        // a record may refer to another of the same entity, which must then
+        // be written first as in the file; a save ends only after a run.
         let queue = ChunkQueue(capacity: 2)
-        let parser = ParserThread(batcher: batcher, queue: queue, chunk: min(saveEvery, Self.chunkSize))
+        let selfReferring = !deferReferences && entity.relationships.contains {
+            if case .toOne = $0.kind { $0.target == entity.name } else { false }
+        }
+        let parser = ParserThread(batcher: batcher, queue: queue, chunk: min(saveEvery, Self.chunkSize),
+                                  identifier: selfReferring ? nil : entity.identifier,
+                                  runLength: min(options.sortRun, saveEvery))
         parser.start()
         defer { queue.close() }
         while true {
@@ -101,21 +110,20 @@ public enum Importer {
             let saveStarted = clock.now
             state = try await store.save(author: request.author, job: job) { save in
                 var next = before
-                var lines: [String] = []
+                var rejected: [RejectsFile.Entry] = []
                 var records = 0
                 let deadline = clock.now + saveInterval
+                var chunk: ParsedBatch
                 repeat {
                     guard let item = queue.take() else { throw CancellationError() }
-                    let chunk = try item.get()
+                    chunk = try item.get()
                     let counts = try save.write(chunk.batch, policy: policy, sourceRowidFloor: floor,
                                                 deferReferences: deferReferences)
-                    lines += chunk.rejects
+                    rejected += chunk.rejects
                     for r in counts.rejected {
-                        lines.append(RejectsFile.line(chunk.lines[r.row], field: r.field, reason: r.reason, value: nil))
+                        let line = chunk.lines[r.row]
+                        rejected.append(.init(line: line, text: RejectsFile.line(line, field: r.field, reason: r.reason, value: nil)))
                     }
-                    next.offset = chunk.endOffset
-                    next.line = chunk.endLine
-                    next.lineStart = chunk.endLineStart
                     next.progress.read += chunk.read
                     next.progress.inserted += counts.inserted
                     next.progress.updated += counts.updated
@@ -123,11 +131,18 @@ public enum Importer {
                     next.progress.skipped += counts.skipped
                     next.progress.duplicates += counts.duplicates
                     next.progress.rejected += chunk.rejects.count + counts.rejected.count
-                    next.progress.bytesRead = min(chunk.endOffset, next.progress.bytesTotal)
-                    next.progress.finished = chunk.atEnd
                     records += chunk.read
-                } while !next.progress.finished && records < saveEvery && clock.now < deadline
-                try rejects.append(lines)
+                    if chunk.boundary {
+                        next.offset = chunk.endOffset
+                        next.line = chunk.endLine
+                        next.lineStart = chunk.endLineStart
+                        next.progress.bytesRead = min(chunk.endOffset, next.progress.bytesTotal)
+                        next.progress.finished = chunk.atEnd
+                    }
+                } while !chunk.boundary || (!chunk.atEnd && records < saveEvery && clock.now < deadline)
+                // In the input's order, however the records were written.
+                rejected.sort { $0.line < $1.line }
+                try rejects.append(rejected.map(\.text))
                 next.rejectsLength = rejects.length
                 next.progress.saves += 1
                 try save.setCheckpoint(job: job, data: next.encoded())

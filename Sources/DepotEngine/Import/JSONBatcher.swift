@@ -65,7 +65,7 @@ struct JSONBatcher: RecordBatcher {
         var batch = RecordBatch(entity: entity.name, columns: fields.map(\.name), reservingCapacity: max)
         var lines: [Int] = []
         lines.reserveCapacity(max)
-        var rejects: [String] = []
+        var rejects: [RejectsFile.Entry] = []
         var read = 0
         var row = [Value](repeating: .null, count: fields.count)
         var atEnd = false
@@ -80,7 +80,7 @@ struct JSONBatcher: RecordBatcher {
             // one to resume at.
             if reader.isFinished { atEnd = true }
             if case .malformed(let line, let reason) = item {
-                rejects.append(RejectsFile.line(line, field: nil, reason: reason, value: nil))
+                rejects.append(.init(line: line, text: RejectsFile.line(line, field: nil, reason: reason, value: nil)))
                 if atEnd { break }
                 continue
             }
@@ -122,7 +122,7 @@ struct JSONBatcher: RecordBatcher {
                     reason: "required field \(JSONText.quoted(fields[f].name)) is null or missing", value: nil)
             }
             if let failure {
-                rejects.append(failure)
+                rejects.append(.init(line: reader.line, text: failure))
                 if atEnd { break }
                 continue
             }

@@ -1,33 +1,105 @@
 import Foundation
 
 /// Reads the input chunk by chunk on a thread of its own, ahead of the saves.
+///
+/// With a sort order (``SortedRun``), it reads `runLength` records at a time,
+/// sorts them by identifier and hands them out in chunks; while it reads the
+/// next run, it hands out the previous one's chunks as the queue takes them,
+/// so parsing and writing still overlap.
 final class ParserThread: @unchecked Sendable {
     // Safe: `batcher` is used only by the thread, after `start()`.
     private var batcher: any RecordBatcher
     private let queue: ChunkQueue
     private let chunk: Int
+    private let identifier: [String]?
+    private let runLength: Int
 
-    init(batcher: any RecordBatcher, queue: ChunkQueue, chunk: Int) {
+    /// - Parameter identifier: the fields to sort each run by; nil keeps the
+    ///   input's order (and `runLength` is not used).
+    init(batcher: any RecordBatcher, queue: ChunkQueue, chunk: Int, identifier: [String]? = nil, runLength: Int = 0) {
         self.batcher = batcher
         self.queue = queue
         self.chunk = chunk
+        self.identifier = identifier
+        self.runLength = runLength
     }
 
     func start() {
         let thread = Thread { [self] in
-            while true {
-                let item: Result<ParsedBatch, any Error>
-                do {
-                    item = .success(try batcher.next(max: chunk))
-                } catch {
-                    item = .failure(error)
-                }
-                guard queue.put(item) else { return }
-                if case .success(let parsed) = item, !parsed.atEnd { continue }
-                return
-            }
+            if identifier != nil, runLength > 1 { runSorted() } else { runInOrder() }
         }
         thread.name = "depot-import-parser"
         thread.start()
+    }
+
+    private func runInOrder() {
+        while true {
+            let item: Result<ParsedBatch, any Error>
+            do {
+                item = .success(try batcher.next(max: chunk))
+            } catch {
+                item = .failure(error)
+            }
+            guard queue.put(item) else { return }
+            if case .success(let parsed) = item, !parsed.atEnd { continue }
+            return
+        }
+    }
+
+    private func runSorted() {
+        // The previous run, being handed out; the next, being read.
+        var out: SortedRun?
+        var run: SortedRun?
+        /// Hands out `out`'s chunks: all of them, or while the queue has room.
+        /// False once the queue is closed.
+        func handOut(waiting: Bool) -> Bool {
+            while out?.hasMore == true {
+                if waiting {
+                    guard queue.put(.success(out!.nextChunk(max: chunk))) else { return false }
+                    continue
+                }
+                // Unpack a chunk only when the queue can take it.
+                guard queue.hasRoom else { return true }
+                guard queue.put(.success(out!.nextChunk(max: chunk))) else { return false }
+            }
+            return true
+        }
+        while true {
+            let parsed: ParsedBatch
+            do {
+                // Runs hold exactly `runLength` records (the last one fewer),
+                // counted from the job's start or its checkpoint, which is
+                // where a run ended: a resumed job sorts as the clean run did.
+                parsed = try batcher.next(max: min(chunk, runLength - (run?.read ?? 0)))
+            } catch {
+                // The run read so far would fail with its save anyway.
+                guard handOut(waiting: true) else { return }
+                _ = queue.put(.failure(error))
+                return
+            }
+            if let current = run, current.columns != parsed.batch.columns {
+                // Another shape of record ends the run (not seen with today's
+                // batchers, whose columns are fixed).
+                guard handOut(waiting: true) else { return }
+                var finished = current
+                finished.sort()
+                out = finished
+                run = nil
+            }
+            if run == nil { run = SortedRun(columns: parsed.batch.columns, identifier: identifier, expectedRows: runLength) }
+            run!.append(parsed)
+            guard handOut(waiting: false) else { return }
+            if run!.read >= runLength || parsed.atEnd {
+                guard handOut(waiting: true) else { return }
+                var finished = run!
+                run = nil
+                finished.sort()
+                out = finished
+                if parsed.atEnd {
+                    _ = handOut(waiting: true)
+                    return
+                }
+            }
+        }
     }
 }

@@ -16,7 +16,7 @@ struct ParsedBatch: Sendable {
     /// The line of each row of `batch`.
     var lines: [Int]
     /// The rejects file lines of the records refused while parsing.
-    var rejects: [String]
+    var rejects: [RejectsFile.Entry]
     /// Records read, good or bad.
     var read: Int
     var endOffset: Int64
@@ -24,4 +24,8 @@ struct ParsedBatch: Sendable {
     /// The file offset where `endLine` starts.
     var endLineStart: Int64
     var atEnd: Bool
+    /// Whether a save may end after this chunk: false inside a sorted run
+    /// (``SortedRun``), whose chunks hold records from all over the run, so
+    /// that no place in the input lies between them.
+    var boundary = true
 }

@@ -28,6 +28,13 @@ final class RejectsFile: @unchecked Sendable {
 
     deinit { close(fd) }
 
+    /// One line of the file and the input line of the record it lists, by
+    /// which a save orders its rejects.
+    struct Entry: Sendable {
+        var line: Int
+        var text: String
+    }
+
     /// Appends lines and flushes them to disk, before the save that counts them commits.
     func append(_ lines: [String]) throws {
         guard !lines.isEmpty else { return }
