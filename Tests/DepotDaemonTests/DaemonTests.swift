@@ -54,6 +54,28 @@ func tripsCSV(_ count: Int, prefix: String = "t") -> String {
 
 @Suite("depotd configuration")
 struct ConfigTests {
+    @Test("a store that sets neither save_every nor save_interval adapts its import saves to its commits; one that sets either saves as it says")
+    func adaptiveSaves() throws {
+        func store(_ settings: String) throws -> StoreConfiguration {
+            let text = """
+                [[store]]
+                name = "s"
+                path = "s.sqlite"
+                \(settings)
+                  [[store.entity]]
+                  name = "E"
+                  identifier = "id"
+                    [store.entity.fields]
+                    id = "string"
+                """
+            return try DaemonConfig.parse(text, file: "/etc/depot/depot.toml").stores[0]
+        }
+        #expect(try store("").adaptiveSaves)
+        #expect(try !store("save_every = 1000").adaptiveSaves)
+        let interval = try store("save_interval = \"5s\"")
+        #expect(!interval.adaptiveSaves && interval.saveInterval == .seconds(5))
+    }
+
     @Test("every problem is reported at once, with its key")
     func problems() {
         let text = """

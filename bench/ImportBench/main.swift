@@ -45,6 +45,8 @@ let trip = try EntitySchema(
 let storePath = work + "/bench.sqlite"
 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storePath + suffix) }
 var configuration = StoreConfiguration(name: "bench", path: storePath, entities: [trip])
+// As depotd configures a store that sets neither save_every nor save_interval.
+configuration.adaptiveSaves = true
 // CACHE_MB overrides the writer's page cache, for experiments.
 if let mb = ProcessInfo.processInfo.environment["CACHE_MB"].flatMap(Int.init) { configuration.writerCacheBytes = mb << 20 }
 let store = try await Store.open(configuration)

@@ -350,6 +350,7 @@ struct ConfigReader {
             }
         }
         var config = StoreConfiguration(name: name, path: path, entities: entities)
+        config.adaptiveSaves = table["save_every"] == nil && table["save_interval"] == nil
         if let every = int(table, "save_every", at: "\(key).save_every", in: 1...Int(Int32.max)) {
             config.saveEvery = every
         }

@@ -24,7 +24,7 @@ public enum Importer {
     /// chunk are written once (the last wins); farther apart, the earlier
     /// version is written first (see ``WriteCounts/duplicates``). Sorted runs
     /// (``ImportOptions/sortRun``) bring the repeats of a run together.
-    static let chunkSize = 8_192
+    static let chunkSize = 2_048
 
     /// Runs (or resumes) an import to its end.
     ///
@@ -42,6 +42,9 @@ public enum Importer {
         let options = request.options
         let saveEvery = max(1, options.saveEvery ?? store.configuration.saveEvery)
         let saveInterval = options.saveInterval ?? store.configuration.saveInterval
+        let adaptive = store.configuration.adaptiveSaves && options.saveEvery == nil && options.saveInterval == nil
+        /// How long the last commit took (see StoreConfiguration.adaptiveSaves).
+        var lastCommit = Duration.zero
         let fingerprint = try InputFingerprint(path: request.path)
 
         var state: ImportCheckpoint
@@ -108,7 +111,8 @@ public enum Importer {
         while true {
             let before = state
             let saveStarted = clock.now
-            state = try await store.save(author: request.author, job: job) { save in
+            let longEnough = saveStarted + lastCommit * 8
+            let outcome = try await store.save(author: request.author, job: job) { save in
                 var next = before
                 var rejected: [RejectsFile.Entry] = []
                 var records = 0
@@ -139,15 +143,18 @@ public enum Importer {
                         next.progress.bytesRead = min(chunk.endOffset, next.progress.bytesTotal)
                         next.progress.finished = chunk.atEnd
                     }
-                } while !chunk.boundary || (!chunk.atEnd && records < saveEvery && clock.now < deadline)
+                } while !chunk.boundary
+                    || (!chunk.atEnd && ((records < saveEvery && clock.now < deadline) || (adaptive && clock.now < longEnough)))
                 // In the input's order, however the records were written.
                 rejected.sort { $0.line < $1.line }
                 try rejects.append(rejected.map(\.text))
                 next.rejectsLength = rejects.length
                 next.progress.saves += 1
                 try save.setCheckpoint(job: job, data: next.encoded())
-                return next
+                return (next, clock.now)
             }.value
+            state = outcome.0
+            lastCommit = clock.now - outcome.1
             state.progress.lastSaveSeconds = ProgressTicker.seconds(clock.now - saveStarted)
             state.progress.elapsed = ProgressTicker.seconds(clock.now - started)
             ticker.update(state.progress)

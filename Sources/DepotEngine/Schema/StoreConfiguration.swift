@@ -20,6 +20,14 @@ public struct StoreConfiguration: Sendable {
     public var saveEvery: Int
     /// A batch operation saves at least this often.
     public var saveInterval: Duration
+    /// Whether an import's save also lasts at least eight times as long as
+    /// the previous commit took, so that committing stays about a ninth of
+    /// the work however large the store's indexes grow: each commit writes
+    /// every index page the save dirtied, and a run of records dirties more
+    /// of them as the store grows (bench/run-import). depotd sets it when the
+    /// store's configuration sets neither `save_every` nor `save_interval`;
+    /// a job that sets either saves as it says.
+    public var adaptiveSaves = false
     /// History older than this is pruned; `nil` keeps it all.
     public var historyRetention: Duration?
     /// How long an active consumer may hold back a prune: one whose oldest
@@ -29,15 +37,18 @@ public struct StoreConfiguration: Sendable {
     /// A prune deletes in saves of about this many changes (a transaction's
     /// changes always go together).
     public var historyPruneStep = 50_000
-    /// The write connection's page cache, in bytes; sized for the identifier
-    /// indexes that every save rewrites.
+    /// The write connection's page cache, in bytes. Imports write sorted
+    /// runs, which visit the identifier index's pages in order, so the
+    /// cache holds mostly the other indexes' hot pages: 32 MB did as well as
+    /// 48 MB on 5M trips (bench/run-import), leaving room under the 128 MB
+    /// RSS goal for the runs.
     public var writerCacheBytes: Int
 
     /// Creates a configuration; the defaults are those of the import benchmark.
     public init(name: String, path: String, entities: [EntitySchema],
                 saveEvery: Int = 200_000, saveInterval: Duration = .seconds(2),
                 historyRetention: Duration? = nil, historyMaxRetention: Duration? = .seconds(90 * 86_400),
-                writerCacheBytes: Int = 48 << 20) {
+                writerCacheBytes: Int = 32 << 20) {
         self.name = name
         self.path = path
         self.entities = entities
