@@ -1,3 +1,9 @@
+// Built for testing only: in a debug build (the suite replays the kept
+// inputs through it) or by scripts/fuzz (-enable-testing -DFUZZING). A plain
+// release build (`swift build -c release`, which builds every target) gets a
+// stub instead, since @testable imports need modules compiled for testing:
+// that is what made release builds of a fresh clone fail (issue #13).
+#if DEBUG || FUZZING
 @testable import DepotDaemon
 import DepotEngine
 import Foundation
@@ -134,3 +140,15 @@ enum Main {
     ]
     static func main() { Fuzz.main(fuzzAPIBody, seeds: seeds) }
 }
+
+#else
+import Foundation
+
+@main
+enum FuzzAPIBodyUnavailable {
+    static func main() {
+        FileHandle.standardError.write(Data("FuzzAPIBody runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
+        exit(64)
+    }
+}
+#endif

@@ -1,3 +1,9 @@
+// Built for testing only: in a debug build (the suite replays the kept
+// inputs through it) or by scripts/fuzz (-enable-testing -DFUZZING). A plain
+// release build (`swift build -c release`, which builds every target) gets a
+// stub instead, since @testable imports need modules compiled for testing:
+// that is what made release builds of a fresh clone fail (issue #13).
+#if DEBUG || FUZZING
 @testable import DepotEngine
 import FuzzSupport
 
@@ -65,3 +71,15 @@ enum Main {
     ].map { Array($0.utf8) }
     static func main() { Fuzz.main(fuzzCSV, seeds: seeds) }
 }
+
+#else
+import Foundation
+
+@main
+enum FuzzCSVUnavailable {
+    static func main() {
+        FileHandle.standardError.write(Data("FuzzCSV runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
+        exit(64)
+    }
+}
+#endif
