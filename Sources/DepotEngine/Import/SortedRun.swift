@@ -75,7 +75,12 @@ struct SortedRun {
         lines += parsed.lines
         rejects += parsed.rejects
         read += parsed.read
-        end = parsed
+        // Its place in the input, without holding its records twice.
+        var place = parsed
+        place.batch = RecordBatch(entity: parsed.batch.entity, columns: columns)
+        place.lines = []
+        place.rejects = []
+        end = place
     }
 
     private mutating func pack(_ value: Value) {
