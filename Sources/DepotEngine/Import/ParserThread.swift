@@ -77,15 +77,8 @@ final class ParserThread: @unchecked Sendable {
                 _ = queue.put(.failure(error))
                 return
             }
-            if let current = run, current.columns != parsed.batch.columns {
-                // Another shape of record ends the run (not seen with today's
-                // batchers, whose columns are fixed).
-                guard handOut(waiting: true) else { return }
-                var finished = current
-                finished.sort()
-                out = finished
-                run = nil
-            }
+            // A batcher's columns are fixed (the header's, or the entity's
+            // fields), so every chunk fits the run (SortedRun checks it).
             if run == nil { run = SortedRun(columns: parsed.batch.columns, identifier: identifier, expectedRows: runLength) }
             run!.append(parsed)
             guard handOut(waiting: false) else { return }
