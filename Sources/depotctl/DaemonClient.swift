@@ -48,9 +48,12 @@ struct DaemonClient: Sendable {
         var pending: [UInt8] = []
         try await exchange(method, uri, body: body) { chunk in
             pending += chunk
-            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: pending[..<newline], as: UTF8.self)
-                pending.removeSubrange(...newline)
+            // The lines of a chunk are cut out, then dropped at once: not one shift per line.
+            var start = pending.startIndex
+            defer { pending.removeSubrange(..<start) }
+            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[start..<newline], as: UTF8.self)
+                start = newline + 1
                 if !line.isEmpty, try await !onLine(line) { return false }
             }
             return true
@@ -58,9 +61,14 @@ struct DaemonClient: Sendable {
     }
 
     /// A streamed answer as it comes, chunk by chunk, until `onBody`
-    /// returns false or the answer ends.
+    /// returns false or the answer ends; returns the answer's trailers.
+    ///
+    /// - Throws: ``Failure`` for an error status, and when the daemon closes
+    ///   the connection before the answer's end (a broken stream is not a
+    ///   short answer).
+    @discardableResult
     func exchange(_ method: HTTPMethod, _ uri: String, body: RequestBody = .none,
-                  onBody: ([UInt8]) async throws -> Bool) async throws {
+                  onBody: ([UInt8]) async throws -> Bool) async throws -> HTTPHeaders? {
         let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
         do {
             channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -73,7 +81,7 @@ struct DaemonClient: Sendable {
         } catch {
             throw Self.unreachable(socketPath, error)
         }
-        try await channel.executeThenClose { inbound, outbound in
+        return try await channel.executeThenClose { inbound, outbound -> HTTPHeaders? in
             var head = HTTPRequestHead(version: .http1_1, method: method, uri: uri)
             head.headers.add(name: "Host", value: "depot")
             head.headers.add(name: "User-Agent", value: "depotctl")
@@ -123,11 +131,11 @@ struct DaemonClient: Sendable {
                         if status >= 300 {
                             errorBody += buffer.readableBytesView
                         } else if try await !onBody(Array(buffer.readableBytesView)) {
-                            return
+                            return nil
                         }
-                    case .end:
+                    case .end(let trailers):
                         if status >= 300 { throw Self.failure(status: status, body: errorBody) }
-                        return
+                        return trailers
                     }
                 }
             } catch let failure as Failure {
@@ -140,6 +148,7 @@ struct DaemonClient: Sendable {
                 if let unsent { throw Failure("the daemon closed the connection before depotctl could send its request: \(unsent)") }
                 throw Failure("the daemon closed the connection without answering")
             }
+            throw Failure("the daemon closed the connection before the end of its answer; see its log (journalctl -u depotd)")
         }
     }
 

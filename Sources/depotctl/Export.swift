@@ -6,8 +6,8 @@ struct Export: DepotCommand {
     static let configuration = CommandConfiguration(
         abstract: "Export records as CSV or NDJSON, to a file or stdout.",
         discussion: """
-            Runs an export job in the daemon (a consistent snapshot), then copies what it \
-            wrote to the file named by -o, or to stdout.
+            Streams the records from one consistent snapshot of the store, in storage \
+            order, to the file named by -o (written whole or not at all), or to stdout.
 
             Example:
               depotctl export travel Trip --where "isFavorite == true" --format csv -o favourites.csv
@@ -16,7 +16,8 @@ struct Export: DepotCommand {
 
             With --prefetch, each record embeds its related records: as objects and arrays in \
             NDJSON; in CSV a to-one's fields are columns of their own (customer.name) and a \
-            to-many is one column holding a JSON array.
+            to-many is one column holding a JSON array. Such an export runs as a job in the \
+            daemon (it shows in depotctl jobs), which then hands over what it wrote.
             """)
     @OptionGroup var global: Global
     @Argument(help: ArgumentHelp("The store to read.", valueName: "store")) var store: String
@@ -32,6 +33,48 @@ struct Export: DepotCommand {
     }
 
     func execute(_ client: DaemonClient) async throws {
+        var fd: Int32 = 1
+        var temporary: String?
+        if let output {
+            temporary = output + ".depotctl-\(getpid()).part"
+            fd = open(temporary!, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw Failure("cannot write \(output): \(String(cString: strerror(errno)))") }
+        }
+        let exported: Int
+        do {
+            exported = prefetch == nil ? try await stream(client, to: fd) : try await job(client, to: fd)
+        } catch {
+            if let temporary { close(fd); unlink(temporary) }
+            throw error
+        }
+        if let output, let temporary {
+            guard fsync(fd) == 0, close(fd) == 0, rename(temporary, output) == 0 else {
+                unlink(temporary)
+                throw Failure("cannot write \(output): \(String(cString: strerror(errno)))")
+            }
+            if global.json { Out.line(JSONValue.object(["exported": .int(Int64(exported)), "file": .string(output)]).text) }
+            else { Out.line("exported \(RecordPrinter.plural(exported, "record")) of \(store).\(entity) to \(output)") }
+        }
+    }
+
+    /// `POST .../export`: the daemon writes as it reads, depotctl as it receives.
+    func stream(_ client: DaemonClient, to fd: Int32) async throws -> Int {
+        var body: [String: JSONValue] = ["format": .string(format)]
+        if let predicateText { body["where"] = .string(predicateText) }
+        let trailers = try await client.exchange(
+            .POST, dataPath(store, entity, "export"),
+            body: .bytes(Array(JSONValue.object(body).text.utf8), contentType: "application/json")) { chunk in
+            guard Out.write(fd, chunk) else { throw Failure("cannot write the export: \(String(cString: strerror(errno)))") }
+            return true
+        }
+        guard let count = trailers?.first(name: "Depot-Records").flatMap({ Int($0) }) else {
+            throw Failure("the daemon ended the export without saying how many records it wrote")
+        }
+        return count
+    }
+
+    /// An export job, whose output is then copied from the daemon.
+    func job(_ client: DaemonClient, to fd: Int32) async throws -> Int {
         var body: [String: JSONValue] = ["kind": .string("export"), "store": .string(store), "entity": .string(entity),
                                          "format": .string(format)]
         if let predicateText { body["where"] = .string(predicateText) }
@@ -42,29 +85,10 @@ struct Export: DepotCommand {
         guard last.state == "succeeded" else {
             throw Failure("job \(last.id) \(last.state): \(last.error ?? "no reason given")")
         }
-        var fd: Int32 = 1
-        var temporary: String?
-        if let output {
-            temporary = output + ".depotctl-\(getpid()).part"
-            fd = open(temporary!, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw Failure("cannot write \(output): \(String(cString: strerror(errno)))") }
+        try await client.exchange(.GET, "/v1/jobs/\(last.id)/output") { chunk in
+            guard Out.write(fd, chunk) else { throw Failure("cannot write the export: \(String(cString: strerror(errno)))") }
+            return true
         }
-        do {
-            try await client.exchange(.GET, "/v1/jobs/\(last.id)/output") { chunk in
-                guard Out.write(fd, chunk) else { throw Failure("cannot write the export: \(String(cString: strerror(errno)))") }
-                return true
-            }
-        } catch {
-            if let temporary { close(fd); unlink(temporary) }
-            throw error
-        }
-        if let output, let temporary {
-            guard fsync(fd) == 0, close(fd) == 0, rename(temporary, output) == 0 else {
-                unlink(temporary)
-                throw Failure("cannot write \(output): \(String(cString: strerror(errno)))")
-            }
-            if global.json { Out.line(JSONValue.object(["job": .string(last.id), "exported": .int(Int64(last.exported)), "file": .string(output)]).text) }
-            else { Out.line("exported \(RecordPrinter.plural(last.exported, "record")) of \(store).\(entity) to \(output)") }
-        }
+        return last.exported
     }
 }

@@ -216,19 +216,7 @@ struct ChangeFeedTests {
         let d = try DaemonProcess(config: Self.config())
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         _ = try Self.importTrips(d, tripsCSV(3), name: "three.csv")
-        func streamsOpen() throws -> Int? {
-            try d.request("GET", "/v1/metrics").body.split(separator: "\n")
-                .first { $0.hasPrefix("depot_streams_open ") }.flatMap { Int($0.split(separator: " ")[1]) }
-        }
-        /// Asks the metrics until the gauge says `count`: the daemon has no
-        /// event to wait on for a stream's end, so the test asks, with a deadline.
-        func waitForStreams(_ count: Int) throws {
-            let deadline = Date().addingTimeInterval(30)
-            var seen = try streamsOpen()
-            while seen != count && Date() < deadline { seen = try streamsOpen() }
-            #expect(seen == count)
-        }
-        #expect(try streamsOpen() == 0)
+        #expect(try d.streamsOpen() == 0)
         let requests = [
             ("POST", "/v1/stores/travel/entities/Trip/fetch", #"{"where":"destination == 'City 1'","watch":true,"changes":true}"#),
             ("POST", "/v1/stores/travel/entities/Trip/fetch", #"{"result":"count","watch":true}"#),
@@ -242,10 +230,10 @@ struct ChangeFeedTests {
                 + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body).utf8))
             sockets.append(fd)
         }
-        try waitForStreams(requests.count)
+        try d.waitForStreams(requests.count)
         for fd in sockets { close(fd) }
         // No commit comes: before the fix, each stream lingered until its next write.
-        try waitForStreams(0)
+        try d.waitForStreams(0)
         // The daemon still serves streams afterwards.
         let follow = try UnixHTTP.stream(socket: d.socket, path: "/v1/stores/travel/history?follow=true&limit=1") { _ in true }
         #expect(follow.count == 1)

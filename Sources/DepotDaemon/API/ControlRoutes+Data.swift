@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import Synchronization
 
 extension ControlRoutes {
     func value(_ v: Value) -> String {
@@ -39,14 +40,22 @@ extension ControlRoutes {
                         "{\"key\":\(self.value(s.key)),\"records\":" + s.records.jsonArray() + "}"
                     }.joined(separator: ",") + "]}"
                 }
-                let set = try await store.reader.fetch(descriptor)
-                return "{\"records\":" + set.jsonArray() + "}"
+                return "{\"records\":" + (try await store.reader.fetchJSON(descriptor)) + "}"
             }
         }
         guard body.watch == true else {
-            // Validate first: an error must be a status, not a broken stream.
+            if result == "records" && descriptor.sectionBy == nil {
+                // The page's bytes go out as the engine wrote them.
+                let records = try await store.reader.fetchJSONBytes(descriptor)
+                var buffer = ByteBufferAllocator().buffer(capacity: records.count + 16)
+                buffer.writeStaticString("{\"records\":")
+                buffer.writeBytes(records)
+                buffer.writeStaticString("}\n")
+                return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
+            }
             return JSONResponse.make(try await run())
         }
+        // Validate first: an error must be a status, not a broken stream.
         let first = try await run()
         return JSONResponse.stream(context, metrics: metrics) { write in
             var version = store.reader.commitCount
@@ -164,16 +173,73 @@ extension ControlRoutes {
     func duplicates(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
         let body = try await JSONBody.decode(DuplicatesBody.self, from: request, limit: config.maxRequestBytes)
-        let groups = try await store.reader.duplicates(entity: context.parameters.get("entity") ?? "", by: body.by,
-                                                       where: body.where,
-                                                       arguments: (body.arguments ?? [:]).mapValues(\.value),
-                                                       limit: body.limit?.value)
-        let items = groups.map { g in
-            "{\"values\":[" + g.values.map(value).joined(separator: ",") + "],\"identifiers\":["
-                + g.identifiers.map(\.json).joined(separator: ",") + "]}"
+        // Each group goes into the response's bytes as it is found: memory
+        // holds the answer, not the groups and their strings besides.
+        let out = Mutex((buffer: ByteBuffer(string: "{\"groups\":["), groups: 0))
+        try await store.reader.duplicates(entity: context.parameters.get("entity") ?? "", by: body.by,
+                                          where: body.where, arguments: (body.arguments ?? [:]).mapValues(\.value),
+                                          limit: body.limit?.value) { g in
+            var text = "{\"values\":["
+            for (i, v) in g.values.enumerated() {
+                if i > 0 { text += "," }
+                JSONText.append(v, to: &text)
+            }
+            text += "],\"identifiers\":["
+            for (i, id) in g.identifiers.enumerated() {
+                if i > 0 { text += "," }
+                text += id.json
+            }
+            text += "]}"
+            out.withLock { out in
+                if out.groups > 0 { out.buffer.writeStaticString(",") }
+                out.buffer.writeString(text)
+                out.groups += 1
+            }
         }
-        return JSONResponse.make("{\"groups\":[\(items.joined(separator: ","))]}")
+        var buffer = out.withLock { $0.buffer }
+        buffer.writeStaticString("]}\n")
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
     }
+
+    /// `POST .../export`: the records that `where` selects, as CSV or
+    /// NDJSON, streamed from one read snapshot as the engine writes them
+    /// (no job, no file in between); the number of records comes last, in
+    /// the `Depot-Records` trailer. A client that hangs up ends the read.
+    func export(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        let body = try await JSONBody.decode(ExportBody.self, from: request, limit: config.maxRequestBytes)
+        let entity = context.parameters.get("entity") ?? ""
+        _ = try store.reader.entity(entity)
+        let descriptor = try body.descriptor(entity: entity)
+        let format = try body.recordFormat()
+        // Errors in the request are statuses, before the stream starts.
+        try store.reader.check(descriptor)
+        let type = format == .csv ? "text/csv; charset=utf-8" : "application/x-ndjson"
+        let metrics = self.metrics
+        return Response(status: .ok, headers: [.contentType: type, .trailer: Self.recordsTrailer],
+                        body: ResponseBody { writer in
+            metrics.streamOpened()
+            defer { metrics.streamClosed() }
+            let pipe = BytePipe()
+            // The read runs beside the writes; when they fail (the client
+            // went), leaving the scope cancels it, and the pipe wakes it.
+            async let exported: Int = {
+                do {
+                    let n = try await store.reader.export(descriptor, as: format, write: { try pipe.send($0) })
+                    pipe.finish()
+                    return n
+                } catch {
+                    pipe.finish(throwing: error)
+                    throw error
+                }
+            }()
+            try await pipe.drain { try await writer.write($0) }
+            let count = try await exported
+            try await writer.finish([HTTPField.Name(Self.recordsTrailer)!: String(count)])
+        })
+    }
+
+    static let recordsTrailer = "Depot-Records"
 
     static func transactionJSON(_ t: HistoryTransaction) -> String {
         let changes = t.changes.map { c -> String in

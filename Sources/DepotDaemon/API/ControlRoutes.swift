@@ -94,6 +94,9 @@ package struct ControlRoutes: Sendable {
         on(.post, "stores/:store/entities/:entity/duplicates") { request, context in
             return try await self.duplicates(request, context)
         }
+        on(.post, "stores/:store/entities/:entity/export") { request, context in
+            return try await self.export(request, context)
+        }
         on(.post, "stores/:store/entities/:entity/import") { request, context in
             return try await self.upload(request, context)
         }
@@ -193,16 +196,34 @@ package struct ControlRoutes: Sendable {
         guard record.state == .succeeded, let path = record.path else {
             throw APIError(.conflict, "job \(record.id) is \(record.state.rawValue); its output is there once it succeeded")
         }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
             logger.error("an export's output cannot be read", metadata: [
                 "JOB_ID": "\(record.id)", "PATH": "\(path)", "ERROR": "\(String(cString: strerror(errno)))"])
             throw APIError(.io, "the output of job \(record.id) cannot be read; see the daemon's log")
         }
         let type = if case .export(_, _, .csv, _, _) = record.spec { "text/csv" } else { "application/x-ndjson" }
         return Response(status: .ok, headers: [.contentType: type], body: ResponseBody { writer in
-            defer { try? handle.close() }
-            while let chunk = try handle.read(upToCount: 256 << 10), !chunk.isEmpty {
-                try await writer.write(ByteBuffer(bytes: chunk))
+            defer { close(fd) }
+            // A megabyte at a time, read straight into the buffer that is sent.
+            // A failed read ends the response unfinished, so that the client
+            // sees a broken transfer, not a short file.
+            while true {
+                var buffer = ByteBufferAllocator().buffer(capacity: 1 << 20)
+                var failure: Int32 = 0
+                let n = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { bytes in
+                    var n: Int
+                    repeat { n = read(fd, bytes.baseAddress, bytes.count) } while n < 0 && errno == EINTR
+                    if n < 0 { failure = errno }
+                    return max(n, 0)
+                }
+                if failure != 0 {
+                    logger.error("an export's output cannot be read", metadata: [
+                        "JOB_ID": "\(record.id)", "PATH": "\(path)", "ERROR": "\(String(cString: strerror(failure)))"])
+                    throw APIError(.io, "the output of job \(record.id) cannot be read; see the daemon's log")
+                }
+                if n == 0 { break }
+                try await writer.write(buffer)
             }
             try await writer.finish(nil)
         })

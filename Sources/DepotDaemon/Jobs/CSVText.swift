@@ -3,13 +3,9 @@ import Foundation
 
 /// CSV output: null is an empty field, the empty string is `""`.
 enum CSVText {
-    static func field(_ s: String) -> String {
-        if s.isEmpty { return "\"\"" }
-        if s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) {
-            return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-        }
-        return s
-    }
+    /// Quoted when it holds a comma, a quote, CR or LF, looked for as bytes:
+    /// as `Character`s, a CRLF is neither `"\r"` nor `"\n"`, and went out unquoted.
+    static func field(_ s: String) -> String { RowEncoder.csvField(s) }
 
     /// The columns of `set`'s rows: its fields, then each prefetched to-one's
     /// columns under its name (`customer.name`), and each to-many as one

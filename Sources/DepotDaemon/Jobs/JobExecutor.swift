@@ -73,7 +73,7 @@ struct JobExecutor {
     }
 
     /// Writes the entity's records (those matching `where`) to a file, as
-    /// NDJSON or CSV, a batch at a time; the file appears complete or not at all.
+    /// NDJSON or CSV, streamed; the file appears complete or not at all.
     /// Prefetched records are embedded (NDJSON) or flattened (CSV, ``CSVText/header(_:)``).
     func export(_ record: inout JobRecord, entity: String, where predicate: String?, format: JobSpec.ExportFormat,
                 path: String?, prefetch: [String]) async throws {
@@ -86,10 +86,37 @@ struct JobExecutor {
             throw DepotError(.invalidArgument, "cannot write \(temporary)")
         }
         defer { try? handle.close() }
-        var header = true
-        var count = 0
         var descriptor = FetchDescriptor(entity: entity, where: predicate)
         descriptor.prefetch = prefetch
+        let count: Int
+        if prefetch.isEmpty {
+            // Straight from SQLite's rows to the file, in one snapshot.
+            let snapshot = record, progress = self.progress
+            let fd = handle.fileDescriptor
+            count = try await store.reader.export(descriptor, as: format == .csv ? .csv : .ndjson, write: { bytes in
+                try Self.writeAll(fd, bytes, path: temporary)
+            }, progress: { n in
+                var r = snapshot
+                r.exported = n
+                progress(r)
+            })
+        } else {
+            count = try await exportEmbedding(record, descriptor, format: format, to: handle)
+        }
+        try handle.synchronize()
+        guard rename(temporary, path) == 0 else {
+            throw DepotError(.invalidArgument, "cannot move the export to \(path): \(String(cString: strerror(errno)))")
+        }
+        record.exported = count
+        record.spec = record.spec?.with(path: path)
+    }
+
+    /// An export whose records embed related ones: a batch of records at a
+    /// time, through ``RecordSet``, which holds them.
+    private func exportEmbedding(_ record: JobRecord, _ descriptor: FetchDescriptor, format: JobSpec.ExportFormat,
+                                 to handle: FileHandle) async throws -> Int {
+        var header = true
+        var count = 0
         for try await batch in store.reader.enumerate(descriptor) {
             var text = ""
             if format == .csv && header {
@@ -112,11 +139,19 @@ struct JobExecutor {
             progress(r)
             try Task.checkCancellation()
         }
-        try handle.synchronize()
-        guard rename(temporary, path) == 0 else {
-            throw DepotError(.invalidArgument, "cannot move the export to \(path): \(String(cString: strerror(errno)))")
+        return count
+    }
+
+    /// Writes every byte of `bytes` to `fd`, through interrupted and partial writes.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw DepotError(.invalidArgument, "cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            offset += n
         }
-        record.exported = count
-        record.spec = record.spec?.with(path: path)
     }
 }

@@ -104,6 +104,25 @@ struct FetchQuery: Sendable {
         return set
     }
 
+    /// The records as one JSON array of objects, the UTF-8 of what
+    /// ``records(_:)``'s ``RecordSet/jsonArray()`` writes; without embedded
+    /// records, written straight from SQLite's rows (``RowEncoder``).
+    func jsonArray(_ db: Database) throws -> [UInt8] {
+        guard prefetch.isEmpty else { return Array(try records(db).jsonArray().utf8) }
+        let encoder = RowEncoder(fields: fields)
+        var out: [UInt8] = []
+        // About what a page takes, so that it does not grow by copies (capped: a guess).
+        out.reserveCapacity(min(limit ?? 256, 20_000) * 32 * fields.count)
+        out.append(UInt8(ascii: "["))
+        try run(db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
+                predicate.arguments) { s in
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            encoder.appendJSON(s, to: &out)
+        }
+        out.append(UInt8(ascii: "]"))
+        return out
+    }
+
     func page(_ db: Database, after: Int64, limit: Int) throws -> (RecordSet, Int64?) {
         var rows: [[Value]] = []
         var last: Int64?

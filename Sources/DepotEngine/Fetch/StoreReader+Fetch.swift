@@ -10,6 +10,29 @@ extension StoreReader {
         return try await read { db in try query.records(db) }
     }
 
+    /// The records a descriptor selects, in its order, as one JSON array of
+    /// objects: the text of ``fetch(_:)``'s ``RecordSet/jsonArray()``,
+    /// written without building the records first.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// let json = try await store.reader.fetchJSON(FetchDescriptor(entity: "Trip", limit: 2))
+    /// // [{"id":"t1",...},{"id":"t2",...}]
+    /// ```
+    ///
+    /// - Throws: as ``fetch(_:)``.
+    public func fetchJSON(_ descriptor: FetchDescriptor) async throws -> String {
+        String(decoding: try await fetchJSONBytes(descriptor), as: UTF8.self)
+    }
+
+    /// ``fetchJSON(_:)``'s text as UTF-8 bytes, for a caller that sends them
+    /// on as they are.
+    public func fetchJSONBytes(_ descriptor: FetchDescriptor) async throws -> [UInt8] {
+        let query = try FetchQuery(descriptor, schema: schema)
+        return try await read { db in try query.jsonArray(db) }
+    }
+
     /// Checks a descriptor without running it: its entity, fields, sort, and
     /// predicate with its arguments, as a fetch would.
     ///

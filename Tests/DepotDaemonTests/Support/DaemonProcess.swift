@@ -138,6 +138,21 @@ final class DaemonProcess {
         return process.terminationStatus
     }
 
+    /// The `depot_streams_open` gauge of `/v1/metrics`.
+    func streamsOpen() throws -> Int? {
+        try request("GET", "/v1/metrics").body.split(separator: "\n")
+            .first { $0.hasPrefix("depot_streams_open ") }.flatMap { Int($0.split(separator: " ")[1]) }
+    }
+
+    /// Asks the metrics until the gauge says `count`: the daemon has no
+    /// event to wait on for a stream's end, so the test asks, with a deadline.
+    func waitForStreams(_ count: Int) throws {
+        let deadline = Date().addingTimeInterval(30)
+        var seen = try streamsOpen()
+        while seen != count && Date() < deadline { seen = try streamsOpen() }
+        #expect(seen == count)
+    }
+
     func request(_ method: String, _ path: String, body: String? = nil) throws -> HTTPResult {
         try UnixHTTP.request(socket: socket, method: method, path: path, body: body.map { Data($0.utf8) })
     }
@@ -202,6 +217,8 @@ struct HTTPResult {
     var body: String
     /// Header fields, names lowercased.
     var headers: [String: String] = [:]
+    /// The trailer fields after a chunked body's last chunk, names lowercased.
+    var trailers: [String: String] = [:]
     var json: Any? { try? JSONSerialization.jsonObject(with: Data(body.utf8), options: [.fragmentsAllowed]) }
     var object: [String: Any] { json as? [String: Any] ?? [:] }
 }
@@ -262,13 +279,23 @@ enum UnixHTTP {
         let head = text[..<split.lowerBound]
         let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
         var body = String(text[split.upperBound...])
-        if head.lowercased().contains("transfer-encoding: chunked") { body = dechunk(body) }
+        var trailers: [String: String] = [:]
+        if head.lowercased().contains("transfer-encoding: chunked") {
+            // After the last chunk ("0\r\n"): trailer lines, then an empty one.
+            if let last = body.range(of: "\r\n0\r\n", options: .backwards) ?? (body.hasPrefix("0\r\n") ? body.range(of: "0\r\n") : nil) {
+                for line in body[last.upperBound...].split(separator: "\r\n") {
+                    guard let colon = line.firstIndex(of: ":") else { continue }
+                    trailers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
+            }
+            body = dechunk(body)
+        }
         var headers: [String: String] = [:]
         for line in head.split(separator: "\r\n").dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        return HTTPResult(status: status, body: body, headers: headers)
+        return HTTPResult(status: status, body: body, headers: headers, trailers: trailers)
     }
 
     static func dechunk(_ text: String) -> String {

@@ -1,4 +1,5 @@
 import DepotEngine
+import Synchronization
 import Testing
 
 @Suite("Aggregates and duplicates")
@@ -56,6 +57,49 @@ struct AggregateTests {
                                                           limit: 1)
         #expect(limited.map { $0.identifiers.map(\.json) } == [[#""t2""#, #""t5""#]])
         await #expect(throws: DepotError.self) { try await t.store.reader.duplicates(entity: "Trip", by: []) }
+    }
+
+    @Test("duplicate groups over many records agree with an in-memory oracle, with predicates and limits")
+    func duplicatesOracle() async throws {
+        let t = try await TemporaryStore()
+        // Few destinations and budgets, some null: groups of every size, singletons among them.
+        var rng = SystemRandomNumberGenerator()
+        let destinations: [String?] = ["Paris", "Rome", "rome", "Zürich", nil]
+        var rows: [[Value]] = []
+        for i in 0..<3_000 {
+            let d = destinations.randomElement(using: &rng)!
+            let budget = Double(Int.random(in: 0..<40, using: &rng)) * 12.5
+            rows.append([.string("t\(i)"), "n", d.map(Value.string) ?? .null, "2025-01-01", nil, .double(budget),
+                         .bool(Bool.random(using: &rng)), nil])
+        }
+        try await t.insertTrips(rows)
+        func oracle(_ keep: ([Value]) -> Bool) -> [DuplicateGroup] {
+            var members: [[Value]: [Identifier]] = [:]
+            for row in rows where row[2] != .null && keep(row) {
+                members[[row[5], row[2]], default: []].append(Identifier([row[0]]))
+            }
+            return members.filter { $0.value.count > 1 }.map { DuplicateGroup(values: $0.key, identifiers: $0.value) }
+                .sorted { a, b in
+                    guard case .double(let x) = a.values[0], case .double(let y) = b.values[0],
+                          case .string(let p) = a.values[1], case .string(let q) = b.values[1] else { return false }
+                    return x != y ? x < y : Array(p.utf8).lexicographicallyPrecedes(Array(q.utf8))
+                }
+        }
+        let all = try await t.store.reader.duplicates(entity: "Trip", by: ["budget", "destination"])
+        #expect(all == oracle { _ in true })
+        #expect(!all.isEmpty)
+        let favourites = try await t.store.reader.duplicates(entity: "Trip", by: ["budget", "destination"],
+                                                             where: "isFavorite == true")
+        #expect(favourites == oracle { $0[6] == .bool(true) })
+        let limited = try await t.store.reader.duplicates(entity: "Trip", by: ["budget", "destination"], limit: 7)
+        #expect(limited == Array(all.prefix(7)))
+        #expect(try await t.store.reader.duplicates(entity: "Trip", by: ["budget", "destination"], limit: 0).isEmpty)
+        // The streaming form hands out the same groups, one at a time.
+        let streamed = Mutex<[DuplicateGroup]>([])
+        try await t.store.reader.duplicates(entity: "Trip", by: ["budget", "destination"]) { g in
+            streamed.withLock { $0.append(g) }
+        }
+        #expect(streamed.withLock { $0 } == all)
     }
 
     @Test("resolving duplicates keeps the first or last stored and logs the deletes")

@@ -1,0 +1,58 @@
+import Dispatch
+import NIOCore
+import Synchronization
+
+/// Hands bytes from a synchronous producer — an export writing from inside
+/// a database read — to an asynchronous consumer, the response, holding at
+/// most a few chunks: a slow client slows the export down instead of
+/// filling memory, and a client that goes away stops it.
+///
+/// The producer blocks its thread (a database reader's, not one of the
+/// concurrency pool's) while the chunks ahead are all unsent.
+final class BytePipe: Sendable {
+    private let (stream, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
+    private let space: DispatchSemaphore
+    private let gone = Atomic<Bool>(false)
+
+    /// - Parameter ahead: how many chunks may wait for the consumer.
+    init(ahead: Int = 4) {
+        space = DispatchSemaphore(value: ahead)
+        continuation.onTermination = { [weak self] _ in self?.stop() }
+    }
+
+    /// The consumer has gone: a producer waiting for room wakes up and throws.
+    private func stop() {
+        gone.store(true, ordering: .sequentiallyConsistent)
+        space.signal()
+    }
+
+    /// Copies `bytes` into the pipe, waiting for room first.
+    ///
+    /// - Throws: `CancellationError` once the consumer has gone.
+    func send(_ bytes: UnsafeRawBufferPointer) throws {
+        space.wait()
+        guard !gone.load(ordering: .sequentiallyConsistent) else {
+            space.signal()  // for any other wait
+            throw CancellationError()
+        }
+        continuation.yield(ByteBuffer(bytes: bytes))
+    }
+
+    /// Ends the stream, with the producer's error if it failed.
+    func finish(throwing error: (any Error)? = nil) {
+        continuation.finish(throwing: error)
+    }
+
+    /// Calls `body` with each chunk, in order, making room for the next.
+    func drain(_ body: (ByteBuffer) async throws -> Void) async throws {
+        do {
+            for try await chunk in stream {
+                try await body(chunk)
+                space.signal()
+            }
+        } catch {
+            stop()
+            throw error
+        }
+    }
+}

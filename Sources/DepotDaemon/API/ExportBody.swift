@@ -1,0 +1,29 @@
+import DepotEngine
+import Foundation
+
+/// The body of a streamed export (`POST .../export`).
+struct ExportBody: Decodable {
+    var `where`: String?
+    var arguments: [String: JSONScalar]?
+    var fields: [String]?
+    /// `csv` or `ndjson` (the default).
+    var format: String?
+    var prefetch: [String]?
+
+    func descriptor(entity: String) throws -> FetchDescriptor {
+        if let prefetch, !prefetch.isEmpty {
+            throw APIError(.invalidArgument, "a streamed export writes each record as it is stored; to embed related "
+                + "records, run an export job: POST /v1/jobs {\"kind\": \"export\", \"prefetch\": [...]}")
+        }
+        return FetchDescriptor(entity: entity, where: self.where, arguments: (arguments ?? [:]).mapValues(\.value),
+                               fields: fields)
+    }
+
+    func recordFormat() throws -> RecordFormat {
+        guard let format else { return .ndjson }
+        guard let f = RecordFormat(rawValue: format) else {
+            throw APIError(.invalidArgument, "format must be csv or ndjson, not \(JSONText.quoted(format))")
+        }
+        return f
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+
+/// `POST .../export` (issue 13, reads at scale): records streamed from one
+/// snapshot, the count in a trailer, errors as statuses, a hang-up ends it.
+@Suite("depotd streamed export", .serialized)
+struct ExportStreamTests {
+    static let path = "/v1/stores/travel/entities/Trip/export"
+
+    func job(_ d: DaemonProcess, _ body: String) throws -> [String: Any] {
+        try ChangeFeedTests.job(d, body)
+    }
+
+    @Test("a streamed export writes what an export job writes, with the count in its trailer")
+    func sameAsJob() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config())
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        _ = try ChangeFeedTests.importTrips(d, tripsCSV(2_000), name: "trips.csv")
+        for (format, predicate) in [("csv", nil), ("ndjson", nil), ("csv", "budget > 500"), ("ndjson", "id == 'none'")] {
+            var body = "{\"format\":\"\(format)\""
+            var spec = "{\"kind\":\"export\",\"store\":\"travel\",\"entity\":\"Trip\",\"format\":\"\(format)\""
+            if let predicate {
+                body += ",\"where\":\"\(predicate)\""
+                spec += ",\"where\":\"\(predicate)\""
+            }
+            let streamed = try d.request("POST", Self.path, body: body + "}")
+            #expect(streamed.status == 200)
+            #expect(streamed.headers["content-type"]?.hasPrefix(format == "csv" ? "text/csv" : "application/x-ndjson") == true)
+            let record = try job(d, spec + "}")
+            let file = try String(contentsOfFile: record["path"] as? String ?? "", encoding: .utf8)
+            #expect(streamed.body == file, "\(format) \(predicate ?? "")")
+            #expect(Self.trailer(streamed) == record["exported"] as? Int)
+        }
+        #expect(Self.trailer(try d.request("POST", Self.path, body: "{}")) == 2_000)
+    }
+
+    /// The `Depot-Records` trailer, after the last chunk.
+    static func trailer(_ r: HTTPResult) -> Int? {
+        r.trailers["depot-records"].flatMap { Int($0) }
+    }
+
+    @Test("a bad request is a status with the reason, before anything streams")
+    func errorsAreStatuses() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config())
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let bad = try d.request("POST", Self.path, body: #"{"where":"budget >"}"#)
+        #expect(bad.status == 400 && ChangeFeedTests.code(bad) == "invalid_predicate")
+        let format = try d.request("POST", Self.path, body: #"{"format":"xml"}"#)
+        #expect(format.status == 400 && format.body.contains("csv or ndjson"))
+        let prefetch = try d.request("POST", Self.path, body: #"{"prefetch":["x"]}"#)
+        #expect(prefetch.status == 400 && prefetch.body.contains("export job"))
+        let entity = try d.request("POST", "/v1/stores/travel/entities/Trips/export", body: "{}")
+        #expect(entity.status == 404 && entity.body.contains("Trip"))
+    }
+
+    @Test("a client that hangs up mid-export ends the read; the daemon goes on serving")
+    func hangUp() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config())
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        // Far more than the pipe's few chunks and the socket's buffers hold.
+        _ = try ChangeFeedTests.importTrips(d, tripsCSV(150_000), name: "many.csv")
+        let fd = try UnixHTTP.connect(d.socket)
+        let body = #"{"format":"ndjson"}"#
+        UnixHTTP.send(fd, Data(("POST \(Self.path) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body).utf8))
+        // The answer has begun: its head and some records.
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var received = 0
+        while received < 100_000 {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { break }
+            received += n
+        }
+        #expect(received >= 100_000)
+        try d.waitForStreams(1)
+        close(fd)
+        try d.waitForStreams(0)
+        #expect(Self.trailer(try d.request("POST", Self.path, body: #"{"where":"id == 't7'"}"#)) == 1)
+    }
+}
