@@ -76,5 +76,21 @@ struct ExportStreamTests {
         close(fd)
         try d.waitForStreams(0)
         #expect(Self.trailer(try d.request("POST", Self.path, body: #"{"where":"id == 't7'"}"#)) == 1)
+
+        // Duplicates stream out too: an answer of several chunks, whole.
+        let path = "/v1/stores/travel/entities/Trip/duplicates"
+        let groups = try d.request("POST", path, body: #"{"by":["destination"]}"#)
+        #expect(groups.status == 200)
+        let list = groups.object["groups"] as? [[String: Any]] ?? []
+        #expect(list.map { ($0["values"] as? [String])?.first } == (0..<9).map { "City \($0)" })
+        #expect(list.reduce(0) { $0 + (($1["identifiers"] as? [String])?.count ?? 0) } == 150_000)
+        #expect(Set(list.flatMap { $0["identifiers"] as? [String] ?? [] }).count == 150_000)
+        // Its request errors are statuses, before anything streams.
+        for (body, code) in [(#"{"by":["nope"]}"#, "unknown_field"), (#"{"by":[]}"#, "invalid_argument"),
+                             (#"{"by":["name"],"limit":-1}"#, "invalid_argument"),
+                             (#"{"by":["name"],"where":"budget >"}"#, "invalid_predicate")] {
+            let r = try d.request("POST", path, body: body)
+            #expect(r.status == 400 && ChangeFeedTests.code(r) == code, "\(body): \(r.body)")
+        }
     }
 }

@@ -1,4 +1,6 @@
 import Dispatch
+import HTTPTypes
+import Hummingbird
 import NIOCore
 import Synchronization
 
@@ -54,5 +56,38 @@ final class BytePipe: Sendable {
             stop()
             throw error
         }
+    }
+}
+
+extension BytePipe {
+    /// An answer streamed from a synchronous producer: `produce` writes into
+    /// the pipe (from inside a database read, say) and returns the trailer
+    /// fields that end the answer. Its errors break the stream off (the
+    /// answer has no last chunk); check the request before, so that they
+    /// are statuses. The response counts as an open stream in the metrics.
+    static func response(contentType: String, trailer: String? = nil, metrics: Metrics,
+                         _ produce: @escaping @Sendable (BytePipe) async throws -> HTTPFields) -> Response {
+        var headers: HTTPFields = [.contentType: contentType]
+        if let trailer { headers[.trailer] = trailer }
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            metrics.streamOpened()
+            defer { metrics.streamClosed() }
+            let pipe = BytePipe()
+            // The producer runs beside the writes; when they fail (the client
+            // went), leaving the scope cancels it, and the pipe wakes it.
+            async let produced: HTTPFields = {
+                do {
+                    let trailers = try await produce(pipe)
+                    pipe.finish()
+                    return trailers
+                } catch {
+                    pipe.finish(throwing: error)
+                    throw error
+                }
+            }()
+            try await pipe.drain { try await writer.write($0) }
+            let trailers = try await produced
+            try await writer.finish(trailers.isEmpty ? nil : trailers)
+        })
     }
 }

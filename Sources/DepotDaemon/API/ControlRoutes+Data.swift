@@ -173,32 +173,44 @@ extension ControlRoutes {
     func duplicates(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
         let body = try await JSONBody.decode(DuplicatesBody.self, from: request, limit: config.maxRequestBytes)
-        // Each group goes into the response's bytes as it is found: memory
-        // holds the answer, not the groups and their strings besides.
-        let out = Mutex((buffer: ByteBuffer(string: "{\"groups\":["), groups: 0))
-        try await store.reader.duplicates(entity: context.parameters.get("entity") ?? "", by: body.by,
-                                          where: body.where, arguments: (body.arguments ?? [:]).mapValues(\.value),
-                                          limit: body.limit?.value) { g in
-            var text = "{\"values\":["
-            for (i, v) in g.values.enumerated() {
-                if i > 0 { text += "," }
-                JSONText.append(v, to: &text)
+        let entity = context.parameters.get("entity") ?? ""
+        let arguments = (body.arguments ?? [:]).mapValues(\.value)
+        // Errors in the request are statuses, before the stream starts.
+        try store.reader.checkDuplicates(entity: entity, by: body.by, where: body.where, arguments: arguments,
+                                         limit: body.limit?.value)
+        // The groups go out as they are found, a megabyte at a time: memory
+        // holds a few chunks of the answer, whatever its size.
+        return BytePipe.response(contentType: "application/json", metrics: metrics) { pipe in
+            let out = Mutex<(bytes: [UInt8], groups: Int)>((Array("{\"groups\":[".utf8), 0))
+            try await store.reader.duplicates(entity: entity, by: body.by, where: body.where, arguments: arguments,
+                                              limit: body.limit?.value) { g in
+                var text = "{\"values\":["
+                for (i, v) in g.values.enumerated() {
+                    if i > 0 { text += "," }
+                    JSONText.append(v, to: &text)
+                }
+                text += "],\"identifiers\":["
+                for (i, id) in g.identifiers.enumerated() {
+                    if i > 0 { text += "," }
+                    text += id.json
+                }
+                text += "]}"
+                try out.withLock { out in
+                    if out.groups > 0 { out.bytes.append(UInt8(ascii: ",")) }
+                    out.bytes += text.utf8
+                    out.groups += 1
+                    if out.bytes.count >= 1 << 20 {
+                        try out.bytes.withUnsafeBytes { try pipe.send($0) }
+                        out.bytes.removeAll(keepingCapacity: true)
+                    }
+                }
             }
-            text += "],\"identifiers\":["
-            for (i, id) in g.identifiers.enumerated() {
-                if i > 0 { text += "," }
-                text += id.json
+            try out.withLock { out in
+                out.bytes += "]}\n".utf8
+                try out.bytes.withUnsafeBytes { try pipe.send($0) }
             }
-            text += "]}"
-            out.withLock { out in
-                if out.groups > 0 { out.buffer.writeStaticString(",") }
-                out.buffer.writeString(text)
-                out.groups += 1
-            }
+            return [:]
         }
-        var buffer = out.withLock { $0.buffer }
-        buffer.writeStaticString("]}\n")
-        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
     }
 
     /// `POST .../export`: the records that `where` selects, as CSV or
@@ -215,28 +227,10 @@ extension ControlRoutes {
         // Errors in the request are statuses, before the stream starts.
         try store.reader.check(descriptor)
         let type = format == .csv ? "text/csv; charset=utf-8" : "application/x-ndjson"
-        let metrics = self.metrics
-        return Response(status: .ok, headers: [.contentType: type, .trailer: Self.recordsTrailer],
-                        body: ResponseBody { writer in
-            metrics.streamOpened()
-            defer { metrics.streamClosed() }
-            let pipe = BytePipe()
-            // The read runs beside the writes; when they fail (the client
-            // went), leaving the scope cancels it, and the pipe wakes it.
-            async let exported: Int = {
-                do {
-                    let n = try await store.reader.export(descriptor, as: format, write: { try pipe.send($0) })
-                    pipe.finish()
-                    return n
-                } catch {
-                    pipe.finish(throwing: error)
-                    throw error
-                }
-            }()
-            try await pipe.drain { try await writer.write($0) }
-            let count = try await exported
-            try await writer.finish([HTTPField.Name(Self.recordsTrailer)!: String(count)])
-        })
+        return BytePipe.response(contentType: type, trailer: Self.recordsTrailer, metrics: metrics) { pipe in
+            let count = try await store.reader.export(descriptor, as: format, write: { try pipe.send($0) })
+            return [HTTPField.Name(Self.recordsTrailer)!: String(count)]
+        }
     }
 
     static let recordsTrailer = "Depot-Records"

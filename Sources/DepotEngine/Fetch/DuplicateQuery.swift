@@ -22,6 +22,15 @@ extension StoreReader {
         return try await read { db in try query.groups(db, limit: limit) }
     }
 
+    /// Checks a duplicates request without running it, as
+    /// ``duplicates(entity:by:where:arguments:limit:)`` would: the entity,
+    /// the fields, the predicate and its arguments, the limit.
+    public func checkDuplicates(entity name: String, by fields: [String], where predicate: String? = nil,
+                                arguments: [String: Value] = [:], limit: Int? = nil) throws {
+        _ = try DuplicateQuery(entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
+        if let limit, limit < 0 { throw DepotError(.invalidArgument, "limit cannot be negative") }
+    }
+
     /// The groups of ``duplicates(entity:by:where:arguments:limit:)``, handed
     /// to `body` one at a time as they are found, so that memory holds one
     /// group, not all of them.
