@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "DepotEngine", targets: ["DepotEngine"]),
+        .library(name: "DepotClient", targets: ["DepotClient"]),
         .executable(name: "depotd", targets: ["depotd"]),
         .executable(name: "depotctl", targets: ["depotctl"]),
     ],
@@ -81,11 +82,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The command-line client: HTTP/1.1 over the daemon's Unix socket
-        // through SwiftNIO's HTTP client codec.
+        // The Swift client library (DESIGN §13): HTTP/1.1 over the daemon's
+        // Unix socket through SwiftNIO's HTTP client codec. Knows nothing of
+        // the engine or the daemon: only the control API.
+        .target(
+            name: "DepotClient",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The command-line client, on DepotClient.
         .executableTarget(
             name: "depotctl",
             dependencies: [
+                "DepotClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -129,7 +142,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DepotDaemonTests",
-            dependencies: ["DepotDaemon", "DepotEngine", .product(name: "Hummingbird", package: "hummingbird"),
+            dependencies: ["DepotDaemon", "DepotEngine", "DepotClient", .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams")],
             // The golden --help outputs, read by path.
             exclude: ["Golden"],

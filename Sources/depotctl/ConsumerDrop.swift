@@ -1,3 +1,4 @@
+import DepotClient
 import ArgumentParser
 import Foundation
 import NIOHTTP1

@@ -1,3 +1,4 @@
+import DepotClient
 import ArgumentParser
 import Foundation
 
@@ -17,6 +18,11 @@ extension DepotCommand {
         do {
             try await execute(global.client)
         } catch var failure as Failure {
+            if failure.caret != nil, let predicate { failure.caret?.text = predicate }
+            report(failure)
+            throw ExitCode(1)
+        } catch let error as DepotClientError {
+            var failure = Failure(error)
             if failure.caret != nil, let predicate { failure.caret?.text = predicate }
             report(failure)
             throw ExitCode(1)

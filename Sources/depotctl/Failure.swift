@@ -1,3 +1,4 @@
+import DepotClient
 import Foundation
 
 /// A failure depotctl reports on one line of stderr (exit status 1).
@@ -14,4 +15,11 @@ struct Failure: Error, CustomStringConvertible {
     }
 
     var description: String { message }
+
+    /// The client library's error: its message, code, and the predicate
+    /// position to mark.
+    init(_ error: DepotClientError) {
+        self.init(error.message, code: error.code.rawValue)
+        if let position = error.position { caret = ("", position) }
+    }
 }

@@ -1,3 +1,4 @@
+import DepotClient
 import Foundation
 
 /// Numbers, dates and durations the way people read them.

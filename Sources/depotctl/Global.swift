@@ -1,4 +1,5 @@
 import ArgumentParser
+import DepotClient
 import Foundation
 
 /// Options every command takes.
@@ -16,7 +17,11 @@ struct Global: ParsableArguments {
             ?? "/run/depot/depot.sock"
     }
 
-    var client: DaemonClient { DaemonClient(socketPath: socketPath) }
+    var client: DaemonClient {
+        var client = DaemonClient(socketPath: socketPath)
+        client.userAgent = "depotctl"
+        return client
+    }
 
     /// `--socket S` / `--socket=S` and `--json` given before the subcommand,
     /// moved after it, where every command's options are read (swift-argument-parser

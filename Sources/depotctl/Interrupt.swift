@@ -1,3 +1,4 @@
+import DepotClient
 import Foundation
 
 /// Ctrl-C: live commands end cleanly (exit 0) after tidying the terminal.

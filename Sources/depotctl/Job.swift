@@ -1,3 +1,4 @@
+import DepotClient
 import Foundation
 
 /// A job as the daemon reports it.

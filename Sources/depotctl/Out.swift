@@ -1,3 +1,4 @@
+import DepotClient
 import Foundation
 
 /// Writes to stdout and stderr without Foundation's buffering surprises.

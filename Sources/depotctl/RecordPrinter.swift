@@ -1,3 +1,4 @@
+import DepotClient
 import Foundation
 
 /// Renders `{"records": [...]}` or `{"sections": [...]}` in a format.

@@ -1,3 +1,4 @@
+import DepotClient
 import Foundation
 
 /// `GET /v1/stores`.

@@ -1,3 +1,4 @@
+import DepotClient
 import Foundation
 
 /// An aligned table, sized to the terminal: when it is too wide, the widest

@@ -1,3 +1,4 @@
+import DepotClient
 import Foundation
 
 /// What stdout and stderr are connected to.

@@ -1,0 +1,101 @@
+/// Every error a ``DepotClient`` call throws: the daemon's, with its code,
+/// message and HTTP status, or the client's own (no daemon at the socket, an
+/// answer that broke off or could not be read).
+///
+/// ```swift
+/// do {
+///     _ = try await client.count(FetchRequest(store: "travel", entity: "Trip", where: "budget >"))
+/// } catch let error as DepotClientError where error.code == .invalidPredicate {
+///     print(error.message, error.position ?? 0)    // "… at position 9", 9
+/// }
+/// ```
+public struct DepotClientError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What kind of failure: the daemon's `error.code`
+    /// (docs/api.md, "Errors"), or one of the client's own.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code as the daemon writes it: `"unknown_store"`.
+        public let rawValue: String
+        /// A code by its text: `DepotClientError.Code(rawValue: "conflict")`.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code's text.
+        public var description: String { rawValue }
+
+        /// No store of that name (HTTP 404).
+        public static let unknownStore = Code(rawValue: "unknown_store")
+        /// No entity of that name in the store (404).
+        public static let unknownEntity = Code(rawValue: "unknown_entity")
+        /// No field of that name in the entity (400).
+        public static let unknownField = Code(rawValue: "unknown_field")
+        /// No job of that id (404).
+        public static let unknownJob = Code(rawValue: "unknown_job")
+        /// No consumer of that name (404).
+        public static let unknownConsumer = Code(rawValue: "unknown_consumer")
+        /// A predicate that does not parse; ``DepotClientError/position`` marks where (400).
+        public static let invalidPredicate = Code(rawValue: "invalid_predicate")
+        /// A value of the wrong type for its field (400).
+        public static let typeMismatch = Code(rawValue: "type_mismatch")
+        /// A request the daemon refuses as it stands (400).
+        public static let invalidArgument = Code(rawValue: "invalid_argument")
+        /// A token that is not one of the daemon's (400).
+        public static let invalidToken = Code(rawValue: "invalid_token")
+        /// The history after a token was pruned: refetch (410).
+        public static let historyExpired = Code(rawValue: "history_expired")
+        /// The request conflicts with the state of things (409).
+        public static let conflict = Code(rawValue: "conflict")
+        /// The caller's role does not allow it (403).
+        public static let forbidden = Code(rawValue: "forbidden")
+        /// A request the daemon cannot read: not JSON, a missing member (400).
+        public static let badRequest = Code(rawValue: "bad_request")
+        /// No such route (404).
+        public static let notFound = Code(rawValue: "not_found")
+        /// The route does not take this method (405).
+        public static let methodNotAllowed = Code(rawValue: "method_not_allowed")
+        /// The request's body is larger than the daemon accepts (413).
+        public static let tooLarge = Code(rawValue: "too_large")
+        /// The daemon's disk is full; nothing of the request was kept (507).
+        public static let diskFull = Code(rawValue: "disk_full")
+        /// The daemon could not read or write a file of its own (500).
+        public static let io = Code(rawValue: "io")
+        /// The daemon failed; its log says why (500).
+        public static let `internal` = Code(rawValue: "internal")
+        /// The store is closing or closed (503).
+        public static let storeClosed = Code(rawValue: "store_closed")
+        /// The configured schema is not valid (400).
+        public static let invalidSchema = Code(rawValue: "invalid_schema")
+        /// The store on disk cannot be migrated to its configured schema (409).
+        public static let migrationRefused = Code(rawValue: "migration_refused")
+
+        /// The client's own: no daemon answers at the socket.
+        public static let unreachable = Code(rawValue: "unreachable")
+        /// The client's own: the connection closed before the end of the answer.
+        public static let brokenAnswer = Code(rawValue: "broken_answer")
+        /// The client's own: an answer that is not what the API documents.
+        public static let unexpectedAnswer = Code(rawValue: "unexpected_answer")
+        /// The client's own: a local file that cannot be read or written.
+        public static let localIO = Code(rawValue: "local_io")
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// One sentence that says what, where, and how to fix it.
+    public var message: String
+    /// The HTTP status of the daemon's answer; `nil` for the client's own errors.
+    public var status: Int?
+    /// For ``Code/invalidPredicate``: the 1-based position in the predicate.
+    public var position: Int?
+
+    /// An error; the client makes them, a test may too.
+    ///
+    /// ```swift
+    /// DepotClientError(.unknownStore, "no store is named \"tarvel\"", status: 404)
+    /// ```
+    public init(_ code: Code, _ message: String, status: Int? = nil, position: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.status = status
+        self.position = position
+    }
+
+    /// The message.
+    public var description: String { message }
+}

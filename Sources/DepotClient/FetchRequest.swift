@@ -1,0 +1,79 @@
+/// What to fetch (the `FetchDescriptor` of DESIGN §4, over the socket): the
+/// store and entity, a predicate with its arguments, a sort, a page, the
+/// fields, the related records to embed.
+///
+/// ```swift
+/// var request = FetchRequest(store: "travel", entity: "Trip", where: "budget > $min", arguments: ["min": 1000])
+/// request.sort = ["destination", "-budget"]     // a leading "-" sorts descending
+/// request.fields = ["id", "name", "budget"]
+/// request.limit = 50
+/// ```
+public struct FetchRequest: Sendable, Hashable {
+    /// The store's name.
+    public var store: String
+    /// The entity's name.
+    public var entity: String
+    /// The predicate (docs/predicates.md); `nil` selects every record.
+    public var predicate: String?
+    /// Values for the predicate's `$name` placeholders.
+    public var arguments: [String: JSONValue]
+    /// Fields or key paths to sort by, a leading `-` for descending.
+    public var sort: [String]
+    /// Where nulls go in the sort: `.first` or `.last`; `nil` as SQL does
+    /// (first ascending, last descending).
+    public var nulls: NullsOrder?
+    /// At most this many records.
+    public var limit: Int?
+    /// Skip this many records first.
+    public var offset: Int?
+    /// Only these fields (and key paths such as `customer.name`); `nil` for every field.
+    public var fields: [String]?
+    /// Relationships whose records each record embeds (DESIGN §12).
+    public var prefetch: [String]
+
+    /// Where nulls sort.
+    public enum NullsOrder: String, Sendable, Hashable {
+        /// Before every value.
+        case first
+        /// After every value.
+        case last
+    }
+
+    /// A request; everything but the store and the entity is optional.
+    ///
+    /// ```swift
+    /// let latest = FetchRequest(store: "travel", entity: "Trip", sort: ["-startDate"], limit: 5)
+    /// ```
+    public init(store: String, entity: String, where predicate: String? = nil,
+                arguments: [String: JSONValue] = [:], sort: [String] = [], nulls: NullsOrder? = nil,
+                limit: Int? = nil, offset: Int? = nil, fields: [String]? = nil, prefetch: [String] = []) {
+        self.store = store
+        self.entity = entity
+        self.predicate = predicate
+        self.arguments = arguments
+        self.sort = sort
+        self.nulls = nulls
+        self.limit = limit
+        self.offset = offset
+        self.fields = fields
+        self.prefetch = prefetch
+    }
+
+    /// The fetch body of the control API (docs/api.md, "Fetch").
+    package func body(result: String? = nil) -> [String: JSONValue] {
+        var body: [String: JSONValue] = [:]
+        if let predicate { body["where"] = .string(predicate) }
+        if !arguments.isEmpty { body["arguments"] = .object(arguments) }
+        if !sort.isEmpty { body["sort"] = .array(sort.map(JSONValue.string)) }
+        if let nulls { body["nulls"] = .string(nulls.rawValue) }
+        if let limit { body["limit"] = .int(Int64(limit)) }
+        if let offset { body["offset"] = .int(Int64(offset)) }
+        if let fields { body["fields"] = .array(fields.map(JSONValue.string)) }
+        if !prefetch.isEmpty { body["prefetch"] = .array(prefetch.map(JSONValue.string)) }
+        if let result { body["result"] = .string(result) }
+        return body
+    }
+
+    /// `/v1/stores/S/entities/E/ACTION`.
+    func path(_ action: String) -> String { DepotClient.entityPath(store, entity, action) }
+}

@@ -1,0 +1,164 @@
+import Foundation
+
+/// A JSON value that keeps its type (a `true` is not a `1`): a record's
+/// field, a predicate's argument, any part of the daemon's answers.
+///
+/// Literals make arguments short:
+///
+/// ```swift
+/// let arguments: [String: JSONValue] = ["city": "Paris", "min": 1000, "favourite": true]
+/// let city = record["destination"]?.string        // "Paris"
+/// ```
+public enum JSONValue: Codable, Hashable, Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+                       ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral, ExpressibleByNilLiteral,
+                       ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
+    /// `null`: a field without a value.
+    case null
+    /// `true` or `false`.
+    case bool(Bool)
+    /// A number without a fraction or exponent: `42`.
+    case int(Int64)
+    /// Any other number: `2.5`, `1e300`.
+    case double(Double)
+    /// A string.
+    case string(String)
+    /// An array: a to-many's embedded records, a group's identifiers.
+    case array([JSONValue])
+    /// An object: a record, an embedded to-one.
+    case object([String: JSONValue])
+
+    /// `"text"` as a value.
+    public init(stringLiteral value: String) { self = .string(value) }
+    /// `42` as a value.
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    /// `2.5` as a value.
+    public init(floatLiteral value: Double) { self = .double(value) }
+    /// `true` as a value.
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// `nil` as JSON's `null`.
+    public init(nilLiteral: ()) { self = .null }
+    /// `[1, "a"]` as a JSON array.
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// `["a": 1]` as a JSON object.
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { $1 }))
+    }
+
+    /// Decodes any JSON value, keeping integers apart from doubles.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
+        else if let i = try? c.decode(Int64.self) { self = .int(i) }
+        else if let d = try? c.decode(Double.self) { self = .double(d) }
+        else if let s = try? c.decode(String.self) { self = .string(s) }
+        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
+        else { self = .object(try c.decode([String: JSONValue].self)) }
+    }
+
+    /// Encodes the value as the JSON it is.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .null: try c.encodeNil()
+        case .bool(let b): try c.encode(b)
+        case .int(let i): try c.encode(i)
+        case .double(let d): try c.encode(d)
+        case .string(let s): try c.encode(s)
+        case .array(let a): try c.encode(a)
+        case .object(let o): try c.encode(o)
+        }
+    }
+
+    /// An object's member, or `nil` (also for a value that is not an object).
+    ///
+    /// ```swift
+    /// record["budget"]?.double
+    /// ```
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let o) = self { return o[key] }
+        return nil
+    }
+
+    /// The value at a key path of embedded records (DESIGN §12):
+    /// `customer.name` reads the name of the embedded customer; through a
+    /// to-many (`lines.sku`) it is the array of each line's value.
+    ///
+    /// ```swift
+    /// order.value(at: "customer.name")     // .string("Ada")
+    /// ```
+    public func value(at path: String) -> JSONValue? {
+        if let v = self[path] { return v }
+        var dot = path.firstIndex(of: ".")
+        while let d = dot {
+            let head = String(path[..<d]), rest = String(path[path.index(after: d)...])
+            switch self[head] {
+            case .object?: return self[head]!.value(at: rest)
+            case .array(let items)?: return .array(items.compactMap { $0.value(at: rest) })
+            case .null?: return .null
+            default: dot = path[path.index(after: d)...].firstIndex(of: ".")
+            }
+        }
+        return nil
+    }
+
+    /// The text of a string, else `nil`: `record["name"]?.string`.
+    public var string: String? { if case .string(let s) = self { s } else { nil } }
+    /// The integer, else `nil`: `answer["count"]?.int`.
+    public var int: Int? { if case .int(let i) = self { Int(i) } else { nil } }
+    /// The number, an integer's too, else `nil`: `record["budget"]?.double`.
+    public var double: Double? {
+        switch self {
+        case .double(let d): d
+        case .int(let i): Double(i)
+        default: nil
+        }
+    }
+    /// The boolean, else `nil`: `record["isFavorite"]?.bool`.
+    public var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
+    /// The elements of an array, else `nil`: `group["identifiers"]?.array`.
+    public var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
+    /// The members of an object, else `nil`.
+    public var object: [String: JSONValue]? { if case .object(let o) = self { o } else { nil } }
+    /// Whether the value is JSON's `null`.
+    public var isNull: Bool { self == .null }
+
+    /// Compact JSON text; object keys in `order` first, the rest sorted.
+    ///
+    /// ```swift
+    /// JSONValue.object(["b": 1, "a": true]).text()     // {"a":true,"b":1}
+    /// ```
+    public func text(order: [String] = []) -> String {
+        switch self {
+        case .null: return "null"
+        case .bool(let b): return b ? "true" : "false"
+        case .int(let i): return String(i)
+        case .double(let d): return d.isFinite ? (d == d.rounded() && abs(d) < 1e15 ? String(format: "%.1f", d) : "\(d)") : "null"
+        case .string(let s): return Self.quoted(s)
+        case .array(let a): return "[" + a.map { $0.text() }.joined(separator: ",") + "]"
+        case .object(let o):
+            let keys = order.filter { o[$0] != nil } + o.keys.filter { !order.contains($0) }.sorted()
+            return "{" + keys.map { Self.quoted($0) + ":" + o[$0]!.text() }.joined(separator: ",") + "}"
+        }
+    }
+
+    /// Compact JSON text, object keys sorted: `value.text`.
+    public var text: String { text() }
+
+    /// `s` as a JSON string literal, quotes included: `JSONValue.quoted("a\"b")` is `"a\"b"`.
+    public static func quoted(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

@@ -1,0 +1,208 @@
+import Foundation
+import NIOCore
+package import NIOHTTP1
+import NIOPosix
+
+/// What a request sends: nothing, bytes, or a file streamed from disk.
+package enum RequestBody: Sendable {
+    case none
+    case bytes([UInt8], contentType: String)
+    case file(path: String, contentType: String)
+
+    /// A JSON object as the body.
+    package static func json(_ object: [String: JSONValue]) -> RequestBody {
+        .bytes(Array(JSONValue.object(object).text.utf8), contentType: "application/json")
+    }
+}
+
+/// An error thrown by a caller's closure, carried through the exchange untouched.
+private struct CallerError: Error {
+    var error: any Error
+}
+
+// HTTP/1.1 to depotd over its Unix socket, one connection per request,
+// through SwiftNIO's HTTP client codec: the requests every public call and
+// depotctl's commands are made of.
+extension DepotClient {
+    /// A request with a JSON object as its body; the answer's bytes.
+    package func call(_ method: HTTPMethod, _ uri: String, json body: [String: JSONValue]) async throws -> [UInt8] {
+        try await call(method, uri, body: .json(body))
+    }
+
+    /// One request; the whole answer's body. A status of 300 or more throws
+    /// the daemon's error.
+    package func call(_ method: HTTPMethod, _ uri: String, body: RequestBody = .none) async throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        try await exchange(method, uri, body: body) { chunk in
+            bytes += chunk
+            return true
+        }
+        return bytes
+    }
+
+    /// A request; its answer decoded from JSON.
+    package func json<T: Decodable>(_ type: T.Type, _ method: HTTPMethod, _ uri: String,
+                                    body: [String: JSONValue]? = nil) async throws -> T {
+        let bytes = try await call(method, uri, body: body.map(RequestBody.json) ?? .none)
+        return try Self.decode(type, bytes, answering: "\(method) \(uri)")
+    }
+
+    /// `bytes` decoded as `T`, or an ``DepotClientError/Code/unexpectedAnswer``.
+    package static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8], answering request: String) throws -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
+        } catch {
+            throw DepotClientError(.unexpectedAnswer,
+                                   "the daemon's answer to \(request) was not what the client expected: \(error)")
+        }
+    }
+
+    /// A streamed answer, line by line (NDJSON), until `onLine` returns false
+    /// or the daemon ends the stream.
+    package func lines(_ method: HTTPMethod, _ uri: String, body: RequestBody = .none,
+                       onLine: (String) async throws -> Bool) async throws {
+        var pending: [UInt8] = []
+        try await exchange(method, uri, body: body) { chunk in
+            pending += chunk
+            // The lines of a chunk are cut out, then dropped at once: not one shift per line.
+            var start = pending.startIndex
+            defer { pending.removeSubrange(..<start) }
+            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[start..<newline], as: UTF8.self)
+                start = newline + 1
+                if !line.isEmpty, try await !onLine(line) { return false }
+            }
+            return true
+        }
+    }
+
+    /// A streamed answer as it comes, chunk by chunk, until `onBody`
+    /// returns false or the answer ends; returns the answer's trailers.
+    ///
+    /// - Throws: ``DepotClientError`` for an error status, and when the
+    ///   daemon closes the connection before the answer's end (a broken
+    ///   stream is not a short answer); what `onBody` throws, as it is.
+    @discardableResult
+    package func exchange(_ method: HTTPMethod, _ uri: String, body: RequestBody = .none,
+                  onBody: ([UInt8]) async throws -> Bool) async throws -> HTTPHeaders? {
+        let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(unixDomainSocketPath: socketPath) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            throw Self.unreachable(socketPath, error)
+        }
+        return try await channel.executeThenClose { inbound, outbound -> HTTPHeaders? in
+            var head = HTTPRequestHead(version: .http1_1, method: method, uri: uri)
+            head.headers.add(name: "Host", value: "depot")
+            head.headers.add(name: "User-Agent", value: userAgent)
+            head.headers.add(name: "Connection", value: "close")
+            // The daemon may answer and close the connection as soon as it has
+            // read the head (a job that ended already, a refusal): a write
+            // after that fails with "I/O on closed channel" although the
+            // answer is there to read. So a failed write only counts when no
+            // complete answer follows.
+            var unsent: (any Error)?
+            do {
+                switch body {
+                case .none:
+                    head.headers.add(name: "Content-Length", value: "0")
+                    try await outbound.write(contentsOf: [.head(head), .end(nil)])
+                case .bytes(let bytes, let type):
+                    head.headers.add(name: "Content-Type", value: type)
+                    head.headers.add(name: "Content-Length", value: "\(bytes.count)")
+                    try await outbound.write(contentsOf: [.head(head), .body(.byteBuffer(ByteBuffer(bytes: bytes))), .end(nil)])
+                case .file(let path, let type):
+                    guard let handle = FileHandle(forReadingAtPath: path) else {
+                        throw DepotClientError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))")
+                    }
+                    defer { try? handle.close() }
+                    let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+                    head.headers.add(name: "Content-Type", value: type)
+                    head.headers.add(name: "Content-Length", value: "\(size)")
+                    try await outbound.write(.head(head))
+                    while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: chunk))))
+                    }
+                    try await outbound.write(.end(nil))
+                }
+            } catch let error as DepotClientError {
+                throw error
+            } catch {
+                unsent = error
+            }
+            var status = 0
+            var errorBody: [UInt8] = []
+            do {
+                for try await part in inbound {
+                    switch part {
+                    case .head(let h):
+                        status = Int(h.status.code)
+                    case .body(let buffer):
+                        if status >= 300 {
+                            errorBody += buffer.readableBytesView
+                        } else {
+                            // What the caller throws goes out as it is.
+                            do {
+                                if try await !onBody(Array(buffer.readableBytesView)) { return nil }
+                            } catch {
+                                throw CallerError(error: error)
+                            }
+                        }
+                    case .end(let trailers):
+                        if status >= 300 { throw Self.failure(status: status, body: errorBody) }
+                        return trailers
+                    }
+                }
+            } catch let caller as CallerError {
+                throw caller.error
+            } catch let error as DepotClientError {
+                throw error
+            } catch where unsent != nil {
+                // Reading failed too: the write's error says more.
+            }
+            if status >= 300 { throw Self.failure(status: status, body: errorBody) }
+            if status == 0 {
+                if let unsent {
+                    throw DepotClientError(.brokenAnswer, "the daemon closed the connection before the request was sent: \(unsent)")
+                }
+                throw DepotClientError(.brokenAnswer, "the daemon closed the connection without answering")
+            }
+            throw DepotClientError(.brokenAnswer,
+                                   "the daemon closed the connection before the end of its answer; see its log (journalctl -u depotd)")
+        }
+    }
+
+
+    /// The daemon's `{"error": {"code", "message", "position"}}`.
+    static func failure(status: Int, body: [UInt8]) -> DepotClientError {
+        struct Envelope: Decodable {
+            struct Inner: Decodable { var code: String; var message: String; var position: Int? }
+            var error: Inner
+        }
+        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: Data(body)) else {
+            return DepotClientError(.unexpectedAnswer, "the daemon answered \(status) without saying why", status: status)
+        }
+        return DepotClientError(.init(rawValue: envelope.error.code), envelope.error.message, status: status,
+                                position: envelope.error.position)
+    }
+
+    static func unreachable(_ path: String, _ error: any Error) -> DepotClientError {
+        let code = (error as? IOError)?.errnoCode ?? 0
+        let hint = "start it (systemctl start depotd) or point the client at its socket (depotctl --socket, or DEPOT_SOCKET)"
+        let message = switch code {
+        case ENOENT: "no daemon at \(path): the socket does not exist; \(hint)"
+        case ECONNREFUSED: "no daemon answers at \(path) (connection refused); \(hint)"
+        case EACCES, EPERM:
+            "cannot connect to \(path): permission denied; your user needs the socket's group "
+                + "(ls -l \(path)) or a principal in the daemon's [access]"
+        default: "cannot connect to \(path): \(error); \(hint)"
+        }
+        return DepotClientError(.unreachable, message)
+    }
+}
