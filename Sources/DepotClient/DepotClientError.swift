@@ -98,4 +98,15 @@ public struct DepotClientError: Error, Sendable, Hashable, CustomStringConvertib
 
     /// The message.
     public var description: String { message }
+
+    /// Whether trying again later may succeed: the daemon was unreachable,
+    /// broke the answer off, or failed on its side (a status of 500 or
+    /// more, as while it stops); not for a request it refused.
+    ///
+    /// ```swift
+    /// catch let error as DepotClientError where error.isTransient { try await Task.sleep(for: .seconds(1)) }
+    /// ```
+    public var isTransient: Bool {
+        code == .unreachable || code == .brokenAnswer || (status ?? 0) >= 500
+    }
 }

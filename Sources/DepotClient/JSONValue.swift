@@ -44,6 +44,36 @@ public enum JSONValue: Codable, Hashable, Sendable, ExpressibleByStringLiteral, 
         self = .object(Dictionary(elements, uniquingKeysWith: { $1 }))
     }
 
+    /// JSON has one kind of number: `1000` and `1000.0` are equal (a
+    /// decoder may read `1000.0` as an integer), as are two NaNs never.
+    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): true
+        case (.bool(let x), .bool(let y)): x == y
+        case (.int(let x), .int(let y)): x == y
+        case (.double(let x), .double(let y)): x == y
+        case (.int(let i), .double(let d)), (.double(let d), .int(let i)): Double(exactly: i) == d
+        case (.string(let x), .string(let y)): x == y
+        case (.array(let x), .array(let y)): x == y
+        case (.object(let x), .object(let y)): x == y
+        default: false
+        }
+    }
+
+    /// Hashes as ``==`` compares: a whole double as the integer it equals.
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let b): hasher.combine(b)
+        case .int(let i): hasher.combine(i)
+        case .double(let d):
+            if let i = Int64(exactly: d) { hasher.combine(i) } else { hasher.combine(d) }
+        case .string(let s): hasher.combine(s)
+        case .array(let a): hasher.combine(a)
+        case .object(let o): hasher.combine(o)
+        }
+    }
+
     /// Decodes any JSON value, keeping integers apart from doubles.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()

@@ -7,8 +7,8 @@ import Testing
 @Suite("DepotClient against a real depotd", .serialized)
 struct DepotClientTests {
     /// A daemon holding 30 trips (tripsCSV: City 0…8, budgets i.5).
-    static func daemon() throws -> DaemonProcess {
-        let d = try DaemonProcess(config: DaemonProcess.config())
+    static func daemon(saveEvery: Int = 200_000) throws -> DaemonProcess {
+        let d = try DaemonProcess(config: DaemonProcess.config(saveEvery: saveEvery))
         _ = try ChangeFeedTests.importTrips(d, tripsCSV(30), name: "trips.csv")
         return d
     }
@@ -118,6 +118,184 @@ struct DepotClientTests {
         #expect(decoding?.code == .unexpectedAnswer && decoding?.status == nil)
         let nobody = await failure { _ = try await DepotClient(socketPath: d.folder.path + "/none.sock").stores() }
         #expect(nobody?.code == .unreachable && nobody?.message.contains("no daemon at") == true)
+    }
+
+    /// The job's last state, following its progress.
+    static func finish(_ client: DepotClient, _ job: Job) async throws -> Job {
+        var last = job
+        for try await state in client.progress(of: job.id) { last = state }
+        #expect(last.state.isFinal)
+        return last
+    }
+
+    @Test("jobs: imports of a path, of bytes and of an uploaded file, updates, deletes, progress to the end, cancel")
+    func jobs() async throws {
+        let d = try Self.daemon(saveEvery: 1_000)
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let client = DepotClient(socketPath: d.socket)
+        // By path, under import_roots.
+        let file = d.folder.appendingPathComponent("inbox/more.csv")
+        try Data(tripsCSV(5, prefix: "m").utf8).write(to: file)
+        let byPath = try await Self.finish(client, try await client.importFile(file.path, store: "travel", entity: "Trip"))
+        #expect(byPath.state == .succeeded && byPath.inserted == 5 && byPath.kind == "import" && byPath.entity == "Trip")
+        // Bytes, with options: one bad row and no rejects allowed fails the job, naming the reason.
+        let bad = Array("id,name,startDate,budget,isFavorite\nb1,B,2025-01-01,cheap,true\n".utf8)
+        let failed = try await Self.finish(client, try await client.importData(
+            bad, store: "travel", entity: "Trip", options: ImportOptions(format: .csv, maxRejects: "0")))
+        #expect(failed.state == .failed && failed.error?.contains("more than max_rejects (0)") == true, "\(failed)")
+        #expect(failed.read == 1 && failed.rejected == 1)
+        // An NDJSON file uploaded, the format told by its extension.
+        let ndjson = d.folder.appendingPathComponent("up.ndjson")
+        try Data(#"{"id":"u1","name":"U","startDate":"2025-02-02","budget":2,"isFavorite":false}"#.utf8).write(to: ndjson)
+        let uploaded = try await Self.finish(client, try await client.upload(file: ndjson.path, store: "travel", entity: "Trip"))
+        #expect(uploaded.state == .succeeded && uploaded.inserted == 1)
+        #expect(try await client.count(FetchRequest(store: "travel", entity: "Trip")) == 36)
+        // Batch update and delete.
+        let updated = try await Self.finish(client, try await client.update(
+            store: "travel", entity: "Trip", where: "destination == 'City 0'", set: ["isFavorite": false]))
+        #expect(updated.state == .succeeded && updated.read == 5 && updated.updated + updated.unchanged == 5)
+        let deleted = try await Self.finish(client, try await client.delete(store: "travel", entity: "Trip", where: "id BEGINSWITH 'm'"))
+        #expect(deleted.deleted == 5)
+        // The records: the ones listed, each one by id.
+        let all = try await client.jobs()
+        #expect(all.map(\.id).suffix(5) == [byPath.id, failed.id, uploaded.id, updated.id, deleted.id])
+        #expect(try await client.job(updated.id) == updated)
+        // Cancelling an unknown job says so; a finished one stays as it ended.
+        do {
+            _ = try await client.cancel("jnone")
+            Issue.record("cancelled an unknown job")
+        } catch let e as DepotClientError {
+            #expect(e.code == .unknownJob && e.status == 404)
+        }
+        #expect(try await client.cancel(deleted.id).state == .succeeded)
+        // A running import, cancelled, stops at its next save; what it saved stays.
+        let long = try await client.importData(Array(tripsCSV(200_000, prefix: "c").utf8), store: "travel", entity: "Trip",
+                                               options: ImportOptions(format: .csv))
+        var last = long
+        for try await state in client.progress(of: long.id) {
+            last = state
+            if state.state == .running && state.saves > 0 { _ = try await client.cancel(long.id) }
+        }
+        #expect(last.state == .cancelled && last.inserted > 0 && last.inserted < 200_000, "\(last)")
+        #expect(last.saves > 0 && last.read == last.inserted)
+        #expect(try await client.count(FetchRequest(store: "travel", entity: "Trip", where: "id BEGINSWITH 'c'")) == last.inserted)
+    }
+
+    @Test("history: pages, follow (cancelling it ends its connection), prune; consumers read after their token and acknowledge")
+    func historyAndConsumers() async throws {
+        let d = try Self.daemon()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let client = DepotClient(socketPath: d.socket)
+        let first = try await client.history(store: "travel")
+        #expect(first.count == 1 && first[0].changes.count == 30 && first[0].changes[0].kind == .insert)
+        #expect(first[0].changes[0].entity == "Trip" && first[0].job != nil)
+        let consumer = try await client.createConsumer("indexer", store: "travel", from: .beginning)
+        #expect(consumer.lagTransactions == 1 && consumer.state == "active")
+
+        // Follow: the transaction there is, then the next one as it commits.
+        let received = AsyncStream<HistoryTransaction>.makeStream()
+        let follower = Task {
+            for try await t in client.followHistory(store: "travel") { received.continuation.yield(t) }
+        }
+        var seen = received.stream.makeAsyncIterator()
+        #expect(await seen.next()?.token == first[0].token)
+        try await d.waitForStreams(1)
+        _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't3'",
+                                                                 set: ["budget": 99.0]))
+        let next = await seen.next()
+        #expect(next?.changes.map(\.kind) == [.update] && next?.changes[0].fields == ["budget"])
+        #expect(next?.changes[0].identifier == "t3")
+        follower.cancel()
+        try await d.waitForStreams(0)
+
+        // The consumer reads both after its token, acknowledges, and is caught up.
+        let page = try await client.history(store: "travel", consumer: "indexer")
+        #expect(page.map(\.token) == [first[0].token, next?.token ?? ""])
+        let acknowledged = try await client.acknowledge("indexer", store: "travel", token: page[1].token)
+        #expect(acknowledged.token == page[1].token && acknowledged.lagTransactions == 0)
+        #expect(try await client.consumers(store: "travel").map(\.name) == ["indexer"])
+        #expect(try await client.history(store: "travel", consumer: "indexer").isEmpty)
+        #expect(try await client.resetConsumer("indexer", store: "travel", from: .beginning).lagTransactions == 2)
+        try await client.dropConsumer("indexer", store: "travel")
+        #expect(try await client.consumers(store: "travel").isEmpty)
+        // Pruning before the second transaction leaves it alone; reading after the first is then expired.
+        #expect(try await client.pruneHistory(store: "travel", before: page[1].token) == 1)
+        do {
+            _ = try await client.history(store: "travel", after: "0")
+            Issue.record("read a pruned history")
+        } catch let e as DepotClientError {
+            #expect(e.code == .historyExpired && e.status == 410)
+        }
+    }
+
+    @Test("a live query keeps its result through a daemon restart: no change missed or doubled, no refetch; cancelling it ends its connection",
+          .timeLimit(.minutes(2)))
+    func liveQuery() async throws {
+        let first = try Self.daemon()
+        let folder = first.folder
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var d = first
+        let client = DepotClient(socketPath: d.socket)
+        // City 1: t1, t10, t19, t28.
+        let request = FetchRequest(store: "travel", entity: "Trip", where: "destination == 'City 1'")
+        let states = AsyncStream<LiveState>.makeStream()
+        let watcher = Task {
+            for try await state in client.live(request) { states.continuation.yield(state) }
+        }
+        var next = states.stream.makeAsyncIterator()
+        var result: [JSONValue: Record] = [:]
+        var results = 0
+        var seen: [String] = []   // "update t1", "delete t19", … in the order they came
+        var failures = 0
+        /// Folds states into `result` until `done` holds.
+        func fold(until done: () -> Bool) async {
+            while !done(), let state = await next.next() {
+                switch state {
+                case .loading: break
+                case .result(let records, _):
+                    results += 1
+                    result = Dictionary(uniqueKeysWithValues: records.map { ($0["id"]!, $0) })
+                case .changes(let c):
+                    for r in c.inserted { result[r["id"]!] = r; seen.append("insert \(r["id"]!.string!)") }
+                    for r in c.updated { result[r["id"]!] = r; seen.append("update \(r["id"]!.string!)") }
+                    for id in c.deleted { result[id] = nil; seen.append("delete \(id.string!)") }
+                case .failure(let e):
+                    #expect(e.isTransient, "\(e)")
+                    failures += 1
+                }
+            }
+        }
+        await fold { results == 1 }
+        #expect(Set(result.keys) == ["t1", "t10", "t19", "t28"])
+        _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't1'",
+                                                                 set: ["budget": 1000.0]))
+        await fold { result["t1"]?["budget"] == 1000.0 }
+
+        // The daemon stops: the live query says so, and tries again.
+        #expect(d.stop() == 0)
+        await fold { failures > 0 }
+        // Back, with changes made as soon as it is: the query resumes from its token.
+        d = try DaemonProcess(folder: folder)
+        defer { d.stop() }
+        _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't10'",
+                                                                 set: ["budget": 111.0]))
+        _ = try await Self.finish(client, try await client.delete(store: "travel", entity: "Trip", where: "id == 't19'"))
+        _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't2'",
+                                                                 set: ["destination": "City 1"]))
+        await fold { result["t10"]?["budget"] == 111.0 && result["t19"] == nil && result["t2"] != nil }
+        #expect(Set(result.keys) == ["t1", "t2", "t10", "t28"])
+        #expect(results == 1, "a resumed query does not fetch its result again")
+        // Each change once: t2, which entered the result while the query was
+        // away, comes as updated (a resumed feed cannot know the client lacked it).
+        #expect(seen.filter { $0.hasSuffix(" t2") }.count == 1 && seen.contains { $0.hasSuffix(" t2") })
+        #expect(seen.filter { !$0.hasSuffix(" t2") }.sorted() == ["delete t19", "update t1", "update t10"])
+        let fetched = try await client.fetch(request)
+        #expect(Set(fetched) == Set(result.values))
+
+        // Cancelling the loop's task ends its connection to the daemon.
+        try await d.waitForStreams(1)
+        watcher.cancel()
+        try await d.waitForStreams(0)
     }
 
     @Test("the socket comes from the argument, else DEPOT_SOCKET, else the default")

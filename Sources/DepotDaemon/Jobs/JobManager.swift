@@ -255,6 +255,12 @@ package actor JobManager {
         }
         reports.finish()
         await reader.value
+        if failure != nil, let latest = queue.records[record.id] {
+            // A job that failed or was cancelled ends with the counters of its
+            // last save (its progress reports), not those it started with: what
+            // it saved stays saved, and its record says how much.
+            record = latest
+        }
         if let latest = queue.records[record.id], record.rate == 0 { record.rate = latest.rate }
         let outcome: JobQueue.Outcome?
         switch failure {

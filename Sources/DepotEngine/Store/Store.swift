@@ -146,6 +146,11 @@ public actor Store {
     static func translate(_ error: any Error, store: String) -> any Error {
         if error is DepotError || error is CancellationError { return error }
         if let db = error as? DatabaseError {
+            // A read that comes while the daemon stops finds the pool closed:
+            // the store is closed (503, try again), not a database failure.
+            if db.resultCode == .SQLITE_MISUSE, db.message?.contains("Connection is closed") == true {
+                return DepotError(.storeClosed, "store \(JSONText.quoted(store)) is closed (the daemon is stopping); try again")
+            }
             // The compiler keeps predicates inside SQLite's limits; should one
             // still pass them, it is the request's fault, not the store's.
             let limits = ["parser stack overflow", "Expression tree is too large", "too many SQL variables",

@@ -1,0 +1,323 @@
+import Foundation
+import NIOHTTP1
+
+/// A job's record (`GET /v1/jobs/ID`): what it is, where it stands, and
+/// its counters, which add up to `read` and agree with its history.
+///
+/// ```swift
+/// let job = try await client.job("j90467cda1cb6")
+/// if job.state == .succeeded { print(job.inserted, job.updated, job.rejected) }
+/// ```
+public struct Job: Sendable, Hashable, Decodable {
+    /// Where a job stands.
+    public enum State: String, Sendable, Hashable, Decodable {
+        /// Waiting for the jobs of its store before it.
+        case queued
+        /// Running now.
+        case running
+        /// Done.
+        case succeeded
+        /// Stopped by an error; ``Job/error`` says which. What it saved stays saved.
+        case failed
+        /// Stopped on request, at a save boundary.
+        case cancelled
+
+        /// Whether the job has ended (succeeded, failed or cancelled).
+        public var isFinal: Bool { self == .succeeded || self == .failed || self == .cancelled }
+    }
+
+    /// The job's id: `j90467cda1cb6`.
+    public var id: String
+    /// `import`, `delete`, `update`, `dedupe`, `export` or `prune`.
+    public var kind: String
+    /// The store it works on.
+    public var store: String
+    /// The entity, for all kinds but `prune`.
+    public var entity: String?
+    /// Where it stands.
+    public var state: State
+    /// Who submitted it.
+    public var author: String
+    /// When it was submitted, started, finished (ISO 8601).
+    public var created: String
+    /// When it started running.
+    public var started: String?
+    /// When it ended.
+    public var finished: String?
+    /// Records read (an import's rows, a batch's matches).
+    public var read: Int
+    /// Records inserted.
+    public var inserted: Int
+    /// Records updated.
+    public var updated: Int
+    /// Records whose values were already those given.
+    public var unchanged: Int
+    /// Records kept as they were by `on_conflict = skip`.
+    public var skipped: Int
+    /// Rows superseded by a later row with the same identifier in the same save.
+    public var duplicates: Int
+    /// Rows rejected, each with its reason in the job's rejects.
+    public var rejected: Int
+    /// Records deleted (a delete's cascade included).
+    public var deleted: Int
+    /// Records an export wrote.
+    public var exported: Int
+    /// An import's bytes read so far, of ``bytesTotal``.
+    public var bytesRead: Int64
+    /// An import's file size.
+    public var bytesTotal: Int64
+    /// Saves committed.
+    public var saves: Int
+    /// Records per second.
+    public var rate: Double
+    /// Seconds left, when the daemon can tell.
+    public var eta: Double?
+    /// Why it failed.
+    public var error: String?
+    /// An import's or an export's file on the daemon's machine.
+    public var path: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, kind, store, entity, state, author, created, started, finished
+        case read, inserted, updated, unchanged, skipped, duplicates, rejected, deleted, exported
+        case bytesRead = "bytes_read", bytesTotal = "bytes_total", saves, rate, eta, error, path
+    }
+
+    /// Decodes a job record; counters the daemon leaves out are 0.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        func count(_ key: CodingKeys) throws -> Int { try c.decodeIfPresent(Int.self, forKey: key) ?? 0 }
+        id = try c.decode(String.self, forKey: .id)
+        kind = try c.decode(String.self, forKey: .kind)
+        store = try c.decode(String.self, forKey: .store)
+        entity = try c.decodeIfPresent(String.self, forKey: .entity)
+        state = try c.decode(State.self, forKey: .state)
+        author = try c.decodeIfPresent(String.self, forKey: .author) ?? ""
+        created = try c.decodeIfPresent(String.self, forKey: .created) ?? ""
+        started = try c.decodeIfPresent(String.self, forKey: .started)
+        finished = try c.decodeIfPresent(String.self, forKey: .finished)
+        read = try count(.read)
+        inserted = try count(.inserted)
+        updated = try count(.updated)
+        unchanged = try count(.unchanged)
+        skipped = try count(.skipped)
+        duplicates = try count(.duplicates)
+        rejected = try count(.rejected)
+        deleted = try count(.deleted)
+        exported = try count(.exported)
+        bytesRead = try c.decodeIfPresent(Int64.self, forKey: .bytesRead) ?? 0
+        bytesTotal = try c.decodeIfPresent(Int64.self, forKey: .bytesTotal) ?? 0
+        saves = try count(.saves)
+        rate = try c.decodeIfPresent(Double.self, forKey: .rate) ?? 0
+        eta = try c.decodeIfPresent(Double.self, forKey: .eta)
+        error = try c.decodeIfPresent(String.self, forKey: .error)
+        path = try c.decodeIfPresent(String.self, forKey: .path)
+    }
+}
+
+/// How an import reads its data and treats what is already stored.
+///
+/// ```swift
+/// let options = ImportOptions(format: .csv, onConflict: .skip, maxRejects: "1%")
+/// ```
+public struct ImportOptions: Sendable, Hashable {
+    /// The data's format.
+    public enum Format: String, Sendable, Hashable {
+        /// RFC 4180 CSV with a header line.
+        case csv
+        /// Tab-separated values with a header line.
+        case tsv
+        /// One JSON object per line.
+        case ndjson
+        /// One JSON array of objects.
+        case json
+    }
+
+    /// What a record whose identifier is stored already does.
+    public enum ConflictPolicy: String, Sendable, Hashable {
+        /// Sets the fields given (the default).
+        case upsert
+        /// Replaces the record whole.
+        case replace
+        /// Keeps the stored record.
+        case skip
+        /// Fails the job, keeping nothing of the unsaved batch.
+        case fail
+    }
+
+    /// The format; `nil` lets the daemon tell by the file's extension (CSV for an upload).
+    public var format: Format?
+    /// The conflict policy; `nil` for the daemon's default, upsert.
+    public var onConflict: ConflictPolicy?
+    /// Rejects allowed before the job fails: a count (`"1000"`), a fraction (`"0.01"`) or `"1%"`.
+    public var maxRejects: String?
+    /// For entities with relationships: `"check"` (the default) or `"defer"`.
+    public var references: String?
+
+    /// Options; each left out takes the daemon's default.
+    public init(format: Format? = nil, onConflict: ConflictPolicy? = nil, maxRejects: String? = nil,
+                references: String? = nil) {
+        self.format = format
+        self.onConflict = onConflict
+        self.maxRejects = maxRejects
+        self.references = references
+    }
+
+    var members: [(String, String)] {
+        [("format", format?.rawValue), ("on_conflict", onConflict?.rawValue), ("max_rejects", maxRejects),
+         ("references", references)].compactMap { key, value in value.map { (key, $0) } }
+    }
+}
+
+extension DepotClient {
+    /// Imports a file on the daemon's machine (under its `import_roots`);
+    /// answers at once with the queued job. Follow it with ``progress(of:)``.
+    ///
+    /// ```swift
+    /// let job = try await client.importFile("/var/lib/depot/inbox/trips.csv", store: "travel", entity: "Trip")
+    /// for try await state in client.progress(of: job.id) { print(state.read, state.state) }
+    /// ```
+    public func importFile(_ path: String, store: String, entity: String,
+                           options: ImportOptions = ImportOptions()) async throws -> Job {
+        var body: [String: JSONValue] = ["kind": "import", "store": .string(store), "entity": .string(entity),
+                                         "path": .string(path)]
+        for (key, value) in options.members { body[key] = .string(value) }
+        return try await json(Job.self, .POST, "/v1/jobs", body: body)
+    }
+
+    /// Uploads `bytes` (spooled to disk by the daemon first, so the import
+    /// is durable and resumable) and imports them; answers with the job.
+    ///
+    /// ```swift
+    /// let csv = Array("id,name,startDate,budget,isFavorite\nt1,Paris,2025-04-01,900,true\n".utf8)
+    /// let job = try await client.importData(csv, store: "travel", entity: "Trip", options: ImportOptions(format: .csv))
+    /// ```
+    public func importData(_ bytes: [UInt8], store: String, entity: String,
+                           options: ImportOptions = ImportOptions()) async throws -> Job {
+        try await upload(.bytes(bytes, contentType: Self.contentType(options.format)), store: store, entity: entity,
+                         options: options)
+    }
+
+    /// Uploads a local file, streamed from disk, and imports it; answers
+    /// with the job. For a file the daemon can read itself, ``importFile(_:store:entity:options:)``.
+    ///
+    /// ```swift
+    /// let job = try await client.upload(file: "trips.ndjson", store: "travel", entity: "Trip",
+    ///                                   options: ImportOptions(format: .ndjson))
+    /// ```
+    public func upload(file path: String, store: String, entity: String,
+                       options: ImportOptions = ImportOptions()) async throws -> Job {
+        var options = options
+        if options.format == nil {
+            let ext = (path as NSString).pathExtension.lowercased()
+            options.format = ["jsonl": .ndjson, "ndjson": .ndjson, "json": .json, "tsv": .tsv][ext] ?? .csv
+        }
+        return try await upload(.file(path: path, contentType: Self.contentType(options.format)), store: store,
+                                entity: entity, options: options)
+    }
+
+    private func upload(_ body: RequestBody, store: String, entity: String, options: ImportOptions) async throws -> Job {
+        let query = options.members.map { "\($0)=\(Self.escaped($1))" }.joined(separator: "&")
+        let path = Self.entityPath(store, entity, "import") + (query.isEmpty ? "" : "?" + query)
+        return try Self.decode(Job.self, try await call(.POST, path, body: body), answering: "POST \(path)")
+    }
+
+    private static func contentType(_ format: ImportOptions.Format?) -> String {
+        switch format {
+        case .ndjson: "application/x-ndjson"
+        case .json: "application/json"
+        case .tsv: "text/tab-separated-values"
+        default: "text/csv"
+        }
+    }
+
+    /// Sets fields of the records `where` selects, in a job.
+    ///
+    /// ```swift
+    /// let job = try await client.update(store: "travel", entity: "Trip", where: "destination == 'Pariss'",
+    ///                                   set: ["destination": "Paris"])
+    /// ```
+    public func update(store: String, entity: String, where predicate: String,
+                       set values: [String: JSONValue]) async throws -> Job {
+        try await json(Job.self, .POST, "/v1/jobs", body: [
+            "kind": "update", "store": .string(store), "entity": .string(entity), "where": .string(predicate),
+            "set": .object(values)])
+    }
+
+    /// Deletes the records `where` selects, in a job (delete rules apply).
+    ///
+    /// ```swift
+    /// let job = try await client.delete(store: "travel", entity: "Trip", where: "endDate < '2020-01-01'")
+    /// ```
+    public func delete(store: String, entity: String, where predicate: String) async throws -> Job {
+        try await json(Job.self, .POST, "/v1/jobs", body: [
+            "kind": "delete", "store": .string(store), "entity": .string(entity), "where": .string(predicate)])
+    }
+
+    /// Every job the daemon knows, oldest first.
+    ///
+    /// ```swift
+    /// let running = try await client.jobs().filter { $0.state == .running }
+    /// ```
+    public func jobs() async throws -> [Job] {
+        struct Answer: Decodable { var jobs: [Job] }
+        return try await json(Answer.self, .GET, "/v1/jobs").jobs
+    }
+
+    /// One job's record.
+    ///
+    /// ```swift
+    /// let state = try await client.job(id).state
+    /// ```
+    ///
+    /// - Throws: ``DepotClientError`` with ``DepotClientError/Code/unknownJob``.
+    public func job(_ id: String) async throws -> Job {
+        try await json(Job.self, .GET, "/v1/jobs/\(Self.escaped(id))")
+    }
+
+    /// Cancels a job: at once if queued, at its next save if running;
+    /// answers with its record.
+    ///
+    /// ```swift
+    /// _ = try await client.cancel(job.id)
+    /// ```
+    @discardableResult
+    public func cancel(_ id: String) async throws -> Job {
+        try await json(Job.self, .DELETE, "/v1/jobs/\(Self.escaped(id))")
+    }
+
+    /// A job's record each time it changes (at least once a second while it
+    /// runs), ending with its final state. Breaking out of the loop, or
+    /// cancelling the task, closes the connection.
+    ///
+    /// ```swift
+    /// for try await job in client.progress(of: id) {
+    ///     print("\(job.read) rows, \(job.state)")
+    /// }
+    /// ```
+    public func progress(of id: String) -> AsyncThrowingStream<Job, any Error> {
+        stream("/v1/jobs/\(Self.escaped(id))/events", as: Job.self) { $0.state.isFinal }
+    }
+
+    /// A stream of `T`s, one per NDJSON line of `GET path`, until `isLast`
+    /// holds for one or the daemon ends the stream.
+    func stream<T: Decodable & Sendable>(_ path: String, as type: T.Type,
+                                         isLast: @escaping @Sendable (T) -> Bool = { _ in false })
+        -> AsyncThrowingStream<T, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<T, any Error>.makeStream()
+        let task = Task {
+            do {
+                try await lines(.GET, path) { line in
+                    let value = try Self.decode(T.self, Array(line.utf8), answering: "GET \(path)")
+                    continuation.yield(value)
+                    return !isLast(value) && !Task.isCancelled
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}

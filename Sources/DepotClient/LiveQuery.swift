@@ -1,0 +1,160 @@
+import NIOHTTP1
+
+/// What a live query has to say (DESIGN §13): it is loading, here is the
+/// whole result, here is what changed in it, or it failed.
+///
+/// ```swift
+/// for try await state in client.live(FetchRequest(store: "travel", entity: "Trip", where: "isFavorite == true")) {
+///     switch state {
+///     case .loading: showSpinner()
+///     case .result(let records, _): show(records)
+///     case .changes(let c): apply(c.inserted, c.updated, c.deleted)
+///     case .failure(let error): showBanner(error.message)    // it goes on trying
+///     }
+/// }
+/// ```
+public enum LiveState: Sendable, Hashable {
+    /// Waiting for the first result (or for a new one, after the history
+    /// it would resume from was pruned).
+    case loading
+    /// The whole result, and the history token it is current at.
+    case result([Record], token: String?)
+    /// What changed in the result since the last state.
+    case changes(LiveChanges)
+    /// The daemon is unreachable, or refused the query. A daemon that is
+    /// away or failing (``DepotClientError/isTransient``) is tried again; a
+    /// refused query (an unknown field, a bad predicate) ends the sequence
+    /// after this state.
+    case failure(DepotClientError)
+}
+
+/// The records that entered, changed in, or left a live query's result.
+///
+/// ```swift
+/// var byID = Dictionary(uniqueKeysWithValues: records.map { ($0["id"]!, $0) })
+/// for r in changes.inserted + changes.updated { byID[r["id"]!] = r }
+/// for id in changes.deleted { byID[id] = nil }
+/// ```
+public struct LiveChanges: Sendable, Hashable {
+    /// Records that now match and did not.
+    public var inserted: [Record]
+    /// Records that match still, with new values.
+    public var updated: [Record]
+    /// Identifiers of records that no longer match (or were deleted).
+    public var deleted: [JSONValue]
+    /// The history token the result is now current at.
+    public var token: String?
+}
+
+/// A live query: an `AsyncSequence` of ``LiveState``s that keeps a fetch's
+/// result current. It reconnects by itself when the daemon goes away (after
+/// 0.1 s, then twice as long each time, up to ``maximumDelay``), resumes
+/// from its last token so that no change is missed or doubled, and fetches
+/// the whole result again only when that token's history was pruned.
+/// Leaving the loop, or cancelling its task, closes its connection.
+///
+/// ```swift
+/// let live = client.live(FetchRequest(store: "travel", entity: "Trip", sort: ["-budget"], limit: 10))
+/// for try await state in live { render(state) }
+/// ```
+public struct LiveQuery: AsyncSequence, Sendable {
+    /// Each element is a state.
+    public typealias Element = LiveState
+
+    let client: DepotClient
+    let request: FetchRequest
+    /// The longest wait between two attempts to reconnect, in seconds.
+    public var maximumDelay: Double = 5
+
+    /// The states, as they come.
+    public func makeAsyncIterator() -> AsyncThrowingStream<LiveState, any Error>.Iterator {
+        states().makeAsyncIterator()
+    }
+
+    private func states() -> AsyncThrowingStream<LiveState, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<LiveState, any Error>.makeStream()
+        let task = Task { [client, request, maximumDelay] in
+            var token: String?
+            var resuming = false   // a result was delivered: reconnect with `since`
+            var delay = 0.1
+            var failing = false    // a failure was reported for this outage
+            var refetchNow = false // the history after the token is gone: fetch again at once
+            continuation.yield(.loading)
+            while !Task.isCancelled {
+                var body = request.body()
+                body["watch"] = true
+                body["changes"] = true
+                if resuming, let token { body["since"] = .string(token) }
+                refetchNow = false
+                do {
+                    try await client.lines(.POST, request.path("fetch"), body: .json(body)) { line in
+                        let event = try DepotClient.decode(JSONValue.self, Array(line.utf8), answering: "a live fetch")
+                        delay = 0.1
+                        failing = false
+                        switch event["type"]?.string {
+                        case "result":
+                            token = event["token"]?.string
+                            resuming = true
+                            continuation.yield(.result(Self.records(event["records"]), token: token))
+                        case "changes":
+                            token = event["token"]?.string ?? token
+                            continuation.yield(.changes(LiveChanges(
+                                inserted: Self.records(event["inserted"]), updated: Self.records(event["updated"]),
+                                deleted: event["deleted"]?.array ?? [], token: token)))
+                        case "history_expired":
+                            // The changes since the token are gone: the whole result again.
+                            resuming = false
+                            refetchNow = true
+                            continuation.yield(.loading)
+                            return false
+                        default:
+                            throw DepotClientError(.unexpectedAnswer, "a live fetch sent an event of no known type: \(line)")
+                        }
+                        return !Task.isCancelled
+                    }
+                    // The daemon ended the stream (it is stopping): reconnect.
+                } catch let error as DepotClientError where error.isTransient {
+                    if !failing {
+                        failing = true
+                        continuation.yield(.failure(error))
+                    }
+                } catch is CancellationError {
+                    break
+                } catch let error as DepotClientError {
+                    continuation.yield(.failure(error))
+                    continuation.finish()
+                    return
+                } catch {
+                    if Task.isCancelled { break }
+                    continuation.finish(throwing: error)
+                    return
+                }
+                if Task.isCancelled { break }
+                if refetchNow { continue }
+                try? await Task.sleep(for: .seconds(delay))
+                delay = Swift.min(delay * 2, maximumDelay)
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    static func records(_ value: JSONValue?) -> [Record] {
+        (value?.array ?? []).compactMap { $0.object.map(Record.init) }
+    }
+}
+
+extension DepotClient {
+    /// A live query of `request`: its result, then what changes in it, for
+    /// as long as the loop runs, across daemon restarts.
+    ///
+    /// ```swift
+    /// for try await state in client.live(FetchRequest(store: "travel", entity: "Trip", where: "budget > 1000")) {
+    ///     if case .changes(let c) = state { print("+\(c.inserted.count) ~\(c.updated.count) -\(c.deleted.count)") }
+    /// }
+    /// ```
+    public func live(_ request: FetchRequest) -> LiveQuery {
+        LiveQuery(client: self, request: request)
+    }
+}
