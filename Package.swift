@@ -106,6 +106,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The example program of docs/swift-client.md, built and run by the tests.
+        .executableTarget(
+            name: "depot-client-example",
+            dependencies: ["DepotClient"],
+            path: "examples/swift-client",
+            swiftSettings: swiftSettings
+        ),
         // The import benchmark (bench/run-import).
         .executableTarget(
             name: "ImportBench",

@@ -63,6 +63,8 @@ public struct LiveQuery: AsyncSequence, Sendable {
 
     let client: DepotClient
     let request: FetchRequest
+    /// A token to resume from, as if a result current at it had been delivered.
+    let since: String?
     /// The longest wait between two attempts to reconnect, in seconds.
     public var maximumDelay: Double = 5
 
@@ -73,13 +75,13 @@ public struct LiveQuery: AsyncSequence, Sendable {
 
     private func states() -> AsyncThrowingStream<LiveState, any Error> {
         let (stream, continuation) = AsyncThrowingStream<LiveState, any Error>.makeStream()
-        let task = Task { [client, request, maximumDelay] in
-            var token: String?
-            var resuming = false   // a result was delivered: reconnect with `since`
+        let task = Task { [client, request, since, maximumDelay] in
+            var token = since
+            var resuming = since != nil   // a result was delivered (or is held): connect with `since`
             var delay = 0.1
             var failing = false    // a failure was reported for this outage
             var refetchNow = false // the history after the token is gone: fetch again at once
-            continuation.yield(.loading)
+            if since == nil { continuation.yield(.loading) }
             while !Task.isCancelled {
                 var body = request.body()
                 body["watch"] = true
@@ -155,6 +157,67 @@ extension DepotClient {
     /// }
     /// ```
     public func live(_ request: FetchRequest) -> LiveQuery {
-        LiveQuery(client: self, request: request)
+        LiveQuery(client: self, request: request, since: nil)
+    }
+
+    /// A live query that resumes from `token`, for a program that kept the
+    /// result and the token of an earlier run: first the changes after the
+    /// token (none when there are none), then as they come. If that history
+    /// was pruned, it says `.loading` and delivers the whole result again.
+    ///
+    /// ```swift
+    /// for try await state in client.live(request, since: saved.token) { ... }
+    /// ```
+    public func live(_ request: FetchRequest, since token: String) -> LiveQuery {
+        LiveQuery(client: self, request: request, since: token)
+    }
+}
+
+extension DepotClient {
+    /// The number of records a request selects, now and each time it
+    /// changes, across daemon restarts (retried as ``LiveQuery`` is); a
+    /// refused request ends it with its error. Cheap whatever the count:
+    /// the daemon counts, the client holds a number.
+    ///
+    /// ```swift
+    /// for try await n in client.liveCount(FetchRequest(store: "travel", entity: "Trip")) { print("\(n) trips") }
+    /// ```
+    public func liveCount(_ request: FetchRequest, maximumDelay: Double = 5) -> AsyncThrowingStream<Int, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<Int, any Error>.makeStream()
+        let task = Task { [self] in
+            var body = request.body(result: "count")
+            body["watch"] = true
+            var delay = 0.1
+            var last: Int?
+            while !Task.isCancelled {
+                do {
+                    try await lines(.POST, request.path("fetch"), body: .json(body)) { line in
+                        let event = try Self.decode(JSONValue.self, Array(line.utf8), answering: "a live count")
+                        guard let n = event["result"]?["count"]?.int else {
+                            throw DepotClientError(.unexpectedAnswer, "a live count sent no count: \(line)")
+                        }
+                        delay = 0.1
+                        // After a reconnection, only a count that moved.
+                        if n != last { continuation.yield(n) }
+                        last = n
+                        return !Task.isCancelled
+                    }
+                } catch let error as DepotClientError where error.isTransient {
+                    // Away or stopping: try again.
+                } catch is CancellationError {
+                    break
+                } catch {
+                    if Task.isCancelled { break }
+                    continuation.finish(throwing: error)
+                    return
+                }
+                if Task.isCancelled { break }
+                try? await Task.sleep(for: .seconds(delay))
+                delay = Swift.min(delay * 2, maximumDelay)
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
     }
 }

@@ -298,10 +298,127 @@ struct DepotClientTests {
         try await d.waitForStreams(0)
     }
 
+    @Test("a live query resumed from a token gets what changed since; from a pruned token it fetches the result again",
+          .timeLimit(.minutes(1)))
+    func liveQueryResumed() async throws {
+        let d = try Self.daemon()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let client = DepotClient(socketPath: d.socket)
+        let request = FetchRequest(store: "travel", entity: "Trip", where: "destination == 'City 1'")
+        let token = try #require(try await client.store("travel").token)
+        _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't1'",
+                                                                 set: ["budget": 5.0]))
+        // Resumed: the change after the token, no result first.
+        var resumed = client.live(request, since: token).makeAsyncIterator()
+        guard case .changes(let c)? = try await resumed.next() else {
+            Issue.record("a resumed live query did not start with the changes")
+            return
+        }
+        #expect(c.updated.map { $0["id"] } == ["t1"] && c.inserted.isEmpty && c.deleted.isEmpty)
+        #expect(c.token != nil && c.token != token)
+        // Once a change after the token is pruned away: loading, then the whole result again.
+        _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't10'",
+                                                                 set: ["budget": 6.0]))
+        let latest = try #require(try await client.store("travel").token)
+        try await client.pruneHistory(store: "travel", before: latest)
+        var expired = client.live(request, since: token).makeAsyncIterator()
+        #expect(try await expired.next() == .loading)
+        guard case .result(let records, let current)? = try await expired.next() else {
+            Issue.record("an expired live query did not fetch its result again")
+            return
+        }
+        #expect(Set(records.compactMap { $0["id"]?.string }) == ["t1", "t10", "t19", "t28"] && current == latest)
+    }
+
     @Test("the socket comes from the argument, else DEPOT_SOCKET, else the default")
     func socketPath() {
         #expect(DepotClient(socketPath: "/tmp/x.sock").socketPath == "/tmp/x.sock")
         let environment = ProcessInfo.processInfo.environment["DEPOT_SOCKET"]
         #expect(DepotClient().socketPath == (environment.flatMap { $0.isEmpty ? nil : $0 } ?? "/run/depot/depot.sock"))
+    }
+}
+
+/// The example program of docs/swift-client.md, built with the package,
+/// run against a real depotd; and the document shows it as it is.
+@Suite("docs/swift-client.md's program", .serialized)
+struct ClientExampleTests {
+    static var executable: URL { DaemonProcess.executable.deletingLastPathComponent().appendingPathComponent("depot-client-example") }
+
+    /// Runs the example with `arguments`; its output lines, as they come, to `onLine`.
+    static func run(_ arguments: [String], onLine: @escaping @Sendable (String) -> Void = { _ in }) throws -> (status: Int32, out: String) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        var out = Data()
+        while true {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            out.append(chunk)
+            for line in String(decoding: chunk, as: UTF8.self).split(separator: "\n") { onLine(String(line)) }
+        }
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: out, as: UTF8.self))
+    }
+
+    @Test("the dashboard shows each count, then each change of it", .timeLimit(.minutes(1)))
+    func dashboard() async throws {
+        let d = try DepotClientTests.daemon()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let client = DepotClient(socketPath: d.socket)
+        // Once the first count is out, more trips come.
+        let firstLine = AsyncStream<Void>.makeStream()
+        let socket = d.socket, lineSeen = firstLine.continuation
+        // On a thread of its own: the blocking reads of its output must not
+        // hold one of the concurrency pool's few threads while it runs.
+        let run = Task {
+            try await withCheckedThrowingContinuation { (done: CheckedContinuation<(status: Int32, out: String), any Error>) in
+                Thread.detachNewThread {
+                    done.resume(with: Result {
+                        try Self.run(["dashboard", "travel", "--socket", socket, "--updates", "2"]) { _ in lineSeen.yield() }
+                    })
+                }
+            }
+        }
+        var lines = firstLine.stream.makeAsyncIterator()
+        _ = await lines.next()
+        _ = try await DepotClientTests.finish(client, try await client.importData(
+            Array(tripsCSV(5, prefix: "n").utf8), store: "travel", entity: "Trip", options: ImportOptions(format: .csv)))
+        let result = try await run.value
+        #expect(result.status == 0)
+        #expect(result.out == "Trip 30\nTrip 35\n")
+    }
+
+    @Test("the consumer handles the history from where it left off and acknowledges it", .timeLimit(.minutes(1)))
+    func consumer() async throws {
+        let d = try DepotClientTests.daemon()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let client = DepotClient(socketPath: d.socket)
+        _ = try await DepotClientTests.finish(client, try await client.update(
+            store: "travel", entity: "Trip", where: "id == 't1'", set: ["budget": 7.0]))
+        let first = try Self.run(["consumer", "travel", "audit", "--socket", d.socket, "--transactions", "2"])
+        #expect(first.status == 0)
+        let lines = first.out.split(separator: "\n")
+        #expect(lines.count == 2 && lines[0].hasSuffix("30 inserted, 0 updated, 0 deleted")
+            && lines[1].hasSuffix("0 inserted, 1 updated, 0 deleted"), "\(first.out)")
+        let audit = try #require(try await client.consumers(store: "travel").first)
+        #expect(audit.name == "audit" && audit.lagTransactions == 0)
+        // Run again: it goes on after its token, with the next transaction only.
+        _ = try await DepotClientTests.finish(client, try await client.delete(store: "travel", entity: "Trip", where: "id == 't2'"))
+        let second = try Self.run(["consumer", "travel", "audit", "--socket", d.socket, "--transactions", "1"])
+        #expect(second.out.hasSuffix("0 inserted, 0 updated, 1 deleted\n"), "\(second.out)")
+        // A store that does not exist: the daemon's message, exit status 1.
+        let wrong = try Self.run(["consumer", "tarvel", "audit", "--socket", d.socket])
+        #expect(wrong.status == 1 && wrong.out.contains("unknown_store"))
+    }
+
+    @Test("docs/swift-client.md holds the program as it is in examples/swift-client/main.swift")
+    func documented() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let program = try String(contentsOf: root.appendingPathComponent("examples/swift-client/main.swift"), encoding: .utf8)
+        let doc = try String(contentsOf: root.appendingPathComponent("docs/swift-client.md"), encoding: .utf8)
+        #expect(doc.contains("```swift\n" + program + "```\n"))
     }
 }
