@@ -163,8 +163,14 @@ extension DepotClient {
                 throw caller.error
             } catch let error as DepotClientError {
                 throw error
+            } catch let error as CancellationError {
+                throw error
             } catch where unsent != nil {
                 // Reading failed too: the write's error says more.
+            } catch {
+                // The connection closed in the middle of the answer (the
+                // HTTP decoder's "stream ended at an unexpected time").
+                throw DepotClientError(.brokenAnswer, "the daemon's answer broke off (\(error)); see its log (journalctl -u depotd)")
             }
             if status >= 300 { throw Self.failure(status: status, body: errorBody) }
             if status == 0 {

@@ -118,6 +118,17 @@ struct DepotClientTests {
         #expect(decoding?.code == .unexpectedAnswer && decoding?.status == nil)
         let nobody = await failure { _ = try await DepotClient(socketPath: d.folder.path + "/none.sock").stores() }
         #expect(nobody?.code == .unreachable && nobody?.message.contains("no daemon at") == true)
+        let missing = await failure { _ = try await client.upload(file: d.folder.path + "/none.csv", store: "travel", entity: "Trip") }
+        #expect(missing?.code == .localIO && missing?.message.contains("none.csv") == true)
+        #expect(missing?.isTransient == false && nobody?.isTransient == true)
+
+        // A daemon killed in the middle of an answer: the answer broke off, it is not a short one.
+        let follow = client.followHistory(store: "travel")
+        var transactions = follow.makeAsyncIterator()
+        #expect(try await transactions.next() != nil)
+        kill(d.process.processIdentifier, SIGKILL)
+        let broken = await failure { while try await transactions.next() != nil {} }
+        #expect(broken?.code == .brokenAnswer && broken?.isTransient == true)
     }
 
     /// The job's last state, following its progress.
