@@ -19,11 +19,24 @@ import NIOHTTP1
 /// ```
 public struct DepotClient: Sendable {
     /// The path of the daemon's control socket.
+    ///
+    /// ```swift
+    /// print(DepotClient().socketPath)      // "/run/depot/depot.sock" unless DEPOT_SOCKET says otherwise
+    /// ```
     public let socketPath: String
     /// The `User-Agent` of each request, which the daemon logs.
+    ///
+    /// ```swift
+    /// var client = DepotClient()
+    /// client.userAgent = "billing-sync/1.2"
+    /// ```
     public var userAgent = "DepotClient"
 
     /// The default socket: `/run/depot/depot.sock`.
+    ///
+    /// ```swift
+    /// let local = FileManager.default.fileExists(atPath: DepotClient.defaultSocketPath)
+    /// ```
     public static let defaultSocketPath = "/run/depot/depot.sock"
 
     /// A client of the daemon at `socketPath`; without it, at

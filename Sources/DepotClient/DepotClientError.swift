@@ -12,76 +12,212 @@
 public struct DepotClientError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What kind of failure: the daemon's `error.code`
     /// (docs/api.md, "Errors"), or one of the client's own.
+    ///
+    /// ```swift
+    /// if error.code == .unknownStore { print("no such store") }
+    /// ```
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         /// The code as the daemon writes it: `"unknown_store"`.
+        ///
+        /// ```swift
+        /// DepotClientError.Code.historyExpired.rawValue     // "history_expired"
+        /// ```
         public let rawValue: String
         /// A code by its text: `DepotClientError.Code(rawValue: "conflict")`.
+        ///
+        /// ```swift
+        /// let code = DepotClientError.Code(rawValue: "disk_full")     // == .diskFull
+        /// ```
         public init(rawValue: String) { self.rawValue = rawValue }
         /// The code's text.
+        ///
+        /// ```swift
+        /// print(error.code)     // invalid_predicate
+        /// ```
         public var description: String { rawValue }
 
         /// No store of that name (HTTP 404).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .unknownStore { print(e.message) }   // names the closest store
+        /// ```
         public static let unknownStore = Code(rawValue: "unknown_store")
         /// No entity of that name in the store (404).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .unknownEntity { print(e.message) }
+        /// ```
         public static let unknownEntity = Code(rawValue: "unknown_entity")
         /// No field of that name in the entity (400).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .unknownField { print(e.message) }  // "… did you mean budget?"
+        /// ```
         public static let unknownField = Code(rawValue: "unknown_field")
         /// No job of that id (404).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .unknownJob { forget(jobID) }
+        /// ```
         public static let unknownJob = Code(rawValue: "unknown_job")
         /// No consumer of that name (404).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .unknownConsumer { try await client.createConsumer("indexer", store: "travel") }
+        /// ```
         public static let unknownConsumer = Code(rawValue: "unknown_consumer")
         /// A predicate that does not parse; ``DepotClientError/position`` marks where (400).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .invalidPredicate { print(e.message, e.position ?? 0) }
+        /// ```
         public static let invalidPredicate = Code(rawValue: "invalid_predicate")
         /// A value of the wrong type for its field (400).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .typeMismatch { print(e.message) }   // "budget is a double, …"
+        /// ```
         public static let typeMismatch = Code(rawValue: "type_mismatch")
         /// A request the daemon refuses as it stands (400).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .invalidArgument { print(e.message) }
+        /// ```
         public static let invalidArgument = Code(rawValue: "invalid_argument")
         /// A token that is not one of the daemon's (400).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .invalidToken { token = nil }   // start over
+        /// ```
         public static let invalidToken = Code(rawValue: "invalid_token")
         /// The history after a token was pruned: refetch (410).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .historyExpired { try await refetchEverything() }
+        /// ```
         public static let historyExpired = Code(rawValue: "history_expired")
         /// The request conflicts with the state of things (409).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .conflict { print(e.message) }
+        /// ```
         public static let conflict = Code(rawValue: "conflict")
         /// The caller's role does not allow it (403).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .forbidden { print("ask for the write role:", e.message) }
+        /// ```
         public static let forbidden = Code(rawValue: "forbidden")
         /// A request the daemon cannot read: not JSON, a missing member (400).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .badRequest { print(e.message) }
+        /// ```
         public static let badRequest = Code(rawValue: "bad_request")
         /// No such route (404).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .notFound { print("a daemon too old for this call?") }
+        /// ```
         public static let notFound = Code(rawValue: "not_found")
         /// The route does not take this method (405).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .methodNotAllowed { print(e.message) }
+        /// ```
         public static let methodNotAllowed = Code(rawValue: "method_not_allowed")
         /// The request's body is larger than the daemon accepts (413).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .tooLarge { try await client.importFile(path, store: s, entity: e) }
+        /// ```
         public static let tooLarge = Code(rawValue: "too_large")
         /// The daemon's disk is full; nothing of the request was kept (507).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .diskFull { alertOperator(e.message) }
+        /// ```
         public static let diskFull = Code(rawValue: "disk_full")
         /// The daemon could not read or write a file of its own (500).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .io { print("see journalctl -u depotd") }
+        /// ```
         public static let io = Code(rawValue: "io")
         /// The daemon failed; its log says why (500).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .internal { print("see journalctl -u depotd") }
+        /// ```
         public static let `internal` = Code(rawValue: "internal")
         /// The store is closing or closed (503).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .storeClosed { try await Task.sleep(for: .seconds(1)) }
+        /// ```
         public static let storeClosed = Code(rawValue: "store_closed")
         /// The configured schema is not valid (400).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .invalidSchema { print(e.message) }
+        /// ```
         public static let invalidSchema = Code(rawValue: "invalid_schema")
         /// The store on disk cannot be migrated to its configured schema (409).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .migrationRefused { print(e.message) }
+        /// ```
         public static let migrationRefused = Code(rawValue: "migration_refused")
 
         /// The client's own: no daemon answers at the socket.
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .unreachable { print(e.message) }   // "no daemon at …"
+        /// ```
         public static let unreachable = Code(rawValue: "unreachable")
         /// The client's own: the connection closed before the end of the answer.
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .brokenAnswer { retryLater() }
+        /// ```
         public static let brokenAnswer = Code(rawValue: "broken_answer")
         /// The client's own: an answer that is not what the API documents.
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .unexpectedAnswer { print(e.message) }   // names the key
+        /// ```
         public static let unexpectedAnswer = Code(rawValue: "unexpected_answer")
         /// The client's own: a local file that cannot be read or written.
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .localIO { print(e.message) }   // "cannot read trips.csv: …"
+        /// ```
         public static let localIO = Code(rawValue: "local_io")
     }
 
     /// The kind of failure.
+    ///
+    /// ```swift
+    /// switch error.code { case .unreachable: wait(); default: report(error) }
+    /// ```
     public var code: Code
     /// One sentence that says what, where, and how to fix it.
+    ///
+    /// ```swift
+    /// print("depot:", error.message)
+    /// ```
     public var message: String
     /// The HTTP status of the daemon's answer; `nil` for the client's own errors.
+    ///
+    /// ```swift
+    /// if error.status == 404 { print("not there") }
+    /// ```
     public var status: Int?
     /// For ``Code/invalidPredicate``: the 1-based position in the predicate.
+    ///
+    /// ```swift
+    /// print(predicate); print(String(repeating: " ", count: (error.position ?? 1) - 1) + "^")
+    /// ```
     public var position: Int?
 
     /// An error; the client makes them, a test may too.
@@ -97,6 +233,10 @@ public struct DepotClientError: Error, Sendable, Hashable, CustomStringConvertib
     }
 
     /// The message.
+    ///
+    /// ```swift
+    /// print(error)     // its message
+    /// ```
     public var description: String { message }
 
     /// Whether trying again later may succeed: the daemon was unreachable,

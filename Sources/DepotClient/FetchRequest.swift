@@ -10,32 +10,84 @@
 /// ```
 public struct FetchRequest: Sendable, Hashable {
     /// The store's name.
+    ///
+    /// ```swift
+    /// var r = FetchRequest(store: "travel", entity: "Trip"); r.store = "travel-archive"
+    /// ```
     public var store: String
     /// The entity's name.
+    ///
+    /// ```swift
+    /// var r = FetchRequest(store: "shop", entity: "Order"); r.entity = "Customer"
+    /// ```
     public var entity: String
     /// The predicate (docs/predicates.md); `nil` selects every record.
+    ///
+    /// ```swift
+    /// request.predicate = "startDate >= '2025-01-01' AND name CONTAINS[cd] $q"
+    /// ```
     public var predicate: String?
     /// Values for the predicate's `$name` placeholders.
+    ///
+    /// ```swift
+    /// request.arguments = ["q": "paris", "min": 1000]
+    /// ```
     public var arguments: [String: JSONValue]
     /// Fields or key paths to sort by, a leading `-` for descending.
+    ///
+    /// ```swift
+    /// request.sort = ["-startDate", "name"]
+    /// ```
     public var sort: [String]
     /// Where nulls go in the sort: `.first` or `.last`; `nil` as SQL does
     /// (first ascending, last descending).
+    ///
+    /// ```swift
+    /// request.nulls = .last
+    /// ```
     public var nulls: NullsOrder?
     /// At most this many records.
+    ///
+    /// ```swift
+    /// request.limit = 100
+    /// ```
     public var limit: Int?
     /// Skip this many records first.
+    ///
+    /// ```swift
+    /// request.offset = 200     // the third page of 100
+    /// ```
     public var offset: Int?
     /// Only these fields (and key paths such as `customer.name`); `nil` for every field.
+    ///
+    /// ```swift
+    /// request.fields = ["id", "name", "customer.name"]
+    /// ```
     public var fields: [String]?
     /// Relationships whose records each record embeds (DESIGN §12).
+    ///
+    /// ```swift
+    /// request.prefetch = ["customer", "lines"]     // each order embeds its customer and lines
+    /// ```
     public var prefetch: [String]
 
     /// Where nulls sort.
+    ///
+    /// ```swift
+    /// FetchRequest(store: "travel", entity: "Trip", sort: ["endDate"], nulls: .first)
+    /// ```
     public enum NullsOrder: String, Sendable, Hashable {
         /// Before every value.
+        ///
+        /// ```swift
+        /// FetchRequest(store: "travel", entity: "Trip", sort: ["-endDate"], nulls: .first)     // open trips on top
+        /// ```
         case first
         /// After every value.
+        ///
+        /// ```swift
+        /// FetchRequest(store: "travel", entity: "Trip", sort: ["destination"], nulls: .last)
+        /// ```
         case last
     }
 

@@ -10,14 +10,34 @@ import NIOHTTP1
 /// ```
 public struct HistoryTransaction: Sendable, Hashable, Decodable {
     /// Its token: pass it as `after` to read what came later.
+    ///
+    /// ```swift
+    /// let page = try await client.history(store: "travel", after: last.token)
+    /// ```
     public var token: String
     /// When it committed (ISO 8601).
+    ///
+    /// ```swift
+    /// print(transaction.timestamp)     // "2026-11-24T18:52:48.165Z"
+    /// ```
     public var timestamp: String
     /// Who made it.
+    ///
+    /// ```swift
+    /// let mine = transactions.filter { $0.author == "alice" }
+    /// ```
     public var author: String
     /// The job it belongs to, if any.
+    ///
+    /// ```swift
+    /// if let job = transaction.job { print(try await client.job(job).kind) }
+    /// ```
     public var job: String?
     /// What it changed.
+    ///
+    /// ```swift
+    /// let inserts = transaction.changes.filter { $0.kind == .insert }.count
+    /// ```
     public var changes: [HistoryChange]
 }
 
@@ -28,28 +48,72 @@ public struct HistoryTransaction: Sendable, Hashable, Decodable {
 /// ```
 public struct HistoryChange: Sendable, Hashable, Decodable {
     /// What happened to the record.
+    ///
+    /// ```swift
+    /// if change.kind == .delete { cache[change.identifier] = nil }
+    /// ```
     public enum Kind: String, Sendable, Hashable, Decodable {
         /// It was inserted.
+        ///
+        /// ```swift
+        /// let added = t.changes.filter { $0.kind == .insert }
+        /// ```
         case insert
         /// Some of its fields changed.
+        ///
+        /// ```swift
+        /// let edited = t.changes.filter { $0.kind == .update }
+        /// ```
         case update
         /// It was deleted.
+        ///
+        /// ```swift
+        /// let removed = t.changes.filter { $0.kind == .delete }.map(\.identifier)
+        /// ```
         case delete
     }
 
     /// The entity.
+    ///
+    /// ```swift
+    /// if change.entity == "Trip" { reindex(change.identifier) }
+    /// ```
     public var entity: String
     /// The record's identifier (an array for a compound one).
+    ///
+    /// ```swift
+    /// let id = change.identifier.string ?? change.identifier.text
+    /// ```
     public var identifier: JSONValue
     /// What happened.
+    ///
+    /// ```swift
+    /// switch change.kind { case .insert, .update: upsert(change); case .delete: remove(change) }
+    /// ```
     public var kind: Kind
     /// An update's changed fields.
+    ///
+    /// ```swift
+    /// if change.fields?.contains("budget") == true { recomputeTotals() }
+    /// ```
     public var fields: [String]?
     /// A delete's preserved fields (`preserve_on_delete`).
+    ///
+    /// ```swift
+    /// print(change.tombstone?["name"]?.string ?? "")     // preserve_on_delete = ["name"]
+    /// ```
     public var tombstone: JSONValue?
     /// With `history = "values"`: the values before (update, delete).
+    ///
+    /// ```swift
+    /// let before = change.old?["budget"]?.double
+    /// ```
     public var old: JSONValue?
     /// With `history = "values"`: the values after (insert, update).
+    ///
+    /// ```swift
+    /// let after = change.new?["budget"]?.double
+    /// ```
     public var new: JSONValue?
 }
 
@@ -62,16 +126,40 @@ public struct HistoryChange: Sendable, Hashable, Decodable {
 /// ```
 public struct Consumer: Sendable, Hashable, Decodable {
     /// Its name.
+    ///
+    /// ```swift
+    /// let names = try await client.consumers(store: "travel").map(\.name)
+    /// ```
     public var name: String
     /// The last transaction it acknowledged.
+    ///
+    /// ```swift
+    /// let next = try await client.history(store: "travel", after: consumer.token)
+    /// ```
     public var token: String
     /// Transactions committed after its token.
+    ///
+    /// ```swift
+    /// if consumer.lagTransactions > 10_000 { alert("\(consumer.name) is behind") }
+    /// ```
     public var lagTransactions: Int
     /// Seconds since the oldest of those committed.
+    ///
+    /// ```swift
+    /// if consumer.lagSeconds > 3600 { alert("an hour behind") }
+    /// ```
     public var lagSeconds: Double
     /// When it last acknowledged.
+    ///
+    /// ```swift
+    /// print(consumer.acknowledgedAt ?? "never")
+    /// ```
     public var acknowledgedAt: String?
     /// `active`, or `lost` once the history it needs was pruned.
+    ///
+    /// ```swift
+    /// if consumer.state == "lost" { try await client.resetConsumer(consumer.name, store: "travel", from: .now) }
+    /// ```
     public var state: String
 
     enum CodingKeys: String, CodingKey {
@@ -80,10 +168,22 @@ public struct Consumer: Sendable, Hashable, Decodable {
     }
 
     /// Where a new or reset consumer starts.
+    ///
+    /// ```swift
+    /// try await client.createConsumer("audit", store: "travel", from: .beginning)
+    /// ```
     public enum Start: String, Sendable, Hashable {
         /// At the oldest transaction kept: it reads the whole history.
+        ///
+        /// ```swift
+        /// try await client.resetConsumer("indexer", store: "travel", from: .beginning)     // rebuild the index
+        /// ```
         case beginning
         /// After the latest: it reads what commits from now on.
+        ///
+        /// ```swift
+        /// try await client.createConsumer("alerts", store: "travel", from: .now)
+        /// ```
         case now
     }
 }

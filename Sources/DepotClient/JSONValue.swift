@@ -13,39 +13,99 @@ public enum JSONValue: Codable, Hashable, Sendable, ExpressibleByStringLiteral, 
                        ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral, ExpressibleByNilLiteral,
                        ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
     /// `null`: a field without a value.
+    ///
+    /// ```swift
+    /// if record["endDate"] == .null { print("open-ended") }
+    /// ```
     case null
     /// `true` or `false`.
+    ///
+    /// ```swift
+    /// if case .bool(true) = record["isFavorite"] { star() }
+    /// ```
     case bool(Bool)
     /// A number without a fraction or exponent: `42`.
+    ///
+    /// ```swift
+    /// if case .int(let n) = answer["count"] { print(n) }
+    /// ```
     case int(Int64)
     /// Any other number: `2.5`, `1e300`.
+    ///
+    /// ```swift
+    /// if case .double(let b) = record["budget"] { total += b }
+    /// ```
     case double(Double)
     /// A string.
+    ///
+    /// ```swift
+    /// if case .string(let name) = record["name"] { print(name) }
+    /// ```
     case string(String)
     /// An array: a to-many's embedded records, a group's identifiers.
+    ///
+    /// ```swift
+    /// if case .array(let lines) = order["lines"] { print(lines.count, "lines") }
+    /// ```
     case array([JSONValue])
     /// An object: a record, an embedded to-one.
+    ///
+    /// ```swift
+    /// if case .object(let customer) = order["customer"] { print(customer["name"] ?? .null) }
+    /// ```
     case object([String: JSONValue])
 
     /// `"text"` as a value.
+    ///
+    /// ```swift
+    /// let v: JSONValue = "Paris"
+    /// ```
     public init(stringLiteral value: String) { self = .string(value) }
     /// `42` as a value.
+    ///
+    /// ```swift
+    /// let v: JSONValue = 42
+    /// ```
     public init(integerLiteral value: Int64) { self = .int(value) }
     /// `2.5` as a value.
+    ///
+    /// ```swift
+    /// let v: JSONValue = 2.5
+    /// ```
     public init(floatLiteral value: Double) { self = .double(value) }
     /// `true` as a value.
+    ///
+    /// ```swift
+    /// let v: JSONValue = true
+    /// ```
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     /// `nil` as JSON's `null`.
+    ///
+    /// ```swift
+    /// let arguments: [String: JSONValue] = ["end": nil]
+    /// ```
     public init(nilLiteral: ()) { self = .null }
     /// `[1, "a"]` as a JSON array.
+    ///
+    /// ```swift
+    /// let compound: JSONValue = ["o-17", 3]     // a compound identifier
+    /// ```
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
     /// `["a": 1]` as a JSON object.
+    ///
+    /// ```swift
+    /// let values: JSONValue = ["budget": 950.0, "isFavorite": true]
+    /// ```
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { $1 }))
     }
 
     /// JSON has one kind of number: `1000` and `1000.0` are equal (a
     /// decoder may read `1000.0` as an integer), as are two NaNs never.
+    ///
+    /// ```swift
+    /// JSONValue.int(1000) == JSONValue.double(1000.0)     // true
+    /// ```
     public static func == (a: JSONValue, b: JSONValue) -> Bool {
         switch (a, b) {
         case (.null, .null): true
@@ -61,6 +121,10 @@ public enum JSONValue: Codable, Hashable, Sendable, ExpressibleByStringLiteral, 
     }
 
     /// Hashes as ``==`` compares: a whole double as the integer it equals.
+    ///
+    /// ```swift
+    /// let seen: Set<JSONValue> = [.int(1), .double(1.0)]     // one element
+    /// ```
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
@@ -75,6 +139,10 @@ public enum JSONValue: Codable, Hashable, Sendable, ExpressibleByStringLiteral, 
     }
 
     /// Decodes any JSON value, keeping integers apart from doubles.
+    ///
+    /// ```swift
+    /// let value = try JSONDecoder().decode(JSONValue.self, from: Data(#"{"a":[1,2.5,null]}"#.utf8))
+    /// ```
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() { self = .null }
@@ -87,6 +155,10 @@ public enum JSONValue: Codable, Hashable, Sendable, ExpressibleByStringLiteral, 
     }
 
     /// Encodes the value as the JSON it is.
+    ///
+    /// ```swift
+    /// let data = try JSONEncoder().encode(JSONValue.object(["a": 1]))
+    /// ```
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.singleValueContainer()
         switch self {
@@ -133,10 +205,22 @@ public enum JSONValue: Codable, Hashable, Sendable, ExpressibleByStringLiteral, 
     }
 
     /// The text of a string, else `nil`: `record["name"]?.string`.
+    ///
+    /// ```swift
+    /// let name = record["name"]?.string ?? "?"
+    /// ```
     public var string: String? { if case .string(let s) = self { s } else { nil } }
     /// The integer, else `nil`: `answer["count"]?.int`.
+    ///
+    /// ```swift
+    /// let nights = record["nights"]?.int ?? 0
+    /// ```
     public var int: Int? { if case .int(let i) = self { Int(i) } else { nil } }
     /// The number, an integer's too, else `nil`: `record["budget"]?.double`.
+    ///
+    /// ```swift
+    /// let budget = record["budget"]?.double ?? 0
+    /// ```
     public var double: Double? {
         switch self {
         case .double(let d): d
@@ -145,12 +229,28 @@ public enum JSONValue: Codable, Hashable, Sendable, ExpressibleByStringLiteral, 
         }
     }
     /// The boolean, else `nil`: `record["isFavorite"]?.bool`.
+    ///
+    /// ```swift
+    /// let favourite = record["isFavorite"]?.bool == true
+    /// ```
     public var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
     /// The elements of an array, else `nil`: `group["identifiers"]?.array`.
+    ///
+    /// ```swift
+    /// let lines = order["lines"]?.array ?? []
+    /// ```
     public var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
     /// The members of an object, else `nil`.
+    ///
+    /// ```swift
+    /// let customer = order["customer"]?.object ?? [:]
+    /// ```
     public var object: [String: JSONValue]? { if case .object(let o) = self { o } else { nil } }
     /// Whether the value is JSON's `null`.
+    ///
+    /// ```swift
+    /// let open = record["endDate"]?.isNull ?? true
+    /// ```
     public var isNull: Bool { self == .null }
 
     /// Compact JSON text; object keys in `order` first, the rest sorted.
@@ -173,9 +273,17 @@ public enum JSONValue: Codable, Hashable, Sendable, ExpressibleByStringLiteral, 
     }
 
     /// Compact JSON text, object keys sorted: `value.text`.
+    ///
+    /// ```swift
+    /// print(record["tags"]?.text ?? "")     // ["a","b"]
+    /// ```
     public var text: String { text() }
 
     /// `s` as a JSON string literal, quotes included: `JSONValue.quoted("a\"b")` is `"a\"b"`.
+    ///
+    /// ```swift
+    /// let literal = JSONValue.quoted(userInput)     // safe inside JSON text
+    /// ```
     public static func quoted(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {

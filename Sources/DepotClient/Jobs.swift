@@ -10,71 +10,199 @@ import NIOHTTP1
 /// ```
 public struct Job: Sendable, Hashable, Decodable {
     /// Where a job stands.
+    ///
+    /// ```swift
+    /// if job.state == .failed { print(job.error ?? "") }
+    /// ```
     public enum State: String, Sendable, Hashable, Decodable {
         /// Waiting for the jobs of its store before it.
+        ///
+        /// ```swift
+        /// let waiting = try await client.jobs().filter { $0.state == .queued }.count
+        /// ```
         case queued
         /// Running now.
+        ///
+        /// ```swift
+        /// let busy = try await client.jobs().contains { $0.state == .running }
+        /// ```
         case running
         /// Done.
+        ///
+        /// ```swift
+        /// if job.state == .succeeded { print(job.inserted, "inserted") }
+        /// ```
         case succeeded
         /// Stopped by an error; ``Job/error`` says which. What it saved stays saved.
+        ///
+        /// ```swift
+        /// if job.state == .failed { print(job.error ?? "") }
+        /// ```
         case failed
         /// Stopped on request, at a save boundary.
+        ///
+        /// ```swift
+        /// if job.state == .cancelled { print("stopped after \(job.saves) saves") }
+        /// ```
         case cancelled
 
         /// Whether the job has ended (succeeded, failed or cancelled).
+        ///
+        /// ```swift
+        /// while !(try await client.job(id).state.isFinal) { try await Task.sleep(for: .seconds(1)) }
+        /// ```
         public var isFinal: Bool { self == .succeeded || self == .failed || self == .cancelled }
     }
 
     /// The job's id: `j90467cda1cb6`.
+    ///
+    /// ```swift
+    /// for try await state in client.progress(of: job.id) { print(state.read) }
+    /// ```
     public var id: String
     /// `import`, `delete`, `update`, `dedupe`, `export` or `prune`.
+    ///
+    /// ```swift
+    /// let imports = try await client.jobs().filter { $0.kind == "import" }
+    /// ```
     public var kind: String
     /// The store it works on.
+    ///
+    /// ```swift
+    /// let travelJobs = try await client.jobs().filter { $0.store == "travel" }
+    /// ```
     public var store: String
     /// The entity, for all kinds but `prune`.
+    ///
+    /// ```swift
+    /// print(job.entity ?? "(the whole store)")
+    /// ```
     public var entity: String?
     /// Where it stands.
+    ///
+    /// ```swift
+    /// if job.state == .running { try await client.cancel(job.id) }
+    /// ```
     public var state: State
     /// Who submitted it.
+    ///
+    /// ```swift
+    /// print("submitted by", job.author)
+    /// ```
     public var author: String
     /// When it was submitted, started, finished (ISO 8601).
+    ///
+    /// ```swift
+    /// print(job.created)     // "2026-11-24T18:52:48.162Z"
+    /// ```
     public var created: String
     /// When it started running.
+    ///
+    /// ```swift
+    /// print(job.started ?? "not yet")
+    /// ```
     public var started: String?
     /// When it ended.
+    ///
+    /// ```swift
+    /// print(job.finished ?? "still going")
+    /// ```
     public var finished: String?
     /// Records read (an import's rows, a batch's matches).
+    ///
+    /// ```swift
+    /// print("\(job.read) rows read")
+    /// ```
     public var read: Int
     /// Records inserted.
+    ///
+    /// ```swift
+    /// print("\(job.inserted) new records")
+    /// ```
     public var inserted: Int
     /// Records updated.
+    ///
+    /// ```swift
+    /// print("\(job.updated) records changed")
+    /// ```
     public var updated: Int
     /// Records whose values were already those given.
+    ///
+    /// ```swift
+    /// print("\(job.unchanged) already as given")
+    /// ```
     public var unchanged: Int
     /// Records kept as they were by `on_conflict = skip`.
+    ///
+    /// ```swift
+    /// print("\(job.skipped) kept as they were")
+    /// ```
     public var skipped: Int
     /// Rows superseded by a later row with the same identifier in the same save.
+    ///
+    /// ```swift
+    /// print("\(job.duplicates) rows superseded in the file")
+    /// ```
     public var duplicates: Int
     /// Rows rejected, each with its reason in the job's rejects.
+    ///
+    /// ```swift
+    /// if job.rejected > 0 { print("see the rejects of", job.id) }
+    /// ```
     public var rejected: Int
     /// Records deleted (a delete's cascade included).
+    ///
+    /// ```swift
+    /// print("\(job.deleted) records deleted")
+    /// ```
     public var deleted: Int
     /// Records an export wrote.
+    ///
+    /// ```swift
+    /// print("\(job.exported) records written")
+    /// ```
     public var exported: Int
     /// An import's bytes read so far, of ``bytesTotal``.
+    ///
+    /// ```swift
+    /// let done = Double(job.bytesRead) / Double(max(job.bytesTotal, 1))
+    /// ```
     public var bytesRead: Int64
     /// An import's file size.
+    ///
+    /// ```swift
+    /// print("\(job.bytesTotal / 1_000_000) MB to read")
+    /// ```
     public var bytesTotal: Int64
     /// Saves committed.
+    ///
+    /// ```swift
+    /// print("\(job.saves) saves committed")
+    /// ```
     public var saves: Int
     /// Records per second.
+    ///
+    /// ```swift
+    /// print("\(Int(job.rate)) records/s")
+    /// ```
     public var rate: Double
     /// Seconds left, when the daemon can tell.
+    ///
+    /// ```swift
+    /// if let eta = job.eta { print("about \(Int(eta)) s left") }
+    /// ```
     public var eta: Double?
     /// Why it failed.
+    ///
+    /// ```swift
+    /// if let reason = job.error { print("failed:", reason) }
+    /// ```
     public var error: String?
     /// An import's or an export's file on the daemon's machine.
+    ///
+    /// ```swift
+    /// print(job.path ?? "")     // the spooled upload or the file imported
+    /// ```
     public var path: String?
 
     enum CodingKeys: String, CodingKey {
@@ -84,6 +212,10 @@ public struct Job: Sendable, Hashable, Decodable {
     }
 
     /// Decodes a job record; counters the daemon leaves out are 0.
+    ///
+    /// ```swift
+    /// let job = try JSONDecoder().decode(Job.self, from: Data(line.utf8))
+    /// ```
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         func count(_ key: CodingKeys) throws -> Int { try c.decodeIfPresent(Int.self, forKey: key) ?? 0 }
@@ -122,39 +254,99 @@ public struct Job: Sendable, Hashable, Decodable {
 /// ```
 public struct ImportOptions: Sendable, Hashable {
     /// The data's format.
+    ///
+    /// ```swift
+    /// ImportOptions(format: .ndjson)
+    /// ```
     public enum Format: String, Sendable, Hashable {
         /// RFC 4180 CSV with a header line.
+        ///
+        /// ```swift
+        /// ImportOptions(format: .csv)
+        /// ```
         case csv
         /// Tab-separated values with a header line.
+        ///
+        /// ```swift
+        /// ImportOptions(format: .tsv)
+        /// ```
         case tsv
         /// One JSON object per line.
+        ///
+        /// ```swift
+        /// ImportOptions(format: .ndjson)
+        /// ```
         case ndjson
         /// One JSON array of objects.
+        ///
+        /// ```swift
+        /// ImportOptions(format: .json)
+        /// ```
         case json
     }
 
     /// What a record whose identifier is stored already does.
+    ///
+    /// ```swift
+    /// ImportOptions(onConflict: .skip)
+    /// ```
     public enum ConflictPolicy: String, Sendable, Hashable {
         /// Sets the fields given (the default).
+        ///
+        /// ```swift
+        /// ImportOptions(onConflict: .upsert)
+        /// ```
         case upsert
         /// Replaces the record whole.
+        ///
+        /// ```swift
+        /// ImportOptions(onConflict: .replace)
+        /// ```
         case replace
         /// Keeps the stored record.
+        ///
+        /// ```swift
+        /// ImportOptions(onConflict: .skip)     // only new identifiers get in
+        /// ```
         case skip
         /// Fails the job, keeping nothing of the unsaved batch.
+        ///
+        /// ```swift
+        /// ImportOptions(onConflict: .fail)     // a known identifier stops the job
+        /// ```
         case fail
     }
 
     /// The format; `nil` lets the daemon tell by the file's extension (CSV for an upload).
+    ///
+    /// ```swift
+    /// options.format = .tsv
+    /// ```
     public var format: Format?
     /// The conflict policy; `nil` for the daemon's default, upsert.
+    ///
+    /// ```swift
+    /// options.onConflict = .replace
+    /// ```
     public var onConflict: ConflictPolicy?
     /// Rejects allowed before the job fails: a count (`"1000"`), a fraction (`"0.01"`) or `"1%"`.
+    ///
+    /// ```swift
+    /// options.maxRejects = "0.5%"
+    /// ```
     public var maxRejects: String?
     /// For entities with relationships: `"check"` (the default) or `"defer"`.
+    ///
+    /// ```swift
+    /// options.references = "defer"     // lines before their orders
+    /// ```
     public var references: String?
 
     /// Options; each left out takes the daemon's default.
+    ///
+    /// ```swift
+    /// let strict = ImportOptions(format: .csv, onConflict: .fail, maxRejects: "0")
+    /// ```
     public init(format: Format? = nil, onConflict: ConflictPolicy? = nil, maxRejects: String? = nil,
                 references: String? = nil) {
         self.format = format

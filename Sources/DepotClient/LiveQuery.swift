@@ -16,15 +16,31 @@ import NIOHTTP1
 public enum LiveState: Sendable, Hashable {
     /// Waiting for the first result (or for a new one, after the history
     /// it would resume from was pruned).
+    ///
+    /// ```swift
+    /// if case .loading = state { spinner.start() }
+    /// ```
     case loading
     /// The whole result, and the history token it is current at.
+    ///
+    /// ```swift
+    /// if case .result(let records, let token) = state { show(records); saved = token }
+    /// ```
     case result([Record], token: String?)
     /// What changed in the result since the last state.
+    ///
+    /// ```swift
+    /// if case .changes(let c) = state { apply(c) }
+    /// ```
     case changes(LiveChanges)
     /// The daemon is unreachable, or refused the query. A daemon that is
     /// away or failing (``DepotClientError/isTransient``) is tried again; a
     /// refused query (an unknown field, a bad predicate) ends the sequence
     /// after this state.
+    ///
+    /// ```swift
+    /// if case .failure(let error) = state, !error.isTransient { print("refused:", error.message) }
+    /// ```
     case failure(DepotClientError)
 }
 
@@ -37,12 +53,28 @@ public enum LiveState: Sendable, Hashable {
 /// ```
 public struct LiveChanges: Sendable, Hashable {
     /// Records that now match and did not.
+    ///
+    /// ```swift
+    /// for r in changes.inserted { rows[r["id"]!] = r }
+    /// ```
     public var inserted: [Record]
     /// Records that match still, with new values.
+    ///
+    /// ```swift
+    /// for r in changes.updated { rows[r["id"]!] = r }
+    /// ```
     public var updated: [Record]
     /// Identifiers of records that no longer match (or were deleted).
+    ///
+    /// ```swift
+    /// for id in changes.deleted { rows[id] = nil }
+    /// ```
     public var deleted: [JSONValue]
     /// The history token the result is now current at.
+    ///
+    /// ```swift
+    /// saved.token = changes.token     // resume from it next run: client.live(request, since:)
+    /// ```
     public var token: String?
 }
 
@@ -59,6 +91,10 @@ public struct LiveChanges: Sendable, Hashable {
 /// ```
 public struct LiveQuery: AsyncSequence, Sendable {
     /// Each element is a state.
+    ///
+    /// ```swift
+    /// for try await state: LiveState in client.live(request) { render(state) }
+    /// ```
     public typealias Element = LiveState
 
     let client: DepotClient
@@ -66,9 +102,19 @@ public struct LiveQuery: AsyncSequence, Sendable {
     /// A token to resume from, as if a result current at it had been delivered.
     let since: String?
     /// The longest wait between two attempts to reconnect, in seconds.
+    ///
+    /// ```swift
+    /// var live = client.live(request)
+    /// live.maximumDelay = 30
+    /// ```
     public var maximumDelay: Double = 5
 
     /// The states, as they come.
+    ///
+    /// ```swift
+    /// var states = client.live(request).makeAsyncIterator()
+    /// let first = try await states.next()     // .loading
+    /// ```
     public func makeAsyncIterator() -> AsyncThrowingStream<LiveState, any Error>.Iterator {
         states().makeAsyncIterator()
     }

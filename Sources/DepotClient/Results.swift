@@ -10,6 +10,10 @@ import Foundation
 /// ```
 public struct Record: Sendable, Hashable {
     /// The fields, by name.
+    ///
+    /// ```swift
+    /// for (name, value) in record.fields.sorted(by: { $0.key < $1.key }) { print(name, value.text) }
+    /// ```
     public var fields: [String: JSONValue]
 
     /// A record of these fields.
@@ -21,10 +25,18 @@ public struct Record: Sendable, Hashable {
 
     /// A field's value, `nil` when the record has no such field (a field
     /// without a value is ``JSONValue/null``).
+    ///
+    /// ```swift
+    /// let budget = record["budget"]?.double ?? 0
+    /// ```
     public subscript(field: String) -> JSONValue? { fields[field] }
 
     /// The value at a key path through embedded records: `customer.name`;
     /// through a to-many (`lines.sku`), the array of each one's value.
+    ///
+    /// ```swift
+    /// let skus = order.value(at: "lines.sku")?.array ?? []
+    /// ```
     public func value(at path: String) -> JSONValue? { JSONValue.object(fields).value(at: path) }
 
     /// The record decoded as `T`, as ``DepotClient/fetch(_:as:)`` decodes it.
@@ -50,15 +62,35 @@ public struct Record: Sendable, Hashable {
 /// ```
 public struct StoreInfo: Sendable, Hashable, Decodable {
     /// The store's name.
+    ///
+    /// ```swift
+    /// let names = try await client.stores().map(\.name)
+    /// ```
     public var name: String
     /// Its file on the daemon's machine.
+    ///
+    /// ```swift
+    /// print(store.path)     // "/var/lib/depot/travel.sqlite"
+    /// ```
     public var path: String
     /// The latest history token, `nil` before the first change.
+    ///
+    /// ```swift
+    /// let live = client.live(request, since: try await client.store("travel").token ?? "0")
+    /// ```
     public var token: String?
     /// Its entities, in declaration order.
+    ///
+    /// ```swift
+    /// for e in store.entities { print(e.name, e.count) }
+    /// ```
     public var entities: [EntityInfo]
 
     /// The entity of that name, if the store has one: `store.entity("Trip")?.count`.
+    ///
+    /// ```swift
+    /// let trips = store.entity("Trip")?.count ?? 0
+    /// ```
     public func entity(_ name: String) -> EntityInfo? { entities.first { $0.name == name } }
 }
 
@@ -70,56 +102,148 @@ public struct StoreInfo: Sendable, Hashable, Decodable {
 /// ```
 public struct EntityInfo: Sendable, Hashable, Decodable {
     /// A field and its declared type (`string`, `double?`, …).
+    ///
+    /// ```swift
+    /// let optional = entity.fields.filter { $0.type.hasSuffix("?") }.map(\.name)
+    /// ```
     public struct Field: Sendable, Hashable, Decodable {
         /// The field's name.
+        ///
+        /// ```swift
+        /// let names = entity.fields.map(\.name)
+        /// ```
         public var name: String
         /// Its type as declared: `string`, `int`, `double`, `bool`, `date`, `json`, with `?` when optional.
+        ///
+        /// ```swift
+        /// let dates = entity.fields.filter { $0.type.hasPrefix("date") }
+        /// ```
         public var type: String
     }
 
     /// A relationship (DESIGN §12).
+    ///
+    /// ```swift
+    /// for r in entity.relationships { print(r.name, r.kind, r.to) }
+    /// ```
     public struct Relationship: Sendable, Hashable, Decodable {
-        /// The relationship's name.
+        /// The relationship's name, as `prefetch` and key paths take it.
+        ///
+        /// ```swift
+        /// request.prefetch = entity.relationships.map(\.name)
+        /// ```
         public var name: String
         /// The entity it points at.
+        ///
+        /// ```swift
+        /// let targets = Set(entity.relationships.map(\.to))
+        /// ```
         public var to: String
         /// `to-one` or `to-many`.
+        ///
+        /// ```swift
+        /// let toOnes = entity.relationships.filter { $0.kind == "to-one" }
+        /// ```
         public var kind: String
         /// A to-one: whether it may be null.
+        ///
+        /// ```swift
+        /// let mandatory = entity.relationships.filter { $0.required == true }
+        /// ```
         public var required: Bool?
         /// A to-one: the fields that hold the target's identifier.
+        ///
+        /// ```swift
+        /// print(relationship.columns ?? [])     // ["customer"]
+        /// ```
         public var columns: [String]?
         /// A to-many: the to-one of the target that points back.
+        ///
+        /// ```swift
+        /// print(relationship.inverse ?? "")     // "customer", on Order
+        /// ```
         public var inverse: String?
         /// A to-many: what deleting this record does to its targets (`cascade`, `nullify`, `deny`).
+        ///
+        /// ```swift
+        /// if relationship.delete == "deny" { print("delete the \(relationship.to) records first") }
+        /// ```
         public var delete: String?
     }
 
     /// The entity's name.
+    ///
+    /// ```swift
+    /// let request = FetchRequest(store: store.name, entity: entity.name)
+    /// ```
     public var name: String
     /// Its records now.
+    ///
+    /// ```swift
+    /// let total = store.entities.map(\.count).reduce(0, +)
+    /// ```
     public var count: Int
     /// The identifier's fields.
+    ///
+    /// ```swift
+    /// let key = entity.identifier.joined(separator: "+")
+    /// ```
     public var identifier: [String]
     /// Its secondary indexes, each a list of fields.
+    ///
+    /// ```swift
+    /// let indexed = Set(entity.indexes.compactMap(\.first))
+    /// ```
     public var indexes: [[String]]
     /// Its fields, in declaration order.
+    ///
+    /// ```swift
+    /// let columns = entity.fields.map(\.name)
+    /// ```
     public var fields: [Field]
     /// Its relationships.
+    ///
+    /// ```swift
+    /// let prefetchable = entity.relationships.map(\.name)
+    /// ```
     public var relationships: [Relationship]
 }
 
 /// A statistic of ``DepotClient/aggregate(store:entity:field:functions:groupBy:where:arguments:)``.
+///
+/// ```swift
+/// try await client.aggregate(store: "travel", entity: "Trip", field: "budget", functions: [.min, .max])
+/// ```
 public enum AggregateFunction: String, Sendable, Hashable, CaseIterable {
     /// Non-null values (every record without a field).
+    ///
+    /// ```swift
+    /// let rows = try await client.aggregate(store: "travel", entity: "Trip", functions: [.count], groupBy: ["destination"])
+    /// ```
     case count
     /// Their sum.
+    ///
+    /// ```swift
+    /// let total = try await client.aggregate(store: "travel", entity: "Trip", field: "budget", functions: [.sum])[0][.sum]
+    /// ```
     case sum
     /// Their mean.
+    ///
+    /// ```swift
+    /// let mean = try await client.aggregate(store: "travel", entity: "Trip", field: "budget", functions: [.avg])[0][.avg]
+    /// ```
     case avg
     /// The smallest.
+    ///
+    /// ```swift
+    /// let first = try await client.aggregate(store: "travel", entity: "Trip", field: "startDate", functions: [.min])[0][.min]
+    /// ```
     case min
     /// The largest.
+    ///
+    /// ```swift
+    /// let last = try await client.aggregate(store: "travel", entity: "Trip", field: "startDate", functions: [.max])[0][.max]
+    /// ```
     case max
 }
 
@@ -131,8 +255,16 @@ public enum AggregateFunction: String, Sendable, Hashable, CaseIterable {
 /// ```
 public struct AggregateRow: Sendable, Hashable {
     /// The values of the `groupBy` fields; empty without grouping.
+    ///
+    /// ```swift
+    /// let city = row.group["destination"]?.string ?? "(none)"
+    /// ```
     public var group: [String: JSONValue]
     /// The statistics asked for, by function.
+    ///
+    /// ```swift
+    /// let sum = row.values[.sum]?.double ?? 0
+    /// ```
     public var values: [AggregateFunction: JSONValue]
 
     init(_ row: [String: JSONValue]) {
@@ -143,6 +275,10 @@ public struct AggregateRow: Sendable, Hashable {
     }
 
     /// One statistic: `row[.sum]`.
+    ///
+    /// ```swift
+    /// let mean = row[.avg]?.double
+    /// ```
     public subscript(function: AggregateFunction) -> JSONValue? { values[function] }
 }
 
@@ -154,7 +290,15 @@ public struct AggregateRow: Sendable, Hashable {
 /// ```
 public struct DuplicateGroup: Sendable, Hashable, Decodable {
     /// The shared values, one per field asked for.
+    ///
+    /// ```swift
+    /// print(group.values.map(\.text).joined(separator: ", "))
+    /// ```
     public var values: [JSONValue]
     /// The identifiers of the group's records, in storage order.
+    ///
+    /// ```swift
+    /// let extra = group.identifiers.dropFirst()     // all but the first stored
+    /// ```
     public var identifiers: [JSONValue]
 }
