@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
+        // The version, one constant that depotd, depotctl and DepotClient share.
+        .target(name: "DepotVersion", swiftSettings: swiftSettings),
         // The engine: schema, stores, the store actor, fetch and predicates,
         // aggregates, duplicates, history. Knows nothing of HTTP or systemd.
         // A C shim for sqlite3_config, which is variadic.
@@ -77,6 +79,7 @@ let package = Package(
             name: "depotd",
             dependencies: [
                 "DepotDaemon",
+                "DepotVersion",
                 "DepotEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -88,6 +91,7 @@ let package = Package(
         .target(
             name: "DepotClient",
             dependencies: [
+                "DepotVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -99,6 +103,7 @@ let package = Package(
             name: "depotctl",
             dependencies: [
                 "DepotClient",
+                "DepotVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

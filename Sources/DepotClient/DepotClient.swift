@@ -1,3 +1,4 @@
+import DepotVersion
 import Foundation
 import NIOHTTP1
 
@@ -30,7 +31,7 @@ public struct DepotClient: Sendable {
     /// var client = DepotClient()
     /// client.userAgent = "billing-sync/1.2"
     /// ```
-    public var userAgent = "DepotClient"
+    public var userAgent = "DepotClient/" + DepotVersion.current
 
     /// The default socket: `/run/depot/depot.sock`.
     ///

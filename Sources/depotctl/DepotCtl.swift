@@ -1,4 +1,5 @@
 import DepotClient
+import DepotVersion
 import ArgumentParser
 import Foundation
 
@@ -23,7 +24,7 @@ struct DepotCtl: AsyncParsableCommand {
               depotctl fetch travel Trip --where "budget > 1000" --sort -budget --limit 5
               depotctl --socket /srv/depot/depot.sock status
             """,
-        version: "0.1.0",
+        version: DepotVersion.current,
         subcommands: [
             Status.self, Import.self, Jobs.self, JobCommand.self, Follow.self, Cancel.self,
             Fetch.self, Count.self, IDs.self, Stats.self, Duplicates.self, Delete.self, Update.self,

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DepotClient
+import DepotVersion
 import Foundation
 
 /// Options every command takes.
@@ -19,7 +20,7 @@ struct Global: ParsableArguments {
 
     var client: DaemonClient {
         var client = DaemonClient(socketPath: socketPath)
-        client.userAgent = "depotctl"
+        client.userAgent = "depotctl/" + DepotVersion.current
         return client
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DepotDaemon
 import DepotEngine
+import DepotVersion
 import Foundation
 
 /// depotd: the Depot service. See README.md and docs/api.md.
@@ -12,7 +13,8 @@ struct DepotD: AsyncParsableCommand {
         discussion: """
             Runs until SIGTERM or SIGINT; SIGHUP re-reads the configuration.
             Example: depotd --config config/depot.toml
-            """)
+            """,
+        version: DepotVersion.current)
 
     @Option(name: .long, help: "The configuration file (TOML).")
     var config = "/etc/depot/depot.toml"
