@@ -27,7 +27,9 @@ public enum LiveState: Sendable, Hashable {
     /// if case .result(let records, let token) = state { show(records); saved = token }
     /// ```
     case result([Record], token: String?)
-    /// What changed in the result since the last state.
+    /// What changed in the result since the last state. After an outage
+    /// it comes as soon as the query is connected again, empty when
+    /// nothing changed meanwhile: the query is current again.
     ///
     /// ```swift
     /// if case .changes(let c) = state { apply(c) }
@@ -135,7 +137,14 @@ public struct LiveQuery: AsyncSequence, Sendable {
                 if resuming, let token { body["since"] = .string(token) }
                 refetchNow = false
                 do {
-                    try await client.lines(.POST, request.path("fetch"), body: .json(body)) { line in
+                    try await client.lines(.POST, request.path("fetch"), body: .json(body), onStatus: { status in
+                        // Back after an outage, resuming: say so at once, with
+                        // no change, rather than when the next change comes.
+                        if status == 200, failing, resuming {
+                            failing = false
+                            continuation.yield(.changes(LiveChanges(inserted: [], updated: [], deleted: [], token: token)))
+                        }
+                    }) { line in
                         let event = try DepotClient.decode(JSONValue.self, Array(line.utf8), answering: "a live fetch")
                         delay = 0.1
                         failing = false

@@ -60,9 +60,10 @@ extension DepotClient {
     /// A streamed answer, line by line (NDJSON), until `onLine` returns false
     /// or the daemon ends the stream.
     package func lines(_ method: HTTPMethod, _ uri: String, body: RequestBody = .none,
+                       onStatus: (Int) -> Void = { _ in },
                        onLine: (String) async throws -> Bool) async throws {
         var pending: [UInt8] = []
-        try await exchange(method, uri, body: body) { chunk in
+        try await exchange(method, uri, body: body, onStatus: onStatus) { chunk in
             pending += chunk
             // The lines of a chunk are cut out, then dropped at once: not one shift per line.
             var start = pending.startIndex
@@ -78,13 +79,15 @@ extension DepotClient {
 
     /// A streamed answer as it comes, chunk by chunk, until `onBody`
     /// returns false or the answer ends; returns the answer's trailers.
+    /// `onStatus` hears the status as soon as the head arrives.
     ///
     /// - Throws: ``DepotClientError`` for an error status, and when the
     ///   daemon closes the connection before the answer's end (a broken
     ///   stream is not a short answer); what `onBody` throws, as it is.
     @discardableResult
     package func exchange(_ method: HTTPMethod, _ uri: String, body: RequestBody = .none,
-                  onBody: ([UInt8]) async throws -> Bool) async throws -> HTTPHeaders? {
+                          onStatus: (Int) -> Void = { _ in },
+                          onBody: ([UInt8]) async throws -> Bool) async throws -> HTTPHeaders? {
         let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
         do {
             channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -143,6 +146,7 @@ extension DepotClient {
                     switch part {
                     case .head(let h):
                         status = Int(h.status.code)
+                        onStatus(status)
                     case .body(let buffer):
                         if status >= 300 {
                             errorBody += buffer.readableBytesView

@@ -285,9 +285,18 @@ struct DepotClientTests {
         // The daemon stops: the live query says so, and tries again.
         #expect(d.stop() == 0)
         await fold { failures > 0 }
-        // Back, with changes made as soon as it is: the query resumes from its token.
+        // Back: the query says it is current again (an empty change) before
+        // anything changes, then resumes from its token.
         d = try DaemonProcess(folder: folder)
         defer { d.stop() }
+        var recovered = false
+        while !recovered, let state = await next.next() {
+            if case .changes(let c) = state {
+                #expect(c.inserted.isEmpty && c.updated.isEmpty && c.deleted.isEmpty)
+                recovered = true
+            }
+        }
+        #expect(recovered)
         _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't10'",
                                                                  set: ["budget": 111.0]))
         _ = try await Self.finish(client, try await client.delete(store: "travel", entity: "Trip", where: "id == 't19'"))
