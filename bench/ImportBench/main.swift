@@ -49,6 +49,10 @@ var configuration = StoreConfiguration(name: "bench", path: storePath, entities:
 configuration.adaptiveSaves = true
 // CACHE_MB overrides the writer's page cache, for experiments.
 if let mb = ProcessInfo.processInfo.environment["CACHE_MB"].flatMap(Int.init) { configuration.writerCacheBytes = mb << 20 }
+// WAL_CHECKPOINT sets wal_autocheckpoint in pages (0: none during the import), for experiments.
+if let pages = ProcessInfo.processInfo.environment["WAL_CHECKPOINT"].flatMap(Int.init) {
+    configuration.walAutocheckpointPages = pages
+}
 let store = try await Store.open(configuration)
 let start = ContinuousClock.now
 let result = try await Importer.run(

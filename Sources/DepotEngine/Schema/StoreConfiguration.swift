@@ -43,6 +43,10 @@ public struct StoreConfiguration: Sendable {
     /// 48 MB on 5M trips (bench/run-import), leaving room under the 128 MB
     /// RSS goal for the runs.
     public var writerCacheBytes: Int
+    /// The WAL size, in pages, past which a commit checkpoints it into the
+    /// store file (`PRAGMA wal_autocheckpoint`); `nil` keeps SQLite's 1,000.
+    /// For experiments (ImportBench's `WAL_CHECKPOINT`): see BENCHMARKS.md.
+    public var walAutocheckpointPages: Int?
 
     /// Creates a configuration; the defaults are those of the import benchmark.
     public init(name: String, path: String, entities: [EntitySchema],

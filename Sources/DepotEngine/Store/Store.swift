@@ -54,12 +54,14 @@ public actor Store {
         config.busyMode = .timeout(10)
         config.maximumReaderCount = 8
         let cachePages = -(configuration.writerCacheBytes / 1024)
+        let walPages = configuration.walAutocheckpointPages
         config.prepareDatabase { db in
             db.add(function: TextFolding.function)
             if !db.configuration.readonly {
                 // FULL: a commit reported to a client survives a power loss,
                 // so a file moved to .done/ is never lost with its records.
                 try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA cache_size = \(cachePages)")
+                if let walPages { try db.execute(sql: "PRAGMA wal_autocheckpoint = \(walPages)") }
             }
         }
         let pool: DatabasePool
