@@ -126,7 +126,7 @@ public struct LiveQuery: AsyncSequence, Sendable {
         let task = Task { [client, request, since, maximumDelay] in
             var token = since
             var resuming = since != nil   // a result was delivered (or is held): connect with `since`
-            var delay = 0.1
+            var backoff = Backoff(maximum: maximumDelay)
             var failing = false    // a failure was reported for this outage
             var refetchNow = false // the history after the token is gone: fetch again at once
             if since == nil { continuation.yield(.loading) }
@@ -146,7 +146,7 @@ public struct LiveQuery: AsyncSequence, Sendable {
                         }
                     }) { line in
                         let event = try DepotClient.decode(JSONValue.self, Array(line.utf8), answering: "a live fetch")
-                        delay = 0.1
+                        backoff.reset()
                         failing = false
                         switch event["type"]?.string {
                         case "result":
@@ -188,8 +188,7 @@ public struct LiveQuery: AsyncSequence, Sendable {
                 }
                 if Task.isCancelled { break }
                 if refetchNow { continue }
-                try? await Task.sleep(for: .seconds(delay))
-                delay = Swift.min(delay * 2, maximumDelay)
+                await backoff.wait()
             }
             continuation.finish()
         }
@@ -242,7 +241,7 @@ extension DepotClient {
         let task = Task { [self] in
             var body = request.body(result: "count")
             body["watch"] = true
-            var delay = 0.1
+            var backoff = Backoff(maximum: maximumDelay)
             var last: Int?
             while !Task.isCancelled {
                 do {
@@ -251,7 +250,7 @@ extension DepotClient {
                         guard let n = event["result"]?["count"]?.int else {
                             throw DepotClientError(.unexpectedAnswer, "a live count sent no count: \(line)")
                         }
-                        delay = 0.1
+                        backoff.reset()
                         // After a reconnection, only a count that moved.
                         if n != last { continuation.yield(n) }
                         last = n
@@ -267,12 +266,28 @@ extension DepotClient {
                     return
                 }
                 if Task.isCancelled { break }
-                try? await Task.sleep(for: .seconds(delay))
-                delay = Swift.min(delay * 2, maximumDelay)
+                await backoff.wait()
             }
             continuation.finish()
         }
         continuation.onTermination = { _ in task.cancel() }
         return stream
+    }
+}
+
+/// The wait before trying to reach the daemon again: 0.1 s, twice as long
+/// each time, up to `maximum` seconds; back to 0.1 s once it answers.
+struct Backoff {
+    let maximum: Double
+    private var delay = 0.1
+
+    init(maximum: Double) { self.maximum = maximum }
+
+    mutating func reset() { delay = 0.1 }
+
+    /// Waits the current delay (less if the task is cancelled), then doubles it.
+    mutating func wait() async {
+        try? await Task.sleep(for: .seconds(delay))
+        delay = Swift.min(delay * 2, maximum)
     }
 }

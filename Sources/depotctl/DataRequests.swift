@@ -22,5 +22,5 @@ func dataPath(_ store: String, _ entity: String, _ action: String) -> String {
 }
 
 func post(_ client: DaemonClient, _ path: String, _ body: [String: JSONValue]) async throws -> [UInt8] {
-    try await client.call(.POST, path, body: .bytes(Array(JSONValue.object(body).text.utf8), contentType: "application/json"))
+    try await client.call(.POST, path, body: .json(body))
 }

@@ -1,4 +1,3 @@
-import DepotClient
 import DepotVersion
 import ArgumentParser
 import Foundation

@@ -64,9 +64,8 @@ struct Export: DepotCommand {
         if let predicateText { body["where"] = .string(predicateText) }
         let trailers = try await client.exchange(
             .POST, dataPath(store, entity, "export"),
-            body: .bytes(Array(JSONValue.object(body).text.utf8), contentType: "application/json")) { chunk in
-            guard Out.write(fd, chunk) else { throw Failure("cannot write the export: \(String(cString: strerror(errno)))") }
-            return true
+            body: .json(body)) { chunk in
+            try Self.write(chunk, to: fd)
         }
         guard let count = trailers?.first(name: "Depot-Records").flatMap({ Int($0) }) else {
             throw Failure("the daemon ended the export without saying how many records it wrote")
@@ -86,10 +85,13 @@ struct Export: DepotCommand {
         guard last.state == "succeeded" else {
             throw Failure("job \(last.id) \(last.state): \(last.error ?? "no reason given")")
         }
-        try await client.exchange(.GET, "/v1/jobs/\(last.id)/output") { chunk in
-            guard Out.write(fd, chunk) else { throw Failure("cannot write the export: \(String(cString: strerror(errno)))") }
-            return true
-        }
+        try await client.exchange(.GET, "/v1/jobs/\(last.id)/output") { chunk in try Self.write(chunk, to: fd) }
         return last.exported
+    }
+
+    /// Writes a chunk of the export to `fd`; true, to go on receiving.
+    static func write(_ chunk: [UInt8], to fd: Int32) throws -> Bool {
+        guard Out.write(fd, chunk) else { throw Failure("cannot write the export: \(String(cString: strerror(errno)))") }
+        return true
     }
 }

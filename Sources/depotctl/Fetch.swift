@@ -116,7 +116,7 @@ struct Fetch: DepotCommand {
             if let schema {
                 order = commaList(fields) == nil ? withPrefetched(schema.columns) : schema.identifier.filter { !order.contains($0) } + order
             }
-            try await client.lines(.POST, path, body: .bytes(Array(JSONValue.object(body).text.utf8), contentType: "application/json")) { line in
+            try await client.lines(.POST, path, body: .json(body)) { line in
                 // JSON and NDJSON: the events as they come, one line each.
                 if format != "table" { Out.line(line); return true }
                 let event = try JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))
@@ -129,7 +129,7 @@ struct Fetch: DepotCommand {
             body["watch"] = .bool(true)
             Interrupt.onInterrupt {}
             var first = true
-            try await client.lines(.POST, path, body: .bytes(Array(JSONValue.object(body).text.utf8), contentType: "application/json")) { line in
+            try await client.lines(.POST, path, body: .json(body)) { line in
                 if format == "json" { Out.line(line); return true }
                 let event = try JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))
                 if commaList(fields) == nil && order == withPrefetched([]) {

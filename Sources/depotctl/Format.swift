@@ -1,4 +1,3 @@
-import DepotClient
 import Foundation
 
 /// Numbers, dates and durations the way people read them.

@@ -1,5 +1,5 @@
-import ArgumentParser
 import DepotClient
+import ArgumentParser
 import DepotVersion
 import Foundation
 

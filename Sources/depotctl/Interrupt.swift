@@ -1,4 +1,3 @@
-import DepotClient
 import Foundation
 
 /// Ctrl-C: live commands end cleanly (exit 0) after tidying the terminal.

@@ -1,4 +1,3 @@
-import DepotClient
 import Foundation
 
 /// A job as the daemon reports it.

@@ -7,7 +7,7 @@ enum JobFlow {
     /// Submits a job; returns its record's JSON text.
     static func submit(_ client: DaemonClient, _ body: [String: JSONValue]) async throws -> String {
         let bytes = try await client.call(.POST, "/v1/jobs",
-                                          body: .bytes(Array(JSONValue.object(body).text.utf8), contentType: "application/json"))
+                                          body: .json(body))
         return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 

@@ -1,4 +1,3 @@
-import DepotClient
 import ArgumentParser
 import Foundation
 

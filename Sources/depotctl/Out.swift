@@ -1,4 +1,3 @@
-import DepotClient
 import Foundation
 
 /// Writes to stdout and stderr without Foundation's buffering surprises.

@@ -1,4 +1,3 @@
-import DepotClient
 import Foundation
 
 /// A job's progress: a live bar on a terminal (percent, rows, rows/s, ETA,

@@ -1,4 +1,3 @@
-import DepotClient
 import Foundation
 
 /// `GET /v1/stores`.

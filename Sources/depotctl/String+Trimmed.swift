@@ -1,4 +1,3 @@
-import DepotClient
 import Foundation
 
 extension String {

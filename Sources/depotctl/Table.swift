@@ -1,4 +1,3 @@
-import DepotClient
 import Foundation
 
 /// An aligned table, sized to the terminal: when it is too wide, the widest

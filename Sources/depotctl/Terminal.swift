@@ -1,4 +1,3 @@
-import DepotClient
 import Foundation
 
 /// What stdout and stderr are connected to.
