@@ -53,6 +53,10 @@ if let mb = ProcessInfo.processInfo.environment["CACHE_MB"].flatMap(Int.init) { 
 if let pages = ProcessInfo.processInfo.environment["WAL_CHECKPOINT"].flatMap(Int.init) {
     configuration.walAutocheckpointPages = pages
 }
+// CHANGES_PER_STATEMENT sets the history rows inserted by one statement (1: one by one), for experiments.
+if let n = ProcessInfo.processInfo.environment["CHANGES_PER_STATEMENT"].flatMap(Int.init) {
+    configuration.changesPerStatement = n
+}
 let store = try await Store.open(configuration)
 let start = ContinuousClock.now
 let result = try await Importer.run(

@@ -47,6 +47,11 @@ public struct StoreConfiguration: Sendable {
     /// store file (`PRAGMA wal_autocheckpoint`); `nil` keeps SQLite's 1,000.
     /// For experiments (ImportBench's `WAL_CHECKPOINT`): see BENCHMARKS.md.
     public var walAutocheckpointPages: Int?
+    /// A save inserts its history's changes this many rows to a statement
+    /// (one row to a statement costs an import 7-11%: BENCHMARKS.md). At
+    /// most 3,000 (nine parameters a row; SQLite allows 32,766). For
+    /// experiments (ImportBench's `CHANGES_PER_STATEMENT`).
+    public var changesPerStatement = 64
 
     /// Creates a configuration; the defaults are those of the import benchmark.
     public init(name: String, path: String, entities: [EntitySchema],

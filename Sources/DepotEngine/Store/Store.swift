@@ -34,7 +34,8 @@ public actor Store {
     private init(configuration: StoreConfiguration, pool: DatabasePool) {
         self.configuration = configuration
         self.pool = pool
-        self.schema = StoreSchema(name: configuration.name, entities: configuration.entities)
+        self.schema = StoreSchema(name: configuration.name, entities: configuration.entities,
+                                  changesPerStatement: configuration.changesPerStatement)
         self.signal = CommitSignal()
         self.reader = StoreReader(pool: pool, schema: schema, signal: signal)
     }
@@ -103,6 +104,7 @@ public actor Store {
             outcome = try await pool.write { db in
                 let context = SaveContext(db: db, store: schema, author: author, job: job)
                 let value = try body(context)
+                try context.flushChanges()
                 return SaveOutcome(value: value, token: context.transactionID.map(HistoryToken.init),
                                    entities: context.touchedEntities)
             }

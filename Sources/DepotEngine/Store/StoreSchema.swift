@@ -3,10 +3,13 @@ struct StoreSchema: Sendable {
     let name: String
     let entities: [EntitySchema]
     private let byName: [String: EntitySchema]
+    /// See ``StoreConfiguration/changesPerStatement``.
+    let changesPerStatement: Int
 
-    init(name: String, entities: [EntitySchema]) {
+    init(name: String, entities: [EntitySchema], changesPerStatement: Int = 64) {
         self.name = name
         self.entities = entities
+        self.changesPerStatement = max(1, min(changesPerStatement, 3_000))
         self.byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
     }
 

@@ -101,24 +101,47 @@ public final class SaveContext {
     /// path, which builds them in reused buffers): objects, or arrays in
     /// the order of `fields` (an update) or of `layout` (an insert or a
     /// delete; see ``layout(of:)``).
+    ///
+    /// The change is kept in ``pendingChanges`` and inserted with others in
+    /// one multi-row statement (``flushChanges()``): nothing reads
+    /// `depot_changes` inside a save, and the save flushes before it commits.
     func logChange(entity: String, identifier: String, kind: ChangeKind, fields: String? = nil,
                    tombstone: String? = nil, oldBytes: [UInt8]?, newBytes: [UInt8]?, layout: Int64? = nil) throws {
         let txn = try historyTransaction()
         touchedEntities.insert(entity)
-        let statement = try db.cachedStatement(sql: "INSERT INTO depot_changes"
-            + "(txn, entity, identifier, kind, fields, tombstone, old, new, layout) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
-            .sqliteStatement
-        sqlite3_bind_int64(statement, 1, txn)
-        SQL.bindText(entity, to: statement, at: 2)
-        SQL.bindText(identifier, to: statement, at: 3)
-        SQL.bindText(kind.rawValue, to: statement, at: 4)
-        SQL.bind(fields.map(Value.string) ?? .null, to: statement, at: 5)
-        SQL.bind(tombstone.map(Value.string) ?? .null, to: statement, at: 6)
-        SQL.bindText(bytes: oldBytes, to: statement, at: 7)
-        SQL.bindText(bytes: newBytes, to: statement, at: 8)
-        SQL.bind(layout.map(Value.int) ?? .null, to: statement, at: 9)
-        try SQL.step(statement, db)
-        sqlite3_reset(statement)
+        pendingChanges.append(txn: txn, entity: entity, identifier: identifier, kind: kind, fields: fields,
+                              tombstone: tombstone, old: oldBytes, new: newBytes, layout: layout)
+        if pendingChanges.count == store.changesPerStatement { try flushChanges() }
+    }
+
+    private var pendingChanges = PendingChanges()
+
+    /// Inserts the pending changes, in the order they were logged: whole
+    /// statements of ``StoreConfiguration/changesPerStatement`` rows, the
+    /// rest one by one.
+    func flushChanges() throws {
+        let count = pendingChanges.count
+        guard count > 0 else { return }
+        defer { pendingChanges.removeAll() }
+        let columns = "INSERT INTO depot_changes(txn, entity, identifier, kind, fields, tombstone, old, new, layout) VALUES "
+        let row = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        var done = 0
+        if count == store.changesPerStatement {
+            let statement = try db.cachedStatement(sql: columns + Array(repeating: row, count: count)
+                .joined(separator: ", ")).sqliteStatement
+            pendingChanges.bind(0..<count, to: statement)
+            try SQL.step(statement, db)
+            sqlite3_reset(statement)
+            done = count
+        }
+        if done < count {
+            let statement = try db.cachedStatement(sql: columns + row).sqliteStatement
+            for i in done..<count {
+                pendingChanges.bind(i..<i + 1, to: statement)
+                try SQL.step(statement, db)
+                sqlite3_reset(statement)
+            }
+        }
     }
 
     /// The id of the layout of `entity`'s fields, in their order, in

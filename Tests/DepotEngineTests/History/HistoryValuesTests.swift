@@ -174,3 +174,51 @@ struct HistoryValuesOrderTests {
         #expect(changes.last?.tombstone == #"{"id":"a","budget":893.68,"isFavorite":false}"#)
     }
 }
+
+/// A save inserts its changes many rows to a statement
+/// (`StoreConfiguration.changesPerStatement`): the history is the same,
+/// change for change and in order, as when each has a statement of its own.
+@Suite("History: changes inserted many to a statement")
+struct ChangesPerStatementTests {
+    static func history(changesPerStatement: Int) async throws -> [HistoryChange] {
+        let t = try await TemporaryStore(entities: [TemporaryStore.tripEntity(
+            extraFields: [Field(name: "meta", type: .json, isOptional: true)], history: .values)]) {
+            $0.changesPerStatement = changesPerStatement
+        }
+        // 150 inserts (two full statements of 64 and 22 left over at 64),
+        // then updates of every third in one save with a few inserts, then a
+        // delete of some: kinds, fields, values and identifiers interleaved.
+        let rows: [[Value]] = (0..<150).map { i in
+            HistoryValuesTests.trip("T\(i)", budget: Double(i), meta: i % 7 == 0 ? .string(#"{"n":1}"#) : .null)
+        }
+        _ = try await HistoryValuesTests.write(t, rows)
+        var updates: [[Value]] = []
+        for i in stride(from: 0, to: 150, by: 3) {
+            updates.append(HistoryValuesTests.trip("T\(i)", budget: Double(i) + 0.5, favorite: i % 2 == 0, notes: .string("n\(i)")))
+        }
+        for i in 150..<155 { updates.append(HistoryValuesTests.trip("T\(i)")) }
+        _ = try await HistoryValuesTests.write(t, updates)
+        try await t.store.delete(entity: "Trip", where: "budget < 40", author: "test")
+        return try await t.store.reader.history(limit: 10_000).flatMap(\.changes)
+    }
+
+    @Test("the history is the same, change for change, with 1, 7 or 64 changes to a statement")
+    func sameHistory() async throws {
+        let one = try await Self.history(changesPerStatement: 1)
+        #expect(one.count == 245)  // 150 inserts, 50 updates, 5 inserts, 40 deletes
+        var kinds: [ChangeKind] = Array(repeating: .insert, count: 150)
+        kinds += Array(repeating: .update, count: 50)
+        kinds += Array(repeating: .insert, count: 5)
+        kinds += Array(repeating: .delete, count: 40)
+        #expect(one.map(\.kind) == kinds)
+        for n in [7, 64] {
+            let many = try await Self.history(changesPerStatement: n)
+            #expect(many.count == one.count)
+            for (a, b) in zip(one, many) {
+                let same = a.kind == b.kind && a.identifier == b.identifier && a.fields == b.fields
+                let sameValues = a.old == b.old && a.new == b.new && a.tombstone == b.tombstone
+                #expect(same && sameValues, "\(n) a statement: \(a) vs \(b)")
+            }
+        }
+    }
+}
