@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        // The PostgreSQL backend (DESIGN §15).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // Tests only: reads docs/openapi.yaml as a YAML parser does.
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
@@ -46,6 +48,19 @@ let package = Package(
                 "CDepotSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Stores on PostgreSQL (DESIGN §15), through postgres-nio: the same
+        // schema, conflict policies and history as an SQLite store, written
+        // with COPY into a staging table and one merging statement a batch.
+        .target(
+            name: "DepotPostgres",
+            dependencies: [
+                "DepotEngine",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -150,6 +165,14 @@ let package = Package(
             dependencies: ["DepotEngine", "CDepotSQLite", .product(name: "GRDB", package: "GRDB.swift")],
             // Third-party corpora, read by path from the tests (see Fixtures/README.md).
             exclude: ["Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        // The engine's write contract run against both backends: an SQLite
+        // file and a schema of a private PostgreSQL cluster
+        // (scripts/pg-cluster; DEPOT_TEST_POSTGRES_URL).
+        .testTarget(
+            name: "DepotPostgresTests",
+            dependencies: ["DepotPostgres", "DepotEngine"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -12,9 +12,9 @@
 /// ```
 public struct HistoryToken: Sendable, Hashable, Comparable, LosslessStringConvertible, Codable {
     /// The transaction's row id in `depot_transactions`.
-    let id: Int64
+    package let id: Int64
 
-    init(_ id: Int64) { self.id = id }
+    package init(_ id: Int64) { self.id = id }
 
     /// Parses a token as the API shows it; `nil` when it is not one.
     public init?(_ description: String) {

@@ -13,4 +13,12 @@ public struct HistoryTransaction: Sendable, Hashable {
     public var job: String?
     /// Its changes, in the order they were made.
     public var changes: [HistoryChange]
+
+    package init(token: HistoryToken, timestamp: String, author: String, job: String?, changes: [HistoryChange]) {
+        self.token = token
+        self.timestamp = timestamp
+        self.author = author
+        self.job = job
+        self.changes = changes
+    }
 }

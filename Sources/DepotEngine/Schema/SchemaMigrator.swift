@@ -10,10 +10,7 @@ import GRDB
 /// incompatible change of every entity is reported at once and nothing is
 /// changed.
 enum SchemaMigrator {
-    struct Definition: Codable {
-        var fields: [Field]
-        var identifier: [String]
-    }
+    typealias Definition = MigrationRules.Definition
 
     static func migrate(_ db: Database, store: String, entities: [EntitySchema]) throws {
         try SystemTables.migrate(db, store: store)
@@ -22,58 +19,30 @@ enum SchemaMigrator {
         for entity in entities {
             let stored = try String.fetchOne(db, sql: "SELECT definition FROM depot_schema WHERE entity = ?",
                                              arguments: [entity.name])
-            let entityName = "entity \(JSONText.quoted(entity.name))"
             guard let stored else {
                 if try db.tableExists(entity.name) {
-                    problems.append("\(entityName): the store already has a table of that name that Depot did "
-                        + "not create; rename the entity or the table")
+                    problems.append(MigrationRules.foreignTable(entity))
                     continue
                 }
                 work.append { try create(db, entity) }
                 continue
             }
             guard let old = try? JSONDecoder().decode(Definition.self, from: Data(stored.utf8)) else {
-                problems.append("\(entityName): the stored schema is unreadable; the store file may be damaged")
+                problems.append("entity \(JSONText.quoted(entity.name)): the stored schema is unreadable; "
+                    + "the store file may be damaged")
                 continue
             }
-            if old.identifier != entity.identifier {
-                problems.append("\(entityName): the identifier changed from \(old.identifier) to "
-                    + "\(entity.identifier); a store cannot change its identifier: export the records "
-                    + "and import them into a new store")
+            var nulls: [String: Int] = [:]
+            for name in MigrationRules.fieldsBecomingRequired(entity, stored: old) {
+                nulls[name] = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(entity.table) WHERE "
+                    + "\(SQL.quote(name)) IS NULL") ?? 0
             }
-            let oldByName = Dictionary(old.fields.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-            for field in old.fields where entity.position(of: field.name) == nil {
-                problems.append("\(entityName): field \(JSONText.quoted(field.name)) is in the store but no "
-                    + "longer declared; declare it again (\(field.name) = \"\(field.type.rawValue)?\" keeps its data)")
-            }
-            for field in entity.fields {
-                let fieldName = "\(entityName), field \(JSONText.quoted(field.name))"
-                guard let before = oldByName[field.name] else {
-                    if field.isOptional {
-                        work.append {
-                            try db.execute(sql: "ALTER TABLE \(entity.table) ADD COLUMN "
-                                + "\(SQL.quote(field.name)) \(field.type.sqlType)")
-                        }
-                    } else if let r = entity.relationshipColumns.first(where: { $0.value.contains(field.name) })?.key {
-                        problems.append("\(entityName), relationship \(JSONText.quoted(r)): a new to-one must be "
-                            + "optional so that the stored records can migrate; declare it without required = true")
-                    } else {
-                        problems.append("\(fieldName): a new field must be optional so that the stored records "
-                            + "can migrate; declare it as \"\(field.type.rawValue)?\"")
-                    }
-                    continue
-                }
-                if before.type != field.type {
-                    problems.append("\(fieldName): the type changed from \(before.type.rawValue) to "
-                        + "\(field.type.rawValue), which cannot migrate in place; keep \(before.type.rawValue) "
-                        + "or add a new field")
-                } else if before.isOptional && !field.isOptional {
-                    let nulls = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(entity.table) WHERE "
-                        + "\(SQL.quote(field.name)) IS NULL") ?? 0
-                    if nulls > 0 {
-                        problems.append("\(fieldName): it was optional and \(nulls) records hold null in it, "
-                            + "so it cannot become required; keep it optional or fill it first")
-                    }
+            let outcome = MigrationRules.check(entity, stored: old, nulls: nulls)
+            problems += outcome.problems
+            for field in outcome.added {
+                work.append {
+                    try db.execute(sql: "ALTER TABLE \(entity.table) ADD COLUMN "
+                        + "\(SQL.quote(field.name)) \(field.type.sqlType)")
                 }
             }
             work.append { try syncIndexes(db, entity) }

@@ -59,28 +59,13 @@ final class RowWriter {
         self.entity = entity
         self.policy = policy
         self.columns = columns
-        var fields: [Field] = []
-        var seen: Set<String> = []
-        for name in columns {
-            fields.append(try entity.field(named: name))
-            guard seen.insert(name).inserted else {
-                throw DepotError(.invalidArgument, "field \(JSONText.quoted(name)) is given twice")
-            }
-        }
-        self.columnFields = fields
-        var idColumns: [Int] = []
-        for name in entity.identifier {
-            guard let i = columns.firstIndex(of: name) else {
-                throw DepotError(.invalidArgument, "records of \(JSONText.quoted(entity.name)) must give "
-                    + "identifier field \(JSONText.quoted(name))")
-            }
-            idColumns.append(i)
-        }
-        self.identifierColumns = idColumns
-        self.valueColumns = columns.indices.filter { !idColumns.contains($0) }
-        self.valuePositions = valueColumns.map { Int32(entity.position(of: columns[$0])! + 1) }
-        self.missingRequired = entity.fields.filter { !$0.isOptional && !columns.contains($0.name) }.map(\.name)
-        self.fieldToColumn = entity.fields.map { columns.firstIndex(of: $0.name) }
+        let plan = try BatchPlan(entity: entity, columns: columns, policy: policy)
+        self.columnFields = plan.columnFields
+        self.identifierColumns = plan.identifierColumns
+        self.valueColumns = plan.valueColumns
+        self.valuePositions = plan.valueColumns.map { Int32(plan.columnPositions[$0] + 1) }
+        self.missingRequired = plan.missingRequired
+        self.fieldToColumn = plan.fieldToColumn
         self.keepsValues = entity.history == .values
         self.fieldKeys = entity.fields.map { JSONText.quoted($0.name) + ":" }
         self.rawJSON = entity.fields.map { $0.type == .json }

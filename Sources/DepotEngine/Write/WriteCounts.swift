@@ -45,4 +45,10 @@ public struct Rejection: Sendable, Hashable {
     public var field: String?
     /// Why, in a sentence.
     public var reason: String
+
+    package init(row: Int, field: String?, reason: String) {
+        self.row = row
+        self.field = field
+        self.reason = reason
+    }
 }

@@ -1,0 +1,132 @@
+import DepotEngine
+import Foundation
+import PostgresNIO
+
+/// Creates a PostgreSQL store's schema and tables, or migrates them to the
+/// configured entities, with the same rules and messages as an SQLite
+/// store's migration: a new optional field is added, indexes follow the
+/// configuration, and a change that cannot migrate in place is refused
+/// with every reason listed.
+enum PostgresMigrator {
+    /// What `depot_schema` keeps of an entity (the same JSON as SQLite's).
+    typealias Definition = MigrationRules.Definition
+
+    /// The system version this release writes in a PostgreSQL store.
+    static let systemVersion = 1
+
+    static func migrate(_ connection: PostgresConnection, store: PostgresStore) async throws {
+        let location = store.configuration.location
+        let logger = store.logger
+        func run(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) async throws {
+            try await PostgresSQL.execute(connection, sql, binds, logger: logger)
+        }
+        func table(_ name: String) -> String { store.table(name) }
+        // Hosts opening the same store at once migrate one after the other.
+        var lockBinds = PostgresBindings()
+        lockBinds.append("depot:" + location.schema)
+        try await run("SELECT pg_advisory_xact_lock(hashtext($1))", lockBinds)
+        try await run("CREATE SCHEMA IF NOT EXISTS \(PostgresSQL.quote(location.schema))")
+        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_meta"))(key text PRIMARY KEY, value text)")
+        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_schema"))(entity text PRIMARY KEY, definition text NOT NULL)")
+        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_transactions"))(id bigserial PRIMARY KEY, "
+            + "timestamp text NOT NULL, author text NOT NULL, job text)")
+        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_changes"))(id bigserial PRIMARY KEY, "
+            + "txn bigint NOT NULL, entity text NOT NULL, identifier text NOT NULL, kind text NOT NULL, "
+            + "fields text, tombstone text, old text, new text)")
+        try await run("CREATE INDEX IF NOT EXISTS depot_changes_txn ON \(table("depot_changes"))(txn)")
+        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_checkpoints"))(job text PRIMARY KEY, "
+            + "data bytea NOT NULL, updated text NOT NULL)")
+        var versionBinds = PostgresBindings()
+        versionBinds.append(String(systemVersion))
+        try await run("INSERT INTO \(table("depot_meta"))(key, value) VALUES ('system_version', $1) "
+            + "ON CONFLICT (key) DO NOTHING", versionBinds)
+
+        var problems: [String] = []
+        var work: [() async throws -> Void] = []
+        for entity in store.configuration.entities {
+            var binds = PostgresBindings()
+            binds.append(entity.name)
+            let stored = PostgresSQL.scalar(try await PostgresSQL.textRows(connection,
+                "SELECT definition FROM \(table("depot_schema")) WHERE entity = $1", binds, logger: logger))
+            guard let stored else {
+                var exists = PostgresBindings()
+                exists.append(location.schema)
+                exists.append(entity.name)
+                let found = try await PostgresSQL.textRows(connection, "SELECT 1::text FROM information_schema.tables "
+                    + "WHERE table_schema = $1 AND table_name = $2", exists, logger: logger)
+                if !found.isEmpty {
+                    problems.append(MigrationRules.foreignTable(entity))
+                    continue
+                }
+                work.append { try await create(connection, store, entity) }
+                continue
+            }
+            guard let old = try? JSONDecoder().decode(Definition.self, from: Data(stored.utf8)) else {
+                problems.append("entity \(JSONText.quoted(entity.name)): the stored schema is unreadable; "
+                    + "the store may be damaged")
+                continue
+            }
+            var nulls: [String: Int] = [:]
+            for name in MigrationRules.fieldsBecomingRequired(entity, stored: old) {
+                let rows = try await PostgresSQL.textRows(connection, "SELECT count(*)::text FROM "
+                    + "\(table(entity.name)) WHERE \(PostgresSQL.quote(name)) IS NULL", logger: logger)
+                nulls[name] = PostgresSQL.scalar(rows).flatMap { Int($0) } ?? 0
+            }
+            let outcome = MigrationRules.check(entity, stored: old, nulls: nulls)
+            problems += outcome.problems
+            for field in outcome.added {
+                work.append {
+                    try await run("ALTER TABLE \(table(entity.name)) ADD COLUMN "
+                        + "\(PostgresSQL.quote(field.name)) \(PostgresSQL.type(field.type))")
+                }
+            }
+            work.append { try await syncIndexes(connection, store, entity) }
+        }
+        guard problems.isEmpty else {
+            throw DepotError(.migrationRefused, "store \(JSONText.quoted(store.name)) cannot open with this "
+                + "configuration: " + problems.joined(separator: "; "))
+        }
+        for step in work { try await step() }
+        for entity in store.configuration.entities {
+            let text = String(decoding: try JSONEncoder().encode(Definition(entity)), as: UTF8.self)
+            var binds = PostgresBindings()
+            binds.append(entity.name)
+            binds.append(text)
+            try await run("INSERT INTO \(table("depot_schema"))(entity, definition) VALUES ($1, $2) "
+                + "ON CONFLICT (entity) DO UPDATE SET definition = excluded.definition", binds)
+        }
+    }
+
+    private static func create(_ connection: PostgresConnection, _ store: PostgresStore, _ entity: EntitySchema) async throws {
+        var columns = entity.fields.map { field in
+            "\(PostgresSQL.quote(field.name)) \(PostgresSQL.type(field.type))"
+                + (field.isOptional && !entity.identifier.contains(field.name) ? "" : " NOT NULL")
+        }
+        columns.append("PRIMARY KEY (" + entity.identifier.map(PostgresSQL.quote).joined(separator: ", ") + ")")
+        try await PostgresSQL.execute(connection, "CREATE TABLE \(store.table(entity.name)) (\(columns.joined(separator: ", ")))",
+                                      logger: store.logger)
+    }
+
+    static func indexName(_ entity: EntitySchema, _ fields: [String]) -> String {
+        "depot_idx_\(entity.name)(\(fields.joined(separator: ",")))"
+    }
+
+    private static func syncIndexes(_ connection: PostgresConnection, _ store: PostgresStore,
+                                    _ entity: EntitySchema) async throws {
+        let wanted = Dictionary(entity.indexes.map { (indexName(entity, $0), $0) }, uniquingKeysWith: { a, _ in a })
+        var binds = PostgresBindings()
+        binds.append(store.configuration.location.schema)
+        binds.append(entity.name)
+        let existing = try await PostgresSQL.textRows(connection, "SELECT indexname::text FROM pg_indexes "
+            + "WHERE schemaname = $1 AND tablename = $2 AND indexname LIKE 'depot\\_idx\\_%'", binds, logger: store.logger)
+            .compactMap { $0.first ?? nil }
+        for name in existing where wanted[name] == nil {
+            try await PostgresSQL.execute(connection, "DROP INDEX \(store.prefix)\(PostgresSQL.quote(name))", logger: store.logger)
+        }
+        for (name, fields) in wanted where !existing.contains(name) {
+            try await PostgresSQL.execute(connection, "CREATE INDEX \(PostgresSQL.quote(name)) ON \(store.table(entity.name))("
+                + fields.map { PostgresSQL.quote($0) + PostgresSQL.byteOrder(entity, $0) }.joined(separator: ", ") + ")",
+                logger: store.logger)
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import DepotEngine
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// SQL text, values and errors for PostgreSQL.
+enum PostgresSQL {
+    /// `name` as a quoted identifier.
+    static func quote(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// The column type of a field: dates are `timestamptz` (millisecond
+    /// values, read back in Depot's canonical UTC text), JSON is `json`,
+    /// which keeps its text as written.
+    static func type(_ type: FieldType) -> String {
+        switch type {
+        case .string: "text"
+        case .int: "bigint"
+        case .double: "double precision"
+        case .bool: "boolean"
+        case .date: "timestamptz"
+        case .json: "json"
+        }
+    }
+
+    /// A field's column read as the text of its Depot value.
+    static func selectText(_ field: Field, table alias: String? = nil) -> String {
+        let column = (alias.map { $0 + "." } ?? "") + quote(field.name)
+        return field.type == .date
+            ? "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+            : "\(column)::text"
+    }
+
+    /// ` COLLATE "C"` for a text field, so that it sorts by bytes as SQLite does.
+    static func byteOrder(_ entity: EntitySchema, _ field: String) -> String {
+        guard let position = entity.position(of: field) else { return "" }
+        return entity.fields[position].type == .string ? " COLLATE \"C\"" : ""
+    }
+
+    /// The Depot value of a field's text (see ``selectText(_:table:)``).
+    static func value(_ text: String?, as type: FieldType) -> Value {
+        guard let text else { return .null }
+        switch type {
+        case .string, .date, .json: return .string(text)
+        case .int: return Int64(text).map(Value.int) ?? .string(text)
+        case .double: return Double(text).map(Value.double) ?? .string(text)
+        case .bool: return .bool(text == "true" || text == "t")
+        }
+    }
+
+    /// Runs `sql`; every row's cells as text (nil for null). The query's
+    /// columns must be of a text-like type (cast with `::text`).
+    static func textRows(_ connection: PostgresConnection, _ sql: String, _ binds: PostgresBindings = PostgresBindings(),
+                         logger: Logger) async throws -> [[String?]] {
+        let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        var out: [[String?]] = []
+        for try await row in rows {
+            var cells: [String?] = []
+            for cell in row {
+                cells.append(cell.bytes.map { String(buffer: $0) })
+            }
+            out.append(cells)
+        }
+        return out
+    }
+
+    /// The first cell of the first row, if there is one and it is not null.
+    static func scalar(_ rows: [[String?]]) -> String? {
+        rows.first.flatMap { $0.first ?? nil }
+    }
+
+    /// Runs `sql`, which returns no rows that matter.
+    static func execute(_ connection: PostgresConnection, _ sql: String, _ binds: PostgresBindings = PostgresBindings(),
+                        logger: Logger) async throws {
+        try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+    }
+
+    /// A server's error in a sentence: its message and SQLSTATE, or the
+    /// client's own description (a refused connection).
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] {
+                let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+                return message + state
+            }
+            if let underlying = error.underlying { return "\(error.code): \(underlying)" }
+            return "\(error.code)"
+        }
+        return String(describing: error)
+    }
+
+    /// Appends `value` as a field of COPY's text format: `\N` for null,
+    /// backslash, tab, newline and carriage return escaped.
+    static func appendCopyField(_ value: Value, to out: inout ByteBuffer) {
+        switch value {
+        case .null: out.writeStaticString("\\N")
+        case .bool(let b): out.writeStaticString(b ? "t" : "f")
+        case .int(let i): out.writeString(String(i))
+        case .double(let d): out.writeString(d.isFinite ? "\(d)" : (d.isNaN ? "NaN" : (d < 0 ? "-Infinity" : "Infinity")))
+        case .string(var s):
+            s.withUTF8 { bytes in
+                var start = 0
+                for (i, byte) in bytes.enumerated() {
+                    let escaped: StaticString
+                    switch byte {
+                    case UInt8(ascii: "\\"): escaped = "\\\\"
+                    case UInt8(ascii: "\t"): escaped = "\\t"
+                    case UInt8(ascii: "\n"): escaped = "\\n"
+                    case UInt8(ascii: "\r"): escaped = "\\r"
+                    default: continue
+                    }
+                    out.writeBytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[start..<i]))
+                    out.writeStaticString(escaped)
+                    start = i + 1
+                }
+                out.writeBytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[start...]))
+            }
+        }
+    }
+}

@@ -1,0 +1,244 @@
+public import DepotEngine
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// What a PostgreSQL store is: its name, where it lives, its entities.
+public struct PostgresStoreConfiguration: Sendable {
+    public var name: String
+    public var location: PostgresLocation
+    public var entities: [EntitySchema]
+
+    public init(name: String, location: PostgresLocation, entities: [EntitySchema]) {
+        self.name = name
+        self.location = location
+        self.entities = entities
+    }
+}
+
+/// One store in a PostgreSQL schema (DESIGN §15): the same tables as an
+/// SQLite store (§9), in the store's schema, so that `psql` reads them.
+///
+/// Every write goes through ``save(author:job:_:)``: one PostgreSQL
+/// transaction with its history transaction, committed together or not at
+/// all, as an SQLite store's save.
+///
+/// For example:
+///
+/// ```swift
+/// let location = try PostgresLocation(url: "postgresql://depot@/depot?host=/run/postgresql", schema: "travel")
+/// let store = try await PostgresStore.open(PostgresStoreConfiguration(name: "travel", location: location,
+///                                                                      entities: [trip]))
+/// var batch = RecordBatch(entity: "Trip", columns: ["id", "name", "startDate", "budget", "isFavorite"])
+/// batch.append(["t1", "Paris", "2025-05-02", 1200.0, false])
+/// let saved = try await store.save(author: "me") { try await $0.write(batch, policy: .upsert) }
+/// ```
+public actor PostgresStore {
+    public nonisolated let configuration: PostgresStoreConfiguration
+    nonisolated let client: PostgresClient
+    nonisolated let logger: Logger
+    nonisolated let entities: [String: EntitySchema]
+    /// `"schema".` — the prefix of every table's name.
+    nonisolated let prefix: String
+    private let runner: Task<Void, Never>
+    private var isClosed = false
+
+    public nonisolated var name: String { configuration.name }
+
+    private init(configuration: PostgresStoreConfiguration, client: PostgresClient, runner: Task<Void, Never>,
+                 logger: Logger) {
+        self.configuration = configuration
+        self.client = client
+        self.runner = runner
+        self.logger = logger
+        self.entities = Dictionary(configuration.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        self.prefix = PostgresSQL.quote(configuration.location.schema) + "."
+    }
+
+    /// Connects, then creates the store's schema and tables or migrates
+    /// them to the configured entities, in one transaction.
+    ///
+    /// - Throws: ``DepotError/Code/database`` when the server cannot be
+    ///   reached or refuses the role; ``DepotError/Code/migrationRefused``
+    ///   listing every change that cannot migrate, as for an SQLite store.
+    public static func open(_ configuration: PostgresStoreConfiguration) async throws -> PostgresStore {
+        var logger = Logger(label: "depot.postgres.\(configuration.name)")
+        logger.logLevel = .critical
+        let client = PostgresClient(configuration: configuration.location.clientConfiguration, backgroundLogger: logger)
+        let runner = Task { await client.run() }
+        let store = PostgresStore(configuration: configuration, client: client, runner: runner, logger: logger)
+        do {
+            try await store.transaction { connection in
+                try await PostgresMigrator.migrate(connection, store: store)
+            }
+        } catch {
+            await store.close()
+            throw store.translate(error)
+        }
+        return store
+    }
+
+    /// Closes the store's connections; later saves throw ``DepotError/Code/storeClosed``.
+    public func close() async {
+        guard !isClosed else { return }
+        isClosed = true
+        runner.cancel()
+        _ = await runner.value
+    }
+
+    /// The entity called `name`.
+    nonisolated func entity(_ name: String) throws -> EntitySchema {
+        guard let entity = entities[name] else {
+            throw DepotError(.unknownEntity, "store \(JSONText.quoted(configuration.name)) has no entity "
+                + "\(JSONText.quoted(name))" + DepotError.suggestion(for: name, in: configuration.entities.map(\.name)))
+        }
+        return entity
+    }
+
+    /// `"schema"."name"`.
+    nonisolated func table(_ name: String) -> String { prefix + PostgresSQL.quote(name) }
+
+    /// Runs one save: `body`'s writes commit together, with their history
+    /// transaction, or not at all.
+    ///
+    /// - Returns: `body`'s result and the token of the save's history
+    ///   transaction, nil when it changed nothing.
+    public func save<T: Sendable>(author: String, job: String? = nil,
+                                  _ body: @Sendable (PostgresSaveContext) async throws -> T)
+        async throws -> (value: T, token: HistoryToken?) {
+        guard !isClosed else { throw DepotError(.storeClosed, "store \(JSONText.quoted(name)) is closed") }
+        do {
+            return try await transaction { connection in
+                // Unqualified names (COPY's tables) are the store's own.
+                try await PostgresSQL.execute(connection, "SET LOCAL search_path TO "
+                    + PostgresSQL.quote(configuration.location.schema), logger: logger)
+                let context = PostgresSaveContext(store: self, connection: connection, author: author, job: job)
+                let value = try await body(context)
+                try await context.finish()
+                return (value, context.transactionID.map(HistoryToken.init))
+            }
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    /// Runs `body` in a transaction of one of the client's connections.
+    nonisolated func transaction<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        try await client.withConnection { connection in
+            try await connection.query("BEGIN", logger: logger)
+            do {
+                let value = try await body(connection)
+                try await connection.query("COMMIT", logger: logger)
+                return value
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` on a connection, outside any transaction of the caller's.
+    nonisolated func read<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            return try await client.withConnection { try await body($0) }
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    // MARK: - Reads
+
+    /// The number of records of `entity`.
+    public nonisolated func count(_ entity: String) async throws -> Int {
+        let table = table(try self.entity(entity).name)
+        return try await read { connection in
+            let rows = try await PostgresSQL.textRows(connection, "SELECT count(*)::text FROM \(table)", logger: logger)
+            return PostgresSQL.scalar(rows).flatMap { Int($0) } ?? 0
+        }
+    }
+
+    /// Every record of `entity`, its fields in the entity's order, sorted
+    /// by identifier (as SQLite orders text: by bytes).
+    public nonisolated func records(_ entity: String) async throws -> [[Value]] {
+        let entity = try self.entity(entity)
+        let sql = "SELECT " + entity.fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+            + " FROM \(table(entity.name)) ORDER BY "
+            + entity.identifier.map { PostgresSQL.quote($0) + PostgresSQL.byteOrder(entity, $0) }.joined(separator: ", ")
+        return try await read { connection in
+            try await PostgresSQL.textRows(connection, sql, logger: logger).map { row in
+                zip(entity.fields, row).map { PostgresSQL.value($1, as: $0.type) }
+            }
+        }
+    }
+
+    /// The stored checkpoint of `job`, if one was saved.
+    public nonisolated func checkpoint(job: String) async throws -> [UInt8]? {
+        let sql = "SELECT encode(data, 'base64') FROM \(table("depot_checkpoints")) WHERE job = $1"
+        return try await read { connection in
+            var binds = PostgresBindings()
+            binds.append(job)
+            let rows = try await PostgresSQL.textRows(connection, sql, binds, logger: logger)
+            guard let text = rows.first?.first ?? nil else { return nil }
+            return Data(base64Encoded: text, options: .ignoreUnknownCharacters).map { Array($0) }
+        }
+    }
+
+    /// The history after `token` (from the start when nil), oldest first,
+    /// at most `limit` transactions.
+    public nonisolated func history(after token: HistoryToken? = nil, limit: Int = 100) async throws -> [HistoryTransaction] {
+        let transactions = "SELECT id::text, timestamp, author, job FROM \(table("depot_transactions")) "
+            + "WHERE id > $1 ORDER BY id LIMIT $2"
+        let changes = "SELECT txn::text, entity, identifier, kind, fields, tombstone, old, new FROM \(table("depot_changes")) "
+            + "WHERE txn > $1 AND txn <= $2 ORDER BY id"
+        return try await read { connection in
+            var binds = PostgresBindings()
+            binds.append(token?.id ?? 0)
+            binds.append(Int64(max(0, min(limit, 100_000))))
+            let heads = try await PostgresSQL.textRows(connection, transactions, binds, logger: logger)
+            guard let last = heads.last?[0].flatMap({ Int64($0) }) else { return [] }
+            var changeBinds = PostgresBindings()
+            changeBinds.append(token?.id ?? 0)
+            changeBinds.append(last)
+            var byTransaction: [Int64: [HistoryChange]] = [:]
+            for row in try await PostgresSQL.textRows(connection, changes, changeBinds, logger: logger) {
+                guard let txn = row[0].flatMap({ Int64($0) }), let kind = row[3].flatMap(ChangeKind.init(rawValue:)) else {
+                    continue
+                }
+                let fields = row[4].flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }
+                byTransaction[txn, default: []].append(HistoryChange(
+                    entity: row[1] ?? "", identifier: row[2] ?? "", kind: kind, fields: fields,
+                    tombstone: row[5], old: row[6], new: row[7]))
+            }
+            return heads.compactMap { head -> HistoryTransaction? in
+                guard let id = head[0].flatMap({ Int64($0) }) else { return nil }
+                return HistoryTransaction(token: HistoryToken(id), timestamp: head[1] ?? "", author: head[2] ?? "",
+                                          job: head[3], changes: byTransaction[id] ?? [])
+            }
+        }
+    }
+
+    /// Drops the schema of `location` and everything in it, on a connection
+    /// of its own (tests clean up with it, the store open or not).
+    package static func dropSchemaForTests(_ location: PostgresLocation) async throws {
+        var logger = Logger(label: "depot.postgres.drop")
+        logger.logLevel = .critical
+        let client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
+        let runner = Task { await client.run() }
+        defer { runner.cancel() }
+        try await client.withConnection { connection in
+            try await PostgresSQL.execute(connection, "DROP SCHEMA IF EXISTS " + PostgresSQL.quote(location.schema)
+                + " CASCADE", logger: logger)
+        }
+    }
+
+    // MARK: - Errors
+
+    /// A server's error as a ``DepotError``: a refused connection or role is
+    /// ``DepotError/Code/database`` naming where the store lives.
+    nonisolated func translate(_ error: any Error) -> any Error {
+        if error is DepotError || error is CancellationError { return error }
+        return DepotError(.database, "store \(JSONText.quoted(name)) (\(configuration.location.description)): "
+            + PostgresSQL.describe(error))
+    }
+}

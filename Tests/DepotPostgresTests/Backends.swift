@@ -1,0 +1,137 @@
+import DepotEngine
+import DepotPostgres
+import Foundation
+import Testing
+
+/// The PostgreSQL server the tests use: a private cluster that
+/// scripts/test starts (scripts/pg-cluster), named by
+/// DEPOT_TEST_POSTGRES_URL. Without it the PostgreSQL cases are skipped,
+/// unless DEPOT_REQUIRE_POSTGRES=1 (scripts/test, so CI), where its
+/// absence fails the suite.
+enum TestServer {
+    static let url = ProcessInfo.processInfo.environment["DEPOT_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    static let required = ProcessInfo.processInfo.environment["DEPOT_REQUIRE_POSTGRES"] == "1"
+    static var available: Bool { url != nil }
+}
+
+/// The two backends as the contract tests drive them: one save a call.
+protocol Backend: Sendable {
+    var name: String { get }
+    func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool) async throws -> WriteCounts
+    /// A save that writes `batch` and then a checkpoint, in one transaction.
+    func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws -> WriteCounts
+    func checkpoint(job: String) async throws -> [UInt8]?
+    /// Every record, its fields in the entity's order, sorted by identifier.
+    func records(_ entity: String) async throws -> [[Value]]
+    func history() async throws -> [HistoryTransaction]
+    /// Closes the store and opens it again with `entities` (a migration).
+    func reopen(entities: [EntitySchema]) async throws -> any Backend
+    func close() async
+}
+
+extension Backend {
+    func write(_ batch: RecordBatch, policy: ConflictPolicy = .upsert) async throws -> WriteCounts {
+        try await write(batch, policy: policy, supersede: false)
+    }
+}
+
+final class SQLiteBackend: Backend {
+    let name = "sqlite"
+    let folder: URL
+    let store: Store
+
+    init(entities: [EntitySchema], folder: URL? = nil) async throws {
+        self.folder = try folder ?? {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("depot-pgtest-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            return folder
+        }()
+        store = try await Store.open(StoreConfiguration(name: "travel", path: self.folder.appendingPathComponent("s.sqlite").path,
+                                                        entities: entities))
+    }
+
+    func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool) async throws -> WriteCounts {
+        // An import's source floor: the records stored before it.
+        let floor: Int64? = supersede ? Int64.max : nil
+        return try await store.save(author: "test") { try $0.write(batch, policy: policy, sourceRowidFloor: floor) }.value
+    }
+
+    func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws -> WriteCounts {
+        try await store.save(author: "test", job: job) { save in
+            let counts = try save.write(batch, policy: policy)
+            try save.setCheckpoint(job: job, data: checkpoint)
+            return counts
+        }.value
+    }
+
+    func checkpoint(job: String) async throws -> [UInt8]? { try await store.checkpoint(job: job) }
+
+    func records(_ entity: String) async throws -> [[Value]] {
+        let e = try store.reader.entity(entity)
+        return try await store.reader.fetch(FetchDescriptor(entity: entity, sort: e.identifier.map { SortDescriptor($0) })).rows
+    }
+
+    func history() async throws -> [HistoryTransaction] { try await store.reader.history(limit: 10_000) }
+
+    func reopen(entities: [EntitySchema]) async throws -> any Backend {
+        try await store.close()
+        return try await SQLiteBackend(entities: entities, folder: folder)
+    }
+
+    func close() async {
+        try? await store.close()
+        try? FileManager.default.removeItem(at: folder)
+    }
+}
+
+final class PostgresBackend: Backend {
+    let name = "postgresql"
+    let store: PostgresStore
+    let schema: String
+
+    /// A store in a schema of its own, dropped by ``close()``.
+    init(entities: [EntitySchema], schema: String? = nil) async throws {
+        let schema = schema ?? "t_" + UUID().uuidString.prefix(13).lowercased().replacingOccurrences(of: "-", with: "")
+        self.schema = schema
+        let location = try PostgresLocation(url: TestServer.url ?? "postgresql://postgres@/depot", schema: schema)
+        store = try await PostgresStore.open(PostgresStoreConfiguration(name: "travel", location: location, entities: entities))
+    }
+
+    func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool) async throws -> WriteCounts {
+        try await store.save(author: "test") { try await $0.write(batch, policy: policy, supersede: supersede) }.value
+    }
+
+    func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws -> WriteCounts {
+        try await store.save(author: "test", job: job) { save in
+            let counts = try await save.write(batch, policy: policy)
+            try await save.setCheckpoint(job: job, data: checkpoint)
+            return counts
+        }.value
+    }
+
+    func checkpoint(job: String) async throws -> [UInt8]? { try await store.checkpoint(job: job) }
+
+    func records(_ entity: String) async throws -> [[Value]] { try await store.records(entity) }
+
+    func history() async throws -> [HistoryTransaction] { try await store.history(limit: 10_000) }
+
+    func reopen(entities: [EntitySchema]) async throws -> any Backend {
+        await store.close()
+        return try await PostgresBackend(entities: entities, schema: schema)
+    }
+
+    func close() async {
+        await store.close()
+        try? await PostgresStore.dropSchemaForTests(store.configuration.location)
+    }
+}
+
+/// The backends a contract test runs on: SQLite always, PostgreSQL when
+/// the test server is there.
+enum Backends {
+    static var names: [String] { TestServer.available ? ["sqlite", "postgresql"] : ["sqlite"] }
+
+    static func open(_ name: String, entities: [EntitySchema]) async throws -> any Backend {
+        name == "sqlite" ? try await SQLiteBackend(entities: entities) : try await PostgresBackend(entities: entities)
+    }
+}

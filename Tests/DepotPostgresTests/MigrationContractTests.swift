@@ -1,0 +1,74 @@
+import DepotEngine
+import Foundation
+import Testing
+
+/// Opening a store again with another configuration, on both backends: the
+/// same migrations, and the same refusals with the same reasons.
+@Suite("Migration contract: SQLite and PostgreSQL")
+struct MigrationContractTests {
+    static func trip(extra: [Field] = [], indexes: [[String]] = [["destination"]], budget: FieldType = .double,
+                     notesOptional: Bool = true) throws -> EntitySchema {
+        try EntitySchema(
+            name: "Trip",
+            fields: [Field(name: "id", type: .string), Field(name: "name", type: .string),
+                     Field(name: "destination", type: .string, isOptional: true), Field(name: "budget", type: budget),
+                     Field(name: "notes", type: .string, isOptional: notesOptional)] + extra,
+            identifier: ["id"], indexes: indexes, history: .values)
+    }
+
+    static func batch(_ rows: [[Value]], columns: [String] = ["id", "name", "destination", "budget", "notes"]) -> RecordBatch {
+        var batch = RecordBatch(entity: "Trip", columns: columns)
+        for row in rows { batch.append(row) }
+        return batch
+    }
+
+    @Test("a new optional field and other indexes migrate; the records stay and take the new field")
+    func migrates() async throws {
+        var results: [String: [[Value]]] = [:]
+        for name in Backends.names {
+            var backend = try await Backends.open(name, entities: [Self.trip()])
+            do {
+                _ = try await backend.write(Self.batch([["T1", "a", "Rome", 1.0, nil], ["T2", "b", nil, 2.0, "n"]]))
+                let wider = try Self.trip(extra: [Field(name: "rating", type: .int, isOptional: true)],
+                                          indexes: [["budget"], ["destination", "budget"]])
+                backend = try await backend.reopen(entities: [wider])
+                _ = try await backend.write(Self.batch([["T1", 5]], columns: ["id", "rating"]))
+                results[name] = try await backend.records("Trip")
+                #expect(results[name] == [["T1", "a", "Rome", 1.0, nil, 5], ["T2", "b", nil, 2.0, "n", nil]], "\(name)")
+            } catch {
+                await backend.close()
+                throw error
+            }
+            await backend.close()
+        }
+        if let pg = results["postgresql"] { #expect(pg == results["sqlite"]) }
+    }
+
+    @Test("changes that cannot migrate are refused, every reason listed, with the same words on both backends")
+    func refuses() async throws {
+        var messages: [String: String] = [:]
+        for name in Backends.names {
+            let backend = try await Backends.open(name, entities: [Self.trip()])
+            do {
+                _ = try await backend.write(Self.batch([["T1", "a", "Rome", 1.0, nil]]))
+                let changed = try Self.trip(extra: [Field(name: "rating", type: .int)], budget: .string, notesOptional: false)
+                do {
+                    _ = try await backend.reopen(entities: [changed])
+                    Issue.record("\(name): the migration was not refused")
+                } catch let error as DepotError {
+                    #expect(error.code == .migrationRefused, "\(name)")
+                    messages[name] = error.message
+                }
+            } catch {
+                await backend.close()
+                throw error
+            }
+            await backend.close()
+        }
+        let sqlite = try #require(messages["sqlite"])
+        #expect(sqlite.contains(#"field "budget": the type changed from double to string"#))
+        #expect(sqlite.contains(#"field "rating": a new field must be optional"#))
+        #expect(sqlite.contains(#"field "notes": it was optional and 1 records hold null in it"#))
+        if let pg = messages["postgresql"] { #expect(pg == sqlite) }
+    }
+}

@@ -1,0 +1,225 @@
+import DepotEngine
+import DepotPostgres
+import Foundation
+import Testing
+
+/// The engine's write contract, run on both backends: the same batches give
+/// the same counters, rejections, records and history (text for text) on an
+/// SQLite store and on a PostgreSQL store. Each scenario also checks what
+/// it must give on its own, so that two backends wrong alike still fail.
+@Suite("Write contract: SQLite and PostgreSQL")
+struct WriteContractTests {
+    static let columns = ["id", "name", "destination", "startDate", "endDate", "budget", "isFavorite", "notes", "meta"]
+
+    static func trip(values: Bool = true) throws -> EntitySchema {
+        try EntitySchema(
+            name: "Trip",
+            fields: [
+                Field(name: "id", type: .string), Field(name: "name", type: .string),
+                Field(name: "destination", type: .string, isOptional: true), Field(name: "startDate", type: .date),
+                Field(name: "endDate", type: .date, isOptional: true), Field(name: "budget", type: .double),
+                Field(name: "isFavorite", type: .bool), Field(name: "notes", type: .string, isOptional: true),
+                Field(name: "meta", type: .json, isOptional: true),
+            ],
+            identifier: ["id"], indexes: [["destination"], ["startDate"]], preserveOnDelete: ["name"],
+            history: values ? .values : .fields)
+    }
+
+    static func row(_ id: String, _ name: String = "Trip", budget: Double = 900, favorite: Bool = false,
+                    destination: Value = "Rome", notes: Value = nil, meta: Value = nil,
+                    start: Value = "2025-05-02T00:00:00.000Z") -> [Value] {
+        [.string(id), .string(name), destination, start, nil, .double(budget), .bool(favorite), notes, meta]
+    }
+
+    static func batch(_ rows: [[Value]], columns: [String] = columns) -> RecordBatch {
+        var batch = RecordBatch(entity: "Trip", columns: columns)
+        for row in rows { batch.append(row) }
+        return batch
+    }
+
+    /// What a scenario gave on one backend, without what differs by nature
+    /// (tokens' numbers, timestamps).
+    struct Transcript: Equatable, CustomStringConvertible {
+        var counts: [WriteCounts] = []
+        var errors: [String] = []
+        var records: [[Value]] = []
+        var history: [[HistoryChange]] = []
+        var authors: [String] = []
+        var description: String {
+            "counts \(counts)\nerrors \(errors)\nrecords \(records)\nhistory \(history)"
+        }
+    }
+
+    static func transcript(_ backend: any Backend, _ steps: [(RecordBatch, ConflictPolicy, Bool)]) async throws -> Transcript {
+        var t = Transcript()
+        for (batch, policy, supersede) in steps {
+            do {
+                t.counts.append(try await backend.write(batch, policy: policy, supersede: supersede))
+            } catch let error as DepotError {
+                t.errors.append("\(error.code): \(error.message)")
+            }
+        }
+        t.records = try await backend.records("Trip")
+        let history = try await backend.history()
+        t.history = history.map(\.changes)
+        t.authors = history.map(\.author)
+        return t
+    }
+
+    /// Runs `steps` on every backend; every transcript must equal SQLite's.
+    static func onEveryBackend(values: Bool = true, _ steps: [(RecordBatch, ConflictPolicy, Bool)]) async throws -> Transcript {
+        var first: Transcript?
+        for name in Backends.names {
+            let backend = try await Backends.open(name, entities: [trip(values: values)])
+            let t: Transcript
+            do {
+                t = try await transcript(backend, steps)
+            } catch {
+                await backend.close()
+                throw error
+            }
+            await backend.close()
+            if let first {
+                #expect(t == first, "\(name) differs from sqlite:\n\(t)\n--- sqlite:\n\(first)")
+            } else {
+                first = t
+            }
+        }
+        return first!
+    }
+
+    @Test("the server is there when the suite requires it (scripts/test sets DEPOT_REQUIRE_POSTGRES=1)")
+    func serverWhenRequired() {
+        #expect(!TestServer.required || TestServer.available,
+                "DEPOT_REQUIRE_POSTGRES=1 but DEPOT_TEST_POSTGRES_URL is not set: scripts/test starts scripts/pg-cluster")
+    }
+
+    @Test("upsert: inserts, updates of the changed fields only, unchanged records neither written nor logged")
+    func upsert() async throws {
+        let t = try await Self.onEveryBackend([
+            (Self.batch([Self.row("T1"), Self.row("T2", meta: #"{"tags": ["a", 1.50]}"#), Self.row("T3")]), .upsert, false),
+            (Self.batch([Self.row("T1", budget: 950, favorite: true), Self.row("T2", meta: #"{"tags": ["a", 1.50]}"#),
+                         Self.row("T4", destination: nil)]), .upsert, false),
+            // Only some columns: the others keep their values.
+            (Self.batch([["T3", "a \"quoted\"\ttab\nnewline \\ back ünï"]], columns: ["id", "notes"]), .upsert, false),
+        ])
+        #expect(t.counts.map(\.inserted) == [3, 1, 0])
+        #expect(t.counts.map(\.updated) == [0, 1, 1])
+        #expect(t.counts.map(\.unchanged) == [0, 1, 0])
+        #expect(t.history.map(\.count) == [3, 2, 1])
+        #expect(t.history[1][0].fields == ["budget", "isFavorite"])
+        #expect(t.history[1][0].old == #"{"budget":900.0,"isFavorite":false}"#)
+        #expect(t.history[1][0].new == #"{"budget":950.0,"isFavorite":true}"#)
+        #expect(t.history[0][1].new?.contains(#""meta":{"tags": ["a", 1.50]}"#) == true)
+        #expect(t.records.count == 4)
+        #expect(t.records[2][7] == "a \"quoted\"\ttab\nnewline \\ back ünï")
+        #expect(t.records[3][2] == .null)
+    }
+
+    @Test("skip, fail and replace: skipped rows, a conflict that keeps nothing of its save, replaced records")
+    func policies() async throws {
+        let t = try await Self.onEveryBackend([
+            (Self.batch([Self.row("T1", notes: "n"), Self.row("T2")]), .upsert, false),
+            (Self.batch([Self.row("T1", budget: 1), Self.row("T3")]), .skip, false),
+            (Self.batch([Self.row("T4"), Self.row("T2", budget: 2)]), .fail, false),
+            // Replace: absent optional fields become null; a replacing record
+            // without a required field is refused; a new one without it too.
+            (Self.batch([["T1", "R", "2025-01-01T00:00:00.000Z", 5.0, true], ["T9", "N", "2025-01-01T00:00:00.000Z", 1.0, false]],
+                        columns: ["id", "name", "startDate", "budget", "isFavorite"]), .replace, false),
+            (Self.batch([["T2", "no budget"], ["T8", "new"]], columns: ["id", "name"]), .replace, false),
+        ])
+        #expect(t.counts.map(\.skipped) == [0, 1, 0, 0])
+        #expect(t.counts[1].inserted == 1)
+        #expect(t.errors.count == 1)
+        #expect(t.errors.first?.contains("already exists and the conflict policy is fail") == true)
+        #expect(t.counts[2].updated == 1 && t.counts[2].inserted == 1)
+        #expect(t.counts[3].rejected.map(\.reason) == [#"a replacing record lacks required field "startDate""#,
+                                                      #"new record lacks required field "startDate""#])
+        #expect(t.records.map { $0[0] } == ["T1", "T2", "T3", "T9"])
+        #expect(t.records[0][2] == .null && t.records[0][7] == .null && t.records[0][1] == "R")
+    }
+
+    @Test("rows refused before writing: a null identifier or required field, with the reason")
+    func rejections() async throws {
+        let t = try await Self.onEveryBackend([
+            (Self.batch([Self.row("T1"), [nil, "x", nil, "2025-01-01T00:00:00.000Z", nil, 1.0, true, nil, nil],
+                         ["T2", nil, nil, "2025-01-01T00:00:00.000Z", nil, 1.0, true, nil, nil], Self.row("T3")]), .upsert, false),
+        ])
+        #expect(t.counts[0].inserted == 2)
+        #expect(t.counts[0].rejected.map(\.row) == [1, 2])
+        #expect(t.counts[0].rejected.map(\.reason) == [#"identifier field "id" is null"#, #"required field "name" is null"#])
+    }
+
+    @Test("one identifier twice in a batch: in order, the second updates the first; as an import, the last wins")
+    func repeatedIdentifiers() async throws {
+        let inOrder = try await Self.onEveryBackend([
+            (Self.batch([Self.row("T1", budget: 1), Self.row("T2"), Self.row("T1", budget: 2), Self.row("T1", budget: 2)]),
+             .upsert, false),
+        ])
+        #expect(inOrder.counts[0].inserted == 2 && inOrder.counts[0].updated == 1 && inOrder.counts[0].unchanged == 1)
+        #expect(inOrder.history[0].map(\.kind) == [.insert, .insert, .update])
+        let imported = try await Self.onEveryBackend([
+            (Self.batch([Self.row("T1", budget: 1), Self.row("T2"), Self.row("T1", budget: 2), Self.row("T1", budget: 3)]),
+             .upsert, true),
+        ])
+        #expect(imported.counts[0].inserted == 2 && imported.counts[0].duplicates == 2)
+        #expect(imported.records[0][5] == 3.0)
+    }
+
+    @Test("values of every type come back as they were written: text with escapes, dates, numbers, booleans, JSON")
+    func values() async throws {
+        let rows: [[Value]] = [
+            Self.row("a", "tab\there", budget: 0.1, notes: "back\\slash", meta: #"{"x":[1,2.5e3,"\u00e9"]}"#),
+            Self.row("b", "line\nbreak\r", budget: 1e20, favorite: true, notes: "", start: "1999-12-31T23:59:59.999Z"),
+            Self.row("c", "émoji 🚀 ünïcödé", budget: -0.5, notes: "\\N", meta: "[]", start: "2025-03-14T09:30:00.001Z"),
+            Self.row("B", "upper case sorts before lower", budget: 123456789.125),
+        ]
+        let t = try await Self.onEveryBackend([(Self.batch(rows), .upsert, false), (Self.batch(rows), .upsert, false)])
+        #expect(t.counts[1].unchanged == 4)
+        #expect(t.records.map { $0[0] } == ["B", "a", "b", "c"])
+        #expect(t.records[1] == rows[0])
+        #expect(t.records[2] == rows[1])
+        #expect(t.records[3] == rows[2])
+    }
+
+    @Test("history of fields only: the changed fields' names, no values")
+    func fieldsOnly() async throws {
+        let t = try await Self.onEveryBackend(values: false, [
+            (Self.batch([Self.row("T1")]), .upsert, false),
+            (Self.batch([Self.row("T1", budget: 5)]), .upsert, false),
+        ])
+        #expect(t.history[1][0].fields == ["budget"])
+        #expect(t.history.joined().allSatisfy { $0.old == nil && $0.new == nil })
+    }
+
+    @Test("a batch of thousands: the same counters and history, change for change")
+    func manyRows() async throws {
+        var first: [[Value]] = []
+        for i in 0..<3000 { first.append(Self.row(String(format: "T%05d", i), budget: Double(i))) }
+        var second: [[Value]] = []
+        for i in 0..<4000 {
+            let budget = Double(i / 2 * 2)
+            second.append(Self.row(String(format: "T%05d", i), budget: budget, favorite: i % 3 == 0))
+        }
+        let t = try await Self.onEveryBackend([(Self.batch(first), .upsert, false), (Self.batch(second), .upsert, false)])
+        #expect(t.counts[1].inserted == 1000)
+        #expect(t.counts[1].updated + t.counts[1].unchanged == 3000)
+        #expect(t.history[1].count == t.counts[1].inserted + t.counts[1].updated)
+    }
+
+    @Test("a checkpoint commits with its save's records, and goes with them when the save fails")
+    func checkpoints() async throws {
+        for name in Backends.names {
+            let backend = try await Backends.open(name, entities: [Self.trip()])
+            defer { Task { await backend.close() } }
+            _ = try await backend.write(Self.batch([Self.row("T1")]), policy: .upsert, checkpoint: [1, 2, 3], job: "j1")
+            #expect(try await backend.checkpoint(job: "j1") == [1, 2, 3], "\(name)")
+            await #expect(throws: DepotError.self, "\(name)") {
+                _ = try await backend.write(Self.batch([Self.row("T2"), Self.row("T1")]), policy: .fail,
+                                            checkpoint: [9], job: "j1")
+            }
+            #expect(try await backend.checkpoint(job: "j1") == [1, 2, 3], "\(name)")
+            #expect(try await backend.records("Trip").count == 1, "\(name)")
+        }
+    }
+}
