@@ -140,6 +140,13 @@ let package = Package(
             path: "bench/ImportBench",
             swiftSettings: swiftSettings
         ),
+        // The PostgreSQL import benchmark (bench/pg-import).
+        .executableTarget(
+            name: "PGImportBench",
+            dependencies: ["DepotEngine", "DepotPostgres"],
+            path: "bench/PGImportBench",
+            swiftSettings: swiftSettings
+        ),
         // The child process the crash test kills (Tests/DepotEngineTests/Import/ImportCrashTests.swift).
         .executableTarget(
             name: "ImportChild",

@@ -11,32 +11,31 @@ enum PostgresSQL {
         "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
-    /// The column type of a field: dates are `timestamptz` (millisecond
-    /// values, read back in Depot's canonical UTC text), JSON is `json`,
-    /// which keeps its text as written.
+    /// The column type of a field. Dates are Depot's canonical text, as in
+    /// an SQLite store (`2025-05-02` or `2025-05-02T09:30:00.000Z`): a
+    /// `timestamptz` would turn a day into a midnight and lose which one was
+    /// written; the canonical forms sort in time order as text. JSON is
+    /// `json`, which keeps its text as written.
     static func type(_ type: FieldType) -> String {
         switch type {
-        case .string: "text"
+        case .string, .date: "text"
         case .int: "bigint"
         case .double: "double precision"
         case .bool: "boolean"
-        case .date: "timestamptz"
         case .json: "json"
         }
     }
 
     /// A field's column read as the text of its Depot value.
     static func selectText(_ field: Field, table alias: String? = nil) -> String {
-        let column = (alias.map { $0 + "." } ?? "") + quote(field.name)
-        return field.type == .date
-            ? "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-            : "\(column)::text"
+        (alias.map { $0 + "." } ?? "") + quote(field.name) + "::text"
     }
 
     /// ` COLLATE "C"` for a text field, so that it sorts by bytes as SQLite does.
     static func byteOrder(_ entity: EntitySchema, _ field: String) -> String {
         guard let position = entity.position(of: field) else { return "" }
-        return entity.fields[position].type == .string ? " COLLATE \"C\"" : ""
+        let type = entity.fields[position].type
+        return type == .string || type == .date ? " COLLATE \"C\"" : ""
     }
 
     /// The Depot value of a field's text (see ``selectText(_:table:)``).

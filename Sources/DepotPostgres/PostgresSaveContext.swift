@@ -131,6 +131,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
             }
             if buffer.readableBytes > 0 { try await writer.write(buffer) }
         }
+        // A temporary table has no statistics until analysed: without them
+        // the planner joins it to the whole entity table by hashing (a scan
+        // that grows with the store) instead of probing its key per row.
+        try await PostgresSQL.execute(connection, "ANALYZE \(stage)", logger: logger)
         // The stored records the rows name, with every field as text.
         let join = entity.identifier.enumerated().map { k, name in
             "t.\(PostgresSQL.quote(name)) = s.c\(plan.identifierColumns[k])"
@@ -204,7 +208,8 @@ public final class PostgresSaveContext: @unchecked Sendable {
             binds.append(inserts)
             try await PostgresSQL.execute(connection, "INSERT INTO \(store.table(entity.name))("
                 + batch.columns.map(PostgresSQL.quote).joined(separator: ", ") + ") SELECT "
-                + (0..<width).map { "c\($0)" }.joined(separator: ", ") + " FROM \(stage) WHERE seq = ANY($1) ORDER BY seq",
+                + (0..<width).map { "c\($0)" }.joined(separator: ", ")
+                + " FROM \(stage) JOIN unnest($1::bigint[]) AS chosen(seq) USING (seq) ORDER BY seq",
                 binds, logger: logger)
         }
         if !updates.isEmpty, !plan.updatedFields.isEmpty {
@@ -213,8 +218,8 @@ public final class PostgresSaveContext: @unchecked Sendable {
             let set = plan.updatedFields.map { f in
                 "\(PostgresSQL.quote(entity.fields[f].name)) = " + (plan.fieldToColumn[f].map { "s.c\($0)" } ?? "NULL")
             }.joined(separator: ", ")
-            try await PostgresSQL.execute(connection, "UPDATE \(store.table(entity.name)) t SET \(set) FROM \(stage) s "
-                + "WHERE s.seq = ANY($1) AND \(join)", binds, logger: logger)
+            try await PostgresSQL.execute(connection, "UPDATE \(store.table(entity.name)) t SET \(set) "
+                + "FROM \(stage) s JOIN unnest($1::bigint[]) AS chosen(seq) USING (seq) WHERE \(join)", binds, logger: logger)
         }
         if logged > 0 {
             // Into the store's own table (the save set search_path to its

@@ -9,11 +9,18 @@ public struct PostgresStoreConfiguration: Sendable {
     public var name: String
     public var location: PostgresLocation
     public var entities: [EntitySchema]
+    /// An import saves after this many records...
+    public var saveEvery: Int
+    /// ...or at least this often.
+    public var saveInterval: Duration
 
-    public init(name: String, location: PostgresLocation, entities: [EntitySchema]) {
+    public init(name: String, location: PostgresLocation, entities: [EntitySchema],
+                saveEvery: Int = 200_000, saveInterval: Duration = .seconds(2)) {
         self.name = name
         self.location = location
         self.entities = entities
+        self.saveEvery = saveEvery
+        self.saveInterval = saveInterval
     }
 }
 

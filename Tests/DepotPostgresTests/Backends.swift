@@ -26,7 +26,22 @@ protocol Backend: Sendable {
     func history() async throws -> [HistoryTransaction]
     /// Closes the store and opens it again with `entities` (a migration).
     func reopen(entities: [EntitySchema]) async throws -> any Backend
+    /// Runs an import to its end, or until the save `cancelAfter` (then
+    /// throws CancellationError).
+    func importFile(_ request: ImportRequest, cancelAfter: Int?) async throws -> ImportProgress
     func close() async
+}
+
+/// Runs `body` with a progress handler that cancels the running task once
+/// `stop` saves have committed.
+func cancelling(after stop: Int?, _ body: @escaping @Sendable (@escaping @Sendable (ImportProgress) -> Void) async throws -> ImportProgress)
+    async throws -> ImportProgress {
+    let task = Task {
+        try await body { progress in
+            if let stop, progress.saves >= stop { withUnsafeCurrentTask { $0?.cancel() } }
+        }
+    }
+    return try await task.value
 }
 
 extension Backend {
@@ -73,6 +88,11 @@ final class SQLiteBackend: Backend {
 
     func history() async throws -> [HistoryTransaction] { try await store.reader.history(limit: 10_000) }
 
+    func importFile(_ request: ImportRequest, cancelAfter: Int?) async throws -> ImportProgress {
+        let store = store
+        return try await cancelling(after: cancelAfter) { try await Importer.run(request, into: store, progress: $0) }
+    }
+
     func reopen(entities: [EntitySchema]) async throws -> any Backend {
         try await store.close()
         return try await SQLiteBackend(entities: entities, folder: folder)
@@ -114,6 +134,11 @@ final class PostgresBackend: Backend {
     func records(_ entity: String) async throws -> [[Value]] { try await store.records(entity) }
 
     func history() async throws -> [HistoryTransaction] { try await store.history(limit: 10_000) }
+
+    func importFile(_ request: ImportRequest, cancelAfter: Int?) async throws -> ImportProgress {
+        let store = store
+        return try await cancelling(after: cancelAfter) { try await PostgresImporter.run(request, into: store, progress: $0) }
+    }
 
     func reopen(entities: [EntitySchema]) async throws -> any Backend {
         await store.close()

@@ -173,10 +173,13 @@ struct WriteContractTests {
             Self.row("b", "line\nbreak\r", budget: 1e20, favorite: true, notes: "", start: "1999-12-31T23:59:59.999Z"),
             Self.row("c", "émoji 🚀 ünïcödé", budget: -0.5, notes: "\\N", meta: "[]", start: "2025-03-14T09:30:00.001Z"),
             Self.row("B", "upper case sorts before lower", budget: 123456789.125),
+            // A day stays a day: not a midnight.
+            Self.row("d", "a day", start: "2025-05-02"),
         ]
         let t = try await Self.onEveryBackend([(Self.batch(rows), .upsert, false), (Self.batch(rows), .upsert, false)])
-        #expect(t.counts[1].unchanged == 4)
-        #expect(t.records.map { $0[0] } == ["B", "a", "b", "c"])
+        #expect(t.counts[1].unchanged == 5)
+        #expect(t.records.map { $0[0] } == ["B", "a", "b", "c", "d"])
+        #expect(t.records[4] == rows[4])
         #expect(t.records[1] == rows[0])
         #expect(t.records[2] == rows[1])
         #expect(t.records[3] == rows[2])

@@ -36,143 +36,50 @@ public enum Importer {
     ///   cancelled (after the current save). Saved records stay saved.
     public static func run(_ request: ImportRequest, into store: Store,
                            progress: (@Sendable (ImportProgress) -> Void)? = nil) async throws -> ImportProgress {
-        let clock = ContinuousClock()
-        let started = clock.now
         let entity = try store.reader.entity(request.entity)
         let options = request.options
-        let saveEvery = max(1, options.saveEvery ?? store.configuration.saveEvery)
-        let saveInterval = options.saveInterval ?? store.configuration.saveInterval
-        let adaptive = store.configuration.adaptiveSaves && options.saveEvery == nil && options.saveInterval == nil
-        /// How long the last commit took (see StoreConfiguration.adaptiveSaves).
-        var lastCommit = Duration.zero
-        let fingerprint = try InputFingerprint(path: request.path)
-
-        var state: ImportCheckpoint
-        if let bytes = try await store.checkpoint(job: request.job) {
-            guard let saved = ImportCheckpoint.decode(bytes) else {
-                throw DepotError(.database, "the checkpoint of job \(request.job) is unreadable")
-            }
-            guard saved.fingerprint == fingerprint else {
-                throw DepotError(.invalidArgument, "the input \(request.path) changed since job \(request.job) "
-                    + "started, so it cannot resume; import the new file as a new job")
-            }
-            if saved.progress.finished {
-                progress?(saved.progress)
-                try judge(saved.progress, request: request)
-                return saved.progress
-            }
-            state = saved
-        } else {
-            var fresh = ImportProgress()
-            fresh.bytesTotal = fingerprint.size
-            let table = entity.table
-            let floor = try await store.reader.read { db in
-                try Int64.fetchOne(db, sql: "SELECT max(rowid) FROM \(table)") ?? 0
-            }
-            state = ImportCheckpoint(fingerprint: fingerprint, offset: 0, line: 1, rejectsLength: 0,
-                                     rowidFloor: floor, progress: fresh)
-        }
-        let rejects = try RejectsFile(path: request.rejectsPath, truncateTo: state.rejectsLength)
-        let batcher: any RecordBatcher = switch options.format {
-        case .csv, .tsv: try CSVBatcher(request: request, entity: entity, from: state)
-        case .ndjson, .json: try JSONBatcher(request: request, entity: entity, from: state)
-        }
-        if state.offset == 0 {
-            state.offset = batcher.startOffset
-            state.line = batcher.startLine
-            state.lineStart = batcher.startLineStart
-        }
-        let policy = options.onConflict
         let deferReferences = options.deferReferences
-        let job = request.job
-        let floor = state.rowidFloor
-        // Events at least once a second, also while a long save runs.
-        let ticker = ProgressTicker(started: started, emit: progress)
-        ticker.update(state.progress)
-        let tickerTask = Task { await ticker.run() }
-        defer { tickerTask.cancel() }
-
-        // A parser thread reads chunks ahead into a short queue while each
-        // save, one transaction, writes chunks until it has `saveEvery`
-        // records or `saveInterval` has passed: saves stay large (few
-        // commits of the identifier index) while memory holds a few chunks.
-        // The parser sorts runs of records by identifier (SortedRun), unless
-        // a record may refer to another of the same entity, which must then
-        // be written first as in the file; a save ends only after a run.
-        let queue = ChunkQueue(capacity: 2)
+        // A record that may refer to another of the same entity must be
+        // written after it, as in the file: no sorted runs then.
         let selfReferring = !deferReferences && entity.relationships.contains {
             if case .toOne = $0.kind { $0.target == entity.name } else { false }
         }
-        let parser = ParserThread(batcher: batcher, queue: queue, chunk: min(saveEvery, Self.chunkSize),
-                                  identifier: selfReferring ? nil : entity.identifier,
-                                  runLength: min(options.sortRun, saveEvery))
-        parser.start()
-        defer { queue.close() }
+        let table = entity.table
+        let start = try await ImportFeed.start(
+            request, entity: entity, saveEvery: store.configuration.saveEvery,
+            saveInterval: store.configuration.saveInterval, adaptiveSaves: store.configuration.adaptiveSaves,
+            chunk: Self.chunkSize, sortable: !selfReferring, checkpoint: try await store.checkpoint(job: request.job),
+            floor: {
+                try await store.reader.read { db in try Int64.fetchOne(db, sql: "SELECT max(rowid) FROM \(table)") ?? 0 }
+            },
+            progress: progress)
+        let feed: ImportFeed
+        switch start {
+        case .finished(let done): return done
+        case .feed(let started): feed = started
+        }
+        let policy = options.onConflict
+        let clock = ContinuousClock()
         while true {
-            let before = state
-            let saveStarted = clock.now
-            let longEnough = saveStarted + lastCommit * 8
-            let outcome = try await store.save(author: request.author, job: job) { save in
-                var next = before
-                var rejected: [RejectsFile.Entry] = []
-                var records = 0
-                let deadline = clock.now + saveInterval
-                var chunk: ParsedBatch
+            let begun = feed.beginSave()
+            let outcome = try await store.save(author: request.author, job: request.job) { save in
+                var this = begun
+                var chunk: ImportChunk
                 repeat {
-                    guard let item = queue.take() else { throw CancellationError() }
-                    chunk = try item.get()
-                    let counts = try save.write(chunk.batch, policy: policy, sourceRowidFloor: floor,
+                    chunk = try this.take()
+                    let counts = try save.write(chunk.batch, policy: policy, sourceRowidFloor: this.rowidFloor,
                                                 deferReferences: deferReferences)
-                    rejected += chunk.rejects
-                    for r in counts.rejected {
-                        let line = chunk.lines[r.row]
-                        rejected.append(.init(line: line, text: RejectsFile.line(line, field: r.field, reason: r.reason, value: nil)))
-                    }
-                    next.progress.read += chunk.read
-                    next.progress.inserted += counts.inserted
-                    next.progress.updated += counts.updated
-                    next.progress.unchanged += counts.unchanged
-                    next.progress.skipped += counts.skipped
-                    next.progress.duplicates += counts.duplicates
-                    next.progress.rejected += chunk.rejects.count + counts.rejected.count
-                    records += chunk.read
-                    if chunk.boundary {
-                        next.offset = chunk.endOffset
-                        next.line = chunk.endLine
-                        next.lineStart = chunk.endLineStart
-                        next.progress.bytesRead = min(chunk.endOffset, next.progress.bytesTotal)
-                        next.progress.finished = chunk.atEnd
-                    }
-                } while !chunk.boundary
-                    || (!chunk.atEnd && ((records < saveEvery && clock.now < deadline) || (adaptive && clock.now < longEnough)))
-                // In the input's order, however the records were written.
-                rejected.sort { $0.line < $1.line }
-                try rejects.append(rejected.map(\.text))
-                next.rejectsLength = rejects.length
-                next.progress.saves += 1
-                try save.setCheckpoint(job: job, data: next.encoded())
-                return (next, clock.now)
+                    this.add(chunk, counts)
+                } while !this.ends(after: chunk)
+                try save.setCheckpoint(job: this.job, data: try this.close())
+                return (this, clock.now)
             }.value
-            state = outcome.0
-            lastCommit = clock.now - outcome.1
-            state.progress.lastSaveSeconds = ProgressTicker.seconds(clock.now - saveStarted)
-            state.progress.elapsed = ProgressTicker.seconds(clock.now - started)
-            ticker.update(state.progress)
-            progress?(state.progress)
-            if case .count(let limit) = options.maxRejects, state.progress.rejected > limit {
-                throw tooManyRejects(state.progress, limit: "\(limit)", request: request)
-            }
-            if state.progress.finished { break }
+            if try feed.committed(outcome.0, commitEnded: outcome.1) { break }
             try Task.checkCancellation()
         }
-        try judge(state.progress, request: request)
-        return state.progress
+        return try feed.finish()
     }
 
-    /// Whether a finished import failed for what it read: every record
-    /// rejected (binary data, another format), or more rejects than a
-    /// fractional `max_rejects` allows. The same verdict when a job that had
-    /// finished its last save resumes.
     static func judge(_ p: ImportProgress, request: ImportRequest) throws {
         if p.read > 0, p.rejected == p.read {
             var first = ""

@@ -1,0 +1,257 @@
+import Foundation
+
+/// The reading side of an import, the same whichever backend writes it: the
+/// job's checkpoint checked against its input, the input parsed on a thread
+/// of its own into a short queue of chunks, the rejects file, progress
+/// events at least once a second, and the decision of when a save ends.
+///
+/// A backend's import loop (``Importer/run(_:into:progress:)`` for SQLite,
+/// the PostgreSQL backend's importer) opens one save after another: each
+/// takes chunks (``ImportSave/take()``), writes them, adds what they did
+/// (``ImportSave/add(_:_:)``) until ``ImportSave/ends(after:)``, then
+/// commits the checkpoint from ``ImportSave/close()`` in the same
+/// transaction; ``committed(_:started:commitEnded:)`` then moves the feed on.
+package final class ImportFeed: @unchecked Sendable {
+    // Used by one import loop at a time, one save after another.
+    package let request: ImportRequest
+    package let entity: EntitySchema
+    private(set) var state: ImportCheckpoint
+    let rejects: RejectsFile
+    let queue: ChunkQueue
+    private let ticker: ProgressTicker
+    private let tickerTask: Task<Void, Never>
+    private let progress: (@Sendable (ImportProgress) -> Void)?
+    private let clock = ContinuousClock()
+    private let started: ContinuousClock.Instant
+    private let saveEvery: Int
+    private let saveInterval: Duration
+    private let adaptive: Bool
+    private var lastCommit = Duration.zero
+
+    /// What starting an import comes to: a feed, or the progress of a job
+    /// whose checkpoint says it had already finished.
+    package enum Start {
+        case feed(ImportFeed)
+        case finished(ImportProgress)
+    }
+
+    /// Starts (or resumes from `checkpoint`) the reading of `request`.
+    ///
+    /// - Parameters:
+    ///   - saveEvery, saveInterval, adaptiveSaves: the store's save settings,
+    ///     which the job's own options override.
+    ///   - chunk: records to a chunk at most (a backend's batch size).
+    ///   - sortable: whether runs of records may be written in identifier
+    ///     order (not when a record may refer to another of the same entity).
+    ///   - floor: for a fresh job, the entity's source floor (SQLite's
+    ///     greatest rowid), kept in its checkpoint.
+    package static func start(_ request: ImportRequest, entity: EntitySchema, saveEvery storeSaveEvery: Int,
+                              saveInterval storeSaveInterval: Duration, adaptiveSaves: Bool, chunk: Int, sortable: Bool,
+                              checkpoint: [UInt8]?, floor: () async throws -> Int64,
+                              progress: (@Sendable (ImportProgress) -> Void)?) async throws -> Start {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let options = request.options
+        let saveEvery = max(1, options.saveEvery ?? storeSaveEvery)
+        let fingerprint = try InputFingerprint(path: request.path)
+        var state: ImportCheckpoint
+        if let checkpoint {
+            guard let saved = ImportCheckpoint.decode(checkpoint) else {
+                throw DepotError(.database, "the checkpoint of job \(request.job) is unreadable")
+            }
+            guard saved.fingerprint == fingerprint else {
+                throw DepotError(.invalidArgument, "the input \(request.path) changed since job \(request.job) "
+                    + "started, so it cannot resume; import the new file as a new job")
+            }
+            if saved.progress.finished {
+                progress?(saved.progress)
+                try Importer.judge(saved.progress, request: request)
+                return .finished(saved.progress)
+            }
+            state = saved
+        } else {
+            var fresh = ImportProgress()
+            fresh.bytesTotal = fingerprint.size
+            state = ImportCheckpoint(fingerprint: fingerprint, offset: 0, line: 1, rejectsLength: 0,
+                                     rowidFloor: try await floor(), progress: fresh)
+        }
+        let rejects = try RejectsFile(path: request.rejectsPath, truncateTo: state.rejectsLength)
+        let batcher: any RecordBatcher = switch options.format {
+        case .csv, .tsv: try CSVBatcher(request: request, entity: entity, from: state)
+        case .ndjson, .json: try JSONBatcher(request: request, entity: entity, from: state)
+        }
+        if state.offset == 0 {
+            state.offset = batcher.startOffset
+            state.line = batcher.startLine
+            state.lineStart = batcher.startLineStart
+        }
+        // A parser thread reads chunks ahead into a short queue while each
+        // save, one transaction, writes chunks until it has `saveEvery`
+        // records or `saveInterval` has passed: saves stay large (few
+        // commits of the identifier index) while memory holds a few chunks.
+        // The parser sorts runs of records by identifier (SortedRun), unless
+        // `sortable` is false; a save ends only after a run.
+        let queue = ChunkQueue(capacity: 2)
+        let parser = ParserThread(batcher: batcher, queue: queue, chunk: min(saveEvery, chunk),
+                                  identifier: sortable ? entity.identifier : nil,
+                                  runLength: min(options.sortRun, saveEvery))
+        let feed = ImportFeed(request: request, entity: entity, state: state, rejects: rejects, queue: queue,
+                              started: started, saveEvery: saveEvery,
+                              saveInterval: options.saveInterval ?? storeSaveInterval,
+                              adaptive: adaptiveSaves && options.saveEvery == nil && options.saveInterval == nil,
+                              progress: progress)
+        parser.start()
+        return .feed(feed)
+    }
+
+    private init(request: ImportRequest, entity: EntitySchema, state: ImportCheckpoint, rejects: RejectsFile,
+                 queue: ChunkQueue, started: ContinuousClock.Instant, saveEvery: Int, saveInterval: Duration,
+                 adaptive: Bool, progress: (@Sendable (ImportProgress) -> Void)?) {
+        self.request = request
+        self.entity = entity
+        self.state = state
+        self.rejects = rejects
+        self.queue = queue
+        self.started = started
+        self.saveEvery = saveEvery
+        self.saveInterval = saveInterval
+        self.adaptive = adaptive
+        self.progress = progress
+        // Events at least once a second, also while a long save runs.
+        let ticker = ProgressTicker(started: started, emit: progress)
+        ticker.update(state.progress)
+        self.ticker = ticker
+        self.tickerTask = Task { await ticker.run() }
+    }
+
+    deinit {
+        tickerTask.cancel()
+        queue.close()
+    }
+
+    /// The next save's accounting, from where the last one left the import.
+    package func beginSave() -> ImportSave {
+        let now = clock.now
+        return ImportSave(feed: self, next: state, started: now, deadline: now + saveInterval,
+                          longEnough: now + lastCommit * 8)
+    }
+
+    /// Moves the import on after a save committed: its checkpoint's state,
+    /// the commit's duration (for adaptive saves), the progress event, the
+    /// max_rejects check.
+    ///
+    /// - Returns: whether the input is read to its end.
+    package func committed(_ save: ImportSave, commitEnded: ContinuousClock.Instant) throws -> Bool {
+        state = save.next
+        lastCommit = clock.now - commitEnded
+        state.progress.lastSaveSeconds = ProgressTicker.seconds(clock.now - save.started)
+        state.progress.elapsed = ProgressTicker.seconds(clock.now - started)
+        ticker.update(state.progress)
+        progress?(state.progress)
+        if case .count(let limit) = request.options.maxRejects, state.progress.rejected > limit {
+            throw Importer.tooManyRejects(state.progress, limit: "\(limit)", request: request)
+        }
+        return state.progress.finished
+    }
+
+    /// The end of the import: the last progress, judged (nothing readable,
+    /// too many rejects).
+    package func finish() throws -> ImportProgress {
+        try Importer.judge(state.progress, request: request)
+        return state.progress
+    }
+
+    fileprivate var clockNow: ContinuousClock.Instant { clock.now }
+    fileprivate var saveSize: Int { saveEvery }
+    fileprivate var isAdaptive: Bool { adaptive }
+}
+
+/// One save's share of an import: the chunks it took and what they did.
+package struct ImportSave: @unchecked Sendable {
+    // Used inside one save, by one task.
+    private let feed: ImportFeed
+    /// Where the import will stand once this save commits.
+    private(set) var next: ImportCheckpoint
+    let started: ContinuousClock.Instant
+    private let deadline: ContinuousClock.Instant
+    private let longEnough: ContinuousClock.Instant
+    private var rejected: [RejectsFile.Entry] = []
+    private var records = 0
+
+    fileprivate init(feed: ImportFeed, next: ImportCheckpoint, started: ContinuousClock.Instant,
+                     deadline: ContinuousClock.Instant, longEnough: ContinuousClock.Instant) {
+        self.feed = feed
+        self.next = next
+        self.started = started
+        self.deadline = deadline
+        self.longEnough = longEnough
+    }
+
+    /// The next chunk; waits for the parser.
+    ///
+    /// - Throws: the parser's error, or `CancellationError` when the import
+    ///   was stopped.
+    package func take() throws -> ImportChunk {
+        guard let item = feed.queue.take() else { throw CancellationError() }
+        return ImportChunk(parsed: try item.get())
+    }
+
+    /// Adds what writing `chunk` did.
+    package mutating func add(_ chunk: ImportChunk, _ counts: WriteCounts) {
+        let chunk = chunk.parsed
+        rejected += chunk.rejects
+        for r in counts.rejected {
+            let line = chunk.lines[r.row]
+            rejected.append(.init(line: line, text: RejectsFile.line(line, field: r.field, reason: r.reason, value: nil)))
+        }
+        next.progress.read += chunk.read
+        next.progress.inserted += counts.inserted
+        next.progress.updated += counts.updated
+        next.progress.unchanged += counts.unchanged
+        next.progress.skipped += counts.skipped
+        next.progress.duplicates += counts.duplicates
+        next.progress.rejected += chunk.rejects.count + counts.rejected.count
+        records += chunk.read
+        if chunk.boundary {
+            next.offset = chunk.endOffset
+            next.line = chunk.endLine
+            next.lineStart = chunk.endLineStart
+            next.progress.bytesRead = min(chunk.endOffset, next.progress.bytesTotal)
+            next.progress.finished = chunk.atEnd
+        }
+    }
+
+    /// Whether the save ends after `chunk`: at a place in the input between
+    /// records, at its end, or once it holds `saveEvery` records or has run
+    /// `saveInterval` (and, with adaptive saves, eight times the last commit).
+    package func ends(after chunk: ImportChunk) -> Bool {
+        let chunk = chunk.parsed
+        guard chunk.boundary else { return false }
+        if chunk.atEnd { return true }
+        let now = feed.clockNow
+        let full = records >= feed.saveSize || now >= deadline
+        return full && !(feed.isAdaptive && now < longEnough)
+    }
+
+    /// Writes the save's rejects, in the input's order however the records
+    /// were written, and counts the save.
+    ///
+    /// - Returns: the checkpoint to commit with the save's records.
+    package mutating func close() throws -> [UInt8] {
+        rejected.sort { $0.line < $1.line }
+        try feed.rejects.append(rejected.map(\.text))
+        next.rejectsLength = feed.rejects.length
+        next.progress.saves += 1
+        return try next.encoded()
+    }
+
+    /// The job the save belongs to, and its records' source floor.
+    package var job: String { feed.request.job }
+    package var rowidFloor: Int64 { next.rowidFloor }
+}
+
+/// A chunk of parsed records, as a backend writes it.
+package struct ImportChunk: Sendable {
+    let parsed: ParsedBatch
+    package var batch: RecordBatch { parsed.batch }
+}
