@@ -72,8 +72,9 @@ public struct PostgresLocation: Sendable, Hashable {
             }
             password = contents.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
         }
-        guard !schema.isEmpty, schema.utf8.count <= 63 else {
-            throw DepotError(.invalidArgument, "schema \(String(reflecting: schema)) must have 1 to 63 bytes")
+        guard !schema.isEmpty, schema.utf8.count <= 57, !schema.contains("\""), !schema.contains("\0") else {
+            throw DepotError(.invalidArgument, "schema \(String(reflecting: schema)) must have 1 to 57 bytes and no "
+                + "double quote (its commits are announced on the channel depot:SCHEMA, at most 63 bytes)")
         }
         self.socketFolder = socketFolder
         self.host = socketFolder == nil ? host : nil

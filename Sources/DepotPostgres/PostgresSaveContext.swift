@@ -279,8 +279,15 @@ public final class PostgresSaveContext: @unchecked Sendable {
     }
 
     /// Called by the store before it commits: every change is already in
-    /// `depot_changes` (the commit notification of later steps goes here).
-    func finish() async throws {}
+    /// `depot_changes`; a save that changed anything announces its token on
+    /// the store's channel, which every host's store hears when it commits.
+    func finish() async throws {
+        guard let transactionID else { return }
+        var binds = PostgresBindings()
+        binds.append(store.channel)
+        binds.append(String(transactionID))
+        try await PostgresSQL.execute(connection, "SELECT pg_notify($1, $2)", binds, logger: store.logger)
+    }
 
     /// Whether a stored value (read back as its field's type) equals a
     /// given one, as an SQLite store compares them.

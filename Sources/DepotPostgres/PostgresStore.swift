@@ -49,7 +49,14 @@ public actor PostgresStore {
     /// `"schema".` — the prefix of every table's name.
     nonisolated let prefix: String
     private let runner: Task<Void, Never>
+    private var listener: Task<Void, Never>?
     private var isClosed = false
+    /// Counts the store's commits heard, from this host or any other: every
+    /// save announces its token on ``channel`` (`NOTIFY`, delivered when it
+    /// commits), and a connection of this store listens.
+    nonisolated let signal = CommitSignal()
+    /// `depot:SCHEMA`, the channel of the store's commits.
+    nonisolated var channel: String { "depot:" + configuration.location.schema }
 
     public nonisolated var name: String { configuration.name }
 
@@ -79,6 +86,7 @@ public actor PostgresStore {
             try await store.transaction { connection in
                 try await PostgresMigrator.migrate(connection, store: store)
             }
+            try await store.startListening()
         } catch {
             await store.close()
             throw store.translate(error)
@@ -90,8 +98,71 @@ public actor PostgresStore {
     public func close() async {
         guard !isClosed else { return }
         isClosed = true
+        listener?.cancel()
+        _ = await listener?.value
+        signal.close()
         runner.cancel()
         _ = await runner.value
+    }
+
+    /// Listens on ``channel`` on a connection of its own, for as long as the
+    /// store is open, and counts each commit heard in ``signal``; returns
+    /// once the first `LISTEN` is in place, so that no commit made after
+    /// `open` returns goes unheard. A lost connection is listened on again
+    /// (a commit may have been missed meanwhile: the signal is bumped, and
+    /// a waiter rereads).
+    private func startListening() async throws {
+        let (ready, readyContinuation) = AsyncStream<(any Error)?>.makeStream()
+        let client = client, channel = channel, signal = signal
+        listener = Task {
+            var first = true
+            while !Task.isCancelled {
+                do {
+                    try await client.withConnection { connection in
+                        try await connection.listen(on: channel) { notifications in
+                            if first {
+                                first = false
+                                readyContinuation.yield(nil)
+                            } else {
+                                signal.bump()
+                            }
+                            for try await _ in notifications { signal.bump() }
+                        }
+                    }
+                } catch {
+                    if first {
+                        readyContinuation.yield(error)
+                        return
+                    }
+                    if Task.isCancelled { return }
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+            }
+        }
+        for await failure in ready {
+            if let failure { throw failure }
+            return
+        }
+    }
+
+    /// The number of commits of the store heard so far, from any host.
+    public nonisolated var commitCount: UInt64 { signal.version }
+
+    /// Waits until a commit of the store, from any host, is heard after
+    /// ``commitCount`` was `version`.
+    ///
+    /// - Returns: false when the store closed or the task was cancelled.
+    public nonisolated func waitForCommit(after version: UInt64) async -> Bool {
+        await signal.wait(after: version)
+    }
+
+    /// The token of the store's last history transaction, nil for none.
+    public nonisolated func latestToken() async throws -> HistoryToken? {
+        let sql = "SELECT max(id)::text FROM \(table("depot_transactions"))"
+        return try await read { connection in
+            PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, logger: logger))
+                .flatMap { Int64($0) }.map(HistoryToken.init)
+        }
     }
 
     /// The entity called `name`.
@@ -116,7 +187,7 @@ public actor PostgresStore {
         async throws -> (value: T, token: HistoryToken?) {
         guard !isClosed else { throw DepotError(.storeClosed, "store \(JSONText.quoted(name)) is closed") }
         do {
-            return try await transaction { connection in
+            let saved: (value: T, token: HistoryToken?) = try await transaction { connection in
                 // Unqualified names (COPY's tables) are the store's own.
                 try await PostgresSQL.execute(connection, "SET LOCAL search_path TO "
                     + PostgresSQL.quote(configuration.location.schema), logger: logger)
@@ -125,6 +196,9 @@ public actor PostgresStore {
                 try await context.finish()
                 return (value, context.transactionID.map(HistoryToken.init))
             }
+            // Heard at once here; other hosts hear it by the channel.
+            if saved.token != nil { signal.bump() }
+            return saved
         } catch {
             throw translate(error)
         }

@@ -6,7 +6,7 @@ import Synchronization
 /// and live fetches wait on it instead of polling. A waiter reads ``version``
 /// *before* it queries, then waits for a version past that one, so no commit
 /// slips between the query and the wait.
-final class CommitSignal: Sendable {
+package final class CommitSignal: Sendable {
     private struct State {
         var version: UInt64 = 0
         var closed = false
@@ -17,13 +17,15 @@ final class CommitSignal: Sendable {
     private let state = Mutex(State())
 
     /// The number of commits seen so far.
-    var version: UInt64 { state.withLock { $0.version } }
+    package init() {}
+
+    package var version: UInt64 { state.withLock { $0.version } }
 
     /// Whether the store has closed.
-    var isClosed: Bool { state.withLock { $0.closed } }
+    package var isClosed: Bool { state.withLock { $0.closed } }
 
     /// Records a commit and wakes every waiter.
-    func bump() {
+    package func bump() {
         let waiters = state.withLock { s in
             s.version += 1
             defer { s.waiters = [:] }
@@ -33,7 +35,7 @@ final class CommitSignal: Sendable {
     }
 
     /// Wakes every waiter for good: the store is closing.
-    func close() {
+    package func close() {
         let waiters = state.withLock { s in
             s.closed = true
             defer { s.waiters = [:] }
@@ -45,7 +47,7 @@ final class CommitSignal: Sendable {
     /// Waits until a commit past `version` happens.
     ///
     /// - Returns: `false` when the store closed or the task was cancelled.
-    func wait(after version: UInt64) async -> Bool {
+    package func wait(after version: UInt64) async -> Bool {
         let id = state.withLock { s -> UInt64 in
             s.nextID += 1
             return s.nextID
