@@ -147,10 +147,20 @@ let package = Package(
             path: "bench/PGImportBench",
             swiftSettings: swiftSettings
         ),
+        // Child executables of the tests, and what the tests read of them.
+        .target(name: "ChildProcessSupport", path: "Tests/ChildProcessSupport", swiftSettings: swiftSettings),
+        // A host in a process of its own, which the lease test kills
+        // (Tests/DepotPostgresTests/LeaseTests.swift).
+        .executableTarget(
+            name: "PGImportChild",
+            dependencies: ["DepotEngine", "DepotPostgres", "ChildProcessSupport"],
+            path: "Tests/PGImportChild",
+            swiftSettings: swiftSettings
+        ),
         // The child process the crash test kills (Tests/DepotEngineTests/Import/ImportCrashTests.swift).
         .executableTarget(
             name: "ImportChild",
-            dependencies: ["DepotEngine"],
+            dependencies: ["DepotEngine", "ChildProcessSupport"],
             path: "Tests/ImportChild",
             swiftSettings: swiftSettings
         ),
@@ -169,7 +179,8 @@ let package = Package(
                           path: "Fuzz/APIBody", swiftSettings: swiftSettings),
         .testTarget(
             name: "DepotEngineTests",
-            dependencies: ["DepotEngine", "CDepotSQLite", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["DepotEngine", "CDepotSQLite", "ChildProcessSupport",
+                           .product(name: "GRDB", package: "GRDB.swift")],
             // Third-party corpora, read by path from the tests (see Fixtures/README.md).
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
@@ -179,7 +190,7 @@ let package = Package(
         // (scripts/pg-cluster; DEPOT_TEST_POSTGRES_URL).
         .testTarget(
             name: "DepotPostgresTests",
-            dependencies: ["DepotPostgres", "DepotEngine"],
+            dependencies: ["DepotPostgres", "DepotEngine", "ChildProcessSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

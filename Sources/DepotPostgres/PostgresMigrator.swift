@@ -36,6 +36,11 @@ enum PostgresMigrator {
         try await run("CREATE INDEX IF NOT EXISTS depot_changes_txn ON \(table("depot_changes"))(txn)")
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_checkpoints"))(job text PRIMARY KEY, "
             + "data bytea NOT NULL, updated text NOT NULL)")
+        // Jobs, claimed by one host at a time under a lease (PostgresJobs).
+        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_jobs"))(seq bigserial, id text PRIMARY KEY, "
+            + "record text NOT NULL, state text NOT NULL, owner text, lease_until timestamptz)")
+        try await run("CREATE INDEX IF NOT EXISTS depot_jobs_claimable ON \(table("depot_jobs"))(seq) "
+            + "WHERE state IN ('queued', 'running')")
         var versionBinds = PostgresBindings()
         versionBinds.append(String(systemVersion))
         try await run("INSERT INTO \(table("depot_meta"))(key, value) VALUES ('system_version', $1) "
@@ -107,8 +112,17 @@ enum PostgresMigrator {
                                       logger: store.logger)
     }
 
+    /// The name of an index, as an SQLite store names it; past the 63
+    /// bytes PostgreSQL keeps of a name (it would cut it, and the next open
+    /// would not find it), `depot_idx_` and a hash of that name.
     static func indexName(_ entity: EntitySchema, _ fields: [String]) -> String {
-        "depot_idx_\(entity.name)(\(fields.joined(separator: ",")))"
+        let name = "depot_idx_\(entity.name)(\(fields.joined(separator: ",")))"
+        guard name.utf8.count > 63 else { return name }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a: stable from run to run, unlike Hasher
+        for byte in name.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        return "depot_idx_" + String(hash, radix: 16)
     }
 
     private static func syncIndexes(_ connection: PostgresConnection, _ store: PostgresStore,

@@ -300,8 +300,9 @@ public actor PostgresStore {
     }
 
     /// Drops the schema of `location` and everything in it, on a connection
-    /// of its own (tests clean up with it, the store open or not).
-    package static func dropSchemaForTests(_ location: PostgresLocation) async throws {
+    /// of its own, the store open or not: tests clean up with it and
+    /// benchmarks start clean with it. Not for users' stores.
+    package static func dropSchema(_ location: PostgresLocation) async throws {
         var logger = Logger(label: "depot.postgres.drop")
         logger.logLevel = .critical
         let client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)

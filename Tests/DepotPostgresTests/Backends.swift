@@ -147,7 +147,7 @@ final class PostgresBackend: Backend {
 
     func close() async {
         await store.close()
-        try? await PostgresStore.dropSchemaForTests(store.configuration.location)
+        try? await PostgresStore.dropSchema(store.configuration.location)
     }
 }
 

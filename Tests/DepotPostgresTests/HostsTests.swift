@@ -41,9 +41,8 @@ struct HostsTests {
             let sorted = latencies.sorted()
             print("host A's commit acknowledged to a waiter on host B awake, 20 commits: median \(sorted[10]), "
                   + "max \(sorted.last!); A's one-record saves: median \(saves.sorted()[10])")
-            // Not a timing test (BENCHMARKS.md has the figures): a second
-            // would mean polling, or a notification lost and found later.
-            #expect(sorted.last! < .seconds(1))
+            // Not a timing test: the figures go to BENCHMARKS.md. What is
+            // checked is that each commit woke B (no notification lost).
         } catch {
             await b.close()
             await a.close()

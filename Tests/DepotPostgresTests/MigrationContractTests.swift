@@ -44,6 +44,26 @@ struct MigrationContractTests {
         if let pg = results["postgresql"] { #expect(pg == results["sqlite"]) }
     }
 
+    @Test("an index whose name is longer than PostgreSQL keeps (63 bytes): the store opens again, and again without it")
+    func longIndexName() async throws {
+        let long = [Field(name: "a_rather_long_field_name_for_an_index", type: .string, isOptional: true),
+                    Field(name: "another_rather_long_field_name", type: .int, isOptional: true)]
+        let entity = try Self.trip(extra: long, indexes: [long.map(\.name), ["destination"]])
+        for name in Backends.names {
+            var backend = try await Backends.open(name, entities: [entity])
+            do {
+                _ = try await backend.write(Self.batch([["T1", "a", "Rome", 1.0, nil]]))
+                backend = try await backend.reopen(entities: [entity])
+                backend = try await backend.reopen(entities: [try Self.trip(extra: long)])
+                #expect(try await backend.records("Trip").count == 1, "\(name)")
+            } catch {
+                await backend.close()
+                throw error
+            }
+            await backend.close()
+        }
+    }
+
     @Test("changes that cannot migrate are refused, every reason listed, with the same words on both backends")
     func refuses() async throws {
         var messages: [String: String] = [:]

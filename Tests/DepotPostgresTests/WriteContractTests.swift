@@ -214,15 +214,20 @@ struct WriteContractTests {
     func checkpoints() async throws {
         for name in Backends.names {
             let backend = try await Backends.open(name, entities: [Self.trip()])
-            defer { Task { await backend.close() } }
-            _ = try await backend.write(Self.batch([Self.row("T1")]), policy: .upsert, checkpoint: [1, 2, 3], job: "j1")
-            #expect(try await backend.checkpoint(job: "j1") == [1, 2, 3], "\(name)")
-            await #expect(throws: DepotError.self, "\(name)") {
-                _ = try await backend.write(Self.batch([Self.row("T2"), Self.row("T1")]), policy: .fail,
-                                            checkpoint: [9], job: "j1")
+            do {
+                _ = try await backend.write(Self.batch([Self.row("T1")]), policy: .upsert, checkpoint: [1, 2, 3], job: "j1")
+                #expect(try await backend.checkpoint(job: "j1") == [1, 2, 3], "\(name)")
+                await #expect(throws: DepotError.self, "\(name)") {
+                    _ = try await backend.write(Self.batch([Self.row("T2"), Self.row("T1")]), policy: .fail,
+                                                checkpoint: [9], job: "j1")
+                }
+                #expect(try await backend.checkpoint(job: "j1") == [1, 2, 3], "\(name)")
+                #expect(try await backend.records("Trip").count == 1, "\(name)")
+            } catch {
+                await backend.close()
+                throw error
             }
-            #expect(try await backend.checkpoint(job: "j1") == [1, 2, 3], "\(name)")
-            #expect(try await backend.records("Trip").count == 1, "\(name)")
+            await backend.close()
         }
     }
 }

@@ -4,20 +4,9 @@
 // with the final counters.
 //
 // usage: ImportChild STORE INPUT REJECTS FORMAT SAVE_EVERY [ON_CONFLICT]
+import ChildProcessSupport
 import DepotEngine
 import Foundation
-
-func say(_ text: String) {
-    var line = text + "\n"
-    line.withUTF8 { buf in
-        var done = 0
-        while done < buf.count {
-            let n = write(1, buf.baseAddress! + done, buf.count - done)
-            if n <= 0 { exit(3) }
-            done += n
-        }
-    }
-}
 
 let args = CommandLine.arguments
 guard args.count == 6 || args.count == 7, let format = ImportOptions.Format(rawValue: args[4]),

@@ -22,7 +22,7 @@ let trip = try EntitySchema(
     identifier: ["id"], indexes: [["destination"], ["startDate"]], preserveOnDelete: ["name"],
     history: HistoryDetail(rawValue: ProcessInfo.processInfo.environment["HISTORY"] ?? "values") ?? .values)
 let location = try PostgresLocation(url: args[1], schema: args[2])
-try await PostgresStore.dropSchemaForTests(location)
+try await PostgresStore.dropSchema(location)
 let store = try await PostgresStore.open(PostgresStoreConfiguration(name: "bench", location: location, entities: [trip]))
 var options = ImportOptions(format: .csv)
 if let n = ProcessInfo.processInfo.environment["SAVE_EVERY"].flatMap(Int.init) { options.saveEvery = n }

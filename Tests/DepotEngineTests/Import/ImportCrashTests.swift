@@ -1,50 +1,7 @@
+import ChildProcessSupport
 import DepotEngine
 import Foundation
 import Testing
-
-/// Runs `ImportChild` (a separate executable of this package) and reads its
-/// output line by line.
-final class ImportChildProcess {
-    let process = Process()
-    private let output = Pipe()
-    private var pending = Data()
-
-    /// The child executable: built by `swift build`/`swift test` next to the test binary.
-    static var executable: URL {
-        let testBinary = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0])
-        var folder = testBinary.deletingLastPathComponent()
-        // On Linux the tests run from `.build/<triple>/debug/DepotPackageTests.xctest`.
-        if folder.lastPathComponent.hasSuffix(".xctest") { folder.deleteLastPathComponent() }
-        return folder.appendingPathComponent("ImportChild")
-    }
-
-    init(arguments: [String]) throws {
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        process.standardOutput = output
-        try process.run()
-    }
-
-    /// The next line the child wrote; `nil` when it closed its output.
-    func nextLine() -> String? {
-        while true {
-            if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                pending.removeSubrange(pending.startIndex...newline)
-                return line
-            }
-            let chunk = output.fileHandleForReading.availableData   // blocks until data or EOF
-            if chunk.isEmpty { return nil }
-            pending.append(chunk)
-        }
-    }
-
-    func kill() {
-        Foundation.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-}
 
 @Suite("Import crash (SIGKILL)")
 struct ImportCrashTests {
@@ -63,7 +20,7 @@ struct ImportCrashTests {
         }
 
         // One clean run.
-        let clean = try ImportChildProcess(arguments: arguments("clean"))
+        let clean = try ChildProcess("ImportChild", arguments: arguments("clean"))
         var cleanDone: String?
         while let line = clean.nextLine() {
             if line.hasPrefix("done ") { cleanDone = line }
@@ -74,7 +31,7 @@ struct ImportCrashTests {
         // Killed after saves 1, 7 and 18 (each kill lands somewhere in the
         // parse or save of the batch after), then run to its end.
         for killAfter in [1, 7, 18] {
-            let child = try ImportChildProcess(arguments: arguments("killed"))
+            let child = try ChildProcess("ImportChild", arguments: arguments("killed"))
             var reached = false
             while let line = child.nextLine() {
                 if line.hasPrefix("save "), let n = Int(line.dropFirst(5)), n >= killAfter {
@@ -86,7 +43,7 @@ struct ImportCrashTests {
             child.kill()
             #expect(child.process.terminationReason == .uncaughtSignal)
         }
-        let last = try ImportChildProcess(arguments: arguments("killed"))
+        let last = try ChildProcess("ImportChild", arguments: arguments("killed"))
         var resumedDone: String?
         var resumedSaves: [Int] = []
         while let line = last.nextLine() {

@@ -1,0 +1,135 @@
+import DepotEngine
+import Foundation
+import PostgresNIO
+
+/// A job as the store's jobs table holds it: its id and its record (the
+/// daemon's JSON), and who runs it.
+public struct ClaimedJob: Sendable, Hashable {
+    public var id: String
+    public var record: String
+}
+
+/// Jobs of a PostgreSQL store, run by one host at a time (DESIGN §15).
+///
+/// A host claims the oldest job that is queued, or running under a lease
+/// that lapsed (its host died or lost the server), with
+/// `SELECT … FOR UPDATE SKIP LOCKED`, so that two hosts claiming at once
+/// never take the same job; it renews the lease while the job runs, and a
+/// job whose lease lapsed is claimed again by another host, which resumes
+/// it from its last checkpoint (an import's is committed with its records).
+///
+/// ```swift
+/// try await store.putJob(id: "j1", record: json)
+/// if let job = try await store.claimJob(host: "host-a", lease: .seconds(10)) {
+///     // run it, calling renewLease(job:host:lease:) every few seconds
+///     try await store.finishJob(job.id, host: "host-a", record: doneJSON, state: "done")
+/// }
+/// ```
+extension PostgresStore {
+    /// Queues a job, or replaces its record when it exists (a job's record
+    /// changes as it runs; its claim stays).
+    public nonisolated func putJob(id: String, record: String) async throws {
+        let sql = "INSERT INTO \(table("depot_jobs"))(id, record, state) VALUES ($1, $2, 'queued') "
+            + "ON CONFLICT (id) DO UPDATE SET record = excluded.record"
+        try await read { connection in
+            var binds = PostgresBindings()
+            binds.append(id)
+            binds.append(record)
+            try await PostgresSQL.execute(connection, sql, binds, logger: logger)
+        }
+    }
+
+    /// Claims the oldest job that is queued or whose lease lapsed, for
+    /// `host`, under a lease of `lease`; nil when there is none free.
+    public nonisolated func claimJob(host: String, lease: Duration) async throws -> ClaimedJob? {
+        let jobs = table("depot_jobs")
+        let sql = "UPDATE \(jobs) SET state = 'running', owner = $1, lease_until = clock_timestamp() + $2 * interval '1 millisecond' "
+            + "WHERE id = (SELECT id FROM \(jobs) WHERE state = 'queued' OR (state = 'running' AND lease_until < clock_timestamp()) "
+            + "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id, record"
+        return try await read { connection in
+            var binds = PostgresBindings()
+            binds.append(host)
+            binds.append(Self.milliseconds(lease))
+            let rows = try await PostgresSQL.textRows(connection, sql, binds, logger: logger)
+            guard let row = rows.first, let id = row[0], let record = row[1] else { return nil }
+            return ClaimedJob(id: id, record: record)
+        }
+    }
+
+    /// Extends `host`'s lease on `job` to `lease` from now.
+    ///
+    /// - Returns: false when `host` no longer holds the job (its lease
+    ///   lapsed and another host claimed it): the host must stop running it.
+    public nonisolated func renewLease(job: String, host: String, lease: Duration) async throws -> Bool {
+        let sql = "UPDATE \(table("depot_jobs")) SET lease_until = clock_timestamp() + $3 * interval '1 millisecond' "
+            + "WHERE id = $1 AND owner = $2 AND state = 'running' RETURNING id"
+        return try await read { connection in
+            var binds = PostgresBindings()
+            binds.append(job)
+            binds.append(host)
+            binds.append(Self.milliseconds(lease))
+            return !(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).isEmpty
+        }
+    }
+
+    /// Ends `host`'s run of `job` with its final record and state (`done`,
+    /// `failed`, `cancelled`); nothing changes when another host holds it.
+    ///
+    /// - Returns: whether `host` still held the job.
+    @discardableResult
+    public nonisolated func finishJob(_ job: String, host: String, record: String, state: String) async throws -> Bool {
+        let sql = "UPDATE \(table("depot_jobs")) SET state = $3, record = $4, lease_until = NULL "
+            + "WHERE id = $1 AND owner = $2 AND state = 'running' RETURNING id"
+        return try await read { connection in
+            var binds = PostgresBindings()
+            binds.append(job)
+            binds.append(host)
+            binds.append(state)
+            binds.append(record)
+            return !(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).isEmpty
+        }
+    }
+
+    /// The job's state, owner and whether its lease has lapsed.
+    public nonisolated func jobClaim(_ job: String) async throws -> (state: String, owner: String?, lapsed: Bool)? {
+        let sql = "SELECT state, owner, (lease_until IS NOT NULL AND lease_until < clock_timestamp())::text "
+            + "FROM \(table("depot_jobs")) WHERE id = $1"
+        return try await read { connection in
+            var binds = PostgresBindings()
+            binds.append(job)
+            guard let row = try await PostgresSQL.textRows(connection, sql, binds, logger: logger).first,
+                  let state = row[0] else { return nil }
+            return (state, row[1], row[2] == "true")
+        }
+    }
+
+    static func milliseconds(_ d: Duration) -> Int64 {
+        d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
+    }
+
+    /// Runs `body` while renewing `host`'s lease on `job` every third of
+    /// `lease`; when a renewal finds the job held by another host, `body`'s
+    /// task is cancelled (the other host resumes it from its checkpoint).
+    public nonisolated func withLease<T: Sendable>(on job: String, host: String, lease: Duration,
+                                                   _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let work = Task { try await body() }
+        let renewer = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: lease / 3)
+                if Task.isCancelled { return }
+                // A renewal that fails to reach the server is tried again;
+                // one that finds the job gone stops the work.
+                if let held = try? await renewLease(job: job, host: host, lease: lease), !held {
+                    work.cancel()
+                    return
+                }
+            }
+        }
+        defer { renewer.cancel() }
+        return try await withTaskCancellationHandler {
+            try await work.value
+        } onCancel: {
+            work.cancel()
+        }
+    }
+}
