@@ -148,7 +148,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Child executables of the tests, and what the tests read of them.
-        .target(name: "ChildProcessSupport", path: "Tests/ChildProcessSupport", swiftSettings: swiftSettings),
+        .target(name: "ChildProcessSupport", dependencies: ["DepotEngine"], path: "Tests/ChildProcessSupport",
+                swiftSettings: swiftSettings),
         // A host in a process of its own, which the lease test kills
         // (Tests/DepotPostgresTests/LeaseTests.swift).
         .executableTarget(

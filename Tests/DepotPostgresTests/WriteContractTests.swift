@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import DepotEngine
 import DepotPostgres
 import Foundation
@@ -11,19 +12,7 @@ import Testing
 struct WriteContractTests {
     static let columns = ["id", "name", "destination", "startDate", "endDate", "budget", "isFavorite", "notes", "meta"]
 
-    static func trip(values: Bool = true) throws -> EntitySchema {
-        try EntitySchema(
-            name: "Trip",
-            fields: [
-                Field(name: "id", type: .string), Field(name: "name", type: .string),
-                Field(name: "destination", type: .string, isOptional: true), Field(name: "startDate", type: .date),
-                Field(name: "endDate", type: .date, isOptional: true), Field(name: "budget", type: .double),
-                Field(name: "isFavorite", type: .bool), Field(name: "notes", type: .string, isOptional: true),
-                Field(name: "meta", type: .json, isOptional: true),
-            ],
-            identifier: ["id"], indexes: [["destination"], ["startDate"]], preserveOnDelete: ["name"],
-            history: values ? .values : .fields)
-    }
+    static func trip(values: Bool = true) throws -> EntitySchema { try TestEntities.trip(values: values) }
 
     static func row(_ id: String, _ name: String = "Trip", budget: Double = 900, favorite: Bool = false,
                     destination: Value = "Rome", notes: Value = nil, meta: Value = nil,

@@ -24,16 +24,7 @@ guard args.count == 5, let leaseMs = Int(args[4]) else {
     exit(64)
 }
 do {
-    let trip = try EntitySchema(
-        name: "Trip",
-        fields: [
-            Field(name: "id", type: .string), Field(name: "name", type: .string),
-            Field(name: "destination", type: .string, isOptional: true), Field(name: "startDate", type: .date),
-            Field(name: "endDate", type: .date, isOptional: true), Field(name: "budget", type: .double),
-            Field(name: "isFavorite", type: .bool), Field(name: "notes", type: .string, isOptional: true),
-            Field(name: "meta", type: .json, isOptional: true),
-        ],
-        identifier: ["id"], indexes: [["destination"], ["startDate"]], preserveOnDelete: ["name"], history: .values)
+    let trip = try TestEntities.trip()
     let location = try PostgresLocation(url: args[1], schema: args[2])
     let store = try await PostgresStore.open(PostgresStoreConfiguration(name: "travel", location: location, entities: [trip]))
     let host = args[3]
