@@ -47,9 +47,8 @@ public enum PostgresImporter {
                 var this = begun
                 var chunk: ImportChunk
                 repeat {
-                    // The parser's queue blocks while it is empty: the
-                    // parser runs on a thread of its own, ahead of the saves.
-                    chunk = try this.take()
+                    // The parser runs on a thread of its own, ahead of the saves.
+                    chunk = try await this.takeWaiting()
                     let counts = try await save.write(chunk.batch, policy: policy, supersede: supersede)
                     this.add(chunk, counts)
                 } while !this.ends(after: chunk)

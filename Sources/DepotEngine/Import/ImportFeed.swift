@@ -161,6 +161,9 @@ package final class ImportFeed: @unchecked Sendable {
         return state.progress
     }
 
+    /// Where ``ImportSave/takeWaiting()`` waits for the parser.
+    fileprivate static let waiting = DispatchQueue(label: "depot-import-wait", attributes: .concurrent)
+
     fileprivate var clockNow: ContinuousClock.Instant { clock.now }
     fileprivate var saveSize: Int { saveEvery }
     fileprivate var isAdaptive: Bool { adaptive }
@@ -193,6 +196,18 @@ package struct ImportSave: @unchecked Sendable {
     ///   was stopped.
     package func take() throws -> ImportChunk {
         guard let item = feed.queue.take() else { throw CancellationError() }
+        return ImportChunk(parsed: try item.get())
+    }
+
+    /// The next chunk, for a save that runs in Swift concurrency (the
+    /// PostgreSQL backend's): the wait for the parser happens on a thread of
+    /// its own, not on one of the few threads every task shares.
+    package func takeWaiting() async throws -> ImportChunk {
+        let queue = feed.queue
+        let item: Result<ParsedBatch, any Error>? = await withCheckedContinuation { continuation in
+            ImportFeed.waiting.async { continuation.resume(returning: queue.take()) }
+        }
+        guard let item else { throw CancellationError() }
         return ImportChunk(parsed: try item.get())
     }
 
