@@ -81,7 +81,6 @@ public final class PostgresSaveContext: @unchecked Sendable {
         }
         // Rounds: each identifier at most once in a round, in the batch's order.
         var rounds: [[Int]] = []
-        var seen: [[Value]: Int] = [:]
         if supersede {
             var last: [[Value]: Int] = [:]
             for r in live { last[plan.identifier(of: batch, row: r)] = r }
@@ -91,6 +90,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
             }
             rounds = [kept]
         } else {
+            var seen: [[Value]: Int] = [:]
             for r in live {
                 let key = plan.identifier(of: batch, row: r)
                 let round = seen[key, default: 0]
