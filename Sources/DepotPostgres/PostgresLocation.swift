@@ -102,6 +102,9 @@ public struct PostgresLocation: Sendable, Hashable {
         }
         configuration.options.maximumConnections = 8
         configuration.options.connectTimeout = .seconds(10)
+        // Unqualified names are the store's own: the compiled predicates'
+        // tables, depot_fold, COPY's staging tables.
+        configuration.options.additionalStartupParameters = [("search_path", PostgresSQL.quote(schema))]
         return configuration
     }
 }

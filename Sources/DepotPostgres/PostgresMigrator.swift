@@ -41,6 +41,7 @@ enum PostgresMigrator {
             + "record text NOT NULL, state text NOT NULL, owner text, lease_until timestamptz)")
         try await run("CREATE INDEX IF NOT EXISTS depot_jobs_claimable ON \(table("depot_jobs"))(seq) "
             + "WHERE state IN ('queued', 'running')")
+        try await run(try await foldFunction(connection, store: store))
         var versionBinds = PostgresBindings()
         versionBinds.append(String(systemVersion))
         try await run("INSERT INTO \(table("depot_meta"))(key, value) VALUES ('system_version', $1) "
@@ -101,6 +102,45 @@ enum PostgresMigrator {
                 + "ON CONFLICT (entity) DO UPDATE SET definition = excluded.definition", binds)
         }
     }
+
+    /// `depot_fold(text, flags)`, the `[c]`/`[d]` folding of an SQLite
+    /// store's connections (TextFolding) in SQL: diacritics are the
+    /// nonspacing marks of the canonical decomposition, the very set Swift's
+    /// Unicode tables give (written into the function as a character class);
+    /// case is ICU's full lowercase mapping where the server has ICU, the
+    /// database's `lower()` otherwise.
+    static func foldFunction(_ connection: PostgresConnection, store: PostgresStore) async throws -> String {
+        let icu = try await PostgresSQL.textRows(connection, "SELECT 1::text FROM pg_collation "
+            + "WHERE collname = 'und-x-icu' LIMIT 1", logger: store.logger)
+        let lower = icu.isEmpty ? "lower(d)" : "lower(d COLLATE \"und-x-icu\")"
+        return "CREATE OR REPLACE FUNCTION \(store.prefix)depot_fold(t text, flags integer) RETURNS text "
+            + "LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $depot$ "
+            + "SELECT CASE WHEN flags & 1 <> 0 THEN \(lower) ELSE d END FROM (SELECT CASE "
+            + "WHEN flags & 2 <> 0 AND t ~ '[^\\x01-\\x7f]' THEN regexp_replace(normalize(t, NFD), '\(nonspacingMarks)', '', 'g') "
+            + "ELSE t END AS d) AS folded $depot$"
+    }
+
+    /// Every nonspacing mark (general category Mn) as one regular
+    /// expression character class, in ranges.
+    static let nonspacingMarks: String = {
+        func escape(_ v: UInt32) -> String {
+            v <= 0xFFFF ? "\\u" + String(format: "%04x", v) : "\\U" + String(format: "%08x", v)
+        }
+        var out = "["
+        var start: UInt32?
+        var last: UInt32 = 0
+        for v in UInt32(0x300)...0x10FFFF {
+            let isMark = Unicode.Scalar(v).map { $0.properties.generalCategory == .nonspacingMark } ?? false
+            if isMark {
+                if start == nil { start = v }
+                last = v
+            } else if let s = start {
+                out += s == last ? escape(s) : escape(s) + "-" + escape(last)
+                start = nil
+            }
+        }
+        return out + "]"
+    }()
 
     private static func create(_ connection: PostgresConnection, _ store: PostgresStore, _ entity: EntitySchema) async throws {
         var columns = entity.fields.map { field in

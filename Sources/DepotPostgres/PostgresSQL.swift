@@ -49,6 +49,21 @@ enum PostgresSQL {
         }
     }
 
+    /// The values a compiled predicate binds (`$1`…), typed as Depot's.
+    static func bindings(_ values: [Value]) -> PostgresBindings {
+        var binds = PostgresBindings()
+        for v in values {
+            switch v {
+            case .null: binds.appendNull()
+            case .bool(let b): binds.append(b)
+            case .int(let i): binds.append(i)
+            case .double(let d): binds.append(d)
+            case .string(let s): binds.append(s)
+            }
+        }
+        return binds
+    }
+
     /// Runs `sql`; every row's cells as text (nil for null). The query's
     /// columns must be of a text-like type (cast with `::text`).
     static func textRows(_ connection: PostgresConnection, _ sql: String, _ binds: PostgresBindings = PostgresBindings(),

@@ -135,6 +135,30 @@ public final class PostgresSaveContext: @unchecked Sendable {
         // the planner joins it to the whole entity table by hashing (a scan
         // that grows with the store) instead of probing its key per row.
         try await PostgresSQL.execute(connection, "ANALYZE \(stage)", logger: logger)
+        // A reference names a stored record of its target, or nothing
+        // (null), as an SQLite store checks it: refused rows, by relationship.
+        var refused: [Int: Rejection] = [:]
+        for r in entity.relationships where r.isToOne {
+            guard let names = entity.relationshipColumns[r.name], let target = try? store.entity(r.target) else { continue }
+            let positions = names.compactMap { batch.columns.firstIndex(of: $0) }
+            guard positions.count == names.count else { continue }  // not given: not changed
+            let given = positions.map { "s.c\($0) IS NOT NULL" }.joined(separator: " AND ")
+            let link = zip(target.identifier, positions).map { "t.\(PostgresSQL.quote($0)) = s.c\($1)" }
+                .joined(separator: " AND ")
+            var sql = "SELECT s.seq::text FROM \(stage) s WHERE \(given) AND NOT EXISTS "
+                + "(SELECT 1 FROM \(store.table(target.name)) t WHERE \(link))"
+            if target.name == entity.name {
+                // An SQLite store writes a batch row by row: a reference to
+                // a record earlier in the batch finds it.
+                sql += " AND NOT EXISTS (SELECT 1 FROM \(stage) e WHERE e.seq < s.seq AND "
+                    + zip(plan.identifierColumns, positions).map { "e.c\($0) = s.c\($1)" }.joined(separator: " AND ") + ")"
+            }
+            for row in try await PostgresSQL.textRows(connection, sql, logger: logger) {
+                guard let seq = row[0].flatMap({ Int($0) }), refused[seq] == nil else { continue }
+                let values = positions.map { batch.values[seq * width + $0] }
+                refused[seq] = Rejection(row: seq, field: r.name, reason: SaveContext.missing(target.name, values))
+            }
+        }
         // The stored records the rows name, with every field as text.
         let join = entity.identifier.enumerated().map { k, name in
             "t.\(PostgresSQL.quote(name)) = s.c\(plan.identifierColumns[k])"
@@ -154,6 +178,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
         for r in rows {
             let row = batch.values[(r * width)..<((r + 1) * width)]
             func given(_ f: Int) -> Value { plan.fieldToColumn[f].map { row[row.startIndex + $0] } ?? .null }
+            if let rejection = refused[r] {
+                counts.rejected.append(rejection)
+                continue
+            }
             guard let old = stored[r] else {
                 if let field = plan.missingRequired.first {
                     counts.rejected.append(Rejection(row: r, field: field,

@@ -46,6 +46,8 @@ public actor PostgresStore {
     nonisolated let client: PostgresClient
     nonisolated let logger: Logger
     nonisolated let entities: [String: EntitySchema]
+    /// The entities, as the engine's fetch compiler reads them.
+    nonisolated let schema: StoreSchema
     /// `"schema".` — the prefix of every table's name.
     nonisolated let prefix: String
     private let runner: Task<Void, Never>
@@ -67,6 +69,7 @@ public actor PostgresStore {
         self.runner = runner
         self.logger = logger
         self.entities = Dictionary(configuration.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        self.schema = StoreSchema(name: configuration.name, entities: configuration.entities)
         self.prefix = PostgresSQL.quote(configuration.location.schema) + "."
     }
 
@@ -251,6 +254,61 @@ public actor PostgresStore {
                 zip(entity.fields, row).map { PostgresSQL.value($1, as: $0.type) }
             }
         }
+    }
+
+    // MARK: - Fetch
+
+    /// The records a descriptor selects, in its order: the same predicates
+    /// (key paths, `[c]`, `[d]`), sorts, limits and fields as an SQLite
+    /// store's fetch, compiled to PostgreSQL's SQL with every value bound.
+    /// Ties of the sort are broken by the identifier (an SQLite store breaks
+    /// them by insertion order).
+    ///
+    /// - Throws: the ``DepotError`` an SQLite store's fetch throws for the
+    ///   same descriptor.
+    public nonisolated func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet {
+        let query = try FetchQuery(descriptor, schema: schema, dialect: .postgresql)
+        let fields = query.fields
+        let sql = "SELECT " + fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+            + " FROM \(table(query.entity.name)) WHERE \(query.predicate.sql) ORDER BY \(query.orderBy)" + paging(query)
+        let binds = PostgresSQL.bindings(query.predicate.arguments)
+        let rows = try await read { connection in
+            try await PostgresSQL.textRows(connection, sql, binds, logger: logger).map { row in
+                zip(fields, row).map { PostgresSQL.value($1, as: $0.type) }
+            }
+        }
+        return RecordSet(fields: fields, rows: rows)
+    }
+
+    /// The number of records a descriptor selects (its limit and offset apply).
+    public nonisolated func count(_ descriptor: FetchDescriptor) async throws -> Int {
+        let query = try FetchQuery(descriptor, schema: schema, dialect: .postgresql)
+        let from = "FROM \(table(query.entity.name)) WHERE \(query.predicate.sql)"
+        let paging = paging(query)
+        let sql = paging.isEmpty ? "SELECT count(*)::text \(from)"
+            : "SELECT count(*)::text FROM (SELECT 1 \(from) ORDER BY \(query.orderBy)\(paging)) AS page"
+        let binds = PostgresSQL.bindings(query.predicate.arguments)
+        return try await read { connection in
+            PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).flatMap { Int($0) } ?? 0
+        }
+    }
+
+    /// The identifiers of the records a descriptor selects, in its order.
+    public nonisolated func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] {
+        let query = try FetchQuery(descriptor, schema: schema, dialect: .postgresql)
+        let idFields = query.entity.identifierIndexes.map { query.entity.fields[$0] }
+        let sql = "SELECT " + idFields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+            + " FROM \(table(query.entity.name)) WHERE \(query.predicate.sql) ORDER BY \(query.orderBy)" + paging(query)
+        let binds = PostgresSQL.bindings(query.predicate.arguments)
+        return try await read { connection in
+            try await PostgresSQL.textRows(connection, sql, binds, logger: logger).map { row in
+                Identifier(zip(idFields, row).map { PostgresSQL.value($1, as: $0.type) })
+            }
+        }
+    }
+
+    private nonisolated func paging(_ query: FetchQuery) -> String {
+        (query.limit.map { " LIMIT \($0)" } ?? "") + (query.offset.map { " OFFSET \($0)" } ?? "")
     }
 
     /// The stored checkpoint of `job`, if one was saved.

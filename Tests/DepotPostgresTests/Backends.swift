@@ -24,6 +24,9 @@ protocol Backend: Sendable {
     /// Every record, its fields in the entity's order, sorted by identifier.
     func records(_ entity: String) async throws -> [[Value]]
     func history() async throws -> [HistoryTransaction]
+    func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet
+    func count(_ descriptor: FetchDescriptor) async throws -> Int
+    func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier]
     /// Closes the store and opens it again with `entities` (a migration).
     func reopen(entities: [EntitySchema]) async throws -> any Backend
     /// Runs an import to its end, or until the save `cancelAfter` (then
@@ -87,6 +90,11 @@ final class SQLiteBackend: Backend {
     }
 
     func history() async throws -> [HistoryTransaction] { try await store.reader.history(limit: 10_000) }
+    func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet { try await store.reader.fetch(descriptor) }
+    func count(_ descriptor: FetchDescriptor) async throws -> Int { try await store.reader.count(descriptor) }
+    func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] {
+        try await store.reader.identifiers(descriptor)
+    }
 
     func importFile(_ request: ImportRequest, cancelAfter: Int?) async throws -> ImportProgress {
         let store = store
@@ -134,6 +142,9 @@ final class PostgresBackend: Backend {
     func records(_ entity: String) async throws -> [[Value]] { try await store.records(entity) }
 
     func history() async throws -> [HistoryTransaction] { try await store.history(limit: 10_000) }
+    func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet { try await store.fetch(descriptor) }
+    func count(_ descriptor: FetchDescriptor) async throws -> Int { try await store.count(descriptor) }
+    func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] { try await store.identifiers(descriptor) }
 
     func importFile(_ request: ImportRequest, cancelAfter: Int?) async throws -> ImportProgress {
         let store = store

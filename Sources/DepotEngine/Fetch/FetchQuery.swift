@@ -2,23 +2,25 @@ import GRDB
 import GRDBSQLite
 
 /// A fetch descriptor checked and compiled to SQL.
-struct FetchQuery: Sendable {
-    let entity: EntitySchema
+package struct FetchQuery: Sendable {
+    package let entity: EntitySchema
     /// The fields of each record, in order.
-    let fields: [Field]
+    package let fields: [Field]
     /// What each row selects: ``fields``, then the columns prefetching needs.
     let selected: [Field]
     /// The relationships embedded in each record.
     let prefetch: [PrefetchPlan]
-    let predicate: SQLFragment
-    let orderBy: String
-    let limit: Int?
-    let offset: Int?
+    package let predicate: SQLFragment
+    package let orderBy: String
+    package let limit: Int?
+    package let offset: Int?
     /// The other entities its key paths read: a change to them can change
     /// its result (``ResultFeed``).
     let related: Set<String>
 
-    init(_ d: FetchDescriptor, schema: StoreSchema) throws {
+    /// Compiles `d`; on PostgreSQL (`dialect`) ties are broken by the
+    /// identifier, there being no rowid, and relationships are not embedded.
+    package init(_ d: FetchDescriptor, schema: StoreSchema, dialect: SQLDialect = .sqlite) throws {
         let entity = try schema.entity(d.entity)
         self.entity = entity
         if let limit = d.limit, limit < 0 { throw DepotError(.invalidArgument, "limit cannot be negative") }
@@ -41,7 +43,12 @@ struct FetchQuery: Sendable {
         let (plans, extra) = try PrefetchPlan.build(tree, entity: entity, schema: schema, shown: fields)
         self.prefetch = plans
         self.selected = fields + extra
-        predicate = try PredicateCompiler.compile(d.predicate, entity: entity, schema: schema, arguments: d.arguments)
+        if dialect == .postgresql, !plans.isEmpty {
+            throw DepotError(.invalidArgument, "a store on PostgreSQL does not embed related records yet (prefetch, "
+                + "or a key path in fields); fetch the related entity with a predicate on its relationship")
+        }
+        predicate = try PredicateCompiler.compile(d.predicate, entity: entity, schema: schema, arguments: d.arguments,
+                                                  dialect: dialect)
         var terms: [String] = []
         var related = predicate.related
         // A prefetched record's change changes the record it is embedded in.
@@ -54,12 +61,21 @@ struct FetchQuery: Sendable {
         reached(plans)
         for key in sort {
             // A field, or a key path with one value per record (DESIGN §12).
-            let (sql, _, reached) = try PredicateCompiler.expression(key.field, entity: entity, schema: schema)
+            let (sql, field, reached) = try PredicateCompiler.expression(key.field, entity: entity, schema: schema,
+                                                                         dialect: dialect)
             related.formUnion(reached)
-            terms.append("\(sql) \(key.descending ? "DESC" : "ASC") NULLS "
+            let collation = dialect == .postgresql && field.type.isTextual ? " COLLATE \"C\"" : ""
+            terms.append("\(sql)\(collation) \(key.descending ? "DESC" : "ASC") NULLS "
                 + (key.effectiveNulls == .first ? "FIRST" : "LAST"))
         }
-        terms.append("rowid")
+        switch dialect {
+        case .sqlite: terms.append("rowid")
+        case .postgresql:
+            for name in entity.identifier {
+                let textual = (try? entity.field(named: name))?.type.isTextual ?? false
+                terms.append(SQL.quote(name) + (textual ? " COLLATE \"C\"" : ""))
+            }
+        }
         orderBy = terms.joined(separator: ", ")
         // The entity itself when a path comes back to it (an employee's
         // manager's name): then another record's change can change a record's.

@@ -1,11 +1,25 @@
 /// SQL text with its bound values, in order.
-struct SQLFragment: Sendable {
-    var sql: String
-    var arguments: [Value]
+package struct SQLFragment: Sendable {
+    package var sql: String
+    package var arguments: [Value]
     /// The other entities it reads through key paths, whose changes can change its result.
     var related: Set<String> = []
+}
 
-    static let alwaysTrue = SQLFragment(sql: "1", arguments: [])
+/// The SQL a predicate, a sort or an aggregate is written in: SQLite's, or
+/// PostgreSQL's for a store on PostgreSQL (DESIGN §15). The two differ in
+/// their placeholders (`?`, `$1`), truth values, null-safe inequality
+/// (`IS NOT`, `IS DISTINCT FROM`), a few functions, and text order: a
+/// PostgreSQL text comparison names the byte order (`COLLATE "C"`), the
+/// order SQLite's text has.
+package enum SQLDialect: Sendable {
+    case sqlite
+    case postgresql
+
+    var `true`: String { self == .sqlite ? "1" : "TRUE" }
+    var `false`: String { self == .sqlite ? "0" : "FALSE" }
+    /// Null-safe `!=`: true when exactly one side is null.
+    var isNot: String { self == .sqlite ? "IS NOT" : "IS DISTINCT FROM" }
 }
 
 /// Checks a parsed predicate against an entity and compiles it to SQL.
@@ -60,6 +74,7 @@ struct PredicateCompiler {
     }
 
     private let schema: StoreSchema?
+    private let dialect: SQLDialect
     private let variables: [String: Value]
     private var arguments: [Value] = []
     /// The fetched entity first, then one per SUBQUERY being compiled.
@@ -78,10 +93,12 @@ struct PredicateCompiler {
     /// - Throws: ``DepotError`` with code `invalidPredicate`, `unknownField` or
     ///   `typeMismatch` and the position of the problem.
     static func compile(_ text: String?, entity: EntitySchema, schema: StoreSchema? = nil,
-                        arguments: [String: Value] = [:]) throws -> SQLFragment {
-        guard let text, !text.trimmingWhitespace().isEmpty else { return .alwaysTrue }
+                        arguments: [String: Value] = [:], dialect: SQLDialect = .sqlite) throws -> SQLFragment {
+        guard let text, !text.trimmingWhitespace().isEmpty else {
+            return SQLFragment(sql: dialect.true, arguments: [])
+        }
         let expression = try PredicateParser.parse(text)
-        var compiler = PredicateCompiler(entity: entity, schema: schema, variables: arguments)
+        var compiler = PredicateCompiler(entity: entity, schema: schema, variables: arguments, dialect: dialect)
         let sql = try compiler.compile(expression, negated: false, nesting: 0)
         return SQLFragment(sql: sql, arguments: compiler.arguments, related: compiler.related)
     }
@@ -91,9 +108,9 @@ struct PredicateCompiler {
     /// for sorting and grouping, with the field it reads (named `path`).
     ///
     /// - Throws: ``DepotError/Code/unknownField`` or ``DepotError/Code/invalidPredicate``.
-    static func expression(_ path: String, entity: EntitySchema,
-                           schema: StoreSchema?) throws -> (sql: String, field: Field, related: Set<String>) {
-        var compiler = PredicateCompiler(entity: entity, schema: schema, variables: [:])
+    static func expression(_ path: String, entity: EntitySchema, schema: StoreSchema?,
+                           dialect: SQLDialect = .sqlite) throws -> (sql: String, field: Field, related: Set<String>) {
+        var compiler = PredicateCompiler(entity: entity, schema: schema, variables: [:], dialect: dialect)
         do {
             let (sql, field) = try compiler.scalar(.field(path, position: 1), nesting: 0)!
             return (sql, field, compiler.related)
@@ -103,8 +120,9 @@ struct PredicateCompiler {
         }
     }
 
-    private init(entity: EntitySchema, schema: StoreSchema?, variables: [String: Value]) {
+    private init(entity: EntitySchema, schema: StoreSchema?, variables: [String: Value], dialect: SQLDialect) {
         self.schema = schema
+        self.dialect = dialect
         self.variables = variables
         self.scopes = [Scope(entity: entity)]
     }
@@ -114,7 +132,7 @@ struct PredicateCompiler {
     private mutating func compile(_ e: PredicateExpression, negated: Bool, nesting: Int) throws -> String {
         switch e {
         case .constant(let b, _):
-            return b != negated ? "1" : "0"
+            return b != negated ? dialect.true : dialect.false
         case .comparison(let c):
             let sql = try comparison(c, nesting: nesting)
             return negated ? "NOT \(sql)" : sql
@@ -225,7 +243,7 @@ struct PredicateCompiler {
                 position: position)
         }
         arguments.append(v)
-        return "?"
+        return dialect == .sqlite ? "?" : "$\(arguments.count)"
     }
 
     private mutating func comparison(_ c0: PredicateExpression.Comparison, nesting: Int) throws -> String {
@@ -270,7 +288,7 @@ struct PredicateCompiler {
         if field.type == .bool, ![.equal, .notEqual, .in].contains(c.op) {
             throw mismatch("bool field \(quotedName) can only be compared with ==, != or IN", at: c.position)
         }
-        let column = flags == 0 ? base : "depot_fold(\(base), \(flags))"
+        let column = flags == 0 ? ordered(base, field) : "depot_fold(\(base), \(flags))" + byteOrder
         func folded(_ v: Value) -> Value {
             if flags != 0, case .string(let s) = v { return .string(TextFolding.fold(s, flags: flags)) }
             return v
@@ -283,10 +301,10 @@ struct PredicateCompiler {
                 throw mismatch("\(quotedName) is \(field.type.rawValue) and \(JSONText.quoted(other.name)) is "
                     + "\(other.type.rawValue): they cannot be compared", at: c.position)
             }
-            let otherColumn = flags == 0 ? otherBase : "depot_fold(\(otherBase), \(flags))"
+            let otherColumn = flags == 0 ? ordered(otherBase, other) : "depot_fold(\(otherBase), \(flags))" + byteOrder
             switch c.op {
             case .equal: return "(\(column) = \(otherColumn))"
-            case .notEqual: return "(\(column) IS NOT \(otherColumn))"
+            case .notEqual: return "(\(column) \(dialect.isNot) \(otherColumn))"
             case .less, .lessOrEqual, .greater, .greaterOrEqual:
                 return "(\(column) \(c.op.rawValue) \(otherColumn))"
             default:
@@ -319,7 +337,7 @@ struct PredicateCompiler {
                 }
                 return "(\(column) BETWEEN \(try bind(values[0], at: listPosition)) AND \(try bind(values[1], at: listPosition)))"
             }
-            if values.isEmpty { return "0" }
+            if values.isEmpty { return dialect.false }
             if values.count > Self.longList {
                 // One bound JSON array instead of a parameter per value: any length fits.
                 var json = "["
@@ -328,7 +346,12 @@ struct PredicateCompiler {
                     JSONText.append(v, to: &json)
                 }
                 json += "]"
-                return "(\(column) IN (SELECT value FROM json_each(\(try bind(.string(json), at: listPosition)))))"
+                let list = try bind(.string(json), at: listPosition)
+                if dialect == .postgresql {
+                    let type = flags != 0 || field.type.isTextual ? "text" : Self.postgresType(field.type)
+                    return "(\(column) IN (SELECT value::\(type)\(byteOrderOf(field)) FROM json_array_elements_text(\(list)::json)))"
+                }
+                return "(\(column) IN (SELECT value FROM json_each(\(list))))"
             }
             return "(\(column) IN (" + (try values.map { try bind($0, at: listPosition) }).joined(separator: ", ") + "))"
         default:
@@ -350,18 +373,24 @@ struct PredicateCompiler {
         let at = c.rhs.position
         switch c.op {
         case .equal: return "(\(column) = \(try bind(v, at: at)))"
-        case .notEqual: return "(\(column) IS NOT \(try bind(v, at: at)))"
+        case .notEqual: return "(\(column) \(dialect.isNot) \(try bind(v, at: at)))"
         case .less, .lessOrEqual, .greater, .greaterOrEqual: return "(\(column) \(c.op.rawValue) \(try bind(v, at: at)))"
-        case .contains: return "(instr(\(column), \(try bind(v, at: at))) > 0)"
+        case .contains:
+            if dialect == .postgresql { return "(strpos(\(column), \(try bind(v, at: at))) > 0)" }
+            return "(instr(\(column), \(try bind(v, at: at))) > 0)"
         case .beginsWith:
             guard case .string(let s) = v else { preconditionFailure() }
             return "(substr(\(column), 1, \(s.unicodeScalars.count)) = \(try bind(v, at: at)))"
         case .endsWith:
             guard case .string(let s) = v else { preconditionFailure() }
             if s.isEmpty { return "(\(column) IS NOT NULL)" }
+            if dialect == .postgresql { return "(right(\(column), \(s.unicodeScalars.count)) = \(try bind(v, at: at)))" }
             return "(substr(\(column), -\(s.unicodeScalars.count)) = \(try bind(v, at: at)))"
         case .like:
             guard case .string(let s) = v else { preconditionFailure() }
+            if dialect == .postgresql {
+                return "(\(column) LIKE \(try bind(.string(Self.postgresLike(fromLike: s)), at: at)))"
+            }
             let pattern = Self.glob(fromLike: s)
             guard pattern.utf8.count <= Self.maxPattern else {
                 throw DepotError(.invalidPredicate, "the LIKE pattern is longer than \(Self.maxPattern) bytes, "
@@ -552,14 +581,14 @@ struct PredicateCompiler {
         }
         switch path.tail {
         case .field(let f) where path.hops.isEmpty:
-            return (column(f.name, of: scope), f)
+            return (read(column(f.name, of: scope), f), f)
         case .field(let f):
             if let many = path.toMany { throw toManyError(path, many, at: position) }
             try checkNesting(nesting, at: position)
             subqueries += 1
             defer { subqueries -= 1 }
             let j = join(path.hops, from: scope)
-            return ("(SELECT \(j.last).\(SQL.quote(f.name)) FROM \(j.from) WHERE \(j.links.joined(separator: " AND ")))",
+            return ("(SELECT \(read("\(j.last).\(SQL.quote(f.name))", f)) FROM \(j.from) WHERE \(j.links.joined(separator: " AND ")))",
                     Field(name: path.name, type: f.type, isOptional: true))
         case .count:
             try checkNesting(nesting, at: position)
@@ -584,9 +613,13 @@ struct PredicateCompiler {
             let value = "\(j.last).\(SQL.quote(f.name))"
             // The sum of no records is 0, as NSPredicate has it; their
             // average, least and greatest are nil.
-            let function = switch op {
-            case "sum": f.type == .double ? "total(\(value))" : "coalesce(sum(\(value)), 0)"
-            default: "\(op)(\(value))"
+            let function = switch (op, dialect) {
+            case ("sum", .sqlite): f.type == .double ? "total(\(value))" : "coalesce(sum(\(value)), 0)"
+            // PostgreSQL sums and averages bigints as numeric: back to the field's type.
+            case ("sum", .postgresql): "coalesce(sum(\(value)), 0)::\(Self.postgresType(f.type))"
+            case ("avg", .postgresql): "avg(\(value))::double precision"
+            case (_, .sqlite): "\(op)(\(value))"
+            case (_, .postgresql): "\(op)(\(value)\(byteOrderOf(f)))"
             }
             return ("(SELECT \(function) FROM \(j.from) WHERE \(j.links.joined(separator: " AND ")))",
                     Field(name: path.name, type: op == "avg" ? .double : f.type, isOptional: op != "sum"))
@@ -627,13 +660,14 @@ struct PredicateCompiler {
         let element = Field(name: path.name, type: f.type, isOptional: true)
         var inner = c
         inner.quantifier = nil
-        let condition = try compare("\(j.last).\(SQL.quote(f.name))", element, inner, nesting: nesting + 2)
+        let condition = try compare(read("\(j.last).\(SQL.quote(f.name))", f), element, inner, nesting: nesting + 2)
         let links = j.links.joined(separator: " AND ")
         switch quantifier {
         case .anyOf: return "EXISTS (SELECT 1 FROM \(j.from) WHERE \(links) AND \(condition))"
         case .noneOf: return "NOT EXISTS (SELECT 1 FROM \(j.from) WHERE \(links) AND \(condition))"
         // Every element holds: none where it is false or unknown (null).
-        case .allOf: return "NOT EXISTS (SELECT 1 FROM \(j.from) WHERE \(links) AND \(condition) IS NOT 1)"
+        case .allOf:
+            return "NOT EXISTS (SELECT 1 FROM \(j.from) WHERE \(links) AND \(condition) IS NOT \(dialect == .sqlite ? "1" : "TRUE"))"
         }
     }
 
@@ -656,6 +690,60 @@ struct PredicateCompiler {
         defer { scopes.removeLast() }
         let condition = try compile(sq.predicate, negated: false, nesting: nesting + 2)
         return "(SELECT count(*) FROM \(j.from) WHERE \(j.links.joined(separator: " AND ")) AND \(condition))"
+    }
+
+    // MARK: Dialect
+
+    /// A column of `field` as a value compared: PostgreSQL's `json` has no
+    /// comparison of its own, so it is compared as its text, as in SQLite.
+    private func read(_ column: String, _ field: Field) -> String {
+        dialect == .postgresql && field.type == .json ? "(\(column))::text" : column
+    }
+
+    /// ` COLLATE "C"` after a text value on PostgreSQL.
+    private var byteOrder: String { dialect == .postgresql ? " COLLATE \"C\"" : "" }
+
+    private func byteOrderOf(_ field: Field) -> String { field.type.isTextual ? byteOrder : "" }
+
+    /// `column` compared by bytes when it holds text, as SQLite compares.
+    private func ordered(_ column: String, _ field: Field) -> String {
+        dialect == .postgresql && field.type.isTextual ? "(\(column) COLLATE \"C\")" : column
+    }
+
+    /// The PostgreSQL column type of a field's values (as the PostgreSQL backend creates them).
+    static func postgresType(_ type: FieldType) -> String {
+        switch type {
+        case .string, .date, .json: "text"
+        case .int: "bigint"
+        case .double: "double precision"
+        case .bool: "boolean"
+        }
+    }
+
+    /// An NSPredicate LIKE pattern (`*` any run, `?` one character, `\*` and
+    /// `\?` literal) as a PostgreSQL LIKE pattern (`%`, `_`, escaped with `\`).
+    static func postgresLike(fromLike pattern: String) -> String {
+        var out = ""
+        var escaped = false
+        for ch in pattern {
+            if escaped {
+                switch ch {
+                case "%", "_", "\\": out += "\\" + String(ch)
+                default: out.append(ch)
+                }
+                escaped = false
+                continue
+            }
+            switch ch {
+            case "\\": escaped = true
+            case "*": out += "%"
+            case "?": out += "_"
+            case "%", "_": out += "\\" + String(ch)
+            default: out.append(ch)
+            }
+        }
+        if escaped { out += "\\\\" }
+        return out
     }
 
     /// An NSPredicate LIKE pattern (`*` any run, `?` one character, `\*` and

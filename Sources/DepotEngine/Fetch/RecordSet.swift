@@ -13,6 +13,12 @@ public struct RecordSet: Sendable, Hashable {
     /// The number of records.
     public var count: Int { rows.count }
 
+    package init(fields: [Field], rows: [[Value]], embedded: [EmbeddedRecords] = []) {
+        self.fields = fields
+        self.rows = rows
+        self.embedded = embedded
+    }
+
     /// The value of `field` in row `row`, or `nil` when the field was not fetched.
     public func value(_ field: String, row: Int) -> Value? {
         fields.firstIndex { $0.name == field }.map { rows[row][$0] }

@@ -1,12 +1,12 @@
 /// A store's name and its entities, looked up by name.
-struct StoreSchema: Sendable {
+package struct StoreSchema: Sendable {
     let name: String
     let entities: [EntitySchema]
     private let byName: [String: EntitySchema]
     /// See ``StoreConfiguration/changesPerStatement``.
     let changesPerStatement: Int
 
-    init(name: String, entities: [EntitySchema], changesPerStatement: Int = 64) {
+    package init(name: String, entities: [EntitySchema], changesPerStatement: Int = 64) {
         self.name = name
         self.entities = entities
         self.changesPerStatement = max(1, min(changesPerStatement, 3_000))

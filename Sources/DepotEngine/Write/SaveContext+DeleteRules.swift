@@ -151,7 +151,7 @@ extension SaveContext {
     }
 
     /// "no Customer with identifier "C9"".
-    static func missing(_ target: String, _ identifier: [Value]) -> String {
+    package static func missing(_ target: String, _ identifier: [Value]) -> String {
         var text = ""
         Identifier.appendJSON(identifier, to: &text)
         return "no \(target) with identifier \(text)"

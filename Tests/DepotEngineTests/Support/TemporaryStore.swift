@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import DepotEngine
 import Foundation
 
@@ -59,14 +60,7 @@ final class TemporaryStore: Sendable {
     static let tripColumns = ["id", "name", "destination", "startDate", "endDate", "budget", "isFavorite", "notes"]
 
     /// A small, hand-checked data set used by the fetch and predicate tests.
-    static let sampleTrips: [[Value]] = [
-        ["t1", "Paris in spring", "Paris", "2025-04-01", "2025-04-08", 1500.0, true, "Louvre"],
-        ["t2", "Zürich business", "Zürich", "2025-02-10", "2025-02-12", 900.0, false, nil],
-        ["t3", "Rome weekend", "Rome", "2025-05-02", nil, 700.0, true, "Colosseum, \"Trevi\""],
-        ["t4", "Test trip", nil, "2024-12-31", nil, 0.0, false, nil],
-        ["t5", "Road trip", "Paris", "2025-07-14", "2025-07-30", 2500.5, false, "car"],
-        ["t6", "ZURICH again", "zurich", "2026-01-05", nil, 1000.0, true, ""],
-    ]
+    static let sampleTrips = PredicateContract.sampleTrips
 
     func insertSample() async throws {
         try await insertTrips(Self.sampleTrips)
