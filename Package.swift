@@ -75,6 +75,7 @@ let package = Package(
             name: "DepotDaemon",
             dependencies: [
                 "DepotEngine",
+                "DepotPostgres",
                 "CSystemd",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -196,7 +197,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DepotDaemonTests",
-            dependencies: ["DepotDaemon", "DepotEngine", "DepotClient", .product(name: "Hummingbird", package: "hummingbird"),
+            dependencies: ["DepotDaemon", "DepotEngine", "DepotClient", "DepotPostgres", .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams")],
             // The golden --help outputs, read by path.
             exclude: ["Golden"],

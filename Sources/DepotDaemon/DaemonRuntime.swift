@@ -1,4 +1,5 @@
 package import DepotEngine
+import DepotPostgres
 import Foundation
 package import Hummingbird
 package import HummingbirdCore
@@ -37,12 +38,26 @@ package final class DaemonRuntime: Sendable {
         return runtime
     }
 
+    /// Opens a store with its backend (DESIGN §15); from then on the
+    /// daemon speaks only the engine's contract (``StoreBackend``).
     static func openStore(_ storeConfig: StoreConfiguration, into jobs: JobManager, logger: Logger) async throws {
-        let folder = URL(fileURLWithPath: storeConfig.path).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let store = try await Store.open(storeConfig)
+        let store: any StoreBackend
+        if let postgres = storeConfig.postgres {
+            var configuration = PostgresStoreConfiguration(
+                name: storeConfig.name, location: try PostgresLocation(postgres), entities: storeConfig.entities,
+                saveEvery: storeConfig.saveEvery, saveInterval: storeConfig.saveInterval,
+                historyRetention: storeConfig.historyRetention)
+            configuration.lease = postgres.lease
+            configuration.historyMaxRetention = storeConfig.historyMaxRetention
+            configuration.historyPruneStep = storeConfig.historyPruneStep
+            store = try await PostgresStore.open(configuration)
+        } else {
+            let folder = URL(fileURLWithPath: storeConfig.path).deletingLastPathComponent().path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            store = try await Store.open(storeConfig)
+        }
         try await jobs.add(store: store)
-        logger.info("store open", metadata: ["STORE": "\(storeConfig.name)", "PATH": "\(storeConfig.path)"])
+        logger.info("store open", metadata: ["STORE": "\(storeConfig.name)", "PATH": "\(store.location)"])
     }
 
     /// The HTTP/1.1 settings of the control socket: the idle timeout, the

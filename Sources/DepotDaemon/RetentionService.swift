@@ -31,7 +31,7 @@ struct RetentionService: Service {
     static func pass(_ runtime: DaemonRuntime, notifier: SystemdNotifier) async {
         var summary: [String] = []
         for name in await runtime.jobs.storeNames {
-            guard let store = await runtime.jobs.store(name), store.configuration.historyRetention != nil else { continue }
+            guard let store = await runtime.jobs.store(name), store.historyRetention != nil else { continue }
             do {
                 let outcome = try await store.applyHistoryRetention()
                 log(outcome, store: name, logger: runtime.logger)

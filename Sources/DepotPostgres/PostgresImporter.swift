@@ -27,9 +27,15 @@ public enum PostgresImporter {
                            progress: (@Sendable (ImportProgress) -> Void)? = nil) async throws -> ImportProgress {
         let entity = try store.entity(request.entity)
         let configuration = store.configuration
+        let deferReferences = request.options.deferReferences
+        // A record that may refer to another of the same entity must be
+        // written after it, as in the file: no sorted runs then.
+        let selfReferring = !deferReferences && entity.relationships.contains {
+            if case .toOne = $0.kind { $0.target == entity.name } else { false }
+        }
         let start = try await ImportFeed.start(
             request, entity: entity, saveEvery: configuration.saveEvery, saveInterval: configuration.saveInterval,
-            adaptiveSaves: false, chunk: Self.chunkSize, sortable: true,
+            adaptiveSaves: false, chunk: Self.chunkSize, sortable: !selfReferring,
             checkpoint: try await store.checkpoint(job: request.job), floor: { 0 }, progress: progress)
         let feed: ImportFeed
         switch start {
@@ -49,7 +55,8 @@ public enum PostgresImporter {
                 repeat {
                     // The parser runs on a thread of its own, ahead of the saves.
                     chunk = try await this.takeWaiting()
-                    let counts = try await save.write(chunk.batch, policy: policy, supersede: supersede)
+                    let counts = try await save.write(chunk.batch, policy: policy, supersede: supersede,
+                                                      deferReferences: deferReferences)
                     this.add(chunk, counts)
                 } while !this.ends(after: chunk)
                 try await save.setCheckpoint(job: this.job, data: try this.close())

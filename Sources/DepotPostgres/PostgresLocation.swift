@@ -85,6 +85,11 @@ public struct PostgresLocation: Sendable, Hashable {
         self.schema = schema
     }
 
+    /// The location a store's configuration gives (DESIGN §15).
+    public init(_ settings: PostgresSettings) throws {
+        try self.init(url: settings.url, schema: settings.schema, passwordFile: settings.passwordFile)
+    }
+
     /// Where the server is, for messages: the socket or host:port, database and schema.
     public var description: String {
         let server = socketFolder.map { "\($0)/.s.PGSQL.\(port)" } ?? "\(host ?? "?"):\(port)"

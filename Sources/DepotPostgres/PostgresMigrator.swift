@@ -39,6 +39,10 @@ enum PostgresMigrator {
         // Jobs, claimed by one host at a time under a lease (PostgresJobs).
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_jobs"))(seq bigserial, id text PRIMARY KEY, "
             + "record text NOT NULL, state text NOT NULL, owner text, lease_until timestamptz)")
+        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_imported_files"))(hash text PRIMARY KEY, "
+            + "path text NOT NULL, job text NOT NULL, imported text NOT NULL)")
+        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_consumers"))(name text PRIMARY KEY, token bigint NOT NULL, "
+            + "state text NOT NULL, created text NOT NULL, acknowledged_at text NOT NULL)")
         try await run("CREATE INDEX IF NOT EXISTS depot_jobs_claimable ON \(table("depot_jobs"))(seq) "
             + "WHERE state IN ('queued', 'running')")
         try await run(try await foldFunction(connection, store: store))

@@ -26,10 +26,16 @@ enum PostgresSQL {
         }
     }
 
-    /// A field's column read as the text of its Depot value.
+    /// A field's column read as the text of its Depot value. Rows are read
+    /// by position; the column is named `"\u{1}"`, never a field's name:
+    /// PostgreSQL's `ORDER BY "budget"` sorts by an output column so named
+    /// before the table's, and that one is text ("900" after "2500.5").
     static func selectText(_ field: Field, table alias: String? = nil) -> String {
-        (alias.map { $0 + "." } ?? "") + quote(field.name) + "::text"
+        (alias.map { $0 + "." } ?? "") + quote(field.name) + "::text" + textAlias
     }
+
+    /// ` AS "\u{1}"`: the name of a column read as text (``selectText(_:table:)``).
+    static let textAlias = " AS \"\u{1}\""
 
     /// ` COLLATE "C"` for a text field, so that it sorts by bytes as SQLite does.
     static func byteOrder(_ entity: EntitySchema, _ field: String) -> String {

@@ -23,6 +23,9 @@ public final class PostgresSaveContext: @unchecked Sendable {
     private(set) var transactionID: Int64?
     /// Staging tables made on this connection in this save, by entity and columns.
     private var stages: [String: String] = [:]
+    /// The changes of batch deletes and updates not yet copied into
+    /// `depot_changes` (``flushChanges()``).
+    var pendingChanges = ByteBuffer()
 
     init(store: PostgresStore, connection: PostgresConnection, author: String, job: String?) {
         self.store = store
@@ -62,7 +65,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
     ///   when a record exists (the whole save rolls back);
     ///   ``DepotError/Code/unknownEntity`` or ``DepotError/Code/unknownField``
     ///   for a batch that does not fit the schema.
-    public func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool = false) async throws -> WriteCounts {
+    /// - Parameter deferReferences: keep references to records that do not
+    ///   exist yet (an import with `references = "defer"`), as an SQLite store does.
+    public func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool = false,
+                      deferReferences: Bool = false) async throws -> WriteCounts {
         guard !batch.isEmpty else { return WriteCounts() }
         let plan = try BatchPlan(entity: store.entity(batch.entity), columns: batch.columns, policy: policy)
         var counts = WriteCounts()
@@ -100,14 +106,15 @@ public final class PostgresSaveContext: @unchecked Sendable {
             }
         }
         for round in rounds where !round.isEmpty {
-            try await write(round, of: batch, plan: plan, counts: &counts)
+            try await write(round, of: batch, plan: plan, deferReferences: deferReferences, counts: &counts)
         }
         counts.rejected.sort { $0.row < $1.row }
         return counts
     }
 
     /// Writes the rows `rows` of `batch`, each identifier at most once.
-    private func write(_ rows: [Int], of batch: RecordBatch, plan: BatchPlan, counts: inout WriteCounts) async throws {
+    private func write(_ rows: [Int], of batch: RecordBatch, plan: BatchPlan, deferReferences: Bool,
+                       counts: inout WriteCounts) async throws {
         let logger = store.logger
         let entity = plan.entity
         let width = batch.columns.count
@@ -138,7 +145,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
         // A reference names a stored record of its target, or nothing
         // (null), as an SQLite store checks it: refused rows, by relationship.
         var refused: [Int: Rejection] = [:]
-        for r in entity.relationships where r.isToOne {
+        for r in entity.relationships where r.isToOne && !deferReferences {
             guard let names = entity.relationshipColumns[r.name], let target = try? store.entity(r.target) else { continue }
             let positions = names.compactMap { batch.columns.firstIndex(of: $0) }
             guard positions.count == names.count else { continue }  // not given: not changed
@@ -249,25 +256,28 @@ public final class PostgresSaveContext: @unchecked Sendable {
             try await PostgresSQL.execute(connection, "UPDATE \(store.table(entity.name)) t SET \(set) "
                 + "FROM \(stage) s JOIN unnest($1::bigint[]) AS chosen(seq) USING (seq) WHERE \(join)", binds, logger: logger)
         }
-        if logged > 0 {
-            // Into the store's own table (the save set search_path to its
-            // schema): ids follow the order of the rows, the order of the changes.
-            try await connection.copyFrom(table: "depot_changes", columns: ["txn", "entity", "identifier", "kind",
-                                          "fields", "tombstone", "old", "new"], logger: logger) { writer in
-                try await writer.write(changes)
-            }
+        if logged > 0 { try await copyChanges(changes) }
+    }
+
+    /// Copies rows made by ``logChange(_:entity:identifier:kind:fields:tombstone:old:new:)``
+    /// into the store's own `depot_changes` (the save set search_path to its
+    /// schema): ids follow the order of the rows, the order of the changes.
+    func copyChanges(_ changes: ByteBuffer) async throws {
+        try await connection.copyFrom(table: "depot_changes", columns: ["txn", "entity", "identifier", "kind",
+                                      "fields", "tombstone", "old", "new"], logger: store.logger) { writer in
+            try await writer.write(changes)
         }
     }
 
     /// Appends one change of `entity` to `out`, rows of a COPY into
     /// `depot_changes`, in this save's history transaction (created on the
     /// first change).
-    private func logChange(_ out: inout ByteBuffer, entity: String, identifier: String, kind: ChangeKind, fields: String?,
-                           old: String?, new: String?) async throws {
+    func logChange(_ out: inout ByteBuffer, entity: String, identifier: String, kind: ChangeKind, fields: String?,
+                   tombstone: String? = nil, old: String?, new: String?) async throws {
         let txn = try await historyTransaction()
         out.writeString(String(txn))
         for value in [Value.string(entity), .string(identifier),
-                      .string(kind.rawValue), fields.map(Value.string) ?? .null, .null,
+                      .string(kind.rawValue), fields.map(Value.string) ?? .null, tombstone.map(Value.string) ?? .null,
                       old.map(Value.string) ?? .null, new.map(Value.string) ?? .null] {
             out.writeInteger(UInt8(ascii: "\t"))
             PostgresSQL.appendCopyField(value, to: &out)

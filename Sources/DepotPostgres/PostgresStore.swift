@@ -13,9 +13,22 @@ public struct PostgresStoreConfiguration: Sendable {
     public var saveEvery: Int
     /// ...or at least this often.
     public var saveInterval: Duration
+    /// How long history is kept (DESIGN §5), nil for ever.
+    public var historyRetention: Duration?
+    /// How long a consumer may hold pruning back before it is marked lost.
+    public var historyMaxRetention: Duration? = .seconds(90 * 86_400)
+    /// A prune deletes about this many changes a transaction.
+    public var historyPruneStep = 50_000
+    /// This host's name in the jobs table's claims: the machine's name and
+    /// the process, so that two daemons on one machine are two hosts.
+    public var host = "\(ProcessInfo.processInfo.hostName)/\(ProcessInfo.processInfo.processIdentifier)"
+    /// How long a claim on a job lasts unless renewed (every third of it):
+    /// a host that dies leaves its job to the others after at most this.
+    public var lease: Duration = .seconds(10)
 
     public init(name: String, location: PostgresLocation, entities: [EntitySchema],
-                saveEvery: Int = 200_000, saveInterval: Duration = .seconds(2)) {
+                saveEvery: Int = 200_000, saveInterval: Duration = .seconds(2), historyRetention: Duration? = nil) {
+        self.historyRetention = historyRetention
         self.name = name
         self.location = location
         self.entities = entities
@@ -191,6 +204,13 @@ public actor PostgresStore {
         guard !isClosed else { throw DepotError(.storeClosed, "store \(JSONText.quoted(name)) is closed") }
         do {
             let saved: (value: T, token: HistoryToken?) = try await transaction { connection in
+                // One save of the store at a time, from every host: the
+                // history's tokens commit in their order (a follower never
+                // skips one that commits late), and no two saves judge the
+                // same stored record at once.
+                var lock = PostgresBindings()
+                lock.append("depot-save:" + configuration.location.schema)
+                try await PostgresSQL.execute(connection, "SELECT pg_advisory_xact_lock(hashtext($1))", lock, logger: logger)
                 // Unqualified names (COPY's tables) are the store's own.
                 try await PostgresSQL.execute(connection, "SET LOCAL search_path TO "
                     + PostgresSQL.quote(configuration.location.schema), logger: logger)
@@ -324,21 +344,42 @@ public actor PostgresStore {
     }
 
     /// The history after `token` (from the start when nil), oldest first,
-    /// at most `limit` transactions.
-    public nonisolated func history(after token: HistoryToken? = nil, limit: Int = 100) async throws -> [HistoryTransaction] {
-        let transactions = "SELECT id::text, timestamp, author, job FROM \(table("depot_transactions")) "
-            + "WHERE id > $1 ORDER BY id LIMIT $2"
-        let changes = "SELECT txn::text, entity, identifier, kind, fields, tombstone, old, new FROM \(table("depot_changes")) "
-            + "WHERE txn > $1 AND txn <= $2 ORDER BY id"
+    /// at most `limit` transactions; with `entity`, only its changes and
+    /// the transactions that have some; with `author`, only theirs.
+    public nonisolated func history(after token: HistoryToken? = nil, entity: String? = nil, author: String? = nil,
+                                    limit: Int = 100) async throws -> [HistoryTransaction] {
+        if let entity { _ = try self.entity(entity) }
+        guard limit > 0 else { throw DepotError(.invalidArgument, "limit must be at least 1") }
+        var transactions = "SELECT id::text, timestamp, author, job FROM \(table("depot_transactions")) t "
+            + "WHERE id > $1"
+        var changes = "SELECT txn::text, entity, identifier, kind, fields, tombstone, old, new FROM \(table("depot_changes")) "
+            + "WHERE txn > $1 AND txn <= $2"
+        var binds = PostgresBindings()
+        binds.append(token?.id ?? 0)
+        var changeBinds = binds
+        if let author {
+            binds.append(author)
+            transactions += " AND author = $\(binds.count)"
+        }
+        if let entity {
+            binds.append(entity)
+            transactions += " AND EXISTS (SELECT 1 FROM \(table("depot_changes")) c WHERE c.txn = t.id AND c.entity = $\(binds.count))"
+        }
+        binds.append(Int64(min(limit, 100_000)))
+        // t.id: a bare id would sort by the output column id::text ("10" before "9").
+        transactions += " ORDER BY t.id LIMIT $\(binds.count)"
+        let (headBinds, headSQL, firstBinds, changesSQL) = (binds, transactions, changeBinds, changes)
         return try await read { connection in
-            var binds = PostgresBindings()
-            binds.append(token?.id ?? 0)
-            binds.append(Int64(max(0, min(limit, 100_000))))
-            let heads = try await PostgresSQL.textRows(connection, transactions, binds, logger: logger)
+            if let token { try await checkHistory(connection, after: token.id) }
+            let heads = try await PostgresSQL.textRows(connection, headSQL, headBinds, logger: logger)
             guard let last = heads.last?[0].flatMap({ Int64($0) }) else { return [] }
-            var changeBinds = PostgresBindings()
-            changeBinds.append(token?.id ?? 0)
+            var changeBinds = firstBinds, changes = changesSQL
             changeBinds.append(last)
+            if let entity {
+                changeBinds.append(entity)
+                changes += " AND entity = $3"
+            }
+            changes += " ORDER BY id"
             var byTransaction: [Int64: [HistoryChange]] = [:]
             for row in try await PostgresSQL.textRows(connection, changes, changeBinds, logger: logger) {
                 guard let txn = row[0].flatMap({ Int64($0) }), let kind = row[3].flatMap(ChangeKind.init(rawValue:)) else {

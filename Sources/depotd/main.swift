@@ -31,7 +31,9 @@ struct DepotD: AsyncParsableCommand {
                 print("  state_dir \(c.stateDir)")
                 print("  socket    \(c.socket) (mode \(String(c.socketMode, radix: 8)))")
                 for s in c.stores {
-                    print("  store \(s.name) at \(s.path): " + s.entities.map(\.name).joined(separator: ", "))
+                    // A URL may hold a password: only the schema is shown.
+                    let place = s.postgres.map { "PostgreSQL schema \($0.schema) (checked at start)" } ?? s.path
+                    print("  store \(s.name) at \(place): " + s.entities.map(\.name).joined(separator: ", "))
                 }
                 for w in c.watches { print("  watch \(w.path) -> \(w.store).\(w.entity)") }
             } catch {

@@ -17,6 +17,8 @@ enum TestServer {
 /// The two backends as the contract tests drive them: one save a call.
 protocol Backend: Sendable {
     var name: String { get }
+    /// The store as the daemon speaks to it (``StoreBackend``).
+    var contract: any StoreBackend { get }
     func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool) async throws -> WriteCounts
     /// A save that writes `batch` and then a checkpoint, in one transaction.
     func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws -> WriteCounts
@@ -57,6 +59,7 @@ final class SQLiteBackend: Backend {
     let name = "sqlite"
     let folder: URL
     let store: Store
+    var contract: any StoreBackend { store }
 
     init(entities: [EntitySchema], folder: URL? = nil) async throws {
         self.folder = try folder ?? {
@@ -115,6 +118,7 @@ final class SQLiteBackend: Backend {
 final class PostgresBackend: Backend {
     let name = "postgresql"
     let store: PostgresStore
+    var contract: any StoreBackend { store }
     let schema: String
 
     /// A store in a schema of its own, dropped by ``close()``.
@@ -169,5 +173,21 @@ enum Backends {
 
     static func open(_ name: String, entities: [EntitySchema]) async throws -> any Backend {
         name == "sqlite" ? try await SQLiteBackend(entities: entities) : try await PostgresBackend(entities: entities)
+    }
+
+    /// `body`'s answer on a new store of each backend (closed after it), by backend name.
+    static func answers<T>(entities: [EntitySchema], _ body: (any Backend) async throws -> T) async throws -> [(String, T)] {
+        var answers: [(String, T)] = []
+        for name in names {
+            let backend = try await open(name, entities: entities)
+            do {
+                answers.append((name, try await body(backend)))
+            } catch {
+                await backend.close()
+                throw error
+            }
+            await backend.close()
+        }
+        return answers
     }
 }

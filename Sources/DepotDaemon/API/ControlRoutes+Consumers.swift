@@ -22,7 +22,7 @@ extension ControlRoutes {
     }
 
     func listConsumers(_ context: DepotRequestContext) async throws -> Response {
-        let consumers = try await store(context).reader.consumers()
+        let consumers = try await store(context).reads.consumers()
         return JSONResponse.make("{\"consumers\":[" + consumers.map(Self.consumerJSON).joined(separator: ",") + "]}")
     }
 

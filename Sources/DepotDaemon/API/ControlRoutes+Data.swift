@@ -17,7 +17,7 @@ extension ControlRoutes {
         let store = try await store(context)
         let body = try await JSONBody.decode(FetchBody.self, from: request, limit: config.maxRequestBytes)
         let entity = context.parameters.get("entity") ?? ""
-        _ = try store.reader.entity(entity)
+        _ = try store.reads.entity(entity)
         let descriptor = try body.descriptor(entity: entity)
         let result = body.result ?? "records"
         guard ["records", "count", "identifiers"].contains(result) else {
@@ -29,24 +29,24 @@ extension ControlRoutes {
         let run: @Sendable () async throws -> String = {
             switch result {
             case "count":
-                return "{\"count\":\(try await store.reader.count(descriptor))}"
+                return "{\"count\":\(try await store.reads.count(descriptor))}"
             case "identifiers":
-                let ids = try await store.reader.identifiers(descriptor)
+                let ids = try await store.reads.identifiers(descriptor)
                 return "{\"identifiers\":[" + ids.map(\.json).joined(separator: ",") + "]}"
             default:
                 if descriptor.sectionBy != nil {
-                    let sections = try await store.reader.fetchSections(descriptor)
+                    let sections = try await store.reads.fetchSections(descriptor)
                     return "{\"sections\":[" + sections.map { s in
                         "{\"key\":\(self.value(s.key)),\"records\":" + s.records.jsonArray() + "}"
                     }.joined(separator: ",") + "]}"
                 }
-                return "{\"records\":" + (try await store.reader.fetchJSON(descriptor)) + "}"
+                return "{\"records\":" + (try await store.reads.fetchJSON(descriptor)) + "}"
             }
         }
         guard body.watch == true else {
             if result == "records" && descriptor.sectionBy == nil {
                 // The page's bytes go out as the engine wrote them.
-                let records = try await store.reader.fetchJSONBytes(descriptor)
+                let records = try await store.reads.fetchJSONBytes(descriptor)
                 var buffer = ByteBufferAllocator().buffer(capacity: records.count + 16)
                 buffer.writeStaticString("{\"records\":")
                 buffer.writeBytes(records)
@@ -58,22 +58,22 @@ extension ControlRoutes {
         // Validate first: an error must be a status, not a broken stream.
         let first = try await run()
         return JSONResponse.stream(context, metrics: metrics) { write in
-            var version = store.reader.commitCount
+            var version = store.reads.commitCount
             var text = first
             var sent: String?
             while true {
                 // Only a result that changed goes out (a commit elsewhere in
                 // the store, or of job bookkeeping, may leave it as it was).
                 if text != sent {
-                    let token = try await store.reader.latestToken().map { JSONText.quoted($0.description) } ?? "null"
+                    let token = try await store.reads.latestToken().map { JSONText.quoted($0.description) } ?? "null"
                     try await write("{\"token\":\(token),\"result\":\(text)}")
                     sent = text
                 }
                 // The next result as soon as a commit comes (DESIGN §11: no
                 // fixed pause); the commits that come while it is computed
                 // are coalesced into the one after it.
-                guard await store.reader.waitForCommit(after: version) else { return }
-                version = store.reader.commitCount
+                guard await store.reads.waitForCommit(after: version) else { return }
+                version = store.reads.commitCount
                 text = try await run()
             }
         }
@@ -82,7 +82,7 @@ extension ControlRoutes {
     /// A live fetch with `"changes": true` (DESIGN §11): a `result` event (or,
     /// with `since`, none), then a `changes` event for each batch of commits
     /// that changed the result, computed from the history.
-    func changes(_ body: FetchBody, descriptor: FetchDescriptor, result: String, store: Store,
+    func changes(_ body: FetchBody, descriptor: FetchDescriptor, result: String, store: any StoreBackend,
                  context: DepotRequestContext) async throws -> Response {
         guard body.watch == true, body.changes == true else {
             throw APIError(.invalidArgument, body.changes == true
@@ -92,9 +92,9 @@ extension ControlRoutes {
         guard result == "records" else {
             throw APIError(.invalidArgument, "changes streams records: result must be records (or left out)")
         }
-        let feed = try ResultFeed(reader: store.reader, descriptor)
+        let feed = try store.reads.resultFeed(descriptor)
         // Taken before the first read, so that no commit falls between.
-        let version = store.reader.commitCount
+        let version = store.reads.commitCount
         var first: String?
         if let since = body.since {
             do {
@@ -117,8 +117,8 @@ extension ControlRoutes {
                 if !pending {
                     // As soon as a commit comes; the commits that come while
                     // an event is computed are coalesced into the next one.
-                    guard await store.reader.waitForCommit(after: version) else { return }
-                    version = store.reader.commitCount
+                    guard await store.reads.waitForCommit(after: version) else { return }
+                    version = store.reads.commitCount
                 }
                 pending = false
                 let changes: ResultChanges
@@ -155,7 +155,7 @@ extension ControlRoutes {
                 return f
             }
         }
-        let result = try await store.reader.aggregate(AggregateRequest(
+        let result = try await store.reads.aggregate(AggregateRequest(
             entity: context.parameters.get("entity") ?? "", field: body.field, functions: functions,
             groupBy: body.groupBy ?? [], where: body.where, arguments: (body.arguments ?? [:]).mapValues(\.value)))
         let rows = result.rows.map { row -> String in
@@ -176,13 +176,13 @@ extension ControlRoutes {
         let entity = context.parameters.get("entity") ?? ""
         let arguments = (body.arguments ?? [:]).mapValues(\.value)
         // Errors in the request are statuses, before the stream starts.
-        try store.reader.checkDuplicates(entity: entity, by: body.by, where: body.where, arguments: arguments,
+        try store.reads.checkDuplicates(entity: entity, by: body.by, where: body.where, arguments: arguments,
                                          limit: body.limit?.value)
         // The groups go out as they are found, a megabyte at a time: memory
         // holds a few chunks of the answer, whatever its size.
         return BytePipe.response(contentType: "application/json", metrics: metrics) { pipe in
             let out = Mutex<(bytes: [UInt8], groups: Int)>((Array("{\"groups\":[".utf8), 0))
-            try await store.reader.duplicates(entity: entity, by: body.by, where: body.where, arguments: arguments,
+            try await store.reads.duplicates(entity: entity, by: body.by, where: body.where, arguments: arguments,
                                               limit: body.limit?.value) { g in
                 var text = "{\"values\":["
                 for (i, v) in g.values.enumerated() {
@@ -221,14 +221,14 @@ extension ControlRoutes {
         let store = try await store(context)
         let body = try await JSONBody.decode(ExportBody.self, from: request, limit: config.maxRequestBytes)
         let entity = context.parameters.get("entity") ?? ""
-        _ = try store.reader.entity(entity)
+        _ = try store.reads.entity(entity)
         let descriptor = try body.descriptor(entity: entity)
         let format = try body.recordFormat()
         // Errors in the request are statuses, before the stream starts.
-        try store.reader.check(descriptor)
+        try store.reads.check(descriptor)
         let type = format == .csv ? "text/csv; charset=utf-8" : "application/x-ndjson"
         return BytePipe.response(contentType: type, trailer: Self.recordsTrailer, metrics: metrics) { pipe in
-            let count = try await store.reader.export(descriptor, as: format, write: { try pipe.send($0) })
+            let count = try await store.reads.export(descriptor, as: format, write: { try pipe.send($0) })
             return [HTTPField.Name(Self.recordsTrailer)!: String(count)]
         }
     }
@@ -255,7 +255,7 @@ extension ControlRoutes {
         var after = try q.get("after").map { try HistoryToken.parse(String($0)) }
         let entity = q.get("entity").map { String($0) }
         let author = q.get("author").map { String($0) }
-        if let entity { _ = try store.reader.entity(entity) }
+        if let entity { _ = try store.reads.entity(entity) }
         var limit = 100
         if let text = q.get("limit") {
             limit = try QueryCount.parse(text, name: "limit", minimum: 1, cap: 10_000)
@@ -266,23 +266,23 @@ extension ControlRoutes {
                 throw APIError(.invalidArgument, "give consumer or after, not both: a consumer reads after its own token")
             }
             if q.get("follow") != "true" {
-                let page = try await store.reader.history(consumer: consumer, entity: entity, author: author, limit: limit)
+                let page = try await store.reads.history(consumer: consumer, entity: entity, author: author, limit: limit)
                 return JSONResponse.make("{\"transactions\":[" + page.map(Self.transactionJSON).joined(separator: ",") + "]}")
             }
             // Checks that it exists and is not lost, so that errors are statuses.
-            _ = try await store.reader.history(consumer: consumer, entity: entity, author: author, limit: 1)
-            after = try await store.reader.consumer(consumer).token
+            _ = try await store.reads.history(consumer: consumer, entity: entity, author: author, limit: 1)
+            after = try await store.reads.consumer(consumer).token
         }
         if q.get("follow") == "true" {
             // Check the token before the stream starts, so that errors are statuses.
-            _ = try await store.reader.history(after: after, entity: entity, author: author, limit: 1)
+            _ = try await store.reads.history(after: after, entity: entity, author: author, limit: 1)
             return JSONResponse.stream(context, metrics: metrics) { [after] write in
-                for try await t in store.reader.followHistory(after: after, entity: entity, author: author) {
+                for try await t in store.reads.followHistory(after: after, entity: entity, author: author) {
                     try await write(Self.transactionJSON(t))
                 }
             }
         }
-        let page = try await store.reader.history(after: after, entity: entity, author: author, limit: limit)
+        let page = try await store.reads.history(after: after, entity: entity, author: author, limit: limit)
         return JSONResponse.make("{\"transactions\":[" + page.map(Self.transactionJSON).joined(separator: ",") + "]}")
     }
 
@@ -308,7 +308,7 @@ extension ControlRoutes {
         default:
             break
         }
-        try spec.check(against: store.reader)
+        try spec.check(against: store.reads)
         let peer = context.peer
         return JobRecord(id: Self.newJobID(), spec: spec, store: name,
                          author: peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd")
@@ -424,7 +424,7 @@ extension ControlRoutes {
         if let text = request.uri.queryParameters.get("limit") {
             limit = try QueryCount.parse(text, name: "limit", minimum: 0, cap: 10_000)
         }
-        let check = try await store.reader.danglingReferences(limit: limit)
+        let check = try await store.reads.danglingReferences(limit: limit)
         let relationships = check.relationships.map { r in
             "{\"entity\":\(JSONText.quoted(r.entity)),\"relationship\":\(JSONText.quoted(r.relationship)),"
                 + "\"to\":\(JSONText.quoted(r.target)),\"dangling\":\(r.dangling)}"

@@ -23,7 +23,7 @@ package struct ControlRoutes: Sendable {
         self.logger = logger
     }
 
-    func store(_ context: DepotRequestContext) async throws -> Store {
+    func store(_ context: DepotRequestContext) async throws -> any StoreBackend {
         let name = context.parameters.get("store") ?? ""
         guard let store = await jobs.store(name) else {
             throw APIError(.unknownStore, "no store is named \(JSONText.quoted(name))"
@@ -65,7 +65,7 @@ package struct ControlRoutes: Sendable {
         on(.get, "metrics") { _, context in
             var lag: [(store: String, consumers: [Consumer])] = []
             for name in await self.jobs.storeNames {
-                if let store = await self.jobs.store(name) { lag.append((name, try await store.reader.consumers())) }
+                if let store = await self.jobs.store(name) { lag.append((name, try await store.reads.consumers())) }
             }
             var buffer = ByteBuffer()
             buffer.writeString(self.metrics.render() + Metrics.consumerLag(lag))
@@ -241,10 +241,10 @@ package struct ControlRoutes: Sendable {
         return record
     }
 
-    func describe(_ store: Store) async throws -> String {
+    func describe(_ store: any StoreBackend) async throws -> String {
         var entities: [String] = []
-        for e in store.reader.entities {
-            let count = try await store.reader.count(FetchDescriptor(entity: e.name))
+        for e in store.reads.entities {
+            let count = try await store.reads.count(FetchDescriptor(entity: e.name))
             let fields = e.fields.map { "{\"name\":\(JSONText.quoted($0.name)),\"type\":\(JSONText.quoted($0.declaration))}" }
             let identifier = e.identifier.map(JSONText.quoted).joined(separator: ",")
             let indexes = e.indexes.map { "[" + $0.map(JSONText.quoted).joined(separator: ",") + "]" }.joined(separator: ",")
@@ -263,8 +263,8 @@ package struct ControlRoutes: Sendable {
                 + "\"indexes\":[\(indexes)],\"fields\":[\(fields.joined(separator: ","))],"
                 + "\"relationships\":[\(relationships.joined(separator: ","))]}")
         }
-        let token = try await store.reader.latestToken().map { JSONText.quoted($0.description) } ?? "null"
-        return "{\"name\":\(JSONText.quoted(store.name)),\"path\":\(JSONText.quoted(store.configuration.path)),"
+        let token = try await store.reads.latestToken().map { JSONText.quoted($0.description) } ?? "null"
+        return "{\"name\":\(JSONText.quoted(store.name)),\"path\":\(JSONText.quoted(store.location)),"
             + "\"token\":\(token),\"entities\":[\(entities.joined(separator: ","))]}"
     }
 }

@@ -1,4 +1,5 @@
 import DepotEngine
+import DepotPostgres
 import Foundation
 import TOMLKit
 
@@ -120,6 +121,9 @@ struct ConfigReader {
 
         var stores: [StoreConfiguration] = []
         var storeNames: Set<String> = []
+        // Where each store lives: two stores in one file or one schema
+        // would write each other's tables.
+        var places: [String: String] = [:]
         for (i, value) in (root["store"]?.tomlValue.array.map(Array.init) ?? []).enumerated() {
             let key = "store[\(i)]"
             guard let table = value.tomlValue.table else {
@@ -129,6 +133,13 @@ struct ConfigReader {
             if let store = readStore(table, at: key, stateDir: stateDir) {
                 if !storeNames.insert(store.name).inserted {
                     problem("\(key).name", "store \(JSONText.quoted(store.name)) is declared twice")
+                }
+                let place = store.postgres.map { "\($0.url) schema \($0.schema)" } ?? store.path
+                if let other = places[place] {
+                    problem(store.postgres == nil ? "\(key).path" : "\(key).schema",
+                            "store \(JSONText.quoted(store.name)) would live where store \(JSONText.quoted(other)) does")
+                } else {
+                    places[place] = store.name
                 }
                 stores.append(store)
             }
@@ -258,7 +269,7 @@ struct ConfigReader {
 
     mutating func readStore(_ table: TOMLTable, at key: String, stateDir: String) -> StoreConfiguration? {
         unknownKeys(table, ["name", "path", "save_every", "save_interval", "history_retention", "history_max_retention",
-                                "cache_mb", "entity"],
+                                "cache_mb", "entity", "backend", "url", "schema", "password_file", "lease"],
                     at: key)
         guard let name = string(table, "name", at: "\(key).name"), !name.isEmpty else {
             problem("\(key).name", "is required")
@@ -350,6 +361,7 @@ struct ConfigReader {
             }
         }
         var config = StoreConfiguration(name: name, path: path, entities: entities)
+        config.postgres = readBackend(table, at: key, name: name)
         config.adaptiveSaves = table["save_every"] == nil && table["save_interval"] == nil
         if let every = int(table, "save_every", at: "\(key).save_every", in: 1...Int(Int32.max)) {
             config.saveEvery = every
@@ -370,5 +382,45 @@ struct ConfigReader {
             config.writerCacheBytes = mb << 20
         }
         return config
+    }
+
+    /// A store's backend (DESIGN §15): nil for SQLite (the default), or
+    /// where on PostgreSQL it lives, checked as the store will open it.
+    mutating func readBackend(_ table: TOMLTable, at key: String, name: String) -> PostgresSettings? {
+        let backend = string(table, "backend", at: "\(key).backend") ?? "sqlite"
+        switch backend {
+        case "sqlite":
+            for k in ["url", "schema", "password_file", "lease"] where table[k] != nil {
+                problem("\(key).\(k)", "is for a store on PostgreSQL (backend = \"postgresql\")")
+            }
+            return nil
+        case "postgresql":
+            if table["path"] != nil {
+                problem("\(key).path", "is for an SQLite store; a store on PostgreSQL is named by url and schema")
+            }
+            if table["cache_mb"] != nil { problem("\(key).cache_mb", "is for an SQLite store") }
+            guard let url = string(table, "url", at: "\(key).url") else {
+                problem("\(key).url", "is required for a store on PostgreSQL, such as "
+                    + "\"postgresql://depot@/depot?host=/run/postgresql\"")
+                return nil
+            }
+            var settings = PostgresSettings(url: url, schema: string(table, "schema", at: "\(key).schema") ?? name,
+                                            passwordFile: string(table, "password_file", at: "\(key).password_file"))
+            if let lease = duration(table, "lease", at: "\(key).lease", in: .seconds(1)...(.seconds(3_600))) {
+                settings.lease = lease
+            }
+            do {
+                // The URL, schema and password file checked now, the server reached at open.
+                _ = try PostgresLocation(settings)
+            } catch let error as DepotError {
+                problem("\(key).url", error.message)
+            } catch {
+                problem("\(key).url", "\(error)")
+            }
+            return settings
+        default:
+            problem("\(key).backend", "must be \"sqlite\" or \"postgresql\", not \(JSONText.quoted(backend))")
+            return nil
+        }
     }
 }

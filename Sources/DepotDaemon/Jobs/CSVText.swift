@@ -32,13 +32,5 @@ enum CSVText {
         }
     }
 
-    static func field(_ v: Value) -> String {
-        switch v {
-        case .null: return ""
-        case .bool(let b): return b ? "true" : "false"
-        case .int(let i): return String(i)
-        case .double(let d): return JSONText.number(d)
-        case .string(let s): return field(s)
-        }
-    }
+    static func field(_ v: Value) -> String { RowEncoder.csvField(v) }
 }

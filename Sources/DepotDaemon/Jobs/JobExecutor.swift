@@ -4,11 +4,11 @@ import Foundation
 /// Does one job's work on its store, reporting progress as it goes.
 struct JobExecutor {
     let stateDir: String
-    let store: Store
+    let store: any StoreBackend
     let metrics: Metrics
     let progress: @Sendable (JobRecord) -> Void
 
-    init(stateDir: String, store: Store, metrics: Metrics, progress: @escaping @Sendable (JobRecord) -> Void) {
+    init(stateDir: String, store: any StoreBackend, metrics: Metrics, progress: @escaping @Sendable (JobRecord) -> Void) {
         self.stateDir = stateDir
         self.store = store
         self.metrics = metrics
@@ -32,7 +32,7 @@ struct JobExecutor {
             let request = ImportRequest(job: record.id, entity: entity, path: path, rejectsPath: rejects,
                                         author: author, options: options)
             let metrics = self.metrics
-            let result = try await Importer.run(request, into: store) { p in
+            let result = try await store.importFile(request) { p in
                 var r = snapshot
                 r.apply(p)
                 metrics.importProgressed(job: snapshot.id, p)
@@ -41,15 +41,16 @@ struct JobExecutor {
             record.apply(result)
             if result.rejected > 0 { record.rejects = rejects } else { try? FileManager.default.removeItem(atPath: rejects) }
         case .delete(let entity, let predicate):
-            let counts = try await store.delete(entity: entity, where: predicate, author: author, job: record.id) { c in
+            let counts = try await store.delete(entity: entity, where: predicate, arguments: [:], author: author, job: record.id,
+                                                batchSize: nil) { c in
                 var r = snapshot
                 r.apply(c)
                 progress(r)
             }
             record.apply(counts)
         case .update(let entity, let predicate, let values):
-            let counts = try await store.update(entity: entity, where: predicate, set: values, author: author,
-                                                job: record.id) { c in
+            let counts = try await store.update(entity: entity, where: predicate, arguments: [:], set: values,
+                                                author: author, job: record.id, batchSize: nil) { c in
                 var r = snapshot
                 r.apply(c)
                 progress(r)
@@ -57,7 +58,8 @@ struct JobExecutor {
             record.apply(counts)
         case .dedupe(let entity, let by, let keep, let predicate):
             let counts = try await store.resolveDuplicates(entity: entity, by: by, keep: keep, where: predicate,
-                                                           author: author, job: record.id) { c in
+                                                           arguments: [:], author: author, job: record.id,
+                                                           batchSize: nil) { c in
                 var r = snapshot
                 r.apply(c)
                 progress(r)
@@ -93,7 +95,7 @@ struct JobExecutor {
             // Straight from SQLite's rows to the file, in one snapshot.
             let snapshot = record, progress = self.progress
             let fd = handle.fileDescriptor
-            count = try await store.reader.export(descriptor, as: format == .csv ? .csv : .ndjson, write: { bytes in
+            count = try await store.reads.export(descriptor, as: format == .csv ? .csv : .ndjson, write: { bytes in
                 try Self.writeAll(fd, bytes, path: temporary)
             }, progress: { n in
                 var r = snapshot
@@ -117,7 +119,7 @@ struct JobExecutor {
                                  to handle: FileHandle) async throws -> Int {
         var header = true
         var count = 0
-        for try await batch in store.reader.enumerate(descriptor) {
+        for try await batch in store.reads.enumerate(descriptor) {
             var text = ""
             if format == .csv && header {
                 text += CSVText.header(batch).map(CSVText.field).joined(separator: ",") + "\r\n"

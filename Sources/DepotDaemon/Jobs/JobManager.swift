@@ -12,11 +12,11 @@ package actor JobManager {
     /// A job to run, with the stream that tells it to stop.
     private struct Launch: Sendable {
         var record: JobRecord
-        var store: Store
+        var store: any StoreBackend
         var interrupted: AsyncStream<Void>
     }
 
-    private var stores: [String: Store] = [:]
+    private var stores: [String: any StoreBackend] = [:]
     private var queue = JobQueue(now: Timestamp.now)
     /// A job's record as shown while its end is carried out (persisted, its
     /// file moved): the final state shows once that is done.
@@ -28,6 +28,11 @@ package actor JobManager {
     private let stateDir: String
     private let logger: Logger
     private let metrics: Metrics
+    /// Per store several hosts serve: the task that takes over their jobs.
+    private var pollers: [String: Task<Void, Never>] = [:]
+    /// Jobs being submitted here: persisted, not queued yet (the poller
+    /// must not take them for another host's).
+    private var submitting: Set<String> = []
     /// Called when a job reaches a final state (watched folders move their file).
     private var finishHooks: [@Sendable (JobRecord) async -> Void] = []
 
@@ -56,6 +61,8 @@ package actor JobManager {
     /// unfinished in their store and resume on the next start; ``run()``
     /// returns once they stopped.
     package func shutdown() async {
+        for (_, poller) in pollers { poller.cancel() }
+        pollers.removeAll()
         await perform(queue.stop())
         launcher.finish()
     }
@@ -65,39 +72,77 @@ package actor JobManager {
     /// A persisted job that cannot run any more (its record does not read
     /// back, or its spec no longer passes ``JobSpec/check(against:)``) is marked failed with
     /// the reason instead of being resumed.
-    package func add(store: Store) async throws {
+    package func add(store: any StoreBackend) async throws {
         stores[store.name] = store
-        for (id, bytes) in try await store.jobs() {
-            var record: JobRecord
-            do {
-                record = try JSONDecoder().decode(JobRecord.self, from: Data(bytes))
-            } catch {
-                guard var stub = JobRecord(unreadable: bytes, id: id, store: store.name) else {
-                    logger.error("a job record cannot be read and is not resumed",
-                                 metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "ERROR": "\(error)"])
+        for (id, bytes) in try await store.jobs() { await adopt(id, bytes, in: store) }
+        if let interval = store.jobPollInterval {
+            // Several hosts serve the store (DESIGN §15): the jobs submitted
+            // to the others, or left by one that died, are taken over here
+            // too; a job runs on whichever host claims it (``StoreBackend/runJob(_:_:)``).
+            pollers[store.name]?.cancel()
+            pollers[store.name] = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    guard let self, !Task.isCancelled else { return }
+                    await self.adoptClaimable(from: store)
+                }
+            }
+        }
+    }
+
+    /// Queues here the jobs of `store` that no live host holds and this
+    /// host does not know yet.
+    private func adoptClaimable(from store: any StoreBackend) async {
+        guard !queue.isStopping else { return }
+        do {
+            for (id, bytes) in try await store.claimableJobs() where queue.records[id] == nil && !submitting.contains(id) {
+                // A host takes over only what it can run: an import whose
+                // file it cannot read (another machine's folder or spool)
+                // is left to the hosts that can.
+                if let record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)), record.kind == .import,
+                   let path = record.path, !FileManager.default.isReadableFile(atPath: path) {
+                    logger.debug("a job to take over reads a file this host cannot read",
+                                 metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "PATH": "\(path)"])
                     continue
                 }
-                stub.error = "the job's record could not be read back, so it was not resumed: "
-                    + ((error as? DecodingError).map(JSONBody.describe) ?? (error as? DepotError)?.message ?? "\(error)")
-                record = stub
-                await persistLogged(record, in: store)
+                await adopt(id, bytes, in: store)
             }
-            if !record.state.isFinal {
-                do {
-                    try record.spec?.check(against: store.reader)
-                    logger.info("job resumes", metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)"])
-                } catch {
-                    record.state = .failed
-                    record.finished = Timestamp.now()
-                    record.error = "the job cannot resume: " + ((error as? DepotError)?.message ?? "\(error)")
-                    logger.error("a persisted job cannot resume and is marked failed",
-                                 metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "ERROR": "\(record.error ?? "")"])
-                    await persistLogged(record, in: store)
-                    removeSpoolFile(of: record)
-                }
-            }
-            await perform(queue.restore(record))
+        } catch {
+            logger.warning("cannot look for jobs to take over", metadata: ["STORE": "\(store.name)", "ERROR": "\(error)"])
         }
+    }
+
+    /// A persisted job: shown, and queued again unless it ended.
+    private func adopt(_ id: String, _ bytes: [UInt8], in store: any StoreBackend) async {
+        var record: JobRecord
+        do {
+            record = try JSONDecoder().decode(JobRecord.self, from: Data(bytes))
+        } catch {
+            guard var stub = JobRecord(unreadable: bytes, id: id, store: store.name) else {
+                logger.error("a job record cannot be read and is not resumed",
+                             metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "ERROR": "\(error)"])
+                return
+            }
+            stub.error = "the job's record could not be read back, so it was not resumed: "
+                + ((error as? DecodingError).map(JSONBody.describe) ?? (error as? DepotError)?.message ?? "\(error)")
+            record = stub
+            await persistLogged(record, in: store)
+        }
+        if !record.state.isFinal {
+            do {
+                try record.spec?.check(against: store.reads)
+                logger.info("job resumes", metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)"])
+            } catch {
+                record.state = .failed
+                record.finished = Timestamp.now()
+                record.error = "the job cannot resume: " + ((error as? DepotError)?.message ?? "\(error)")
+                logger.error("a persisted job cannot resume and is marked failed",
+                             metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "ERROR": "\(record.error ?? "")"])
+                await persistLogged(record, in: store)
+                removeSpoolFile(of: record)
+            }
+        }
+        await perform(queue.restore(record))
     }
 
     /// Removes the spool files that no unfinished job reads: uploads whose
@@ -119,7 +164,7 @@ package actor JobManager {
         }
     }
 
-    package func store(_ name: String) -> Store? { stores[name] }
+    package func store(_ name: String) -> (any StoreBackend)? { stores[name] }
     package var storeNames: [String] { stores.keys.sorted() }
 
     package func all() -> [JobRecord] { queue.all.map { ending[$0.id] ?? $0 } }
@@ -138,6 +183,8 @@ package actor JobManager {
             throw APIError(.unknownStore, "no store is named \(JSONText.quoted(record.store))"
                 + DepotError.suggestion(for: record.store, in: storeNames))
         }
+        submitting.insert(record.id)
+        defer { submitting.remove(record.id) }
         try await persist(record, in: store)
         let effects = try queue.submit(record)
         publish(record)
@@ -235,7 +282,7 @@ package actor JobManager {
         interrupts.removeValue(forKey: id)?.finish()
     }
 
-    private func work(_ start: JobRecord, store: Store) async {
+    private func work(_ start: JobRecord, store: any StoreBackend) async {
         var record = start
         // Progress flows through one stream, read in order by one task; the
         // newest report replaces one not yet read. The job's end waits for
@@ -244,17 +291,42 @@ package actor JobManager {
         let reader = Task { for await report in progress { self.progressed(report) } }
         var failure: (any Error)?
         var wasCancelled = false
+        // The record another host ended the job with, on a store several hosts serve.
+        var endedElsewhere: JobRecord?
         do {
-            try await persist(record, in: store)
-            try await JobExecutor(stateDir: stateDir, store: store, metrics: metrics) { report in
-                reports.yield(report)
-            }.run(&record)
+            // Run once this host holds the job (DESIGN §15): at once on an
+            // SQLite store; on PostgreSQL after claiming it from the others.
+            let (stateDir, metrics) = (stateDir, metrics)
+            let ran = try await store.runJob(record.id) { [record] in
+                var running = record
+                try await self.persist(running, in: store)
+                try await JobExecutor(stateDir: stateDir, store: store, metrics: metrics) { report in
+                    reports.yield(report)
+                }.run(&running)
+                return running
+            }
+            if let ran {
+                record = ran
+            } else if let bytes = try await store.job(record.id) {
+                endedElsewhere = try JSONDecoder().decode(JobRecord.self, from: Data(bytes))
+            }
         } catch {
             failure = error
             wasCancelled = Task.isCancelled
         }
         reports.finish()
         await reader.value
+        if let other = endedElsewhere {
+            logger.info("job ended on another host", metadata: ["JOB_ID": "\(record.id)", "STORE": "\(record.store)",
+                                                                "STATE": "\(other.state.rawValue)"])
+            let outcome: JobQueue.Outcome = switch other.state {
+            case .succeeded: .succeeded(other)
+            case .cancelled: .cancelled(other)
+            default: .failed(other, reason: other.error ?? "the job failed on another host")
+            }
+            await transition(record.id) { $0.finished(record.id, outcome) }
+            return
+        }
         if failure != nil, let latest = queue.records[record.id] {
             // A job that failed or was cancelled ends with the counters of its
             // last save (its progress reports), not those it started with: what
@@ -304,7 +376,7 @@ package actor JobManager {
 
     /// Persists a record whose failure to persist cannot stop anything (a
     /// state found at start): reported, and the state shows anyway.
-    private func persistLogged(_ record: JobRecord, in store: Store) async {
+    private func persistLogged(_ record: JobRecord, in store: any StoreBackend) async {
         do {
             try await persist(record, in: store)
         } catch {
@@ -313,7 +385,7 @@ package actor JobManager {
         }
     }
 
-    private func persist(_ record: JobRecord, in store: Store) async throws {
+    private func persist(_ record: JobRecord, in store: any StoreBackend) async throws {
         try await store.putJob(id: record.id, record: Array(try JSONEncoder().encode(record)))
     }
 }

@@ -100,16 +100,16 @@ package enum JobSpec: Sendable, Hashable {
     /// predicate, the fields and the values, as running it would.
     ///
     /// - Throws: the ``DepotError`` the job would fail with before writing anything.
-    func check(against reader: StoreReader) throws {
+    func check(against reader: any StoreReading) throws {
         switch self {
         case .importFile(let entity, _, _):
             _ = try reader.entity(entity)
         case .delete(let entity, let predicate):
             try reader.check(FetchDescriptor(entity: entity, where: predicate))
         case .update(let entity, let predicate, let values):
-            try reader.checkUpdate(entity: entity, where: predicate, set: values)
+            try reader.checkUpdate(entity: entity, where: predicate, arguments: [:], set: values)
         case .dedupe(let entity, let by, _, let predicate):
-            try reader.checkDuplicates(entity: entity, by: by, where: predicate)
+            try reader.checkDuplicates(entity: entity, by: by, where: predicate, arguments: [:], limit: nil)
         case .export(let entity, let predicate, _, _, let prefetch):
             var descriptor = FetchDescriptor(entity: entity, where: predicate)
             descriptor.prefetch = prefetch

@@ -52,78 +52,119 @@ public struct AggregateRequest: Sendable, Hashable {
     }
 }
 
-extension StoreReader {
-    /// Computes count, sum, avg, min and max of a field in SQLite, per group.
-    ///
-    /// - Throws: ``DepotError`` for an unknown entity or field, `sum`/`avg`
-    ///   of a field that is not a number, or a bad predicate.
-    public func aggregate(_ request: AggregateRequest) async throws -> AggregateResult {
-        let entity = try entity(request.entity)
+/// An aggregate request compiled to one statement of an SQL dialect: the
+/// same checks, functions and groups on either backend.
+package struct AggregatePlan: Sendable {
+    /// The statement: the group columns, then one column per function.
+    package let sql: String
+    /// The values its predicate binds.
+    package let arguments: [Value]
+    /// The fields of the group columns.
+    package let groupFields: [Field]
+    /// The type of each function's result.
+    package let types: [FieldType]
+    /// The functions, as computed (the request's, or every one that fits).
+    package let functions: [AggregateFunction]
+
+    /// Compiles `request`. On PostgreSQL every column is read as text:
+    /// text sorts and compares by bytes (`COLLATE "C"`) and nulls sort
+    /// first, as in SQLite; a boolean's min and max go through 0 and 1.
+    package init(_ request: AggregateRequest, schema: StoreSchema, dialect: SQLDialect = .sqlite) throws {
+        let entity = try schema.entity(request.entity)
+        let pg = dialect == .postgresql
         // A field or a key path with one value per record (DESIGN §12).
-        let target = try request.field.map { try PredicateCompiler.expression($0, entity: entity, schema: schema) }
+        let target = try request.field.map {
+            try PredicateCompiler.expression($0, entity: entity, schema: schema, dialect: dialect)
+        }
         let field = target?.field
         var functions = request.functions
         if functions.isEmpty {
             functions = field.map { $0.type.isNumeric ? [.count, .sum, .avg, .min, .max] : [.count, .min, .max] }
                 ?? [.count]
         }
+        /// A result column; on PostgreSQL, read as text under a name no
+        /// field has (`ORDER BY "budget"` would otherwise sort by it, as text).
+        func column(_ sql: String) -> String { pg ? "(\(sql))::text AS \"\u{1}\"" : sql }
         var selects: [String] = []
-        var resultTypes: [FieldType?] = []
+        var resultTypes: [FieldType] = []
         for function in functions {
-            guard let field else {
+            guard let field, let target else {
                 guard function == .count else {
                     throw DepotError(.invalidArgument, "\(function.rawValue) needs a field")
                 }
-                selects.append("count(*)")
+                selects.append(column("count(*)"))
                 resultTypes.append(.int)
                 continue
             }
-            let column = target!.sql
+            let value = target.sql
             switch function {
             case .count:
-                selects.append("count(\(column))")
+                selects.append(column("count(\(value))"))
                 resultTypes.append(.int)
             case .sum, .avg:
                 guard field.type.isNumeric else {
                     throw DepotError(.typeMismatch, "\(function.rawValue) needs a numeric field, but "
                         + "\(JSONText.quoted(field.name)) is \(field.type.rawValue)")
                 }
-                selects.append("\(function.rawValue)(\(column))")
+                // SQLite averages in doubles; PostgreSQL would in numeric.
+                let argument = pg && function == .avg ? "(\(value))::double precision" : value
+                selects.append(column("\(function.rawValue)(\(argument))"))
                 resultTypes.append(function == .avg ? .double : field.type)
             case .min, .max:
-                selects.append("\(function.rawValue)(\(column))")
+                let name = function.rawValue
+                switch (pg, field.type) {
+                case (true, .bool): selects.append(column("\(name)((\(value))::integer)::boolean"))
+                case (true, .json): selects.append(column("\(name)((\(value))::text COLLATE \"C\")"))
+                case (true, let type) where type.isTextual: selects.append(column("\(name)(\(value) COLLATE \"C\")"))
+                default: selects.append(column("\(name)(\(value))"))
+                }
                 resultTypes.append(field.type)
             }
         }
-        let groups = try request.groupBy.map { try PredicateCompiler.expression($0, entity: entity, schema: schema) }
-        let groupFields = groups.map(\.field)
-        let filter = try PredicateCompiler.compile(request.predicate, entity: entity, schema: schema, arguments: request.arguments)
-        let groupColumns = groups.map(\.sql)
-        var sql = "SELECT " + (groupColumns + selects).joined(separator: ", ")
+        let groups = try request.groupBy.map {
+            try PredicateCompiler.expression($0, entity: entity, schema: schema, dialect: dialect)
+        }
+        groupFields = groups.map(\.field)
+        let filter = try PredicateCompiler.compile(request.predicate, entity: entity, schema: schema,
+                                                  arguments: request.arguments, dialect: dialect)
+        let groupColumns = groups.map { g in
+            !pg ? g.sql : g.field.type == .json ? "(\(g.sql))::text COLLATE \"C\""
+                : g.field.type.isTextual ? "\(g.sql) COLLATE \"C\"" : g.sql
+        }
+        var sql = "SELECT " + (groupColumns.map(column) + selects).joined(separator: ", ")
             + " FROM \(entity.table) WHERE \(filter.sql)"
         if !groupColumns.isEmpty {
             sql += " GROUP BY " + groupColumns.joined(separator: ", ")
-                + " ORDER BY " + groupColumns.joined(separator: ", ")
+                + " ORDER BY " + groupColumns.map { pg ? $0 + " NULLS FIRST" : $0 }.joined(separator: ", ")
         }
-        let finalSQL = sql
-        let finalFunctions = functions
-        let types = resultTypes
+        self.sql = sql
+        self.arguments = filter.arguments
+        self.types = resultTypes
+        self.functions = functions
+    }
+}
+
+extension StoreReader {
+    /// Computes count, sum, avg, min and max of a field in SQLite, per group.
+    ///
+    /// - Throws: ``DepotError`` for an unknown entity or field, `sum`/`avg`
+    ///   of a field that is not a number, or a bad predicate.
+    public func aggregate(_ request: AggregateRequest) async throws -> AggregateResult {
+        let plan = try AggregatePlan(request, schema: schema)
         return try await read { db in
-            let preparedStatement = try db.makeStatement(sql: finalSQL)
+            let preparedStatement = try db.makeStatement(sql: plan.sql)
             defer { withExtendedLifetime(preparedStatement) {} }
             let statement = preparedStatement.sqliteStatement
-            for (i, v) in filter.arguments.enumerated() { SQL.bind(v, to: statement, at: Int32(i + 1)) }
+            for (i, v) in plan.arguments.enumerated() { SQL.bind(v, to: statement, at: Int32(i + 1)) }
             defer { sqlite3_reset(statement) }
             var rows: [AggregateResult.Row] = []
+            let (groupFields, types) = (plan.groupFields, plan.types)
             while try SQL.step(statement, db) {
                 let groups = groupFields.indices.map { SQL.column(statement, Int32($0), as: groupFields[$0].type) }
-                let values = types.indices.map { i -> Value in
-                    let column = Int32(groupFields.count + i)
-                    return types[i].map { SQL.column(statement, column, as: $0) } ?? SQL.column(statement, column)
-                }
+                let values = types.indices.map { SQL.column(statement, Int32(groupFields.count + $0), as: types[$0]) }
                 rows.append(.init(groups: groups, values: values))
             }
-            return AggregateResult(groupBy: request.groupBy, functions: finalFunctions, rows: rows)
+            return AggregateResult(groupBy: request.groupBy, functions: plan.functions, rows: rows)
         }
     }
 }

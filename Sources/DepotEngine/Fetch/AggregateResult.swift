@@ -22,4 +22,10 @@ public struct AggregateResult: Sendable, Hashable {
     public var functions: [AggregateFunction]
     /// One row per group, ordered by the group's values; one row when ungrouped.
     public var rows: [Row]
+
+    package init(groupBy: [String], functions: [AggregateFunction], rows: [Row]) {
+        self.groupBy = groupBy
+        self.functions = functions
+        self.rows = rows
+    }
 }

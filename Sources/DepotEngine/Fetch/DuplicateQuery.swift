@@ -52,19 +52,20 @@ extension StoreReader {
 }
 
 /// The SQL of duplicate detection and resolution.
-struct DuplicateQuery: Sendable {
-    let entity: EntitySchema
-    let fields: [Field]
-    let filter: SQLFragment
+package struct DuplicateQuery: Sendable {
+    package let entity: EntitySchema
+    package let fields: [Field]
+    package let filter: SQLFragment
 
-    init(entity: EntitySchema, schema: StoreSchema, by names: [String], predicate: String?,
-         arguments: [String: Value]) throws {
+    package init(entity: EntitySchema, schema: StoreSchema, by names: [String], predicate: String?,
+                 arguments: [String: Value], dialect: SQLDialect = .sqlite) throws {
         guard !names.isEmpty else {
             throw DepotError(.invalidArgument, "duplicates are found by at least one field")
         }
         self.entity = entity
         self.fields = try names.map { try entity.field(named: $0) }
-        let compiled = try PredicateCompiler.compile(predicate, entity: entity, schema: schema, arguments: arguments)
+        let compiled = try PredicateCompiler.compile(predicate, entity: entity, schema: schema, arguments: arguments,
+                                                     dialect: dialect)
         let notNull = fields.map { "\(SQL.quote($0.name)) IS NOT NULL" }.joined(separator: " AND ")
         self.filter = SQLFragment(sql: "(\(notNull) AND \(compiled.sql))", arguments: compiled.arguments)
     }

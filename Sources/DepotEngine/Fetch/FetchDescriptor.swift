@@ -48,3 +48,16 @@ public struct FetchDescriptor: Sendable, Hashable {
         self.sectionBy = sectionBy
     }
 }
+
+extension FetchDescriptor {
+    /// The records it selects, its fields, without its sort, page or
+    /// sections: what an export or an enumeration reads, in storage order.
+    package var wholeSelection: FetchDescriptor {
+        var d = self
+        d.sort = []
+        d.limit = nil
+        d.offset = nil
+        d.sectionBy = nil
+        return d
+    }
+}

@@ -46,7 +46,7 @@ package enum SQLDialect: Sendable {
 /// still deeper than ``maxNesting`` is refused with its position, long `IN`
 /// lists are bound as one JSON array, and more than ``maxArguments`` bound
 /// values are refused with a hint.
-struct PredicateCompiler {
+package struct PredicateCompiler {
     /// The most terms one SQL `AND`/`OR` chain holds; longer chains are grouped.
     static let chainWidth = 16
     /// The deepest nesting of parentheses the SQL may have. SQLite's parser
@@ -92,7 +92,7 @@ struct PredicateCompiler {
     ///
     /// - Throws: ``DepotError`` with code `invalidPredicate`, `unknownField` or
     ///   `typeMismatch` and the position of the problem.
-    static func compile(_ text: String?, entity: EntitySchema, schema: StoreSchema? = nil,
+    package static func compile(_ text: String?, entity: EntitySchema, schema: StoreSchema? = nil,
                         arguments: [String: Value] = [:], dialect: SQLDialect = .sqlite) throws -> SQLFragment {
         guard let text, !text.trimmingWhitespace().isEmpty else {
             return SQLFragment(sql: dialect.true, arguments: [])

@@ -13,6 +13,17 @@ public struct RecordSet: Sendable, Hashable {
     /// The number of records.
     public var count: Int { rows.count }
 
+    /// The records in runs of one value of `field` (sorted by it first), as sections.
+    package func sections(by field: String) -> [RecordSection] {
+        guard let column = fields.firstIndex(where: { $0.name == field }) else { return [] }
+        var runs: [(key: Value, rows: [Int])] = []
+        for (i, row) in rows.enumerated() {
+            if runs.last?.key != row[column] { runs.append((row[column], [])) }
+            runs[runs.count - 1].rows.append(i)
+        }
+        return runs.map { RecordSection(key: $0.key, records: subset($0.rows)) }
+    }
+
     package init(fields: [Field], rows: [[Value]], embedded: [EmbeddedRecords] = []) {
         self.fields = fields
         self.rows = rows
@@ -46,6 +57,24 @@ public struct RecordSet: Sendable, Hashable {
         }
         out.append("]")
         return out
+    }
+
+    /// Every row as a line of `format`: a JSON object and LF, or CSV cells
+    /// and CRLF (``RowEncoder/csvField(_:)-(Value)``); a set without embedded records.
+    package func appendLines(as format: RecordFormat, to out: inout String) {
+        switch format {
+        case .ndjson:
+            let keys = JSONKeys(self)
+            for row in rows.indices {
+                appendJSON(row: row, keys: keys, to: &out)
+                out.append("\n")
+            }
+        case .csv:
+            for row in rows {
+                out += row.map(RowEncoder.csvField).joined(separator: ",")
+                out.append("\r\n")
+            }
+        }
     }
 
     /// The quoted keys of a set's objects (`"name":`), `nil` for a field

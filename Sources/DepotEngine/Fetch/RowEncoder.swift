@@ -153,6 +153,17 @@ package struct RowEncoder: Sendable {
     }
 
     /// `text` as a CSV field, quoted as ``appendCSV(_:first:to:)`` quotes it.
+    /// A value as a CSV field: null is empty, the empty string `""`.
+    package static func csvField(_ value: Value) -> String {
+        switch value {
+        case .null: ""
+        case .bool(let b): b ? "true" : "false"
+        case .int(let i): String(i)
+        case .double(let d): JSONText.number(d)
+        case .string(let s): csvField(s)
+        }
+    }
+
     package static func csvField(_ text: String) -> String {
         var text = text
         var out: [UInt8] = []
@@ -262,12 +273,7 @@ extension StoreReader {
     public func export(_ descriptor: FetchDescriptor, as format: RecordFormat,
                        write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,
                        progress: @escaping @Sendable (Int) -> Void = { _ in }) async throws -> Int {
-        var d = descriptor
-        d.sort = []
-        d.limit = nil
-        d.offset = nil
-        d.sectionBy = nil
-        let query = try FetchQuery(d, schema: schema)
+        let query = try FetchQuery(descriptor.wholeSelection, schema: schema)
         guard query.prefetch.isEmpty else {
             throw DepotError(.invalidArgument, "an export that embeds related records is written a batch at a time")
         }

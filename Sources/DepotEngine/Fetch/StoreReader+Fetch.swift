@@ -56,15 +56,8 @@ extension StoreReader {
             throw DepotError(.invalidArgument, "a sectioned fetch needs section_by")
         }
         let query = try FetchQuery(descriptor, schema: schema)
-        let records = try await read { db in try query.records(db) }
-        guard let column = records.fields.firstIndex(where: { $0.name == sectionField }) else { return [] }
         // Runs of rows with one key, each with its embedded records.
-        var runs: [(key: Value, rows: [Int])] = []
-        for (i, row) in records.rows.enumerated() {
-            if runs.last?.key != row[column] { runs.append((row[column], [])) }
-            runs[runs.count - 1].rows.append(i)
-        }
-        return runs.map { RecordSection(key: $0.key, records: records.subset($0.rows)) }
+        return try await read { db in try query.records(db) }.sections(by: sectionField)
     }
 
     /// The number of records a descriptor selects, without loading them

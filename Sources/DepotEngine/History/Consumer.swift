@@ -51,4 +51,14 @@ public struct Consumer: Sendable, Hashable {
     public var acknowledgedAt: String
     /// Whether it still holds the history back.
     public var state: State
+
+    package init(name: String, token: HistoryToken, lagTransactions: Int, lagSeconds: Double, acknowledgedAt: String,
+                 state: State) {
+        self.name = name
+        self.token = token
+        self.lagTransactions = lagTransactions
+        self.lagSeconds = lagSeconds
+        self.acknowledgedAt = acknowledgedAt
+        self.state = state
+    }
 }

@@ -21,8 +21,7 @@ enum ConsumerQuery {
     static func consumer(_ db: Database, store: String, name: String) throws -> Consumer {
         guard let consumer = try consumers(db, name: name).first else {
             let names = try String.fetchAll(db, sql: "SELECT name FROM depot_consumers ORDER BY name")
-            throw DepotError(.unknownConsumer, "store \(JSONText.quoted(store)) has no consumer "
-                + "\(JSONText.quoted(name))" + DepotError.suggestion(for: name, in: names))
+            throw HistoryErrors.unknownConsumer(store: store, name: name, names: names)
         }
         return consumer
     }
@@ -52,9 +51,7 @@ enum ConsumerQuery {
     /// Throws ``DepotError/Code/historyExpired`` naming a consumer that is lost.
     static func checkActive(_ consumer: Consumer, store: String) throws {
         guard consumer.state == .lost else { return }
-        throw DepotError(.historyExpired, "consumer \(JSONText.quoted(consumer.name)) of store "
-            + "\(JSONText.quoted(store)) is lost: history_max_retention pruned transactions it had not "
-            + "acknowledged; reset it (depotctl consumer reset \(store) \(consumer.name)) and read the current records again")
+        throw HistoryErrors.lost(consumer: consumer.name, store: store)
     }
 
     /// Marks `lost` the active consumers below `through` whose oldest

@@ -5,10 +5,32 @@ public struct HistoryFollower: AsyncSequence, Sendable {
     /// A transaction.
     public typealias Element = HistoryTransaction
 
-    let reader: StoreReader
+    /// Reads the page after a token; `caughtUp` when it follows a commit
+    /// waited for (see ``Iterator``).
+    let page: @Sendable (_ after: HistoryToken?, _ caughtUp: Bool) async throws -> [HistoryTransaction]
+    /// The store's commits, heard from any host.
+    let signal: CommitSignal
     let after: HistoryToken?
-    let entity: String?
-    let author: String?
+
+    /// A follower of a backend's history: `page` reads up to 100
+    /// transactions after a token, `signal` says when a commit was heard.
+    package init(after: HistoryToken?, signal: CommitSignal,
+                 page: @escaping @Sendable (_ after: HistoryToken?, _ caughtUp: Bool) async throws -> [HistoryTransaction]) {
+        self.after = after
+        self.signal = signal
+        self.page = page
+    }
+
+    /// A follower of an SQLite store's history.
+    init(reader: StoreReader, after: HistoryToken?, entity: String?, author: String?) {
+        self.init(after: after, signal: reader.signal) { after, caughtUp in
+            let read: @Sendable (Database) throws -> [HistoryTransaction] = { db in
+                try HistoryQuery.transactions(db, store: reader.storeName, after: after, entity: entity,
+                                              author: author, limit: 100)
+            }
+            return try await caughtUp ? reader.liveRead(read) : reader.read(read)
+        }
+    }
 
     /// Creates the iterator.
     public func makeAsyncIterator() -> Iterator {
@@ -31,17 +53,12 @@ public struct HistoryFollower: AsyncSequence, Sendable {
         /// store closed or the task was cancelled.
         public mutating func next() async throws -> HistoryTransaction? {
             while buffer.isEmpty {
-                if Task.isCancelled || follower.reader.signal.isClosed { return nil }
-                let version = follower.reader.signal.version
+                if Task.isCancelled || follower.signal.isClosed { return nil }
+                let version = follower.signal.version
                 let page: [HistoryTransaction]
                 do {
-                    let (reader, after, entity, author) = (follower.reader, last, follower.entity, follower.author)
-                    let read: @Sendable (Database) throws -> [HistoryTransaction] = { db in
-                        try HistoryQuery.transactions(db, store: reader.storeName, after: after, entity: entity,
-                                                      author: author, limit: 100)
-                    }
-                    page = try await caughtUp ? reader.liveRead(read) : reader.read(read)
-                } catch where follower.reader.signal.isClosed {
+                    page = try await follower.page(last, caughtUp)
+                } catch where follower.signal.isClosed {
                     return nil  // the store closed under the read
                 }
                 if let newest = page.last {
@@ -50,7 +67,7 @@ public struct HistoryFollower: AsyncSequence, Sendable {
                     if page.count == 100 { caughtUp = false }
                     break
                 }
-                guard await follower.reader.signal.wait(after: version) else { return nil }
+                guard await follower.signal.wait(after: version) else { return nil }
                 caughtUp = true
             }
             return buffer.popLast()

@@ -16,14 +16,11 @@ enum HistoryQuery {
     static func check(_ db: Database, store: String, after: Int64) throws {
         let pruned = try prunedThrough(db)
         if after < pruned {
-            throw DepotError(.historyExpired, "the history of store \(JSONText.quoted(store)) after token "
-                + "\(after) was pruned (the transactions up to token \(pruned) are gone); read the current records again and "
-                + "follow the history from its latest token")
+            throw HistoryErrors.expired(store: store, after: after, pruned: pruned)
         }
         let issued = try lastIssued(db)
         if after > issued {
-            throw DepotError(.invalidToken, "store \(JSONText.quoted(store)) never issued token \(after) "
-                + "(its latest is \(issued)); was the token taken from another store?")
+            throw HistoryErrors.neverIssued(store: store, token: after, issued: issued)
         }
     }
 

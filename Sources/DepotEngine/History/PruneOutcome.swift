@@ -7,6 +7,11 @@ public struct PruneOutcome: Sendable, Hashable {
         public var consumer: String
         /// The last token it acknowledged.
         public var token: HistoryToken
+
+        package init(consumer: String, token: HistoryToken) {
+            self.consumer = consumer
+            self.token = token
+        }
     }
 
     /// Transactions deleted.
@@ -19,7 +24,7 @@ public struct PruneOutcome: Sendable, Hashable {
     /// The saves the deletes took (see ``StoreConfiguration/historyPruneStep``).
     public var saves = 0
 
-    init(deleted: Int = 0, lost: [String] = []) {
+    package init(deleted: Int = 0, lost: [String] = []) {
         self.deleted = deleted
         self.lost = lost
     }

@@ -21,8 +21,7 @@ extension Store {
         let store = self.name
         return try await write { db in
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM depot_consumers WHERE name = ?", arguments: [name]) == true {
-                throw DepotError(.conflict, "store \(JSONText.quoted(store)) already has a consumer "
-                    + "\(JSONText.quoted(name)); reset it to move it, or drop it first")
+                throw HistoryErrors.consumerExists(store: store, name: name)
             }
             let token = try ConsumerQuery.token(db, store: store, for: start)
             let now = Timestamp.now()
@@ -47,8 +46,7 @@ extension Store {
             try ConsumerQuery.checkActive(consumer, store: store)
             let issued = try HistoryQuery.lastIssued(db)
             guard token.id <= issued else {
-                throw DepotError(.invalidToken, "store \(JSONText.quoted(store)) never issued token \(token) "
-                    + "(its latest is \(issued)); acknowledge the token of a transaction the consumer read")
+                throw HistoryErrors.acknowledgedNeverIssued(store: store, token: token, issued: issued)
             }
             guard token > consumer.token else { return consumer }
             try db.execute(sql: "UPDATE depot_consumers SET token = ?, acknowledged_at = ? WHERE name = ?",
@@ -87,7 +85,7 @@ extension Store {
 
     /// A consumer's name goes into URLs and metric labels: letters, digits,
     /// `.`, `_` and `-`, starting with a letter or digit, at most 128.
-    static func checkConsumerName(_ name: String) throws {
+    package static func checkConsumerName(_ name: String) throws {
         let allowed = name.utf8.allSatisfy { b in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
                 || b == 0x2E || b == 0x5F || b == 0x2D

@@ -15,8 +15,7 @@ extension Store {
         try await prune(store: name) { db in
             let issued = try HistoryQuery.lastIssued(db)
             guard token.id <= issued + 1 else {
-                throw DepotError(.invalidToken, "store \(JSONText.quoted(self.name)) never issued token "
-                    + "\(token.id) (its latest is \(issued))")
+                throw HistoryErrors.pruneNeverIssued(store: self.name, token: token, issued: issued)
             }
             return token.id - 1
         }

@@ -16,6 +16,9 @@ public struct StoreConfiguration: Sendable {
     public var path: String
     /// The entities the store holds.
     public var entities: [EntitySchema]
+    /// Where a store on PostgreSQL lives (DESIGN §15); nil for an SQLite
+    /// store, at ``path``.
+    public var postgres: PostgresSettings?
     /// A batch operation saves after this many records.
     public var saveEvery: Int
     /// A batch operation saves at least this often.
@@ -66,5 +69,25 @@ public struct StoreConfiguration: Sendable {
         self.historyRetention = historyRetention
         self.historyMaxRetention = historyMaxRetention
         self.writerCacheBytes = writerCacheBytes
+    }
+}
+
+/// A store's place on a PostgreSQL server (DESIGN §15), as configured:
+/// `url`, `schema`, `password_file`. The `DepotPostgres` module opens it.
+public struct PostgresSettings: Sendable, Hashable {
+    /// `postgresql://USER@/DATABASE?host=/run/postgresql` or `postgresql://USER@HOST:PORT/DATABASE`.
+    public var url: String
+    /// The PostgreSQL schema holding the store's tables.
+    public var schema: String
+    /// A file holding the role's password, read at open.
+    public var passwordFile: String?
+    /// How long a host's claim on a job lasts unless renewed (`lease`).
+    public var lease: Duration
+
+    public init(url: String, schema: String, passwordFile: String? = nil, lease: Duration = .seconds(10)) {
+        self.url = url
+        self.schema = schema
+        self.passwordFile = passwordFile
+        self.lease = lease
     }
 }

@@ -23,6 +23,13 @@ extension Store {
         }
     }
 
+    /// The record of job `id`, if it has one.
+    public nonisolated func job(_ id: String) async throws -> [UInt8]? {
+        try await pool.read { db in
+            try Data.fetchOne(db, sql: "SELECT record FROM depot_jobs WHERE id = ?", arguments: [id]).map { [UInt8]($0) }
+        }
+    }
+
     /// The job that imported content with this hash, if any.
     public nonisolated func importedFile(hash: String) async throws -> String? {
         try await pool.read { db in

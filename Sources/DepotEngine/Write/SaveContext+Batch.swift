@@ -122,7 +122,7 @@ extension SaveContext {
     }
 
     /// The JSON object of `entity`'s fields (by position) with their values.
-    static func object(_ entity: EntitySchema, _ pairs: [(Int, Value)]) -> String {
+    package static func object(_ entity: EntitySchema, _ pairs: [(Int, Value)]) -> String {
         var out = "{"
         for (i, (f, value)) in pairs.enumerated() {
             if i > 0 { out.append(",") }

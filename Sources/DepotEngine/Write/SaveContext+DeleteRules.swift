@@ -3,25 +3,25 @@ import GRDBSQLite
 
 /// A to-one of the store that points at an entity, with what deleting its
 /// target does to the records holding it (DESIGN §12).
-struct IncomingReference {
+package struct IncomingReference: Sendable {
     /// The entity holding the to-one.
-    var source: EntitySchema
-    var relationship: Relationship
+    package var source: EntitySchema
+    package var relationship: Relationship
     /// Its columns in `source`, in the target's identifier order.
-    var columns: [String]
+    package var columns: [String]
     /// The declared to-many's rule; without one, nullify, or deny when the
     /// reference is required.
-    var rule: DeleteRule
+    package var rule: DeleteRule
     /// `col = ? AND …`: the records holding a given target identifier, found
     /// through the to-one's index. Made once; the statements using it are
     /// cached, so a large cascade compiles each once.
     var match: String { columns.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ") }
 }
 
-extension SaveContext {
-    /// Every to-one of the store that points at `entity`.
-    func references(to entity: EntitySchema) -> [IncomingReference] {
-        store.entities.flatMap { source in
+extension IncomingReference {
+    /// Every to-one of `entities` that points at `entity`.
+    package static func all(to entity: EntitySchema, in entities: [EntitySchema]) -> [IncomingReference] {
+        entities.flatMap { source in
             source.relationships.compactMap { r -> IncomingReference? in
                 guard case .toOne(let required) = r.kind, r.target == entity.name,
                       let columns = source.relationshipColumns[r.name] else { return nil }
@@ -33,6 +33,22 @@ extension SaveContext {
                 return IncomingReference(source: source, relationship: r, columns: columns, rule: rule)
             }
         }
+    }
+
+    /// Why `target`'s record cannot go: `count` records still refer to it
+    /// under a deny rule (``DepotError/Code/conflict``).
+    package func denied(_ target: EntitySchema, identifierJSON: String, count: Int) -> DepotError {
+        DepotError(.conflict, "cannot delete \(target.name) \(identifierJSON): \(count) "
+            + "\(source.name) record\(count == 1 ? "" : "s") refer\(count == 1 ? "s" : "") to it through "
+            + "\(JSONText.quoted(source.name + "." + relationship.name)), whose delete rule is deny; "
+            + "delete or change \(count == 1 ? "it" : "them") first")
+    }
+}
+
+extension SaveContext {
+    /// Every to-one of the store that points at `entity`.
+    func references(to entity: EntitySchema) -> [IncomingReference] {
+        IncomingReference.all(to: entity, in: store.entities)
     }
 
     /// Applies the delete rules of `incoming` (``references(to:)``) to the
@@ -60,12 +76,7 @@ extension SaveContext {
                 try select("SELECT count(*) FROM \(source.table) WHERE \(match)", identifier, cached: true) {
                     count = Int(sqlite3_column_int64($0, 0))
                 }
-                if count > 0 {
-                    throw DepotError(.conflict, "cannot delete \(entity.name) \(identifierJSON): \(count) "
-                        + "\(source.name) record\(count == 1 ? "" : "s") refer\(count == 1 ? "s" : "") to it through "
-                        + "\(JSONText.quoted(source.name + "." + reference.relationship.name)), whose delete rule is deny; "
-                        + "delete or change \(count == 1 ? "it" : "them") first")
-                }
+                if count > 0 { throw reference.denied(entity, identifierJSON: identifierJSON, count: count) }
             case .cascade:
                 let cascaded = try deleteRows(source, select: SQLFragment(sql: "SELECT rowid FROM \(source.table) WHERE \(match)",
                                                                           arguments: identifier), limit: Int.max, cached: true)
@@ -114,6 +125,20 @@ extension SaveContext {
     /// - Throws: ``DepotError/Code/invalidArgument`` naming the missing
     ///   record, or a compound reference set in part.
     func checkReferences(_ entity: EntitySchema, assignments: [(Int, Value)]) throws {
+        for (r, set) in try Self.assignedReferences(entity, assignments: assignments) {
+            if let missing = try missingReference(to: r.target, identifier: set) {
+                throw Self.unstoredReference(r, missing: missing)
+            }
+        }
+    }
+
+    /// The to-ones a batch update sets to a record (not to null), with the
+    /// identifier values it gives each.
+    ///
+    /// - Throws: ``DepotError/Code/invalidArgument`` for a compound reference set in part.
+    package static func assignedReferences(_ entity: EntitySchema, assignments: [(Int, Value)]) throws
+        -> [(Relationship, [Value])] {
+        var out: [(Relationship, [Value])] = []
         for r in entity.relationships where r.isToOne {
             guard let columns = entity.relationshipColumns[r.name] else { continue }
             let set = columns.compactMap { name in assignments.first { entity.fields[$0.0].name == name }?.1 }
@@ -123,11 +148,15 @@ extension SaveContext {
                     + columns.map(JSONText.quoted).joined(separator: ", "))
             }
             if set.contains(where: \.isNull) { continue }
-            if let missing = try missingReference(to: r.target, identifier: set) {
-                throw DepotError(.invalidArgument, "\(missing): set \(JSONText.quoted(r.name)) "
-                    + "to the identifier of a stored \(r.target)")
-            }
+            out.append((r, set))
         }
+        return out
+    }
+
+    /// A batch update setting `r` to a record that is not stored (`missing`
+    /// says which, as ``missing(_:_:)`` does).
+    package static func unstoredReference(_ r: Relationship, missing: String) -> DepotError {
+        DepotError(.invalidArgument, "\(missing): set \(JSONText.quoted(r.name)) to the identifier of a stored \(r.target)")
     }
 
     /// Why a reference to the `target` record with these identifier values

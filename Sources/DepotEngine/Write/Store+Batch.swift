@@ -68,7 +68,7 @@ extension Store {
     }
 
     /// The positions and converted values of an update's `set`.
-    static func assignments(_ values: [String: Value], in entity: EntitySchema) throws -> [(Int, Value)] {
+    package static func assignments(_ values: [String: Value], in entity: EntitySchema) throws -> [(Int, Value)] {
         guard !values.isEmpty else { throw DepotError(.invalidArgument, "an update needs at least one field to set") }
         var assignments: [(Int, Value)] = []
         for (fieldName, value) in values.sorted(by: { $0.key < $1.key }) {

@@ -42,6 +42,14 @@ public struct DanglingReference: Sendable, Hashable {
     public var target: String
     /// The identifier it names, which no record of `target` has.
     public var reference: Identifier
+
+    package init(entity: String, identifier: Identifier, relationship: String, target: String, reference: Identifier) {
+        self.entity = entity
+        self.identifier = identifier
+        self.relationship = relationship
+        self.target = target
+        self.reference = reference
+    }
 }
 
 /// What ``StoreReader/danglingReferences(limit:)`` found.
@@ -59,6 +67,41 @@ public struct ReferenceCheck: Sendable, Hashable {
     public var dangling: [DanglingReference] = []
     /// How many there are in all.
     public var total: Int { counts.reduce(0) { $0 + $1.dangling } }
+
+    package init() {}
+
+    /// Records how many records of `entity` name no record through `relationship`.
+    package mutating func count(entity: String, relationship: Relationship, dangling: Int) {
+        counts.append(.init(entity: entity, relationship: relationship.name, target: relationship.target, dangling: dangling))
+    }
+
+    /// One to-one to check: the SQL condition (on alias `e`) of a record
+    /// whose reference names no record of the target, and the fields to
+    /// report (the record's identifier, then the reference's columns).
+    package struct Probe: Sendable {
+        package let relationship: Relationship
+        package let missing: String
+        package let identifierFields: [Field]
+        package let referenceFields: [Field]
+    }
+
+    /// The probes of `entity`'s to-ones, in configuration order.
+    package static func probes(_ entity: EntitySchema, schema: StoreSchema) throws -> [Probe] {
+        var out: [Probe] = []
+        for r in entity.relationships where r.isToOne {
+            guard let columns = entity.relationshipColumns[r.name] else { continue }
+            let target = try schema.entity(r.target)
+            // Indexed both ways: the to-one's index, the target's identifier.
+            let missing = columns.map { "e.\(SQL.quote($0)) IS NOT NULL" }.joined(separator: " AND ")
+                + " AND NOT EXISTS (SELECT 1 FROM \(target.table) AS t WHERE "
+                + zip(target.identifier, columns).map { "t.\(SQL.quote($0)) = e.\(SQL.quote($1))" }
+                    .joined(separator: " AND ") + ")"
+            out.append(Probe(relationship: r, missing: missing,
+                             identifierFields: entity.identifierIndexes.map { entity.fields[$0] },
+                             referenceFields: columns.map { entity.fields[entity.position(of: $0)!] }))
+        }
+        return out
+    }
 }
 
 extension StoreReader {
@@ -79,20 +122,13 @@ extension StoreReader {
         return try await read { db in
             var check = ReferenceCheck()
             for entity in entities {
-                for r in entity.relationships where r.isToOne {
-                    guard let columns = entity.relationshipColumns[r.name] else { continue }
-                    let target = try schema.entity(r.target)
-                    // Indexed both ways: the to-one's index, the target's identifier.
-                    let missing = columns.map { "e.\(SQL.quote($0)) IS NOT NULL" }.joined(separator: " AND ")
-                        + " AND NOT EXISTS (SELECT 1 FROM \(target.table) AS t WHERE "
-                        + zip(target.identifier, columns).map { "t.\(SQL.quote($0)) = e.\(SQL.quote($1))" }
-                            .joined(separator: " AND ") + ")"
+                for probe in try ReferenceCheck.probes(entity, schema: schema) {
+                    let (r, missing) = (probe.relationship, probe.missing)
                     let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(entity.table) AS e WHERE \(missing)") ?? 0
-                    check.counts.append(.init(entity: entity.name, relationship: r.name, target: r.target, dangling: count))
+                    check.count(entity: entity.name, relationship: r, dangling: count)
                     let room = limit - check.dangling.count
                     guard count > 0, room > 0 else { continue }
-                    let idFields = entity.identifierIndexes.map { entity.fields[$0] }
-                    let refFields = columns.map { entity.fields[entity.position(of: $0)!] }
+                    let (idFields, refFields) = (probe.identifierFields, probe.referenceFields)
                     let sql = "SELECT " + (idFields + refFields).map { "e.\(SQL.quote($0.name))" }.joined(separator: ", ")
                         + " FROM \(entity.table) AS e WHERE \(missing) ORDER BY e.rowid LIMIT \(room)"
                     let statement = try db.makeStatement(sql: sql)

@@ -21,7 +21,7 @@ package enum Timestamp {
 
     /// The canonical timestamp of `now` minus `age`; an age reaching back
     /// before 1970 gives 1970-01-01 (no history is older), never a trap.
-    static func ago(_ age: Duration) -> String {
+    package static func ago(_ age: Duration) -> String {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         let now = Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000)

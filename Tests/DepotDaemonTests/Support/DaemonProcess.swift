@@ -165,15 +165,30 @@ final class DaemonProcess {
     }
 }
 
-/// A datagram socket standing in for systemd's notification socket.
-final class NotifySocket {
+/// A datagram socket standing in for systemd's notification socket. As
+/// systemd does, it reads every message as it comes (a thread of its own),
+/// so that a daemon sending many (a long import's status) never finds the
+/// socket's queue full and blocks in `sd_notify`.
+final class NotifySocket: @unchecked Sendable {
     let path: String
-    private let fd: Int32
-    private(set) var received: [String] = []
+    /// What the reading thread and the waiters share.
+    private final class Inbox: @unchecked Sendable {
+        let condition = NSCondition()
+        var lines: [String] = []
+        var closed = false
+    }
+    private let inbox = Inbox()
+
+    /// Every assignment received so far, in order.
+    var received: [String] {
+        inbox.condition.lock()
+        defer { inbox.condition.unlock() }
+        return inbox.lines
+    }
 
     init(path: String) throws {
         self.path = path
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
@@ -182,33 +197,51 @@ final class NotifySocket {
         let ok = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard ok == 0 else { throw DaemonProcess.DaemonError(message: "cannot bind \(path)") }
+        guard ok == 0 else {
+            close(fd)
+            throw DaemonProcess.DaemonError(message: "cannot bind \(path)")
+        }
+        let inbox = inbox
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                inbox.condition.lock()
+                let closed = inbox.closed
+                inbox.condition.unlock()
+                if closed { break }
+                // Wakes now and then to see whether the socket was closed.
+                var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&pfd, 1, 100) > 0 else { continue }
+                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard n > 0 else { continue }
+                let lines = String(decoding: buffer[0..<n], as: UTF8.self).split(separator: "\n").map(String.init)
+                inbox.condition.lock()
+                inbox.lines += lines
+                inbox.condition.broadcast()
+                inbox.condition.unlock()
+            }
+            close(fd)
+        }
     }
 
-    deinit { close(fd) }
+    deinit {
+        inbox.condition.lock()
+        inbox.closed = true
+        inbox.condition.unlock()
+    }
 
     /// Waits for the `count`th message starting with `prefix` (each
     /// datagram may hold several newline-separated assignments); `nil` after
     /// `timeout` seconds.
     func waitFor(prefix: String, count: Int = 1, timeout: Double) -> String? {
-        func hit() -> String? {
-            let hits = received.filter { $0.hasPrefix(prefix) }
-            return hits.count >= count ? hits[count - 1] : nil
-        }
-        if let found = hit() { return found }
         let deadline = Date().addingTimeInterval(timeout)
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while Date() < deadline {
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let left = Int32(max(1, deadline.timeIntervalSinceNow * 1000))
-            guard poll(&pfd, 1, left) > 0 else { continue }
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { continue }
-            let lines = String(decoding: buffer[0..<n], as: UTF8.self).split(separator: "\n").map(String.init)
-            received += lines
-            if let found = hit() { return found }
+        inbox.condition.lock()
+        defer { inbox.condition.unlock() }
+        while true {
+            let hits = inbox.lines.filter { $0.hasPrefix(prefix) }
+            if hits.count >= count { return hits[count - 1] }
+            guard inbox.condition.wait(until: deadline) else { return nil }
         }
-        return nil
     }
 }
 

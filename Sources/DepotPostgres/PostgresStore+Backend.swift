@@ -1,0 +1,204 @@
+public import DepotEngine
+import Foundation
+import PostgresNIO
+
+/// A PostgreSQL store is the other backend of the daemon's store contract.
+/// What it cannot do yet throws `invalid_argument` saying so (see
+/// ``DepotError/unsupported(_:store:)``): live changes, embedded records.
+extension PostgresStore: StoreBackend {
+    public nonisolated var location: String { configuration.location.description }
+    public nonisolated var historyRetention: Duration? { configuration.historyRetention }
+    public nonisolated var reads: any StoreReading { PostgresReader(store: self) }
+
+    public nonisolated func ping() async throws {
+        _ = try await read { connection in try await PostgresSQL.textRows(connection, "SELECT 1::text", logger: logger) }
+    }
+
+    public nonisolated func jobs() async throws -> [(id: String, record: [UInt8])] {
+        let sql = "SELECT id, record FROM \(table("depot_jobs")) ORDER BY seq"
+        return try await read { connection in
+            try await PostgresSQL.textRows(connection, sql, logger: logger).compactMap { row in
+                guard let id = row[0], let record = row[1] else { return nil }
+                return (id: id, record: Array(record.utf8))
+            }
+        }
+    }
+
+    /// States of a job's record that end it (the daemon's, and `done` of ``finishJob(_:host:record:state:)``).
+    static let finalStates: Set<String> = ["succeeded", "failed", "cancelled", "done"]
+
+    /// Persists the daemon's record of a job, with the state it names when
+    /// that ends the job (releasing its claim). A job another host holds
+    /// under a live lease, or one already ended, is left as it is: a host
+    /// that lost its claim cannot overwrite the new holder's record.
+    public nonisolated func putJob(id: String, record: [UInt8]) async throws {
+        let object = (try? JSONSerialization.jsonObject(with: Data(record))) as? [String: Any]
+        let state = (object?["state"] as? String).flatMap { Self.finalStates.contains($0) ? $0 : nil } ?? "queued"
+        let jobs = table("depot_jobs")
+        let sql = "INSERT INTO \(jobs) AS j (id, record, state) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET "
+            + "record = excluded.record, "
+            + "state = CASE WHEN excluded.state = 'queued' THEN j.state ELSE excluded.state END, "
+            + "owner = CASE WHEN excluded.state = 'queued' THEN j.owner END, "
+            + "lease_until = CASE WHEN excluded.state = 'queued' THEN j.lease_until END "
+            + "WHERE j.state NOT IN ('succeeded', 'failed', 'cancelled', 'done') "
+            + "AND (j.owner IS NULL OR j.owner = $4 OR j.lease_until < clock_timestamp())"
+        var binds = PostgresBindings()
+        binds.append(id)
+        binds.append(String(decoding: record, as: UTF8.self))
+        binds.append(state)
+        binds.append(configuration.host)
+        try await read { [binds] connection in try await PostgresSQL.execute(connection, sql, binds, logger: logger) }
+    }
+
+    public nonisolated var jobPollInterval: Duration? { configuration.lease / 3 }
+
+    public nonisolated func claimableJobs() async throws -> [(id: String, record: [UInt8])] {
+        let sql = "SELECT id, record FROM \(table("depot_jobs")) WHERE state = 'queued' "
+            + "OR (state = 'running' AND lease_until < clock_timestamp()) ORDER BY seq"
+        return try await read { connection in
+            try await PostgresSQL.textRows(connection, sql, logger: logger).compactMap { row in
+                guard let id = row[0], let record = row[1] else { return nil }
+                return (id: id, record: Array(record.utf8))
+            }
+        }
+    }
+
+    public nonisolated func job(_ id: String) async throws -> [UInt8]? {
+        var binds = PostgresBindings()
+        binds.append(id)
+        let sql = "SELECT record FROM \(table("depot_jobs")) WHERE id = $1"
+        return try await read { [binds] connection in
+            PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).map { Array($0.utf8) }
+        }
+    }
+
+    /// Claims job `id` for this host (queued, already this host's, or
+    /// under a lapsed lease), then runs `body` under a renewed lease; while
+    /// another host holds it, checks again every third of a lease.
+    public nonisolated func runJob<T: Sendable>(_ id: String, _ body: @escaping @Sendable () async throws -> T)
+        async throws -> T? {
+        let host = configuration.host, lease = configuration.lease
+        let jobs = table("depot_jobs")
+        let claim = "UPDATE \(jobs) SET state = 'running', owner = $2, "
+            + "lease_until = clock_timestamp() + $3 * interval '1 millisecond' WHERE id = $1 AND (state = 'queued' "
+            + "OR (state = 'running' AND (owner = $2 OR lease_until < clock_timestamp()))) RETURNING id"
+        var binds = PostgresBindings()
+        binds.append(id)
+        binds.append(host)
+        binds.append(Self.milliseconds(lease))
+        while true {
+            try Task.checkCancellation()
+            let claimed = try await read { [binds] connection in
+                !(try await PostgresSQL.textRows(connection, claim, binds, logger: logger)).isEmpty
+            }
+            if claimed { return try await withLease(on: id, host: host, lease: lease, body) }
+            guard let now = try await jobClaim(id), !Self.finalStates.contains(now.state) else { return nil }
+            try await Task.sleep(for: lease / 3)
+        }
+    }
+
+    public nonisolated func importFile(_ request: ImportRequest,
+                                       progress: @escaping @Sendable (ImportProgress) -> Void) async throws -> ImportProgress {
+        try await PostgresImporter.run(request, into: self, progress: progress)
+    }
+
+    public nonisolated func importedFile(hash: String) async throws -> String? {
+        var binds = PostgresBindings()
+        binds.append(hash)
+        let sql = "SELECT job FROM \(table("depot_imported_files")) WHERE hash = $1"
+        return try await read { [binds] connection in
+            PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, binds, logger: logger))
+        }
+    }
+
+    public nonisolated func recordImportedFile(hash: String, path: String, job: String) async throws {
+        var binds = PostgresBindings()
+        binds.append(hash)
+        binds.append(path)
+        binds.append(job)
+        binds.append(Timestamp.now())
+        let sql = "INSERT INTO \(table("depot_imported_files"))(hash, path, job, imported) VALUES ($1, $2, $3, $4) "
+            + "ON CONFLICT (hash) DO NOTHING"
+        try await read { [binds] connection in try await PostgresSQL.execute(connection, sql, binds, logger: logger) }
+    }
+
+}
+
+/// The reads of a ``PostgresStore`` under the engine's contract.
+struct PostgresReader: StoreReading {
+    let store: PostgresStore
+
+    var entities: [EntitySchema] { store.configuration.entities }
+    func entity(_ name: String) throws -> EntitySchema { try store.entity(name) }
+    func check(_ descriptor: FetchDescriptor) throws {
+        _ = try FetchQuery(descriptor, schema: store.schema, dialect: .postgresql)
+    }
+
+    func count(_ descriptor: FetchDescriptor) async throws -> Int { try await store.count(descriptor) }
+    func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] { try await store.identifiers(descriptor) }
+    func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet { try await store.fetch(descriptor) }
+    func fetchJSONBytes(_ descriptor: FetchDescriptor) async throws -> [UInt8] {
+        Array(try await store.fetch(descriptor).jsonArray().utf8)
+    }
+    func fetchSections(_ descriptor: FetchDescriptor) async throws -> [RecordSection] {
+        guard let field = descriptor.sectionBy else {
+            throw DepotError(.invalidArgument, "a sectioned fetch needs section_by")
+        }
+        return try await store.fetch(descriptor).sections(by: field)
+    }
+    func resultFeed(_ descriptor: FetchDescriptor) throws -> ResultFeed {
+        throw DepotError.unsupported("a live fetch of changes", store: store.name)
+    }
+    func export(_ descriptor: FetchDescriptor, as format: RecordFormat,
+                write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,
+                progress: @escaping @Sendable (Int) -> Void) async throws -> Int {
+        try await store.export(descriptor, as: format, write: write, progress: progress)
+    }
+    /// Pages in the descriptor's order (ties by identifier), `after` being
+    /// the records read so far.
+    func enumerate(_ descriptor: FetchDescriptor, batchSize: Int) -> RecordBatches {
+        let store = store
+        return RecordBatches(batchSize: batchSize) { after, size in
+            var page = descriptor
+            page.limit = size
+            page.offset = Int(after)
+            page.sectionBy = nil
+            let records = try await store.fetch(page)
+            return (records, after + Int64(records.count))
+        }
+    }
+    func aggregate(_ request: AggregateRequest) async throws -> AggregateResult { try await store.aggregate(request) }
+    func checkDuplicates(entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
+                         limit: Int?) throws {
+        _ = try store.duplicateQuery(entity: entity, by: fields, where: predicate, arguments: arguments, limit: limit)
+    }
+    func checkUpdate(entity: String, where predicate: String?, arguments: [String: Value],
+                     set values: [String: Value]) throws {
+        try store.checkUpdate(entity: entity, where: predicate, arguments: arguments, set: values)
+    }
+    func duplicates(entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
+                    limit: Int?, _ body: @escaping @Sendable (DuplicateGroup) throws -> Void) async throws {
+        try await store.duplicates(entity: entity, by: fields, where: predicate, arguments: arguments, limit: limit, body)
+    }
+    func danglingReferences(limit: Int) async throws -> ReferenceCheck { try await store.danglingReferences(limit: limit) }
+
+    var commitCount: UInt64 { store.commitCount }
+    func waitForCommit(after version: UInt64) async -> Bool { await store.waitForCommit(after: version) }
+    func latestToken() async throws -> HistoryToken? { try await store.latestToken() }
+    func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int) async throws
+        -> [HistoryTransaction] {
+        try await store.history(after: token, entity: entity, author: author, limit: limit)
+    }
+    func history(consumer name: String, entity: String?, author: String?, limit: Int) async throws
+        -> [HistoryTransaction] {
+        try await store.history(consumer: name, entity: entity, author: author, limit: limit)
+    }
+    func followHistory(after token: HistoryToken?, entity: String?, author: String?) -> HistoryFollower {
+        let store = store
+        return HistoryFollower(after: token, signal: store.signal) { after, _ in
+            try await store.history(after: after, entity: entity, author: author, limit: 100)
+        }
+    }
+    func consumers() async throws -> [Consumer] { try await store.consumers() }
+    func consumer(_ name: String) async throws -> Consumer { try await store.consumer(name) }
+}

@@ -1,0 +1,165 @@
+public import DepotEngine
+import NIOCore
+import PostgresNIO
+
+/// Aggregates, duplicates and exports of a PostgreSQL store, compiled from
+/// the engine's plans (``AggregatePlan``, ``DuplicateQuery``) to
+/// PostgreSQL's SQL, every value bound; what they answer is what an SQLite
+/// store answers for the same records (DepotPostgresTests compares them).
+extension PostgresStore {
+    /// Count, sum, avg, min and max of a field, per group, in the server.
+    public nonisolated func aggregate(_ request: AggregateRequest) async throws -> AggregateResult {
+        let plan = try AggregatePlan(request, schema: schema, dialect: .postgresql)
+        let binds = PostgresSQL.bindings(plan.arguments)
+        let rows = try await read { connection in
+            try await PostgresSQL.textRows(connection, plan.sql, binds, logger: logger).map { row in
+                let groups = plan.groupFields.indices.map { PostgresSQL.value(row[$0], as: plan.groupFields[$0].type) }
+                let values = plan.types.indices.map { PostgresSQL.value(row[plan.groupFields.count + $0], as: plan.types[$0]) }
+                return AggregateResult.Row(groups: groups, values: values)
+            }
+        }
+        return AggregateResult(groupBy: request.groupBy, functions: plan.functions, rows: rows)
+    }
+
+    /// The duplicates request compiled for this store; throws as running it would.
+    nonisolated func duplicateQuery(entity name: String, by fields: [String], where predicate: String?,
+                                    arguments: [String: Value], limit: Int?) throws -> DuplicateQuery {
+        let query = try DuplicateQuery(entity: entity(name), schema: schema, by: fields, predicate: predicate,
+                                       arguments: arguments, dialect: .postgresql)
+        if let limit, limit < 0 { throw DepotError(.invalidArgument, "limit cannot be negative") }
+        return query
+    }
+
+    /// The groups of records that share the values of `fields` (none null),
+    /// handed to `body` one at a time in the order of their values, as the
+    /// server streams the records sorted by them. Within a group the
+    /// records come by identifier (a PostgreSQL table keeps no insertion order).
+    public nonisolated func duplicates(entity name: String, by fields: [String], where predicate: String? = nil,
+                                       arguments: [String: Value] = [:], limit: Int? = nil,
+                                       _ body: @escaping @Sendable (DuplicateGroup) throws -> Void) async throws {
+        let query = try duplicateQuery(entity: name, by: fields, where: predicate, arguments: arguments, limit: limit)
+        if limit == 0 { return }
+        let entity = query.entity
+        let idFields = entity.identifierIndexes.map { entity.fields[$0] }
+        func ordered(_ field: Field) -> String {
+            field.type == .json ? "\(PostgresSQL.quote(field.name))::text COLLATE \"C\""
+                : PostgresSQL.quote(field.name) + PostgresSQL.byteOrder(entity, field.name)
+        }
+        let sql = "SELECT " + (query.fields + idFields).map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+            + " FROM \(table(entity.name)) WHERE \(query.filter.sql) ORDER BY "
+            + (query.fields + idFields).map(ordered).joined(separator: ", ")
+        let binds = PostgresSQL.bindings(query.filter.arguments)
+        let width = query.fields.count
+        try await read { connection in
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            var current = DuplicateGroup(values: [], identifiers: [])
+            var emitted = 0
+            for try await row in rows {
+                var cells: [String?] = []
+                for cell in row { cells.append(cell.bytes.map { String(buffer: $0) }) }
+                let values = query.fields.indices.map { PostgresSQL.value(cells[$0], as: query.fields[$0].type) }
+                let identifier = Identifier(idFields.indices.map { PostgresSQL.value(cells[width + $0], as: idFields[$0].type) })
+                if !current.values.isEmpty, values == current.values {
+                    current.identifiers.append(identifier)
+                    continue
+                }
+                if current.identifiers.count > 1 {
+                    try body(current)
+                    emitted += 1
+                    if let limit, emitted == limit { return }
+                }
+                current = DuplicateGroup(values: values, identifiers: [identifier])
+            }
+            if current.identifiers.count > 1 { try body(current) }
+        }
+    }
+
+    /// Writes the records a descriptor's predicate selects as CSV (a header
+    /// line first) or NDJSON, in one statement (one snapshot) streamed from
+    /// the server, about a megabyte at a time, in identifier order; its
+    /// fields apply, its sort, limit and offset do not (as an SQLite store's export).
+    ///
+    /// - Returns: the number of records written.
+    @discardableResult
+    public nonisolated func export(_ descriptor: FetchDescriptor, as format: RecordFormat,
+                                   write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,
+                                   progress: @escaping @Sendable (Int) -> Void = { _ in }) async throws -> Int {
+        let query = try FetchQuery(descriptor.wholeSelection, schema: schema, dialect: .postgresql)
+        let fields = query.fields
+        let sql = "SELECT " + fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+            + " FROM \(table(query.entity.name)) WHERE \(query.predicate.sql) ORDER BY \(query.orderBy)"
+        let binds = PostgresSQL.bindings(query.predicate.arguments)
+        return try await read { connection in
+            var text = ""
+            if format == .csv {
+                var header: [UInt8] = []
+                RowEncoder(fields: fields).csvHeader(to: &header)
+                text = String(decoding: header, as: UTF8.self)
+            }
+            var count = 0
+            var chunk: [[Value]] = []
+            func flush() throws {
+                RecordSet(fields: fields, rows: chunk).appendLines(as: format, to: &text)
+                chunk.removeAll(keepingCapacity: true)
+                try text.withUTF8 { try write(UnsafeRawBufferPointer($0)) }
+                text.removeAll(keepingCapacity: true)
+                progress(count)
+                try Task.checkCancellation()
+            }
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            for try await row in rows {
+                var values: [Value] = []
+                values.reserveCapacity(fields.count)
+                for (i, cell) in row.enumerated() {
+                    values.append(PostgresSQL.value(cell.bytes.map { String(buffer: $0) }, as: fields[i].type))
+                }
+                chunk.append(values)
+                count += 1
+                if chunk.count == 8_192 { try flush() }
+            }
+            try flush()
+            return count
+        }
+    }
+}
+
+extension PostgresStore {
+    /// The references that point at nothing, in one snapshot (a repeatable
+    /// read transaction): for each to-one, how many records name a missing
+    /// target, and the first of them by identifier, at most `limit` in all.
+    public nonisolated func danglingReferences(limit: Int = 1_000) async throws -> ReferenceCheck {
+        guard limit >= 0 else { throw DepotError(.invalidArgument, "limit cannot be negative") }
+        let entities = configuration.entities, schema = schema
+        do {
+            return try await transaction { connection in
+                try await PostgresSQL.execute(connection, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                                              logger: logger)
+                var check = ReferenceCheck()
+                for entity in entities {
+                    for probe in try ReferenceCheck.probes(entity, schema: schema) {
+                        let from = "FROM \(table(entity.name)) AS e WHERE \(probe.missing)"
+                        let count = PostgresSQL.scalar(try await PostgresSQL.textRows(
+                            connection, "SELECT count(*)::text \(from)", logger: logger)).flatMap { Int($0) } ?? 0
+                        check.count(entity: entity.name, relationship: probe.relationship, dangling: count)
+                        let room = limit - check.dangling.count
+                        guard count > 0, room > 0 else { continue }
+                        let (ids, refs) = (probe.identifierFields, probe.referenceFields)
+                        let sql = "SELECT " + (ids + refs).map { PostgresSQL.selectText($0, table: "e") }.joined(separator: ", ")
+                            + " \(from) ORDER BY " + ids.map { "e." + PostgresSQL.quote($0.name)
+                                + PostgresSQL.byteOrder(entity, $0.name) }.joined(separator: ", ") + " LIMIT \(room)"
+                        for row in try await PostgresSQL.textRows(connection, sql, logger: logger) {
+                            let id = ids.indices.map { PostgresSQL.value(row[$0], as: ids[$0].type) }
+                            let ref = refs.indices.map { PostgresSQL.value(row[ids.count + $0], as: refs[$0].type) }
+                            check.dangling.append(DanglingReference(
+                                entity: entity.name, identifier: Identifier(id), relationship: probe.relationship.name,
+                                target: probe.relationship.target, reference: Identifier(ref)))
+                        }
+                    }
+                }
+                return check
+            }
+        } catch {
+            throw translate(error)
+        }
+    }
+}

@@ -1,0 +1,213 @@
+import DepotEngine
+import DepotPostgres
+import Foundation
+import Testing
+
+/// DESIGN §15 through `depotd`: one store on PostgreSQL served by two
+/// daemons at once, each with its own configuration folder, socket and
+/// state, as two machines would be. The server is the suite's private
+/// cluster (scripts/test, DEPOT_TEST_POSTGRES_URL); without it these skip,
+/// unless DEPOT_REQUIRE_POSTGRES=1, where its absence fails them.
+@Suite("Scale-out: one PostgreSQL store, two depotd hosts")
+struct ScaleOutTests {
+    static let url = ProcessInfo.processInfo.environment["DEPOT_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    static let required = ProcessInfo.processInfo.environment["DEPOT_REQUIRE_POSTGRES"] == "1"
+
+    /// The Trip store on PostgreSQL in `schema`, importing from `shared`.
+    static func config(schema: String, shared: URL, lease: String = "2s") -> String {
+        """
+        [daemon]
+        state_dir = "state"
+        socket = "depot.sock"
+        import_roots = ["\(shared.path)"]
+        log_level = "debug"
+
+        [[store]]
+        name = "travel"
+        backend = "postgresql"
+        url = "\(url ?? "")"
+        schema = "\(schema)"
+        lease = "\(lease)"
+        save_every = 20000
+        save_interval = "1h"
+
+          [[store.entity]]
+          name = "Trip"
+          identifier = "id"
+          indexes = [["destination"], ["startDate"]]
+          preserve_on_delete = ["name"]
+          history = "values"
+        \(DaemonProcess.tripFields)
+        """
+    }
+
+    /// A schema of its own for a test, dropped after it.
+    static func withSchema(_ body: (String, URL) async throws -> Void) async throws {
+        guard let url else {
+            if required { Issue.record("DEPOT_REQUIRE_POSTGRES=1 but DEPOT_TEST_POSTGRES_URL names no server") }
+            return
+        }
+        let schema = "h_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
+        let shared = try DaemonProcess.makeFolder()
+        defer { try? FileManager.default.removeItem(at: shared) }
+        do {
+            try await body(schema, shared)
+        } catch {
+            try? await PostgresStore.dropSchema(PostgresLocation(url: url, schema: schema))
+            throw error
+        }
+        try await PostgresStore.dropSchema(PostgresLocation(url: url, schema: schema))
+    }
+
+    static func importBody(_ path: String) -> String {
+        #"{"kind":"import","store":"travel","entity":"Trip","path":"\#(path)"}"#
+    }
+
+    /// When a history transaction was written: its timestamp, as a date.
+    static func date(_ timestamp: String) -> Date? {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.date(from: timestamp)
+    }
+
+    @Test("a live fetch on host B hears a commit made through host A, by NOTIFY: the best of five within 50 ms")
+    func liveAcrossHosts() async throws {
+        try await Self.withSchema { schema, shared in
+            let config = Self.config(schema: schema, shared: shared)
+            let a = try DaemonProcess(config: config)
+            defer { a.stop() }
+            let b = try DaemonProcess(config: config)
+            defer { b.stop() }
+            for k in 1...5 {
+                try Data((tripsCSV(1, prefix: "live\(k)-")).utf8).write(to: shared.appendingPathComponent("one-\(k).csv"))
+            }
+            // Each count B streams, with when it arrived; the next import goes
+            // to A once B showed the one before (so that no two coalesce).
+            var arrivals: [(count: Int, at: Date)] = []
+            let aSocket = a.socket
+            _ = try UnixHTTP.stream(socket: b.socket, method: "POST", path: "/v1/stores/travel/entities/Trip/fetch",
+                                    body: #"{"result":"count","watch":true}"#) { line in
+                let now = Date()
+                guard let result = json(line)["result"] as? [String: Any], let n = result["count"] as? Int else { return false }
+                arrivals.append((n, now))
+                if n < 5 {
+                    let path = shared.appendingPathComponent("one-\(n + 1).csv").path
+                    Thread.detachNewThread {
+                        _ = try? UnixHTTP.request(socket: aSocket, method: "POST", path: "/v1/jobs",
+                                                  body: Data(Self.importBody(path).utf8))
+                    }
+                }
+                return n == 5
+            }
+            #expect(arrivals.map(\.count) == [0, 1, 2, 3, 4, 5], "\(arrivals)")
+            // Each commit's time, from the history (written as the save began:
+            // the latency measured is if anything longer than the real one).
+            let history = try b.request("GET", "/v1/stores/travel/history?limit=10")
+            let transactions = history.object["transactions"] as? [[String: Any]] ?? []
+            let written = transactions.compactMap { ($0["timestamp"] as? String).flatMap(Self.date) }
+            #expect(written.count == 5, "\(history.body)")
+            let latencies = zip(arrivals.dropFirst(), written).map { $0.at.timeIntervalSince($1) * 1000 }
+            print("ScaleOutTests: commit on A to result on B, ms: \(latencies.map { String(format: "%.1f", $0) })")
+            #expect((latencies.min() ?? .infinity) < 50, "\(latencies)")
+            #expect(latencies.allSatisfy { $0 > -5 }, "clocks: \(latencies)")
+        }
+    }
+
+    /// `rows` trips, with some ids given twice (the last wins) and some rows
+    /// that cannot be read (a budget that is not a number).
+    static func awkwardCSV(_ rows: Int) -> String {
+        var text = "id,name,destination,startDate,budget,isFavorite\n"
+        text.reserveCapacity(rows * 60)
+        for i in 0..<rows {
+            if i % 5_000 == 4_998 {
+                text += "t\(i),Bad \(i),Oslo,2025-01-01,cheap,true\n"
+            } else if i % 1_000 == 999 {
+                text += "t\(i - 500),Again \(i),City \(i % 7),2025-04-\(10 + i % 18),\(i % 900).25,true\n"
+            } else {
+                text += "t\(i),Trip \(i),City \(i % 9),2025-03-\(10 + i % 18),\(i % 1000).5,\(i % 2 == 0)\n"
+            }
+        }
+        return text
+    }
+
+    /// What a store holds and logged, through the API: every record sorted
+    /// by id, and every change of the history in order (the transactions'
+    /// boundaries and tokens aside).
+    static func contents(_ d: DaemonProcess) throws -> (records: String, changes: [String]) {
+        let records = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"sort":["id"]}"#).body
+        var changes: [String] = []
+        var after = ""
+        while true {
+            let page = try d.request("GET", "/v1/stores/travel/history?limit=50" + (after.isEmpty ? "" : "&after=\(after)"))
+            let transactions = page.object["transactions"] as? [[String: Any]] ?? []
+            guard let last = transactions.last?["token"] as? String else { break }
+            after = last
+            for t in transactions {
+                for change in t["changes"] as? [[String: Any]] ?? [] {
+                    let data = try JSONSerialization.data(withJSONObject: change, options: [.sortedKeys])
+                    changes.append(String(decoding: data, as: UTF8.self))
+                }
+            }
+        }
+        return (records, changes)
+    }
+
+    static let counters = ["read", "inserted", "updated", "unchanged", "skipped", "duplicates", "rejected"]
+
+    @Test("host A is killed (SIGKILL) mid-import; host B takes the job over once A's lease lapses, and store, history and counters equal a clean run's")
+    func killedHostResumes() async throws {
+        let rows = ProcessInfo.processInfo.environment["DEPOT_SCALEOUT_ROWS"].flatMap { Int($0) } ?? 100_000
+        let csv = Self.awkwardCSV(rows)
+        // One clean run, on one host.
+        var clean: (records: String, changes: [String], job: [String: Any]) = ("", [], [:])
+        try await Self.withSchema { schema, shared in
+            let file = shared.appendingPathComponent("trips.csv")
+            try Data(csv.utf8).write(to: file)
+            let c = try DaemonProcess(config: Self.config(schema: schema, shared: shared))
+            defer { c.stop() }
+            let id = try c.request("POST", "/v1/jobs", body: Self.importBody(file.path)).object["id"] as? String ?? ""
+            let job = try c.jobEnded(id)
+            #expect(job["state"] as? String == "succeeded", "\(job)")
+            let (records, changes) = try Self.contents(c)
+            clean = (records, changes, job)
+        }
+        #expect((clean.job["inserted"] as? Int ?? 0) > 0 && (clean.job["duplicates"] as? Int ?? 0) > 0
+                && (clean.job["rejected"] as? Int ?? 0) > 0, "\(clean.job)")
+
+        try await Self.withSchema { schema, shared in
+            let file = shared.appendingPathComponent("trips.csv")
+            try Data(csv.utf8).write(to: file)
+            let config = Self.config(schema: schema, shared: shared)
+            let a = try DaemonProcess(config: config)
+            defer { a.stop() }
+            let b = try DaemonProcess(config: config)
+            defer { b.stop() }
+            let id = try a.request("POST", "/v1/jobs", body: Self.importBody(file.path)).object["id"] as? String ?? ""
+            // A dies once two of its saves committed.
+            var savesAtKill = 0
+            _ = try UnixHTTP.stream(socket: a.socket, path: "/v1/jobs/\(id)/events") { line in
+                let record = json(line)
+                guard record["state"] as? String == "running", let saves = record["saves"] as? Int, saves >= 2 else {
+                    return ["succeeded", "failed", "cancelled"].contains(record["state"] as? String ?? "")
+                }
+                kill(a.process.processIdentifier, SIGKILL)
+                savesAtKill = saves
+                return true
+            }
+            a.process.waitUntilExit()
+            #expect(savesAtKill >= 2, "A finished before it could be killed: raise DEPOT_SCALEOUT_ROWS")
+            // B knows the job (it shows in B's systemd status), then runs it to its end.
+            #expect(b.notify.waitFor(prefix: "STATUS=import \(id)", timeout: 120) != nil, "\(b.log)")
+            let job = try b.jobEnded(id)
+            #expect(job["state"] as? String == "succeeded", "\(job)")
+            for key in Self.counters {
+                #expect(job[key] as? Int == clean.job[key] as? Int, "\(key): \(job) vs clean \(clean.job)")
+            }
+            let (records, changes) = try Self.contents(b)
+            #expect(records == clean.records, "the records differ from a clean run's")
+            #expect(changes.count == clean.changes.count)
+            #expect(changes == clean.changes, "the history differs from a clean run's")
+            #expect(b.log.contains("job resumes"), "\(b.log)")
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import ChildProcessSupport
+import DepotEngine
+import DepotPostgres
+import Foundation
+import Testing
+
+/// History consumers and pruning through the daemon's store contract on
+/// both backends: one script of calls, each outcome written down (values,
+/// or the error's code and message), checked by hand at the turns that
+/// matter and then compared whole between SQLite and PostgreSQL.
+@Suite("History contract: consumers and pruning on SQLite and PostgreSQL")
+struct HistoryContractTests {
+    static func describe(_ c: Consumer) -> String {
+        "\(c.name)@\(c.token) lag \(c.lagTransactions) \(c.state.rawValue)"
+    }
+
+    static func describe(_ p: PruneOutcome) -> String {
+        "deleted \(p.deleted) held by \(p.heldBackBy.map { "\($0.consumer)@\($0.token)" } ?? "none") lost \(p.lost)"
+    }
+
+    /// The script's outcomes on one backend.
+    static func script(_ backend: any Backend) async throws -> [String] {
+        let store = backend.contract
+        var out: [String] = []
+        func step(_ name: String, _ body: () async throws -> String) async {
+            do {
+                out.append("\(name): " + (try await body()))
+            } catch let error as DepotError {
+                out.append("\(name): \(error.code) \(error.message)")
+            } catch {
+                out.append("\(name): \(error)")
+            }
+        }
+        func save(_ id: String) async throws {
+            var batch = RecordBatch(entity: "Trip", columns: PredicateContract.tripColumns)
+            batch.append([.string(id), "Trip", "Oslo", "2025-01-01", nil, 1.0, true, nil])
+            _ = try await backend.write(batch)
+        }
+        await step("create a") { describe(try await store.createConsumer("a", from: .beginning)) }
+        await step("create a again") { describe(try await store.createConsumer("a", from: .now)) }
+        await step("create a bad name") { describe(try await store.createConsumer("-x y", from: .now)) }
+        for id in ["h1", "h2", "h3"] { try await save(id) }
+        await step("read a") {
+            try await store.reads.history(consumer: "a", entity: nil, author: nil, limit: 10)
+                .map { "\($0.token):" + $0.changes.map(\.identifier).joined(separator: ",") }.joined(separator: " ")
+        }
+        await step("ack a 1") { describe(try await store.acknowledge(consumer: "a", token: HistoryToken(1))) }
+        await step("ack a back to 0") { describe(try await store.acknowledge(consumer: "a", token: HistoryToken(0))) }
+        await step("ack a 99") { describe(try await store.acknowledge(consumer: "a", token: HistoryToken(99))) }
+        await step("consumers") { try await store.reads.consumers().map(describe).joined(separator: ", ") }
+        await step("prune before 3") { describe(try await store.pruneHistory(before: HistoryToken(3))) }
+        await step("prune before 99") { describe(try await store.pruneHistory(before: HistoryToken(99))) }
+        await step("history") {
+            try await store.reads.history(after: nil, entity: nil, author: nil, limit: 10).map { "\($0.token)" }
+                .joined(separator: " ")
+        }
+        await step("history after 0") {
+            "\(try await store.reads.history(after: HistoryToken(0), entity: nil, author: nil, limit: 10).count)"
+        }
+        await step("history after 1") {
+            "\(try await store.reads.history(after: HistoryToken(1), entity: nil, author: nil, limit: 10).count)"
+        }
+        await step("history after 7") {
+            "\(try await store.reads.history(after: HistoryToken(7), entity: nil, author: nil, limit: 10).count)"
+        }
+        await step("reset a now") { describe(try await store.resetConsumer("a", from: .now)) }
+        await step("reset a after 0") { describe(try await store.resetConsumer("a", from: .after(HistoryToken(0)))) }
+        await step("drop a") { try await store.dropConsumer("a"); return "dropped" }
+        await step("drop a again") { try await store.dropConsumer("a"); return "dropped" }
+        await step("read nobody") {
+            "\(try await store.reads.history(consumer: "ab", entity: nil, author: nil, limit: 10).count)"
+        }
+        await step("prune all") { describe(try await store.pruneHistory(olderThan: .zero)) }
+        await step("create b") { describe(try await store.createConsumer("b", from: .beginning)) }
+        try await save("h4")
+        await step("consumer b") { describe(try await store.reads.consumer("b")) }
+        await step("read b") {
+            try await store.reads.history(consumer: "b", entity: "Trip", author: nil, limit: 10)
+                .map { "\($0.token):" + $0.changes.map(\.identifier).joined(separator: ",") }.joined(separator: " ")
+        }
+        return out
+    }
+
+    @Test("one script of consumer and prune calls answers alike, word for word")
+    func script() async throws {
+        let answers = try await Backends.answers(entities: [TestEntities.trip(values: true)], Self.script)
+        for (name, out) in answers {
+            let lines = Dictionary(out.map { ($0.components(separatedBy: ": ")[0], $0) }, uniquingKeysWith: { a, _ in a })
+            #expect(lines["create a"] == "create a: a@0 lag 0 active", "\(name)")
+            #expect(lines["create a again"]?.contains("conflict") == true, "\(name): \(out)")
+            #expect(lines["read a"] == "read a: 1:\"h1\" 2:\"h2\" 3:\"h3\"", "\(name): \(out)")
+            #expect(lines["ack a back to 0"] == "ack a back to 0: a@1 lag 2 active", "\(name): \(out)")
+            #expect(lines["ack a 99"]?.contains("invalid_token") == true, "\(name): \(out)")
+            #expect(lines["prune before 3"] == "prune before 3: deleted 1 held by a@1 lost []", "\(name): \(out)")
+            #expect(lines["history"] == "history: 2 3", "\(name): \(out)")
+            #expect(lines["history after 0"]?.contains("history_expired") == true, "\(name): \(out)")
+            #expect(lines["history after 1"] == "history after 1: 2", "\(name): \(out)")
+            #expect(lines["history after 7"]?.contains("invalid_token") == true, "\(name): \(out)")
+            #expect(lines["reset a now"] == "reset a now: a@3 lag 0 active", "\(name): \(out)")
+            #expect(lines["reset a after 0"]?.contains("history_expired") == true, "\(name): \(out)")
+            #expect(lines["drop a again"]?.contains("unknown_consumer") == true, "\(name): \(out)")
+            #expect(lines["prune all"] == "prune all: deleted 2 held by none lost []", "\(name): \(out)")
+            #expect(lines["consumer b"] == "consumer b: b@3 lag 1 active", "\(name): \(out)")
+            #expect(lines["read b"] == "read b: 4:\"h4\"", "\(name): \(out)")
+        }
+        for (name, out) in answers.dropFirst() {
+            #expect(out == answers[0].1, "\(name) differs from \(answers[0].0)")
+        }
+    }
+}
