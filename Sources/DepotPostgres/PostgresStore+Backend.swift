@@ -3,8 +3,8 @@ import Foundation
 import PostgresNIO
 
 /// A PostgreSQL store is the other backend of the daemon's store contract.
-/// What it cannot do yet throws `invalid_argument` saying so (see
-/// ``DepotError/unsupported(_:store:)``): live changes, embedded records.
+/// What it cannot do yet throws `invalid_argument` saying so: embedded
+/// records (``FetchQuery`` refuses them for PostgreSQL).
 extension PostgresStore: StoreBackend {
     public nonisolated var location: String { configuration.location.description }
     public nonisolated var historyRetention: Duration? { configuration.historyRetention }
@@ -147,7 +147,7 @@ struct PostgresReader: StoreReading {
         return try await store.fetch(descriptor).sections(by: field)
     }
     func resultFeed(_ descriptor: FetchDescriptor) throws -> ResultFeed {
-        throw DepotError.unsupported("a live fetch of changes", store: store.name)
+        try ResultFeed(schema: store.schema, dialect: .postgresql, descriptor) { PostgresFeedSource(store: store, query: $0) }
     }
     func export(_ descriptor: FetchDescriptor, as format: RecordFormat,
                 write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,

@@ -113,6 +113,35 @@ struct ScaleOutTests {
         }
     }
 
+    @Test("a live fetch with changes on host B reports what an import through host A inserted")
+    func changesAcrossHosts() async throws {
+        try await Self.withSchema { schema, shared in
+            let config = Self.config(schema: schema, shared: shared)
+            let a = try DaemonProcess(config: config)
+            defer { a.stop() }
+            let b = try DaemonProcess(config: config)
+            defer { b.stop() }
+            let file = shared.appendingPathComponent("two.csv")
+            try Data(tripsCSV(2, prefix: "ch").utf8).write(to: file)
+            var events: [[String: Any]] = []
+            let aSocket = a.socket, body = Self.importBody(file.path)
+            _ = try UnixHTTP.stream(socket: b.socket, method: "POST", path: "/v1/stores/travel/entities/Trip/fetch",
+                                    body: #"{"fields":["name"],"watch":true,"changes":true}"#) { line in
+                let event = json(line)
+                events.append(event)
+                if events.count == 1 {
+                    Thread.detachNewThread {
+                        _ = try? UnixHTTP.request(socket: aSocket, method: "POST", path: "/v1/jobs", body: Data(body.utf8))
+                    }
+                }
+                return event["type"] as? String == "changes"
+            }
+            #expect(events.first?["type"] as? String == "result", "\(events)")
+            let inserted = (events.last?["inserted"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+            #expect(inserted.sorted() == ["ch0", "ch1"], "\(events)")
+        }
+    }
+
     /// `rows` trips, with some ids given twice (the last wins) and some rows
     /// that cannot be read (a budget that is not a number).
     static func awkwardCSV(_ rows: Int) -> String {

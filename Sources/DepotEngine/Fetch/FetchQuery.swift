@@ -16,7 +16,7 @@ package struct FetchQuery: Sendable {
     package let offset: Int?
     /// The other entities its key paths read: a change to them can change
     /// its result (``ResultFeed``).
-    let related: Set<String>
+    package let related: Set<String>
 
     /// Compiles `d`; on PostgreSQL (`dialect`) ties are broken by the
     /// identifier, there being no rowid, and relationships are not embedded.

@@ -33,7 +33,9 @@ import GRDBSQLite
 ///
 /// A feed is used by one task at a time.
 public final class ResultFeed: @unchecked Sendable {
-    private let reader: StoreReader
+    /// Where the feed reads its store: an SQLite store's reader or a
+    /// PostgreSQL store (``ResultFeedSource``).
+    private let source: any ResultFeedSource
     private let query: FetchQuery
     /// The identifiers in the result, as JSON text.
     private var members: Set<String> = []
@@ -55,31 +57,30 @@ public final class ResultFeed: @unchecked Sendable {
     ///
     /// - Throws: ``DepotError/Code/invalidArgument`` for those;
     ///   as ``StoreReader/fetch(_:)`` for the rest.
-    public init(reader: StoreReader, _ descriptor: FetchDescriptor) throws {
+    public convenience init(reader: StoreReader, _ descriptor: FetchDescriptor) throws {
+        try self.init(schema: reader.schema, dialect: .sqlite, descriptor) { SQLiteFeedSource(reader: reader, query: $0) }
+    }
+
+    /// A feed of `descriptor` compiled for `dialect`, reading through the
+    /// source `source` makes for the compiled query.
+    package init(schema: StoreSchema, dialect: SQLDialect, _ descriptor: FetchDescriptor,
+                 source: (FetchQuery) -> any ResultFeedSource) throws {
         for (given, name) in [(descriptor.limit != nil, "limit"), (descriptor.offset != nil, "offset"),
                               (descriptor.sectionBy != nil, "section_by")] where given {
             throw DepotError(.invalidArgument, "a live fetch with changes cannot take \(name): a change would move "
                 + "records across it; fetch the whole result, or watch without changes")
         }
-        self.reader = reader
-        let entity = try reader.entity(descriptor.entity)
+        let entity = try schema.entity(descriptor.entity)
         // Records carry their identifier, which later changes refer to.
         var descriptor = descriptor
         if let fields = descriptor.fields {
             descriptor.fields = entity.identifier.filter { !fields.contains($0) } + fields
         }
-        self.query = try FetchQuery(descriptor, schema: reader.schema)
+        self.query = try FetchQuery(descriptor, schema: schema, dialect: dialect)
         let names = query.fields.map(\.name)
         self.identifierPositions = entity.identifier.map { names.firstIndex(of: $0)! }
-        let idFields = entity.identifierIndexes.map { entity.fields[$0] }
-        self.lookupSQL = "SELECT " + query.selected.map { SQL.quote($0.name) }.joined(separator: ", ")
-            + " FROM \(entity.table) WHERE " + idFields.map { "\(SQL.quote($0.name)) = ?" }.joined(separator: " AND ")
-            + " AND (\(query.predicate.sql))"
+        self.source = source(query)
     }
-
-    /// A touched record looked up again, if the predicate still matches it;
-    /// made once, not at each event.
-    private let lookupSQL: String
 
     /// Where the identifier's fields are in each record.
     private let identifierPositions: [Int]
@@ -87,11 +88,7 @@ public final class ResultFeed: @unchecked Sendable {
     /// The result now, and the token of the newest transaction it reflects
     /// (`nil` when the store has no history), read in one snapshot.
     public func start() async throws -> (token: HistoryToken?, records: RecordSet) {
-        let query = self.query
-        let (token, issued, records) = try await reader.read { db in
-            let token = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM depot_transactions"))
-            return (token, try HistoryQuery.lastIssued(db), try query.records(db))
-        }
+        let (token, issued, records) = try await source.start()
         let positions = identifierPositions
         members = Set(records.rows.map { row in Identifier(positions.map { row[$0] }).json })
         if !query.related.isEmpty {
@@ -116,13 +113,7 @@ public final class ResultFeed: @unchecked Sendable {
     ///   `token` were pruned; ``DepotError/Code/invalidToken`` for a token
     ///   never issued.
     public func resume(after token: HistoryToken) async throws {
-        let query = self.query
-        let store = reader.storeName
-        let ids = try await reader.read { db in
-            try HistoryQuery.check(db, store: store, after: token.id)
-            return try query.identifiers(db).map(\.json)
-        }
-        members = Set(ids)
+        members = Set(try await source.resume(after: token.id))
         rows = [:]
         last = token.id
         uncertain = true
@@ -133,28 +124,9 @@ public final class ResultFeed: @unchecked Sendable {
     /// - Throws: ``DepotError/Code/historyExpired`` when the transactions
     ///   since were pruned under the feed.
     public func changes() async throws -> ResultChanges {
-        let query = self.query
-        let store = reader.storeName
-        let after = last
-        // With the other streams woken by the same commit, in one snapshot
-        // (``StoreReader/liveRead(_:)``). The read does not capture
-        // `members`: the feed's task may resume while the snapshot's other
-        // reads still hold their closures, and a set shared then is copied
-        // whole at the first insert below.
-        let lookupSQL = self.lookupSQL
-        let read: @Sendable (Database) throws -> (Int64, Touched?, RecordSet?) = { db in
-            try HistoryQuery.check(db, store: store, after: after)
-            let token = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM depot_transactions")) ?? after
-            // A change to a record that a key path reads can change any
-            // record's membership or values: the result is read again whole.
-            if try Self.relatedChanged(db, query: query, after: after) {
-                return (token, nil, try query.records(db))
-            }
-            return (token, try Self.touched(db, query: query, lookupSQL: lookupSQL, after: after), nil)
-        }
         // After a resume, the changes since a token may be many: read on its
         // own, so that it does not hold up the other streams.
-        let (token, touchedOrNil, whole) = try await uncertain ? reader.read(read) : reader.liveRead(read)
+        let (token, touchedOrNil, whole) = try await source.changes(after: last, live: !uncertain)
         if let whole { return difference(whole, token: token) }
         let touched = touchedOrNil ?? Touched(records: [], found: RecordSet(fields: query.fields, rows: []))
         var inserted: [Int] = [], updated: [Int] = []
@@ -226,6 +198,135 @@ public final class ResultFeed: @unchecked Sendable {
         return result
     }
 
+    /// What the changes after a token did to one record.
+    package struct Change: Sendable {
+        var firstKind: ChangeKind
+        var structural = false
+        var fields: Set<String> = []
+    }
+
+    /// A record some change touched, as the predicate sees it now: its
+    /// row in ``Touched/found`` when it matches, `nil` when it does not (or is gone).
+    package struct TouchedRecord: Sendable {
+        var id: String
+        var identifier: Identifier
+        var change: Change
+        var row: Int?
+
+        package init(id: String, identifier: Identifier, change: Change, row: Int?) {
+            self.id = id
+            self.identifier = identifier
+            self.change = change
+            self.row = row
+        }
+    }
+
+    /// The records changes touched, and those of them that match, with
+    /// their prefetched records.
+    package struct Touched: Sendable {
+        var records: [TouchedRecord]
+        var found: RecordSet
+
+        package init(records: [TouchedRecord], found: RecordSet) {
+            self.records = records
+            self.found = found
+        }
+    }
+
+    /// The changes of one entity, in order (its rows of `depot_changes`:
+    /// identifier, kind, fields), as what they did to each record, and the
+    /// records in the order first touched.
+    package struct TouchedChanges: Sendable {
+        package private(set) var order: [String] = []
+        package private(set) var changes: [String: Change] = [:]
+
+        package init() {}
+
+        package mutating func add(identifier id: String, kind: String, fields: String?) {
+            let kind = ChangeKind(rawValue: kind) ?? .update
+            if changes[id] == nil {
+                order.append(id)
+                changes[id] = Change(firstKind: kind)
+            }
+            switch kind {
+            case .insert, .delete: changes[id]!.structural = true
+            case .update:
+                if let fields, case .array(let names)? = MiniJSON.parse(fields) {
+                    for case .string(let name) in names { changes[id]!.fields.insert(name) }
+                }
+            }
+        }
+    }
+}
+
+/// What a ``ResultFeed`` reads of its store, each call in one snapshot.
+package protocol ResultFeedSource: Sendable {
+    /// The newest transaction's token (nil when the history is empty), the
+    /// last token issued, and the query's records.
+    func start() async throws -> (token: Int64?, issued: Int64, records: RecordSet)
+    /// Checks that the history after `after` is whole (``DepotError/Code/historyExpired``,
+    /// ``DepotError/Code/invalidToken``); the identifiers (JSON) the query selects now.
+    func resume(after: Int64) async throws -> [String]
+    /// Checks the history after `after`; the newest token; then, when an
+    /// entity the query reads through key paths changed after `after`, the
+    /// records whole; otherwise the query's entity's changes after `after`
+    /// with the records they touched looked up again with the predicate.
+    /// `live`: read with the other streams woken by the same commit.
+    func changes(after: Int64, live: Bool) async throws
+        -> (token: Int64, touched: ResultFeed.Touched?, whole: RecordSet?)
+}
+
+/// A feed's reads of an SQLite store.
+package struct SQLiteFeedSource: ResultFeedSource {
+    let reader: StoreReader
+    let query: FetchQuery
+    /// A touched record looked up again, if the predicate still matches it;
+    /// made once, not at each event.
+    let lookupSQL: String
+
+    init(reader: StoreReader, query: FetchQuery) {
+        self.reader = reader
+        self.query = query
+        let entity = query.entity
+        let idFields = entity.identifierIndexes.map { entity.fields[$0] }
+        self.lookupSQL = "SELECT " + query.selected.map { SQL.quote($0.name) }.joined(separator: ", ")
+            + " FROM \(entity.table) WHERE " + idFields.map { "\(SQL.quote($0.name)) = ?" }.joined(separator: " AND ")
+            + " AND (\(query.predicate.sql))"
+    }
+
+    package func start() async throws -> (token: Int64?, issued: Int64, records: RecordSet) {
+        let query = self.query
+        return try await reader.read { db in
+            let token = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM depot_transactions"))
+            return (token, try HistoryQuery.lastIssued(db), try query.records(db))
+        }
+    }
+
+    package func resume(after: Int64) async throws -> [String] {
+        let (query, store) = (self.query, reader.storeName)
+        return try await reader.read { db in
+            try HistoryQuery.check(db, store: store, after: after)
+            return try query.identifiers(db).map(\.json)
+        }
+    }
+
+    package func changes(after: Int64, live: Bool) async throws -> (token: Int64, touched: ResultFeed.Touched?, whole: RecordSet?) {
+        let (query, store, lookupSQL) = (self.query, reader.storeName, self.lookupSQL)
+        // With the other streams woken by the same commit, in one snapshot
+        // (``StoreReader/liveRead(_:)``).
+        let read: @Sendable (Database) throws -> (Int64, ResultFeed.Touched?, RecordSet?) = { db in
+            try HistoryQuery.check(db, store: store, after: after)
+            let token = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM depot_transactions")) ?? after
+            // A change to a record that a key path reads can change any
+            // record's membership or values: the result is read again whole.
+            if try Self.relatedChanged(db, query: query, after: after) {
+                return (token, nil, try query.records(db))
+            }
+            return (token, try Self.touched(db, query: query, lookupSQL: lookupSQL, after: after), nil)
+        }
+        return try await live ? reader.liveRead(read) : reader.read(read)
+    }
+
     /// Whether an entity that the query's key paths read changed after `after`.
     private static func relatedChanged(_ db: Database, query: FetchQuery, after: Int64) throws -> Bool {
         for entity in query.related.sorted() {
@@ -241,55 +342,18 @@ public final class ResultFeed: @unchecked Sendable {
     package static let changesSQL = "SELECT identifier, kind, fields FROM depot_changes "
         + "WHERE txn > ? AND entity = ? ORDER BY txn, id"
 
-    private struct Change: Sendable {
-        var firstKind: ChangeKind
-        var structural = false
-        var fields: Set<String> = []
-    }
-
-    /// A record some change touched, as the predicate sees it now: its
-    /// row in ``Touched/found`` when it matches, `nil` when it does not (or is gone).
-    private struct TouchedRecord: Sendable {
-        var id: String
-        var identifier: Identifier
-        var change: Change
-        var row: Int?
-    }
-
-    /// The records changes touched, and those of them that match, with
-    /// their prefetched records.
-    private struct Touched: Sendable {
-        var records: [TouchedRecord]
-        var found: RecordSet
-    }
-
     /// The changes of the entity after `after`, the touched records looked up
     /// again with the predicate.
     private static func touched(_ db: Database, query: FetchQuery, lookupSQL: String,
-                                after: Int64) throws -> Touched {
+                                after: Int64) throws -> ResultFeed.Touched {
         let entity = query.entity
-        var order: [String] = []
-        var touched: [String: Change] = [:]
+        var collected = ResultFeed.TouchedChanges()
         let changes = try db.cachedStatement(sql: changesSQL)
         let cursor = try Row.fetchCursor(changes, arguments: [after, entity.name])
-        while let row = try cursor.next() {
-            let id: String = row[0]
-            let kind = ChangeKind(rawValue: row[1]) ?? .update
-            if touched[id] == nil {
-                order.append(id)
-                touched[id] = Change(firstKind: kind)
-            }
-            switch kind {
-            case .insert, .delete: touched[id]!.structural = true
-            case .update:
-                let text: String? = row[2]
-                if let text, case .array(let names)? = MiniJSON.parse(text) {
-                    for case .string(let name) in names { touched[id]!.fields.insert(name) }
-                }
-            }
-        }
+        while let row = try cursor.next() { collected.add(identifier: row[0], kind: row[1], fields: row[2]) }
+        let (order, touched) = (collected.order, collected.changes)
         var found = RecordSet(fields: query.fields, rows: [])
-        guard !order.isEmpty else { return Touched(records: [], found: found) }
+        guard !order.isEmpty else { return ResultFeed.Touched(records: [], found: found) }
         let idFields = entity.identifierIndexes.map { entity.fields[$0] }
         // Cached by its text, which holds the predicate's shape, not its
         // values (bound below): the cache grows with the shapes clients
@@ -301,7 +365,7 @@ public final class ResultFeed: @unchecked Sendable {
         for (i, v) in query.predicate.arguments.enumerated() {
             SQL.bind(v, to: statement, at: Int32(idFields.count + i + 1))
         }
-        var records: [TouchedRecord] = []
+        var records: [ResultFeed.TouchedRecord] = []
         records.reserveCapacity(order.count)
         for id in order {
             let identifier = try Identifier(json: id, fieldCount: idFields.count)
@@ -314,9 +378,9 @@ public final class ResultFeed: @unchecked Sendable {
                 found.rows.append(query.selected.indices.map { SQL.column(statement, Int32($0), as: query.selected[$0].type) })
             }
             sqlite3_reset(statement)
-            records.append(TouchedRecord(id: id, identifier: identifier, change: touched[id]!, row: row))
+            records.append(ResultFeed.TouchedRecord(id: id, identifier: identifier, change: touched[id]!, row: row))
         }
         try query.embed(db, into: &found)
-        return Touched(records: records, found: found)
+        return ResultFeed.Touched(records: records, found: found)
     }
 }

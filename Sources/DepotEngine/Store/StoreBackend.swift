@@ -5,7 +5,7 @@
 /// has; the contract tests (DepotPostgresTests) run the same behaviour on
 /// both.
 ///
-/// A backend that cannot yet do one of these things throws
+/// A backend that cannot do one of these things throws
 /// ``DepotError/Code/invalidArgument`` naming it, never a wrong answer.
 ///
 /// For example, a count that works the same on either backend:
@@ -150,12 +150,5 @@ extension StoreReading {
     /// ``fetchJSONBytes(_:)`` as text.
     public func fetchJSON(_ descriptor: FetchDescriptor) async throws -> String {
         String(decoding: try await fetchJSONBytes(descriptor), as: UTF8.self)
-    }
-}
-
-extension DepotError {
-    /// What a backend throws for something it cannot do yet.
-    package static func unsupported(_ what: String, store: String) -> DepotError {
-        DepotError(.invalidArgument, "\(what) is not available yet on store \(JSONText.quoted(store)), which is on PostgreSQL")
     }
 }

@@ -241,7 +241,7 @@ struct ResultFeedPlanTests {
     func plan() async throws {
         let t = try await TemporaryStore()
         try await t.insertSample()
-        let sql = ResultFeed.changesSQL.replacingOccurrences(of: "txn > ?", with: "txn > 5")
+        let sql = SQLiteFeedSource.changesSQL.replacingOccurrences(of: "txn > ?", with: "txn > 5")
             .replacingOccurrences(of: "entity = ?", with: "entity = 'Trip'")
         let plan = try sqlite3(t.path, "EXPLAIN QUERY PLAN " + sql)
         #expect(plan.contains("USING INDEX depot_changes_txn"), "\(plan)")
