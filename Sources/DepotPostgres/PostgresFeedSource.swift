@@ -24,13 +24,7 @@ struct PostgresFeedSource: ResultFeedSource {
 
     /// The query's records, as ``PostgresStore/fetch(_:)`` reads them.
     private func records(_ connection: PostgresConnection) async throws -> RecordSet {
-        let (fields, binds) = (query.fields, PostgresSQL.bindings(query.predicate.arguments))
-        let sql = "SELECT " + fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
-            + " FROM \(store.table(query.entity.name)) WHERE \(query.predicate.sql) ORDER BY \(query.orderBy)"
-        let rows = try await PostgresSQL.textRows(connection, sql, binds, logger: store.logger).map { row in
-            zip(fields, row).map { PostgresSQL.value($1, as: $0.type) }
-        }
-        return RecordSet(fields: fields, rows: rows)
+        try await store.records(query, on: connection)
     }
 
     private func newest(_ connection: PostgresConnection) async throws -> Int64? {
@@ -77,25 +71,23 @@ struct PostgresFeedSource: ResultFeedSource {
             for row in try await PostgresSQL.textRows(connection, changes, binds, logger: logger) {
                 collected.add(identifier: row[0] ?? "", kind: row[1] ?? "", fields: row[2])
             }
-            // Each touched record looked up again with the predicate.
+            // Each touched record looked up again with the predicate, with
+            // the records it embeds.
             let entity = query.entity
             let idFields = entity.identifierIndexes.map { entity.fields[$0] }
             let first = query.predicate.arguments.count + 1
-            let lookup = "SELECT " + query.fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
-                + " FROM \(store.table(entity.name)) WHERE (\(query.predicate.sql)) AND "
-                + idFields.enumerated().map { k, f in "\(PostgresSQL.quote(f.name)) = $\(first + k)" }.joined(separator: " AND ")
+            let match = idFields.enumerated().map { k, f in "\(PostgresSQL.quote(f.name)) = $\(first + k)" }
+                .joined(separator: " AND ")
             var found = RecordSet(fields: query.fields, rows: [])
             var records: [ResultFeed.TouchedRecord] = []
             for id in collected.order {
                 let identifier = try Identifier(json: id, fieldCount: idFields.count)
                 let values = try zip(identifier.values, idFields).map { try ValueConversion.convert($0, to: $1) }
-                let rows = try await PostgresSQL.textRows(connection, lookup,
-                                                          PostgresSQL.bindings(query.predicate.arguments + values),
-                                                          logger: logger)
+                let one = try await store.records(query, where: match, extra: values, on: connection)
                 var position: Int?
-                if let row = rows.first {
+                if !one.rows.isEmpty {
                     position = found.rows.count
-                    found.rows.append(zip(query.fields, row).map { PostgresSQL.value($1, as: $0.type) })
+                    found = found.rows.isEmpty ? one : found.appending(one)
                 }
                 records.append(ResultFeed.TouchedRecord(id: id, identifier: identifier, change: collected.changes[id]!,
                                                         row: position))

@@ -85,6 +85,9 @@ extension PostgresStore {
                                    write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,
                                    progress: @escaping @Sendable (Int) -> Void = { _ in }) async throws -> Int {
         let query = try FetchQuery(descriptor.wholeSelection, schema: schema, dialect: .postgresql)
+        guard query.prefetch.isEmpty else {
+            throw DepotError(.invalidArgument, "an export that embeds related records is written a batch at a time")
+        }
         let fields = query.fields
         let sql = "SELECT " + fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
             + " FROM \(table(query.entity.name)) WHERE \(query.predicate.sql) ORDER BY \(query.orderBy)"
@@ -161,5 +164,67 @@ extension PostgresStore {
         } catch {
             throw translate(error)
         }
+    }
+}
+
+extension PostgresStore {
+    /// A query's records (its ``FetchQuery/selected`` columns read, then
+    /// the related records it embeds, then trimmed to its fields), with
+    /// `tail` after the ORDER BY (a page) and the predicate's values bound
+    /// first, `extra` after them.
+    nonisolated func records(_ query: FetchQuery, where condition: String? = nil, extra: [Value] = [],
+                             tail: String = "", on connection: PostgresConnection) async throws -> RecordSet {
+        let selected = query.selected
+        let sql = "SELECT " + selected.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+            + " FROM \(table(query.entity.name)) WHERE (\(query.predicate.sql))" + (condition.map { " AND \($0)" } ?? "")
+            + " ORDER BY \(query.orderBy)" + tail
+        let rows = try await PostgresSQL.textRows(connection, sql, PostgresSQL.bindings(query.predicate.arguments + extra),
+                                                  logger: logger).map { row in
+            zip(selected, row).map { PostgresSQL.value($1, as: $0.type) }
+        }
+        var set = RecordSet(fields: query.fields, rows: rows)
+        for plan in query.prefetch { try await embed(plan, into: &set, on: connection) }
+        set.trim(to: query.fields.count)
+        return set
+    }
+
+    /// Embeds `plan`'s related records in `parent` (whose rows hold the
+    /// parent level's selected columns), as an SQLite store does: the
+    /// parent rows' distinct keys looked up a thousand at a time, to-many
+    /// members in the order of the target's identifier, then the nested plans.
+    private nonisolated func embed(_ plan: PrefetchPlan, into parent: inout RecordSet,
+                                   on connection: PostgresConnection) async throws {
+        let target = plan.target
+        let matchFields = plan.matches.map { target.fields[target.position(of: $0)!] }
+        let columns = matchFields + plan.selected
+        let order = plan.isToMany ? " ORDER BY " + target.identifier.map { PostgresSQL.quote($0)
+            + PostgresSQL.byteOrder(target, $0) }.joined(separator: ", ") : ""
+        var found = RecordSet(fields: plan.selected, rows: [])
+        var byKey: [PrefetchPlan.Key: [Int]] = [:]
+        let keys = plan.distinctKeys(of: parent)
+        var start = 0
+        while start < keys.count {
+            let chunk = keys[start..<min(start + 1_000, keys.count)]
+            start += chunk.count
+            var values: [Value] = []
+            let tuples = chunk.map { key -> String in
+                let placeholders = key.map { v -> String in
+                    values.append(v)
+                    return "$\(values.count)"
+                }
+                return placeholders.count == 1 ? placeholders[0] : "(" + placeholders.joined(separator: ", ") + ")"
+            }
+            let matched = plan.matches.map(PostgresSQL.quote)
+            let left = matched.count == 1 ? matched[0] : "(" + matched.joined(separator: ", ") + ")"
+            let sql = "SELECT " + columns.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+                + " FROM \(table(target.name)) WHERE \(left) IN (" + tuples.joined(separator: ", ") + ")\(order)"
+            for row in try await PostgresSQL.textRows(connection, sql, PostgresSQL.bindings(values), logger: logger) {
+                let typed = zip(columns, row).map { PostgresSQL.value($1, as: $0.type) }
+                byKey[PrefetchPlan.Key(Array(typed.prefix(matchFields.count))), default: []].append(found.rows.count)
+                found.rows.append(Array(typed.dropFirst(matchFields.count)))
+            }
+        }
+        for child in plan.children { try await embed(child, into: &found, on: connection) }
+        plan.attach(found, byKey: byKey, to: &parent)
     }
 }

@@ -288,16 +288,17 @@ public actor PostgresStore {
     ///   same descriptor.
     public nonisolated func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet {
         let query = try FetchQuery(descriptor, schema: schema, dialect: .postgresql)
-        let fields = query.fields
-        let sql = "SELECT " + fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
-            + " FROM \(table(query.entity.name)) WHERE \(query.predicate.sql) ORDER BY \(query.orderBy)" + paging(query)
-        let binds = PostgresSQL.bindings(query.predicate.arguments)
-        let rows = try await read { connection in
-            try await PostgresSQL.textRows(connection, sql, binds, logger: logger).map { row in
-                zip(fields, row).map { PostgresSQL.value($1, as: $0.type) }
+        let paging = paging(query)
+        // The records and those they embed in one snapshot.
+        let snapshot = query.prefetch.isEmpty ? "" : "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        do {
+            return try await transaction { connection in
+                if !snapshot.isEmpty { try await PostgresSQL.execute(connection, snapshot, logger: logger) }
+                return try await records(query, tail: paging, on: connection)
             }
+        } catch {
+            throw translate(error)
         }
-        return RecordSet(fields: fields, rows: rows)
     }
 
     /// The number of records a descriptor selects (its limit and offset apply).

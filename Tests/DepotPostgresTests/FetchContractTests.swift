@@ -197,3 +197,57 @@ struct FetchContractTests {
         }
     }
 }
+
+/// Related records embedded in fetched ones (DESIGN §12: `prefetch`, key
+/// paths in `fields`), as the daemon reads them (``StoreReading``), on both
+/// backends: the JSON a fetch answers, and a live fetch with changes that
+/// embeds them.
+@Suite("Fetch contract: embedded related records on SQLite and PostgreSQL")
+struct PrefetchContractTests {
+    static func prefetching(_ d: FetchDescriptor, _ paths: [String]) -> FetchDescriptor {
+        var d = d
+        d.prefetch = paths
+        return d
+    }
+
+    static let descriptors: [FetchDescriptor] = [
+        prefetching(FetchDescriptor(entity: "Order", sort: [SortDescriptor("id")]), ["customer", "lines"]),
+        FetchDescriptor(entity: "Order", where: "total > 60", sort: [SortDescriptor("total", descending: true)],
+                        fields: ["total", "customer.name", "lines.sku"]),
+        prefetching(FetchDescriptor(entity: "Customer", sort: [SortDescriptor("name")]), ["orders.lines"]),
+        FetchDescriptor(entity: "OrderLine", where: "qty > 2", sort: [SortDescriptor("qty")],
+                        fields: ["qty", "order.customer.country"]),
+    ]
+
+    @Test("the same JSON on each backend, to-manys by identifier, a missing to-one as null")
+    func embedded() async throws {
+        let answers = try await Backends.answers(entities: FetchContractTests.shop()) { backend -> [String] in
+            try await FetchContractTests.loadShop(backend)
+            var out: [String] = []
+            for d in Self.descriptors { out.append(try await backend.contract.reads.fetchJSON(d)) }
+            // A live fetch with changes embeds too: a new line of o3 changes o3.
+            let feed = try backend.contract.reads.resultFeed(
+                Self.prefetching(FetchDescriptor(entity: "Order", where: "total < 60"), ["lines"]))
+            _ = try await feed.start()
+            var lines = RecordBatch(entity: "OrderLine", columns: ["order", "line", "sku", "qty", "price"])
+            lines.append(["o3", 2, "D", 1, 1.0])
+            _ = try await backend.write(lines)
+            let changes = try await feed.changes()
+            out.append(changes.updated.jsonArray())
+            return out
+        }
+        for (name, out) in answers {
+            #expect(out[0].hasPrefix(#"[{"id":"o1","total":100.0,"customer":{"id":"c1","name":"Émile","country":"FR"},"#
+                + #""lines":[{"line":1,"sku":"A","qty":3,"price":2.5,"order":"o1"},"#), "\(name): \(out[0])")
+            #expect(out[0].contains(#"{"id":"o4","total":700.0,"customer":null,"lines":[]}"#), "\(name): \(out[0])")
+            #expect(out[1] == #"[{"total":700.0,"customer":null,"lines":[]},"#
+                + #"{"total":600.0,"customer":{"name":"Émile"},"lines":[{"sku":"C"},{"sku":"C"}]},"#
+                + #"{"total":100.0,"customer":{"name":"Émile"},"lines":[{"sku":"A"},{"sku":"C"}]}]"#, "\(name): \(out[1])")
+            #expect(out[4].contains(#""lines":[{"line":1,"sku":"B","qty":5,"price":5.0,"order":"o3"},{"line":2,"sku":"D""#),
+                    "\(name): \(out[4])")
+        }
+        for (name, out) in answers.dropFirst() {
+            #expect(out == answers[0].1, "\(name) differs from \(answers[0].0)")
+        }
+    }
+}

@@ -7,9 +7,9 @@ package struct FetchQuery: Sendable {
     /// The fields of each record, in order.
     package let fields: [Field]
     /// What each row selects: ``fields``, then the columns prefetching needs.
-    let selected: [Field]
+    package let selected: [Field]
     /// The relationships embedded in each record.
-    let prefetch: [PrefetchPlan]
+    package let prefetch: [PrefetchPlan]
     package let predicate: SQLFragment
     package let orderBy: String
     package let limit: Int?
@@ -19,7 +19,7 @@ package struct FetchQuery: Sendable {
     package let related: Set<String>
 
     /// Compiles `d`; on PostgreSQL (`dialect`) ties are broken by the
-    /// identifier, there being no rowid, and relationships are not embedded.
+    /// identifier, there being no rowid.
     package init(_ d: FetchDescriptor, schema: StoreSchema, dialect: SQLDialect = .sqlite) throws {
         let entity = try schema.entity(d.entity)
         self.entity = entity
@@ -43,10 +43,6 @@ package struct FetchQuery: Sendable {
         let (plans, extra) = try PrefetchPlan.build(tree, entity: entity, schema: schema, shown: fields)
         self.prefetch = plans
         self.selected = fields + extra
-        if dialect == .postgresql, !plans.isEmpty {
-            throw DepotError(.invalidArgument, "a store on PostgreSQL does not embed related records yet (prefetch, "
-                + "or a key path in fields); fetch the related entity with a predicate on its relationship")
-        }
         predicate = try PredicateCompiler.compile(d.predicate, entity: entity, schema: schema, arguments: d.arguments,
                                                   dialect: dialect)
         var terms: [String] = []

@@ -19,22 +19,22 @@ public struct EmbeddedRecords: Sendable, Hashable {
 /// fetched rows name the related records, which columns of the related
 /// table match them, and what of the related records is fetched, with the
 /// relationships prefetched from them in turn.
-struct PrefetchPlan: Sendable {
+package struct PrefetchPlan: Sendable {
     let name: String
-    let isToMany: Bool
-    let target: EntitySchema
+    package let isToMany: Bool
+    package let target: EntitySchema
     /// Positions in the parent's selected row of the values to match: a
     /// to-one's columns, or for a to-many the parent's identifier.
     let keys: [Int]
     /// The target's columns matched against them: its identifier, or for a
     /// to-many its inverse's columns.
-    let matches: [String]
+    package let matches: [String]
     /// The fields the embedded records show.
     let fields: [Field]
     /// What is selected of the target: `fields`, then the columns the
     /// nested plans need.
-    let selected: [Field]
-    let children: [PrefetchPlan]
+    package let selected: [Field]
+    package let children: [PrefetchPlan]
 
     /// The relationship paths a fetch embeds, each with the fields named under it.
     final class Tree {
@@ -144,14 +144,7 @@ struct PrefetchPlan: Sendable {
     /// found, one query each. The parent's rows keep their extra columns;
     /// the caller trims them.
     func embed(_ db: Database, into parent: inout RecordSet) throws {
-        // Distinct keys, in the order met; a one-column key (the usual
-        // case) is hashed as its value, not as an array.
-        var seen: Set<Key> = []
-        var keyList: [[Value]] = []
-        for row in parent.rows {
-            guard let key = Key(keys, of: row), seen.insert(key).inserted else { continue }
-            keyList.append(keys.map { row[$0] })
-        }
+        let keyList = distinctKeys(of: parent)
         var found = RecordSet(fields: selected, rows: [])
         var byKey: [Key: [Int]] = [:]
         if !keyList.isEmpty {
@@ -196,6 +189,25 @@ struct PrefetchPlan: Sendable {
             }
         }
         for child in children { try child.embed(db, into: &found) }
+        attach(found, byKey: byKey, to: &parent)
+    }
+
+    /// The distinct keys of `parent`'s rows, in the order met; a
+    /// one-column key (the usual case) is hashed as its value, not as an array.
+    package func distinctKeys(of parent: RecordSet) -> [[Value]] {
+        var seen: Set<Key> = []
+        var keyList: [[Value]] = []
+        for row in parent.rows {
+            guard let key = Key(keys, of: row), seen.insert(key).inserted else { continue }
+            keyList.append(keys.map { row[$0] })
+        }
+        return keyList
+    }
+
+    /// Embeds `found` (rows of ``selected``, their own embedded records in
+    /// place; `byKey`: the rows matching each key) in `parent`.
+    package func attach(_ found: RecordSet, byKey: [Key: [Int]], to parent: inout RecordSet) {
+        var found = found
         found.fields = fields
         found.trim(to: fields.count)
         let members = parent.rows.map { row -> [Int] in Key(keys, of: row).flatMap { byKey[$0] } ?? [] }
@@ -203,9 +215,14 @@ struct PrefetchPlan: Sendable {
     }
 
     /// The values a row's key columns hold; `nil` when any is null (it names nothing).
-    enum Key: Hashable {
+    package enum Key: Hashable {
         case one(Value)
         case many([Value])
+
+        /// The key of values matched in a related row.
+        package init(_ values: [Value]) {
+            self = values.count == 1 ? .one(values[0]) : .many(values)
+        }
 
         init?(_ positions: [Int], of row: [Value]) {
             if positions.count == 1 {

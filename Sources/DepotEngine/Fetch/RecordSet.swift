@@ -137,6 +137,20 @@ public struct RecordSet: Sendable, Hashable {
         !embedded.isEmpty && embedded.contains { !$0.isToMany && $0.name == field.name }
     }
 
+    /// These rows, then `other`'s, with their embedded records (`other`
+    /// holds the same fields and embeds the same relationships).
+    package func appending(_ other: RecordSet) -> RecordSet {
+        var out = RecordSet(fields: fields, rows: rows + other.rows)
+        out.embedded = zip(embedded, other.embedded).map { a, b in
+            var e = a
+            let offset = a.records.rows.count
+            e.records = a.records.appending(b.records)
+            e.members = a.members + b.members.map { $0.map { $0 + offset } }
+            return e
+        }
+        return out
+    }
+
     /// The rows at `indexes`, in that order, with their embedded records.
     public func subset(_ indexes: [Int]) -> RecordSet {
         var out = RecordSet(fields: fields, rows: indexes.map { rows[$0] })
@@ -150,7 +164,7 @@ public struct RecordSet: Sendable, Hashable {
 
     /// The rows with only their first `count` values (what was selected
     /// beyond the fields, for prefetching, goes).
-    mutating func trim(to count: Int) {
+    package mutating func trim(to count: Int) {
         guard let first = rows.first, first.count > count else { return }
         rows = rows.map { Array($0.prefix(count)) }
     }
