@@ -61,14 +61,30 @@ extension PostgresStore {
     /// - Returns: false when `host` no longer holds the job (its lease
     ///   lapsed and another host claimed it): the host must stop running it.
     public nonisolated func renewLease(job: String, host: String, lease: Duration) async throws -> Bool {
+        try await renew(job: job, host: host, lease: lease) != .lost
+    }
+
+    /// What a renewal found.
+    enum Renewal: Equatable {
+        /// The host still holds the job.
+        case held
+        /// Another host took it over.
+        case lost
+        /// The host holds it, and a cancel was asked through some host.
+        case cancelRequested
+    }
+
+    /// Extends `host`'s lease on `job`, and says whether a cancel was asked.
+    nonisolated func renew(job: String, host: String, lease: Duration) async throws -> Renewal {
         let sql = "UPDATE \(table("depot_jobs")) SET lease_until = clock_timestamp() + $3 * interval '1 millisecond' "
-            + "WHERE id = $1 AND owner = $2 AND state = 'running' RETURNING id"
+            + "WHERE id = $1 AND owner = $2 AND state = 'running' RETURNING cancel_requested::text"
         return try await read { connection in
             var binds = PostgresBindings()
             binds.append(job)
             binds.append(host)
             binds.append(Self.milliseconds(lease))
-            return !(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).isEmpty
+            guard let row = try await PostgresSQL.textRows(connection, sql, binds, logger: logger).first else { return .lost }
+            return row.first == "true" ? .cancelRequested : .held
         }
     }
 
@@ -118,8 +134,9 @@ extension PostgresStore {
                 try? await Task.sleep(for: lease / 3)
                 if Task.isCancelled { return }
                 // A renewal that fails to reach the server is tried again;
-                // one that finds the job gone stops the work.
-                if let held = try? await renewLease(job: job, host: host, lease: lease), !held {
+                // one that finds the job gone, or a cancel asked through
+                // any host, stops the work (at its next save).
+                if let renewal = try? await renew(job: job, host: host, lease: lease), renewal != .held {
                     work.cancel()
                     return
                 }

@@ -39,6 +39,10 @@ enum PostgresMigrator {
         // Jobs, claimed by one host at a time under a lease (PostgresJobs).
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_jobs"))(seq bigserial, id text PRIMARY KEY, "
             + "record text NOT NULL, state text NOT NULL, owner text, lease_until timestamptz)")
+        // A cancel asked through a host that does not run the job; the
+        // running host's lease renewal hears it.
+        try await run("ALTER TABLE \(table("depot_jobs")) ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL "
+            + "DEFAULT false")
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_imported_files"))(hash text PRIMARY KEY, "
             + "path text NOT NULL, job text NOT NULL, imported text NOT NULL)")
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_consumers"))(name text PRIMARY KEY, token bigint NOT NULL, "

@@ -52,6 +52,16 @@ extension PostgresStore: StoreBackend {
 
     public nonisolated var jobPollInterval: Duration? { configuration.lease / 3 }
 
+    public nonisolated func requestCancel(_ id: String) async throws -> Bool {
+        var binds = PostgresBindings()
+        binds.append(id)
+        let sql = "UPDATE \(table("depot_jobs")) SET cancel_requested = true WHERE id = $1 "
+            + "AND state NOT IN ('succeeded', 'failed', 'cancelled', 'done') RETURNING id"
+        return try await read { [binds] connection in
+            !(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).isEmpty
+        }
+    }
+
     public nonisolated func claimableJobs() async throws -> [(id: String, record: [UInt8])] {
         let sql = "SELECT id, record FROM \(table("depot_jobs")) WHERE state = 'queued' "
             + "OR (state = 'running' AND lease_until < clock_timestamp()) ORDER BY seq"

@@ -59,6 +59,12 @@ struct ScaleOutTests {
         try await PostgresStore.dropSchema(PostgresLocation(url: url, schema: schema))
     }
 
+    /// Two daemons on the store in `schema`, as two machines would be.
+    static func twoHosts(schema: String, shared: URL) throws -> (DaemonProcess, DaemonProcess) {
+        let config = Self.config(schema: schema, shared: shared)
+        return (try DaemonProcess(config: config), try DaemonProcess(config: config))
+    }
+
     static func importBody(_ path: String) -> String {
         #"{"kind":"import","store":"travel","entity":"Trip","path":"\#(path)"}"#
     }
@@ -73,11 +79,8 @@ struct ScaleOutTests {
     @Test("a live fetch on host B hears a commit made through host A, by NOTIFY: the best of five within 50 ms")
     func liveAcrossHosts() async throws {
         try await Self.withSchema { schema, shared in
-            let config = Self.config(schema: schema, shared: shared)
-            let a = try DaemonProcess(config: config)
-            defer { a.stop() }
-            let b = try DaemonProcess(config: config)
-            defer { b.stop() }
+            let (a, b) = try Self.twoHosts(schema: schema, shared: shared)
+            defer { a.stop(); b.stop() }
             for k in 1...5 {
                 try Data((tripsCSV(1, prefix: "live\(k)-")).utf8).write(to: shared.appendingPathComponent("one-\(k).csv"))
             }
@@ -116,11 +119,8 @@ struct ScaleOutTests {
     @Test("a live fetch with changes on host B reports what an import through host A inserted")
     func changesAcrossHosts() async throws {
         try await Self.withSchema { schema, shared in
-            let config = Self.config(schema: schema, shared: shared)
-            let a = try DaemonProcess(config: config)
-            defer { a.stop() }
-            let b = try DaemonProcess(config: config)
-            defer { b.stop() }
+            let (a, b) = try Self.twoHosts(schema: schema, shared: shared)
+            defer { a.stop(); b.stop() }
             let file = shared.appendingPathComponent("two.csv")
             try Data(tripsCSV(2, prefix: "ch").utf8).write(to: file)
             var events: [[String: Any]] = []
@@ -139,6 +139,34 @@ struct ScaleOutTests {
             #expect(events.first?["type"] as? String == "result", "\(events)")
             let inserted = (events.last?["inserted"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
             #expect(inserted.sorted() == ["ch0", "ch1"], "\(events)")
+        }
+    }
+
+    @Test("a job running on host A is cancelled through host B: A stops at its next save and records it cancelled")
+    func cancelAcrossHosts() async throws {
+        try await Self.withSchema { schema, shared in
+            let (a, b) = try Self.twoHosts(schema: schema, shared: shared)
+            defer { a.stop(); b.stop() }
+            let file = shared.appendingPathComponent("long.csv")
+            try Data(Self.awkwardCSV(100_000).utf8).write(to: file)
+            let id = try a.request("POST", "/v1/jobs", body: Self.importBody(file.path)).object["id"] as? String ?? ""
+            var final: [String: Any] = [:]
+            var cancelled = 0
+            let bSocket = b.socket
+            _ = try UnixHTTP.stream(socket: a.socket, path: "/v1/jobs/\(id)/events") { line in
+                let record = json(line)
+                if cancelled == 0, record["state"] as? String == "running", (record["saves"] as? Int ?? 0) >= 1 {
+                    cancelled = (try? UnixHTTP.request(socket: bSocket, method: "DELETE", path: "/v1/jobs/\(id)").status) ?? -1
+                }
+                final = record
+                return ["succeeded", "failed", "cancelled"].contains(record["state"] as? String ?? "")
+            }
+            #expect(cancelled == 200, "B answered the cancel with \(cancelled)")
+            #expect(final["state"] as? String == "cancelled", "\(final)")
+            #expect((final["read"] as? Int ?? 0) < 100_000, "\(final)")
+            // What A recorded is what the store holds, and what B shows.
+            let stored = try b.request("GET", "/v1/jobs/\(id)")
+            #expect(stored.status != 200 || stored.object["state"] as? String == "cancelled", "\(stored.body)")
         }
     }
 
@@ -206,11 +234,8 @@ struct ScaleOutTests {
         try await Self.withSchema { schema, shared in
             let file = shared.appendingPathComponent("trips.csv")
             try Data(csv.utf8).write(to: file)
-            let config = Self.config(schema: schema, shared: shared)
-            let a = try DaemonProcess(config: config)
-            defer { a.stop() }
-            let b = try DaemonProcess(config: config)
-            defer { b.stop() }
+            let (a, b) = try Self.twoHosts(schema: schema, shared: shared)
+            defer { a.stop(); b.stop() }
             let id = try a.request("POST", "/v1/jobs", body: Self.importBody(file.path)).object["id"] as? String ?? ""
             // A dies once two of its saves committed.
             var savesAtKill = 0

@@ -74,6 +74,8 @@ package actor JobManager {
     /// the reason instead of being resumed.
     package func add(store: any StoreBackend) async throws {
         stores[store.name] = store
+        // Every job, as on a store only this host serves: one whose file is
+        // gone fails saying so when it runs, rather than wait unseen.
         for (id, bytes) in try await store.jobs() { await adopt(id, bytes, in: store) }
         if let interval = store.jobPollInterval {
             // Several hosts serve the store (DESIGN §15): the jobs submitted
@@ -95,21 +97,25 @@ package actor JobManager {
     private func adoptClaimable(from store: any StoreBackend) async {
         guard !queue.isStopping else { return }
         do {
-            for (id, bytes) in try await store.claimableJobs() where queue.records[id] == nil && !submitting.contains(id) {
-                // A host takes over only what it can run: an import whose
-                // file it cannot read (another machine's folder or spool)
-                // is left to the hosts that can.
-                if let record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)), record.kind == .import,
-                   let path = record.path, !FileManager.default.isReadableFile(atPath: path) {
-                    logger.debug("a job to take over reads a file this host cannot read",
-                                 metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "PATH": "\(path)"])
-                    continue
-                }
+            for (id, bytes) in try await store.claimableJobs()
+            where queue.records[id] == nil && !submitting.contains(id) && canRun(id, bytes, in: store) {
                 await adopt(id, bytes, in: store)
             }
         } catch {
             logger.warning("cannot look for jobs to take over", metadata: ["STORE": "\(store.name)", "ERROR": "\(error)"])
         }
+    }
+
+    /// Whether this host should take over a job another host left: an
+    /// unfinished import whose file it cannot read (another machine's
+    /// folder or spool) is left to the hosts that can.
+    private func canRun(_ id: String, _ bytes: [UInt8], in store: any StoreBackend) -> Bool {
+        guard let record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)), !record.state.isFinal,
+              record.kind == .import, let path = record.path, !FileManager.default.isReadableFile(atPath: path)
+        else { return true }
+        logger.debug("a job of another host reads a file this host cannot read; left to the others",
+                     metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "PATH": "\(path)"])
+        return false
     }
 
     /// A persisted job: shown, and queued again unless it ended.
@@ -194,8 +200,20 @@ package actor JobManager {
     }
 
     /// Cancels a queued job at once, a running one at its next save.
+    ///
+    /// On a store several hosts serve, the host running the job hears the
+    /// cancel at its next lease renewal and stops at its next save; a job
+    /// this host does not know yet but another runs is found in the store.
     package func cancel(_ id: String) async throws -> JobRecord {
-        guard queue.records[id] != nil else { throw APIError(.unknownJob, "no job has id \(JSONText.quoted(id))") }
+        guard let known = queue.records[id] else {
+            for store in stores.values where try await store.requestCancel(id) {
+                if let bytes = try await store.job(id), let record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)) {
+                    return record
+                }
+            }
+            throw APIError(.unknownJob, "no job has id \(JSONText.quoted(id))")
+        }
+        if !known.state.isFinal, let store = stores[known.store] { _ = try await store.requestCancel(id) }
         try await transition(id) { try $0.cancel(id) }
         return job(id)!
     }

@@ -5,6 +5,7 @@ extension Store: StoreBackend {
     public nonisolated var reads: any StoreReading { reader }
 
     public nonisolated var jobPollInterval: Duration? { nil }
+    public nonisolated func requestCancel(_ id: String) async throws -> Bool { false }
     public nonisolated func claimableJobs() async throws -> [(id: String, record: [UInt8])] { [] }
 
     /// Only this host serves an SQLite store: the job runs at once.

@@ -54,6 +54,10 @@ public protocol StoreBackend: Sendable {
     /// - Returns: `body`'s result, or nil without running it when the job
     ///   ended on another host meanwhile (its record is in ``job(_:)``).
     func runJob<T: Sendable>(_ id: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T?
+    /// Asks the host running job `id` to cancel it (at its next save), on a
+    /// store several hosts serve; false when no host runs it unfinished
+    /// (always on a store only this host serves, whose jobs stop here).
+    func requestCancel(_ id: String) async throws -> Bool
     /// Runs an import job to its end, resuming from its checkpoint.
     func importFile(_ request: ImportRequest, progress: @escaping @Sendable (ImportProgress) -> Void) async throws
         -> ImportProgress
