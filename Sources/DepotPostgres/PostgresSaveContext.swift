@@ -138,6 +138,19 @@ public final class PostgresSaveContext: @unchecked Sendable {
             }
             if buffer.readableBytes > 0 { try await writer.write(buffer) }
         }
+        // While the server takes the batch (its COPY, the analysis, the
+        // lookups), the history's text of each row as a new record is
+        // made on another thread: most rows of an import are inserts.
+        let (plan, rowsToPrepare) = (plan, rows)
+        let prepared = Task.detached { () -> [(identifier: String, new: String?)] in
+            rowsToPrepare.map { r in
+                let base = r * width
+                let new = plan.keepsValues
+                    ? plan.object(entity.fields.indices) { f in plan.fieldToColumn[f].map { batch.values[base + $0] } ?? .null }
+                    : nil
+                return (plan.identifierJSON(batch, row: r), new)
+            }
+        }
         // A temporary table has no statistics until analysed: without them
         // the planner joins it to the whole entity table by hashing (a scan
         // that grows with the store) instead of probing its key per row.
@@ -182,7 +195,8 @@ public final class PostgresSaveContext: @unchecked Sendable {
         var updates: [Int64] = []
         var changes = ByteBuffer()
         var logged = 0
-        for r in rows {
+        let texts = await prepared.value
+        for (k, r) in rows.enumerated() {
             let row = batch.values[(r * width)..<((r + 1) * width)]
             func given(_ f: Int) -> Value { plan.fieldToColumn[f].map { row[row.startIndex + $0] } ?? .null }
             if let rejection = refused[r] {
@@ -196,9 +210,8 @@ public final class PostgresSaveContext: @unchecked Sendable {
                     continue
                 }
                 inserts.append(Int64(r))
-                let new = plan.keepsValues ? plan.object(entity.fields.indices, given) : nil
-                try await logChange(&changes, entity: entity.name, identifier: plan.identifierJSON(batch, row: r), kind: .insert,
-                                    fields: nil, old: nil, new: new)
+                try await logChange(&changes, entity: entity.name, identifier: texts[k].identifier, kind: .insert,
+                                    fields: nil, old: nil, new: texts[k].new)
                 logged += 1
                 counts.inserted += 1
                 continue
@@ -232,7 +245,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
             }
             updates.append(Int64(r))
             let fields = "[" + changed.map { JSONText.quoted(entity.fields[$0].name) }.joined(separator: ",") + "]"
-            try await logChange(&changes, entity: entity.name, identifier: plan.identifierJSON(batch, row: r), kind: .update, fields: fields,
+            try await logChange(&changes, entity: entity.name, identifier: texts[k].identifier, kind: .update, fields: fields,
                                 old: plan.keepsValues ? plan.object(changed) { old[$0] } : nil,
                                 new: plan.keepsValues ? plan.object(changed, given) : nil)
             logged += 1

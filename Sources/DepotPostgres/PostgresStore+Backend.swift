@@ -2,9 +2,9 @@ public import DepotEngine
 import Foundation
 import PostgresNIO
 
-/// A PostgreSQL store is the other backend of the daemon's store contract.
-/// What it cannot do yet throws `invalid_argument` saying so: embedded
-/// records (``FetchQuery`` refuses them for PostgreSQL).
+/// A PostgreSQL store is the other backend of the daemon's store contract,
+/// with all of it; where the two differ by nature (order where SQLite goes
+/// by storage) docs/postgresql.md says so.
 extension PostgresStore: StoreBackend {
     public nonisolated var location: String { configuration.location.description }
     public nonisolated var historyRetention: Duration? { configuration.historyRetention }

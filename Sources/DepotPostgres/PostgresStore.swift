@@ -279,21 +279,24 @@ public actor PostgresStore {
     // MARK: - Fetch
 
     /// The records a descriptor selects, in its order: the same predicates
-    /// (key paths, `[c]`, `[d]`), sorts, limits and fields as an SQLite
-    /// store's fetch, compiled to PostgreSQL's SQL with every value bound.
-    /// Ties of the sort are broken by the identifier (an SQLite store breaks
-    /// them by insertion order).
+    /// (key paths, `[c]`, `[d]`), sorts, limits, fields and embedded
+    /// related records as an SQLite store's fetch, compiled to PostgreSQL's
+    /// SQL with every value bound. Ties of the sort are broken by the
+    /// identifier (an SQLite store breaks them by insertion order).
     ///
     /// - Throws: the ``DepotError`` an SQLite store's fetch throws for the
     ///   same descriptor.
     public nonisolated func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet {
         let query = try FetchQuery(descriptor, schema: schema, dialect: .postgresql)
         let paging = paging(query)
+        guard !query.prefetch.isEmpty else {
+            return try await read { connection in try await records(query, tail: paging, on: connection) }
+        }
         // The records and those they embed in one snapshot.
-        let snapshot = query.prefetch.isEmpty ? "" : "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"
         do {
             return try await transaction { connection in
-                if !snapshot.isEmpty { try await PostgresSQL.execute(connection, snapshot, logger: logger) }
+                try await PostgresSQL.execute(connection, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                                              logger: logger)
                 return try await records(query, tail: paging, on: connection)
             }
         } catch {

@@ -2,7 +2,7 @@
 /// columns and policy, with the checks every backend's writer makes: each
 /// column a field of the entity, given once, the identifier given.
 /// ``RowWriter`` (SQLite) and the PostgreSQL backend's save both start from it.
-package struct BatchPlan {
+package struct BatchPlan: Sendable {
     package let entity: EntitySchema
     package let columns: [String]
     package let policy: ConflictPolicy
