@@ -22,9 +22,7 @@ enum PostgresMigrator {
         }
         func table(_ name: String) -> String { store.table(name) }
         // Hosts opening the same store at once migrate one after the other.
-        var lockBinds = PostgresBindings()
-        lockBinds.append("depot:" + location.schema)
-        try await run("SELECT pg_advisory_xact_lock(hashtext($1))", lockBinds)
+        try await PostgresSQL.lock(connection, "depot:" + location.schema, logger: logger)
         try await run("CREATE SCHEMA IF NOT EXISTS \(PostgresSQL.quote(location.schema))")
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_meta"))(key text PRIMARY KEY, value text)")
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_schema"))(entity text PRIMARY KEY, definition text NOT NULL)")

@@ -91,6 +91,13 @@ enum PostgresSQL {
         rows.first.flatMap { $0.first ?? nil }
     }
 
+    /// Takes the advisory lock named `name` until the end of the transaction.
+    static func lock(_ connection: PostgresConnection, _ name: String, logger: Logger) async throws {
+        var binds = PostgresBindings()
+        binds.append(name)
+        try await execute(connection, "SELECT pg_advisory_xact_lock(hashtext($1))", binds, logger: logger)
+    }
+
     /// Runs `sql`, which returns no rows that matter.
     static func execute(_ connection: PostgresConnection, _ sql: String, _ binds: PostgresBindings = PostgresBindings(),
                         logger: Logger) async throws {

@@ -19,9 +19,7 @@ import PostgresNIO
 extension PostgresStore {
     /// Takes the store's history lock until the end of the transaction.
     nonisolated func lockHistory(_ connection: PostgresConnection) async throws {
-        var binds = PostgresBindings()
-        binds.append("depot-history:" + configuration.location.schema)
-        try await PostgresSQL.execute(connection, "SELECT pg_advisory_xact_lock(hashtext($1))", binds, logger: logger)
+        try await PostgresSQL.lock(connection, "depot-history:" + configuration.location.schema, logger: logger)
     }
 
     /// Where the kept history starts: transactions up to it were pruned.

@@ -208,9 +208,7 @@ public actor PostgresStore {
                 // history's tokens commit in their order (a follower never
                 // skips one that commits late), and no two saves judge the
                 // same stored record at once.
-                var lock = PostgresBindings()
-                lock.append("depot-save:" + configuration.location.schema)
-                try await PostgresSQL.execute(connection, "SELECT pg_advisory_xact_lock(hashtext($1))", lock, logger: logger)
+                try await PostgresSQL.lock(connection, "depot-save:" + configuration.location.schema, logger: logger)
                 // Unqualified names (COPY's tables) are the store's own.
                 try await PostgresSQL.execute(connection, "SET LOCAL search_path TO "
                     + PostgresSQL.quote(configuration.location.schema), logger: logger)
