@@ -192,7 +192,7 @@ let package = Package(
         // (scripts/pg-cluster; DEPOT_TEST_POSTGRES_URL).
         .testTarget(
             name: "DepotPostgresTests",
-            dependencies: ["DepotPostgres", "DepotEngine", "ChildProcessSupport"],
+            dependencies: ["DepotPostgres", "DepotEngine", "ChildProcessSupport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -33,9 +33,14 @@ public enum PostgresImporter {
         let selfReferring = !deferReferences && entity.relationships.contains {
             if case .toOne = $0.kind { $0.target == entity.name } else { false }
         }
+        // Runs as long as a save (not an SQLite store's 65,536): each batch
+        // is then a narrow band of the identifier's order, and the inserts
+        // of a save sweep the key's index once instead of once a batch.
+        var request = request
+        if request.options.sortRun > 0 { request.options.sortRun = configuration.saveEvery }
         let start = try await ImportFeed.start(
             request, entity: entity, saveEvery: configuration.saveEvery, saveInterval: configuration.saveInterval,
-            adaptiveSaves: false, chunk: Self.chunkSize, sortable: !selfReferring,
+            adaptiveSaves: false, chunk: Self.chunkSize, sortable: !selfReferring, shortFirstRun: true,
             checkpoint: try await store.checkpoint(job: request.job), floor: { 0 }, progress: progress)
         let feed: ImportFeed
         switch start {
@@ -47,16 +52,31 @@ public enum PostgresImporter {
         // only the last is written under upsert and replace.
         let supersede = policy == .upsert || policy == .replace
         let clock = ContinuousClock()
+        // While a save writes a chunk, the next one is taken and made ready
+        // (PreparedBatch) on another thread: the server's work on one batch
+        // and the client's on the next overlap. A chunk taken ahead when a
+        // save ends goes to the next save; until a save adds it, it is in
+        // no checkpoint, so a stop there reads it again.
+        let ahead = Ahead()
+        defer { ahead.task?.cancel() }
+        @Sendable func ready(_ save: ImportSave) -> Task<(ImportChunk, PreparedBatch), any Error> {
+            Task.detached {
+                let chunk = try await save.takeWaiting()
+                return (chunk, try store.prepare(chunk.batch, policy: policy, supersede: supersede,
+                                                 deferReferences: deferReferences))
+            }
+        }
         while true {
             let begun = feed.beginSave()
             let outcome = try await store.save(author: request.author, job: request.job) { save in
                 var this = begun
                 var chunk: ImportChunk
                 repeat {
-                    // The parser runs on a thread of its own, ahead of the saves.
-                    chunk = try await this.takeWaiting()
-                    let counts = try await save.write(chunk.batch, policy: policy, supersede: supersede,
-                                                      deferReferences: deferReferences)
+                    let taken = ahead.task ?? ready(this)
+                    let prepared: PreparedBatch
+                    (chunk, prepared) = try await taken.value
+                    ahead.task = chunk.isLast ? nil : ready(this)
+                    let counts = try await save.write(prepared)
                     this.add(chunk, counts)
                 } while !this.ends(after: chunk)
                 try await save.setCheckpoint(job: this.job, data: try this.close())
@@ -66,5 +86,11 @@ public enum PostgresImporter {
             try Task.checkCancellation()
         }
         return try feed.finish()
+    }
+
+    /// The chunk being taken and made ready ahead of the save that writes it.
+    private final class Ahead: @unchecked Sendable {
+        // Used by one save at a time, one after the other.
+        var task: Task<(ImportChunk, PreparedBatch), any Error>?
     }
 }

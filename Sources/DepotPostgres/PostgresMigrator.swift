@@ -70,7 +70,10 @@ enum PostgresMigrator {
                     problems.append(MigrationRules.foreignTable(entity))
                     continue
                 }
-                work.append { try await create(connection, store, entity) }
+                work.append {
+                    try await create(connection, store, entity)
+                    try await syncIndexes(connection, store, entity)
+                }
                 continue
             }
             guard let old = try? JSONDecoder().decode(Definition.self, from: Data(stored.utf8)) else {

@@ -30,6 +30,12 @@ enum PostgresSQL {
     /// by position; the column is named `"\u{1}"`, never a field's name:
     /// PostgreSQL's `ORDER BY "budget"` sorts by an output column so named
     /// before the table's, and that one is text ("900" after "2500.5").
+    /// A name as PostgresNIO's `copyFrom` wants it: it puts the name
+    /// between double quotes as given, so a double quote in it is doubled here.
+    static func copyName(_ name: String) -> String {
+        name.replacingOccurrences(of: "\"", with: "\"\"")
+    }
+
     static func selectText(_ field: Field, table alias: String? = nil) -> String {
         (alias.map { $0 + "." } ?? "") + quote(field.name) + "::text" + textAlias
     }
@@ -127,23 +133,29 @@ enum PostgresSQL {
         case .int(let i): out.writeString(String(i))
         case .double(let d): out.writeString(d.isFinite ? "\(d)" : (d.isNaN ? "NaN" : (d < 0 ? "-Infinity" : "Infinity")))
         case .string(var s):
-            s.withUTF8 { bytes in
-                var start = 0
-                for (i, byte) in bytes.enumerated() {
-                    let escaped: StaticString
-                    switch byte {
-                    case UInt8(ascii: "\\"): escaped = "\\\\"
-                    case UInt8(ascii: "\t"): escaped = "\\t"
-                    case UInt8(ascii: "\n"): escaped = "\\n"
-                    case UInt8(ascii: "\r"): escaped = "\\r"
-                    default: continue
-                    }
-                    out.writeBytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[start..<i]))
-                    out.writeStaticString(escaped)
-                    start = i + 1
+            s.withUTF8 { appendCopyText(UnsafeRawBufferPointer($0), to: &out) }
+        }
+    }
+
+    /// UTF-8 text as a field of COPY's text format: backslash, tab, newline
+    /// and carriage return escaped.
+    static func appendCopyText(_ bytes: UnsafeRawBufferPointer, to out: inout ByteBuffer) {
+        do {
+            var start = 0
+            for (i, byte) in bytes.enumerated() {
+                let escaped: StaticString
+                switch byte {
+                case UInt8(ascii: "\\"): escaped = "\\\\"
+                case UInt8(ascii: "\t"): escaped = "\\t"
+                case UInt8(ascii: "\n"): escaped = "\\n"
+                case UInt8(ascii: "\r"): escaped = "\\r"
+                default: continue
                 }
-                out.writeBytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[start...]))
+                out.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[start..<i]))
+                out.writeStaticString(escaped)
+                start = i + 1
             }
+            out.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[start...]))
         }
     }
 }

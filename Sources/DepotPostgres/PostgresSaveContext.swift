@@ -69,108 +69,57 @@ public final class PostgresSaveContext: @unchecked Sendable {
     ///   exist yet (an import with `references = "defer"`), as an SQLite store does.
     public func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool = false,
                       deferReferences: Bool = false) async throws -> WriteCounts {
-        guard !batch.isEmpty else { return WriteCounts() }
-        let plan = try BatchPlan(entity: store.entity(batch.entity), columns: batch.columns, policy: policy)
-        var counts = WriteCounts()
-        let width = batch.columns.count
-        // Rows refused before any lookup, as an SQLite store refuses them.
-        var live: [Int] = []
-        rows: for r in 0..<batch.count {
-            let row = batch.values[(r * width)..<((r + 1) * width)]
-            for c in 0..<width where row[row.startIndex + c].isNull && !plan.columnFields[c].isOptional {
-                let what = plan.identifierColumns.contains(c) ? "identifier field" : "required field"
-                counts.rejected.append(Rejection(row: r, field: batch.columns[c],
-                                                 reason: "\(what) \(JSONText.quoted(batch.columns[c])) is null"))
-                continue rows
-            }
-            live.append(r)
-        }
-        // Rounds: each identifier at most once in a round, in the batch's order.
-        var rounds: [[Int]] = []
-        if supersede {
-            var last: [[Value]: Int] = [:]
-            for r in live { last[plan.identifier(of: batch, row: r)] = r }
-            var kept: [Int] = []
-            for r in live {
-                if last[plan.identifier(of: batch, row: r)] == r { kept.append(r) } else { counts.duplicates += 1 }
-            }
-            rounds = [kept]
-        } else {
-            var seen: [[Value]: Int] = [:]
-            for r in live {
-                let key = plan.identifier(of: batch, row: r)
-                let round = seen[key, default: 0]
-                seen[key] = round + 1
-                if round == rounds.count { rounds.append([]) }
-                rounds[round].append(r)
-            }
-        }
-        for round in rounds where !round.isEmpty {
-            try await write(round, of: batch, plan: plan, deferReferences: deferReferences, counts: &counts)
+        try await write(store.prepare(batch, policy: policy, supersede: supersede, deferReferences: deferReferences))
+    }
+
+    /// Writes a batch made ready by ``PostgresStore/prepare(_:policy:supersede:deferReferences:)``,
+    /// as ``write(_:policy:supersede:deferReferences:)`` writes it.
+    public func write(_ prepared: PreparedBatch) async throws -> WriteCounts {
+        guard let plan = prepared.plan else { return WriteCounts() }
+        var counts = prepared.counts
+        for round in prepared.rounds where !round.rows.isEmpty {
+            try await write(round, of: prepared, plan: plan, counts: &counts)
         }
         counts.rejected.sort { $0.row < $1.row }
         return counts
     }
 
-    /// Writes the rows `rows` of `batch`, each identifier at most once.
-    private func write(_ rows: [Int], of batch: RecordBatch, plan: BatchPlan, deferReferences: Bool,
+    /// Writes one round of a batch: its rows, each identifier at most once.
+    ///
+    /// The server takes the rows' keys first (a COPY into a small staging
+    /// table: the identifier, and the references it checks), reads back the
+    /// stored records they name, and the rows are judged here; the new
+    /// records are then copied straight into the entity's table, from the
+    /// lines made ready with the batch, the updates staged whole and applied
+    /// by one `UPDATE … FROM`, and the history copied.
+    private func write(_ round: PreparedBatch.Round, of prepared: PreparedBatch, plan: BatchPlan,
                        counts: inout WriteCounts) async throws {
         let logger = store.logger
+        let (batch, rows) = (prepared.batch, round.rows)
         let entity = plan.entity
         let width = batch.columns.count
-        let stage = try await stageTable(for: plan)
-        try await PostgresSQL.execute(connection, "TRUNCATE \(stage)", logger: logger)
-        // COPY's text format: seq, then the batch's columns.
-        let stageColumns = ["seq"] + (0..<width).map { "c\($0)" }
-        try await connection.copyFrom(table: String(stage.dropFirst().dropLast()), columns: stageColumns, logger: logger) { writer in
-            var buffer = ByteBuffer()
-            for r in rows {
-                buffer.writeString(String(r))
-                for c in 0..<width {
-                    buffer.writeInteger(UInt8(ascii: "\t"))
-                    PostgresSQL.appendCopyField(batch.values[r * width + c], to: &buffer)
-                }
-                buffer.writeInteger(UInt8(ascii: "\n"))
-                if buffer.readableBytes >= 1 << 20 {
-                    try await writer.write(buffer)
-                    buffer.clear()
-                }
-            }
-            if buffer.readableBytes > 0 { try await writer.write(buffer) }
+        let keys = try await stageTable(for: plan, columns: prepared.keyColumns)
+        try await PostgresSQL.execute(connection, "TRUNCATE \(keys)", logger: logger)
+        try await connection.copyFrom(table: String(keys.dropFirst().dropLast()),
+                                      columns: ["seq"] + prepared.keyColumns.map { "c\($0)" }, logger: logger) { writer in
+            try await writer.write(round.keys)
         }
-        // While the server takes the batch (its COPY, the analysis, the
-        // lookups), the history's text of each row as a new record is
-        // made on another thread: most rows of an import are inserts.
-        let (plan, rowsToPrepare) = (plan, rows)
-        let prepared = Task.detached { () -> [(identifier: String, new: String?)] in
-            rowsToPrepare.map { r in
-                let base = r * width
-                let new = plan.keepsValues
-                    ? plan.object(entity.fields.indices) { f in plan.fieldToColumn[f].map { batch.values[base + $0] } ?? .null }
-                    : nil
-                return (plan.identifierJSON(batch, row: r), new)
-            }
-        }
-        // A temporary table has no statistics until analysed: without them
-        // the planner joins it to the whole entity table by hashing (a scan
-        // that grows with the store) instead of probing its key per row.
-        try await PostgresSQL.execute(connection, "ANALYZE \(stage)", logger: logger)
         // A reference names a stored record of its target, or nothing
         // (null), as an SQLite store checks it: refused rows, by relationship.
         var refused: [Int: Rejection] = [:]
-        for r in entity.relationships where r.isToOne && !deferReferences {
-            guard let names = entity.relationshipColumns[r.name], let target = try? store.entity(r.target) else { continue }
-            let positions = names.compactMap { batch.columns.firstIndex(of: $0) }
-            guard positions.count == names.count else { continue }  // not given: not changed
+        for check in prepared.checked {
+            let (r, positions) = (check.relationship, check.positions)
+            let target = try store.entity(r.target)
             let given = positions.map { "s.c\($0) IS NOT NULL" }.joined(separator: " AND ")
             let link = zip(target.identifier, positions).map { "t.\(PostgresSQL.quote($0)) = s.c\($1)" }
                 .joined(separator: " AND ")
-            var sql = "SELECT s.seq::text FROM \(stage) s WHERE \(given) AND NOT EXISTS "
-                + "(SELECT 1 FROM \(store.table(target.name)) t WHERE \(link))"
+            // OFFSET 0: a probe of the target's key per row (see the lookup below).
+            var sql = "SELECT s.seq::text FROM \(keys) s WHERE \(given) AND NOT EXISTS "
+                + "(SELECT 1 FROM \(store.table(target.name)) t WHERE \(link) OFFSET 0)"
             if target.name == entity.name {
                 // An SQLite store writes a batch row by row: a reference to
                 // a record earlier in the batch finds it.
-                sql += " AND NOT EXISTS (SELECT 1 FROM \(stage) e WHERE e.seq < s.seq AND "
+                sql += " AND NOT EXISTS (SELECT 1 FROM \(keys) e WHERE e.seq < s.seq AND "
                     + zip(plan.identifierColumns, positions).map { "e.c\($0) = s.c\($1)" }.joined(separator: " AND ") + ")"
             }
             for row in try await PostgresSQL.textRows(connection, sql, logger: logger) {
@@ -179,23 +128,28 @@ public final class PostgresSaveContext: @unchecked Sendable {
                 refused[seq] = Rejection(row: seq, field: r.name, reason: SaveContext.missing(target.name, values))
             }
         }
-        // The stored records the rows name, with every field as text.
+        // The stored records the rows name, with every field as text: a
+        // probe of the key per staged row, in the batch's order (sorted runs
+        // make it a sweep of the index). OFFSET 0 keeps the planner from
+        // flattening the subquery into a join, which it would make by
+        // hashing the whole entity table (a scan that grows with the store)
+        // for want of statistics on the staging table; analysing it instead
+        // cost more than the lookup itself.
         let join = entity.identifier.enumerated().map { k, name in
             "t.\(PostgresSQL.quote(name)) = s.c\(plan.identifierColumns[k])"
         }.joined(separator: " AND ")
         let lookup = "SELECT s.seq::text, " + entity.fields.map { PostgresSQL.selectText($0, table: "t") }.joined(separator: ", ")
-            + " FROM \(stage) s JOIN \(store.table(entity.name)) t ON \(join)"
+            + " FROM \(keys) s CROSS JOIN LATERAL (SELECT * FROM \(store.table(entity.name)) t WHERE \(join) OFFSET 0) t"
         var stored: [Int: [Value]] = [:]
         for row in try await PostgresSQL.textRows(connection, lookup, logger: logger) {
             guard let seq = row[0].flatMap({ Int($0) }) else { continue }
             stored[seq] = zip(entity.fields, row.dropFirst()).map { PostgresSQL.value($1, as: $0.type) }
         }
         // Each row judged in order, as an SQLite store's writer judges it.
-        var inserts: [Int64] = []
-        var updates: [Int64] = []
+        var inserts: [Int] = []
+        var updates: [Int] = []
         var changes = ByteBuffer()
         var logged = 0
-        let texts = await prepared.value
         for (k, r) in rows.enumerated() {
             let row = batch.values[(r * width)..<((r + 1) * width)]
             func given(_ f: Int) -> Value { plan.fieldToColumn[f].map { row[row.startIndex + $0] } ?? .null }
@@ -209,9 +163,12 @@ public final class PostgresSaveContext: @unchecked Sendable {
                         reason: "new record lacks required field \(JSONText.quoted(field))"))
                     continue
                 }
-                inserts.append(Int64(r))
-                try await logChange(&changes, entity: entity.name, identifier: texts[k].identifier, kind: .insert,
-                                    fields: nil, old: nil, new: texts[k].new)
+                inserts.append(k)
+                // Its history as a new record, made with the batch: this
+                // save's transaction, then the rest of the line.
+                changes.writeString(String(try await historyTransaction()))
+                var tail = round.inserted.line(k)
+                changes.writeBuffer(&tail)
                 logged += 1
                 counts.inserted += 1
                 continue
@@ -243,31 +200,49 @@ public final class PostgresSaveContext: @unchecked Sendable {
                 counts.unchanged += 1
                 continue
             }
-            updates.append(Int64(r))
+            updates.append(r)
             let fields = "[" + changed.map { JSONText.quoted(entity.fields[$0].name) }.joined(separator: ",") + "]"
-            try await logChange(&changes, entity: entity.name, identifier: texts[k].identifier, kind: .update, fields: fields,
-                                old: plan.keepsValues ? plan.object(changed) { old[$0] } : nil,
+            try await logChange(&changes, entity: entity.name, identifier: plan.identifierJSON(batch, row: r), kind: .update,
+                                fields: fields, old: plan.keepsValues ? plan.object(changed) { old[$0] } : nil,
                                 new: plan.keepsValues ? plan.object(changed, given) : nil)
             logged += 1
             counts.updated += 1
         }
         if !inserts.isEmpty {
-            var binds = PostgresBindings()
-            binds.append(inserts)
-            try await PostgresSQL.execute(connection, "INSERT INTO \(store.table(entity.name))("
-                + batch.columns.map(PostgresSQL.quote).joined(separator: ", ") + ") SELECT "
-                + (0..<width).map { "c\($0)" }.joined(separator: ", ")
-                + " FROM \(stage) JOIN unnest($1::bigint[]) AS chosen(seq) USING (seq) ORDER BY seq",
-                binds, logger: logger)
+            // The new records, copied into the entity's table in the rows'
+            // order, their lines as made with the batch, in runs.
+            let lines = round.lines
+            try await connection.copyFrom(table: PostgresSQL.copyName(entity.name),
+                                          columns: batch.columns.map(PostgresSQL.copyName), logger: logger) { writer in
+                var i = 0
+                while i < inserts.count {
+                    var j = i + 1
+                    while j < inserts.count, inserts[j] == inserts[j - 1] + 1,
+                          lines.end[inserts[j]] - lines.start(inserts[i]) < 1 << 20 {
+                        j += 1
+                    }
+                    let from = lines.start(inserts[i])
+                    try await writer.write(lines.buffer.getSlice(at: from, length: lines.end[inserts[j - 1]] - from)!)
+                    i = j
+                }
+            }
         }
         if !updates.isEmpty, !plan.updatedFields.isEmpty {
-            var binds = PostgresBindings()
-            binds.append(updates)
+            // The updated rows staged whole (few, as a rule), then applied.
+            let all = Array(0..<width)
+            let stage = try await stageTable(for: plan, columns: all)
+            try await PostgresSQL.execute(connection, "TRUNCATE \(stage)", logger: logger)
+            var staged = ByteBuffer()
+            PreparedBatch.appendKeys(updates, of: batch, columns: all, to: &staged)
+            try await connection.copyFrom(table: String(stage.dropFirst().dropLast()),
+                                          columns: ["seq"] + all.map { "c\($0)" }, logger: logger) { writer in
+                try await writer.write(staged)
+            }
             let set = plan.updatedFields.map { f in
                 "\(PostgresSQL.quote(entity.fields[f].name)) = " + (plan.fieldToColumn[f].map { "s.c\($0)" } ?? "NULL")
             }.joined(separator: ", ")
             try await PostgresSQL.execute(connection, "UPDATE \(store.table(entity.name)) t SET \(set) "
-                + "FROM \(stage) s JOIN unnest($1::bigint[]) AS chosen(seq) USING (seq) WHERE \(join)", binds, logger: logger)
+                + "FROM \(stage) s WHERE \(join)", logger: logger)
         }
         if logged > 0 { try await copyChanges(changes) }
     }
@@ -314,16 +289,17 @@ public final class PostgresSaveContext: @unchecked Sendable {
         return id
     }
 
-    /// The staging table of `plan`'s entity and columns on this connection:
-    /// a temporary table, dropped at the end of the transaction.
-    private func stageTable(for plan: BatchPlan) async throws -> String {
-        let key = plan.entity.name + "\u{0}" + plan.columns.joined(separator: "\u{0}")
+    /// A staging table on this connection for `plan`'s entity and the
+    /// batch columns `columns` (named c0, c1, … by their batch positions),
+    /// after `seq`, the row: a temporary table, dropped at the end of the
+    /// transaction.
+    private func stageTable(for plan: BatchPlan, columns: [Int]) async throws -> String {
+        let key = plan.entity.name + "\u{0}" + columns.map { "\($0)\u{0}" + plan.columns[$0] + "\u{0}" + plan.columnFields[$0].type.rawValue }
+            .joined(separator: "\u{0}")
         if let name = stages[key] { return name }
         let name = PostgresSQL.quote("depot_stage_\(stages.count)")
-        let columns = ["seq integer NOT NULL"] + plan.columnFields.enumerated().map { c, field in
-            "c\(c) \(PostgresSQL.type(field.type))"
-        }
-        try await PostgresSQL.execute(connection, "CREATE TEMPORARY TABLE \(name) (\(columns.joined(separator: ", "))) "
+        let definitions = ["seq integer NOT NULL"] + columns.map { "c\($0) \(PostgresSQL.type(plan.columnFields[$0].type))" }
+        try await PostgresSQL.execute(connection, "CREATE TEMPORARY TABLE \(name) (\(definitions.joined(separator: ", "))) "
             + "ON COMMIT DROP", logger: store.logger)
         stages[key] = name
         return name

@@ -209,9 +209,15 @@ public actor PostgresStore {
                 // skips one that commits late), and no two saves judge the
                 // same stored record at once.
                 try await PostgresSQL.lock(connection, "depot-save:" + configuration.location.schema, logger: logger)
-                // Unqualified names (COPY's tables) are the store's own.
-                try await PostgresSQL.execute(connection, "SET LOCAL search_path TO "
-                    + PostgresSQL.quote(configuration.location.schema), logger: logger)
+                // Unqualified names (COPY's tables) are the store's own. No
+                // JIT compilation: a save's statements are planned afresh for
+                // each batch, and compiling them (100 ms and more a statement,
+                // once their cost passes jit_above_cost) took longer than
+                // running them.
+                var settings = PostgresBindings()
+                settings.append(PostgresSQL.quote(configuration.location.schema))
+                try await PostgresSQL.execute(connection, "SELECT set_config('search_path', $1, true), "
+                    + "set_config('jit', 'off', true)", settings, logger: logger)
                 let context = PostgresSaveContext(store: self, connection: connection, author: author, job: job)
                 let value = try await body(context)
                 try await context.finish()

@@ -1,6 +1,7 @@
 import DepotEngine
-import DepotPostgres
+@testable import DepotPostgres
 import Foundation
+import GRDB
 import Testing
 
 /// The PostgreSQL server the tests use: a private cluster that
@@ -31,6 +32,9 @@ protocol Backend: Sendable {
     func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier]
     /// Closes the store and opens it again with `entities` (a migration).
     func reopen(entities: [EntitySchema]) async throws -> any Backend
+    /// The secondary indexes on an entity's table, read from the
+    /// database's own catalog: each its fields in order, sorted.
+    func indexes(_ entity: String) async throws -> [[String]]
     /// Runs an import to its end, or until the save `cancelAfter` (then
     /// throws CancellationError).
     func importFile(_ request: ImportRequest, cancelAfter: Int?) async throws -> ImportProgress
@@ -104,6 +108,18 @@ final class SQLiteBackend: Backend {
         return try await cancelling(after: cancelAfter) { try await Importer.run(request, into: store, progress: $0) }
     }
 
+    func indexes(_ entity: String) async throws -> [[String]] {
+        let queue = try DatabaseQueue(path: folder.appendingPathComponent("s.sqlite").path)
+        return try await queue.read { db in
+            // An entity's table is named as the entity; an index of SQLite's own (a UNIQUE) has no sql.
+            let names = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' "
+                + "AND tbl_name = ? AND sql IS NOT NULL", arguments: [entity])
+            return try names.map { name in
+                try String.fetchAll(db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [name])
+            }.sorted { $0.lexicographicallyPrecedes($1) }
+        }
+    }
+
     func reopen(entities: [EntitySchema]) async throws -> any Backend {
         try await store.close()
         return try await SQLiteBackend(entities: entities, folder: folder)
@@ -153,6 +169,18 @@ final class PostgresBackend: Backend {
     func importFile(_ request: ImportRequest, cancelAfter: Int?) async throws -> ImportProgress {
         let store = store
         return try await cancelling(after: cancelAfter) { try await PostgresImporter.run(request, into: store, progress: $0) }
+    }
+
+    func indexes(_ entity: String) async throws -> [[String]] {
+        func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
+        let sql = "SELECT string_agg(a.attname, ',' ORDER BY k.n) FROM pg_index i "
+            + "JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace ns ON ns.oid = t.relnamespace "
+            + "CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) "
+            + "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+            + "WHERE ns.nspname = \(literal(schema)) AND t.relname = \(literal(entity)) "
+            + "AND NOT i.indisprimary GROUP BY i.indexrelid"
+        let rows = try await store.read { try await PostgresSQL.textRows($0, sql, logger: store.logger) }
+        return rows.map { ($0[0] ?? "").split(separator: ",").map(String.init) }.sorted { $0.lexicographicallyPrecedes($1) }
     }
 
     func reopen(entities: [EntitySchema]) async throws -> any Backend {

@@ -44,6 +44,22 @@ struct MigrationContractTests {
         if let pg = results["postgresql"] { #expect(pg == results["sqlite"]) }
     }
 
+    @Test("a new store has its entities' indexes at once; a migration adds and drops them")
+    func indexes() async throws {
+        for name in Backends.names {
+            var backend = try await Backends.open(name, entities: [try Self.trip(indexes: [["destination"], ["budget", "name"]])])
+            do {
+                #expect(try await backend.indexes("Trip") == [["budget", "name"], ["destination"]], "\(name)")
+                backend = try await backend.reopen(entities: [try Self.trip(indexes: [["notes"], ["budget", "name"]])])
+                #expect(try await backend.indexes("Trip") == [["budget", "name"], ["notes"]], "\(name)")
+            } catch {
+                await backend.close()
+                throw error
+            }
+            await backend.close()
+        }
+    }
+
     @Test("an index whose name is longer than PostgreSQL keeps (63 bytes): the store opens again, and again without it")
     func longIndexName() async throws {
         let long = [Field(name: "a_rather_long_field_name_for_an_index", type: .string, isOptional: true),

@@ -174,6 +174,31 @@ struct WriteContractTests {
         #expect(t.records[3] == rows[2])
     }
 
+    @Test("an entity and fields named with double quotes, spaces and a backslash are written, updated and read alike")
+    func quotedNames() async throws {
+        let odd = try EntitySchema(
+            name: #"Odd "entity" \ name"#,
+            fields: [Field(name: #"the "id""#, type: .string), Field(name: "a b", type: .string, isOptional: true),
+                     Field(name: #"c"d"#, type: .int, isOptional: true)],
+            identifier: [#"the "id""#], indexes: [["a b"], [#"c"d"#]], history: .values)
+        let columns = [#"the "id""#, "a b", #"c"d"#]
+        let answers = try await Backends.answers(entities: [odd]) { backend -> [String] in
+            var first = RecordBatch(entity: odd.name, columns: columns)
+            first.append(["x", "one", 1])
+            first.append(["y", nil, 2])
+            var second = RecordBatch(entity: odd.name, columns: columns)
+            second.append(["x", "uno", 1])
+            second.append(["z", "three", nil])
+            let counts = [try await backend.write(first, policy: .upsert, supersede: true),
+                          try await backend.write(second, policy: .upsert, supersede: true)]
+            return ["\(counts)", "\(try await backend.records(odd.name))",
+                    "\(try await backend.history().map { $0.changes.map { "\($0.kind) \($0.identifier) \($0.new ?? "-")" } })"]
+        }
+        #expect(answers.first?.1[1] == #"[["x", "uno", 1], ["y", nil, 2], ["z", "three", nil]]"#)
+        #expect(answers.count == Backends.names.count)
+        for (name, answer) in answers.dropFirst() { #expect(answer == answers[0].1, "\(name)") }
+    }
+
     @Test("history of fields only: the changed fields' names, no values")
     func fieldsOnly() async throws {
         let t = try await Self.onEveryBackend(values: false, [

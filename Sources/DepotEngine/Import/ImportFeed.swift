@@ -43,11 +43,14 @@ package final class ImportFeed: @unchecked Sendable {
     ///   - chunk: records to a chunk at most (a backend's batch size).
     ///   - sortable: whether runs of records may be written in identifier
     ///     order (not when a record may refer to another of the same entity).
+    ///   - shortFirstRun: for a job from its start, a first run of one
+    ///     chunk, so that its first save starts sooner (runs as long as a
+    ///     save take a while to read and sort).
     ///   - floor: for a fresh job, the entity's source floor (SQLite's
     ///     greatest rowid), kept in its checkpoint.
     package static func start(_ request: ImportRequest, entity: EntitySchema, saveEvery storeSaveEvery: Int,
                               saveInterval storeSaveInterval: Duration, adaptiveSaves: Bool, chunk: Int, sortable: Bool,
-                              checkpoint: [UInt8]?, floor: () async throws -> Int64,
+                              shortFirstRun: Bool = false, checkpoint: [UInt8]?, floor: () async throws -> Int64,
                               progress: (@Sendable (ImportProgress) -> Void)?) async throws -> Start {
         let clock = ContinuousClock()
         let started = clock.now
@@ -94,7 +97,8 @@ package final class ImportFeed: @unchecked Sendable {
         let queue = ChunkQueue(capacity: 2)
         let parser = ParserThread(batcher: batcher, queue: queue, chunk: min(saveEvery, chunk),
                                   identifier: sortable ? entity.identifier : nil,
-                                  runLength: min(options.sortRun, saveEvery))
+                                  runLength: min(options.sortRun, saveEvery),
+                                  firstRunLength: shortFirstRun && state.progress.read == 0 ? chunk : nil)
         let feed = ImportFeed(request: request, entity: entity, state: state, rejects: rejects, queue: queue,
                               started: started, saveEvery: saveEvery,
                               saveInterval: options.saveInterval ?? storeSaveInterval,
@@ -269,4 +273,6 @@ package struct ImportSave: @unchecked Sendable {
 package struct ImportChunk: Sendable {
     let parsed: ParsedBatch
     package var batch: RecordBatch { parsed.batch }
+    /// Whether the input ends with this chunk: no chunk comes after it.
+    package var isLast: Bool { parsed.atEnd }
 }

@@ -13,15 +13,22 @@ final class ParserThread: @unchecked Sendable {
     private let chunk: Int
     private let identifier: [String]?
     private let runLength: Int
+    private let firstRunLength: Int
 
-    /// - Parameter identifier: the fields to sort each run by; nil keeps the
-    ///   input's order (and `runLength` is not used).
-    init(batcher: any RecordBatcher, queue: ChunkQueue, chunk: Int, identifier: [String]? = nil, runLength: Int = 0) {
+    /// - Parameters:
+    ///   - identifier: the fields to sort each run by; nil keeps the
+    ///     input's order (and `runLength` is not used).
+    ///   - firstRunLength: the length of the first run, when it is shorter
+    ///     than the others (so that the first save need not wait for a
+    ///     whole long run to be read).
+    init(batcher: any RecordBatcher, queue: ChunkQueue, chunk: Int, identifier: [String]? = nil, runLength: Int = 0,
+         firstRunLength: Int? = nil) {
         self.batcher = batcher
         self.queue = queue
         self.chunk = chunk
         self.identifier = identifier
         self.runLength = runLength
+        self.firstRunLength = min(firstRunLength ?? runLength, runLength)
     }
 
     func start() {
@@ -64,13 +71,15 @@ final class ParserThread: @unchecked Sendable {
             }
             return true
         }
+        var length = firstRunLength
         while true {
             let parsed: ParsedBatch
             do {
-                // Runs hold exactly `runLength` records (the last one fewer),
-                // counted from the job's start or its checkpoint, which is
-                // where a run ended: a resumed job sorts as the clean run did.
-                parsed = try batcher.next(max: min(chunk, runLength - (run?.read ?? 0)))
+                // Runs hold exactly `runLength` records (the last one fewer;
+                // the first `firstRunLength`), counted from the job's start
+                // or its checkpoint, which is where a run ended: a resumed
+                // job sorts as the clean run did.
+                parsed = try batcher.next(max: min(chunk, length - (run?.read ?? 0)))
             } catch {
                 // The run read so far would fail with its save anyway.
                 guard handOut(waiting: true) else { return }
@@ -82,11 +91,14 @@ final class ParserThread: @unchecked Sendable {
             if run == nil { run = SortedRun(columns: parsed.batch.columns, identifier: identifier, expectedRows: runLength) }
             run!.append(parsed)
             guard handOut(waiting: false) else { return }
-            if run!.read >= runLength || parsed.atEnd {
-                guard handOut(waiting: true) else { return }
+            if run!.read >= length || parsed.atEnd {
+                // Sorted while the queue still holds the previous run's
+                // last chunks, so that the save does not wait for the sort.
                 var finished = run!
                 run = nil
                 finished.sort()
+                length = runLength
+                guard handOut(waiting: true) else { return }
                 out = finished
                 if parsed.atEnd {
                     _ = handOut(waiting: true)

@@ -1,0 +1,190 @@
+public import DepotEngine
+import NIOCore
+
+/// A batch made ready for a PostgreSQL store's save: everything about it
+/// that does not depend on what the store holds, made without the server,
+/// so that an import makes the next batch ready while the server writes
+/// the last one (``PostgresImporter``).
+///
+/// That is: the rows refused before any lookup (a null identifier or
+/// required field), the rounds (each identifier at most once a round; under
+/// `supersede` the last row of an identifier, the others counted as
+/// duplicates), and for each round the lines to COPY: the keys to look up,
+/// each row as a new record of the entity's table, and each row's history
+/// as a new record.
+public struct PreparedBatch: Sendable {
+    let batch: RecordBatch
+    /// Nil for an empty batch, which writes nothing (and is not checked).
+    let plan: BatchPlan?
+    /// What is known before the lookup: rejections, duplicates.
+    let counts: WriteCounts
+    let rounds: [Round]
+    /// The batch columns staged for the lookup: the identifier's, and
+    /// those of the references checked.
+    let keyColumns: [Int]
+    /// The to-one references checked (not deferred, given in the batch):
+    /// each with its batch columns.
+    let checked: [(relationship: Relationship, positions: [Int])]
+
+    /// The rows of one round and their lines.
+    struct Round: Sendable {
+        /// Batch rows, in order.
+        var rows: [Int] = []
+        /// COPY lines of the key stage: seq (the batch row), then ``PreparedBatch/keyColumns``.
+        var keys = ByteBuffer()
+        /// COPY lines into the entity's table, one a row of ``rows``.
+        var lines = Lines()
+        /// For each row, the line of its history as a new record in
+        /// `depot_changes`, all but its first column (the save's transaction).
+        var inserted = Lines()
+    }
+
+    /// Lines one after the other in a buffer; the k-th ends at `end[k]`.
+    struct Lines: Sendable {
+        var buffer = ByteBuffer()
+        var end: [Int] = []
+        func start(_ k: Int) -> Int { k == 0 ? 0 : end[k - 1] }
+        func line(_ k: Int) -> ByteBuffer { buffer.getSlice(at: start(k), length: end[k] - start(k))! }
+        mutating func endLine() { end.append(buffer.writerIndex) }
+    }
+
+    init(empty batch: RecordBatch) {
+        self.batch = batch
+        plan = nil
+        counts = WriteCounts()
+        rounds = []
+        keyColumns = []
+        checked = []
+    }
+
+    init(_ batch: RecordBatch, plan: BatchPlan, supersede: Bool, checked: [(relationship: Relationship, positions: [Int])]) {
+        self.batch = batch
+        self.plan = plan
+        self.checked = checked
+        keyColumns = Array(Set(plan.identifierColumns + checked.flatMap(\.positions))).sorted()
+        var counts = WriteCounts()
+        let width = batch.columns.count
+        // Rows refused before any lookup, as an SQLite store refuses them.
+        var live: [Int] = []
+        live.reserveCapacity(batch.count)
+        rows: for r in 0..<batch.count {
+            for c in 0..<width where batch.values[r * width + c].isNull && !plan.columnFields[c].isOptional {
+                let what = plan.identifierColumns.contains(c) ? "identifier field" : "required field"
+                counts.rejected.append(Rejection(row: r, field: batch.columns[c],
+                                                 reason: "\(what) \(JSONText.quoted(batch.columns[c])) is null"))
+                continue rows
+            }
+            live.append(r)
+        }
+        // Rounds: each identifier at most once in a round, in the batch's order.
+        var rounds: [[Int]] = []
+        let single = plan.identifierColumns.count == 1 ? plan.identifierColumns[0] : nil
+        func key(_ r: Int) -> [Value] { plan.identifier(of: batch, row: r) }
+        if supersede {
+            var kept: [Int] = []
+            kept.reserveCapacity(live.count)
+            if let single {
+                // One field: keyed by its value, not a list of one.
+                var last: [Value: Int] = [:]
+                last.reserveCapacity(live.count)
+                for r in live { last[batch.values[r * width + single]] = r }
+                for r in live {
+                    if last[batch.values[r * width + single]] == r { kept.append(r) } else { counts.duplicates += 1 }
+                }
+            } else {
+                var last: [[Value]: Int] = [:]
+                for r in live { last[key(r)] = r }
+                for r in live {
+                    if last[key(r)] == r { kept.append(r) } else { counts.duplicates += 1 }
+                }
+            }
+            rounds = [kept]
+        } else {
+            var seen: [[Value]: Int] = [:]
+            for r in live {
+                let key = key(r)
+                let round = seen[key, default: 0]
+                seen[key] = round + 1
+                if round == rounds.count { rounds.append([]) }
+                rounds[round].append(r)
+            }
+        }
+        self.counts = counts
+        let keyColumns = keyColumns
+        self.rounds = rounds.map { Self.round($0, of: batch, plan: plan, keyColumns: keyColumns) }
+    }
+
+    private static func round(_ rows: [Int], of batch: RecordBatch, plan: BatchPlan, keyColumns: [Int]) -> Round {
+        let width = batch.columns.count
+        let entity = plan.entity
+        var round = Round(rows: rows)
+        appendKeys(rows, of: batch, columns: keyColumns, to: &round.keys)
+        round.lines.end.reserveCapacity(rows.count)
+        round.inserted.end.reserveCapacity(rows.count)
+        // The history line's fields after the transaction, as logChange writes them.
+        var head = ByteBuffer()
+        head.writeInteger(UInt8(ascii: "\t"))
+        PostgresSQL.appendCopyField(.string(entity.name), to: &head)
+        var json: [UInt8] = []
+        for r in rows {
+            let base = r * width
+            for c in 0..<width {
+                if c > 0 { round.lines.buffer.writeInteger(UInt8(ascii: "\t")) }
+                PostgresSQL.appendCopyField(batch.values[base + c], to: &round.lines.buffer)
+            }
+            round.lines.buffer.writeInteger(UInt8(ascii: "\n"))
+            round.lines.endLine()
+
+            round.inserted.buffer.writeImmutableBuffer(head)
+            round.inserted.buffer.writeInteger(UInt8(ascii: "\t"))
+            PostgresSQL.appendCopyField(.string(plan.identifierJSON(batch, row: r)), to: &round.inserted.buffer)
+            round.inserted.buffer.writeStaticString("\tinsert\t\\N\t\\N\t\\N\t")
+            if plan.keepsValues {
+                json.removeAll(keepingCapacity: true)
+                plan.appendObject(entity.fields.indices, { f in plan.fieldToColumn[f].map { batch.values[base + $0] } ?? .null },
+                                  to: &json)
+                json.withUnsafeBytes { PostgresSQL.appendCopyText($0, to: &round.inserted.buffer) }
+            } else {
+                round.inserted.buffer.writeStaticString("\\N")
+            }
+            round.inserted.buffer.writeInteger(UInt8(ascii: "\n"))
+            round.inserted.endLine()
+        }
+        return round
+    }
+
+    /// Appends the COPY lines of `rows`: each its row as `seq`, then its `columns`.
+    static func appendKeys(_ rows: [Int], of batch: RecordBatch, columns: [Int], to out: inout ByteBuffer) {
+        let width = batch.columns.count
+        for r in rows {
+            out.writeString(String(r))
+            for c in columns {
+                out.writeInteger(UInt8(ascii: "\t"))
+                PostgresSQL.appendCopyField(batch.values[r * width + c], to: &out)
+            }
+            out.writeInteger(UInt8(ascii: "\n"))
+        }
+    }
+}
+
+extension PostgresStore {
+    /// Makes `batch` ready for a save's ``PostgresSaveContext/write(_:)``,
+    /// without the server: any thread, any time before the save.
+    ///
+    /// - Throws: ``DepotError/Code/unknownEntity`` or
+    ///   ``DepotError/Code/unknownField`` for a batch that does not fit the schema.
+    public nonisolated func prepare(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool = false,
+                                    deferReferences: Bool = false) throws -> PreparedBatch {
+        guard !batch.isEmpty else { return PreparedBatch(empty: batch) }
+        let entity = try entity(batch.entity)
+        let plan = try BatchPlan(entity: entity, columns: batch.columns, policy: policy)
+        var checked: [(relationship: Relationship, positions: [Int])] = []
+        for r in entity.relationships where r.isToOne && !deferReferences {
+            guard let names = entity.relationshipColumns[r.name], (try? self.entity(r.target)) != nil else { continue }
+            let positions = names.compactMap { batch.columns.firstIndex(of: $0) }
+            guard positions.count == names.count else { continue }  // not given: not changed
+            checked.append((r, positions))
+        }
+        return PreparedBatch(batch, plan: plan, supersede: supersede, checked: checked)
+    }
+}
