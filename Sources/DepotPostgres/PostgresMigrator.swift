@@ -1,6 +1,7 @@
 import DepotEngine
 import Foundation
 import PostgresNIO
+import Synchronization
 
 /// Creates a PostgreSQL store's schema and tables, or migrates them to the
 /// configured entities, with the same rules and messages as an SQLite
@@ -12,7 +13,10 @@ enum PostgresMigrator {
     typealias Definition = MigrationRules.Definition
 
     /// The system version this release writes in a PostgreSQL store.
-    static let systemVersion = 1
+    /// 2: `depot_changes` keyed by (txn, id), the ids given by each save
+    /// (1, 2, … in its order), no index of its own on txn; values as
+    /// compact arrays under a `layout` of `depot_layouts`, as SQLite's.
+    static let systemVersion = 2
 
     static func migrate(_ connection: PostgresConnection, store: PostgresStore) async throws {
         let location = store.configuration.location
@@ -28,10 +32,32 @@ enum PostgresMigrator {
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_schema"))(entity text PRIMARY KEY, definition text NOT NULL)")
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_transactions"))(id bigserial PRIMARY KEY, "
             + "timestamp text NOT NULL, author text NOT NULL, job text)")
-        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_changes"))(id bigserial PRIMARY KEY, "
+        // A store made by version 1 (before `depot_meta` says otherwise below).
+        let older = try await PostgresSQL.textRows(connection, "SELECT 1::text FROM information_schema.tables "
+            + "WHERE table_schema = \(PostgresSQL.literal(location.schema)) AND table_name = 'depot_changes'", logger: logger)
+            .isEmpty == false
+        // A change is one row of a save's history transaction: its place
+        // in the transaction (id) is given by the save, so the only index
+        // is the key, which also gives the order of the changes.
+        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_changes"))(id bigint NOT NULL, "
             + "txn bigint NOT NULL, entity text NOT NULL, identifier text NOT NULL, kind text NOT NULL, "
-            + "fields text, tombstone text, old text, new text)")
-        try await run("CREATE INDEX IF NOT EXISTS depot_changes_txn ON \(table("depot_changes"))(txn)")
+            + "fields text, tombstone text, old text, new text, layout bigint, PRIMARY KEY (txn, id))")
+        // The field names of compact values (an insert's, a delete's).
+        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_layouts"))(id bigserial PRIMARY KEY, "
+            + "entity text NOT NULL, fields text NOT NULL, UNIQUE (entity, fields))")
+        if older {
+            let version = PostgresSQL.scalar(try await PostgresSQL.textRows(connection,
+                "SELECT value FROM \(table("depot_meta")) WHERE key = 'system_version'", logger: logger))
+            if version == "1" {
+                // Version 1's changes: a serial id for key and an index on txn.
+                try await run("ALTER TABLE \(table("depot_changes")) ADD COLUMN IF NOT EXISTS layout bigint")
+                try await run("ALTER TABLE \(table("depot_changes")) DROP CONSTRAINT depot_changes_pkey, "
+                    + "ADD PRIMARY KEY (txn, id)")
+                try await run("ALTER TABLE \(table("depot_changes")) ALTER COLUMN id DROP DEFAULT")
+                try await run("DROP INDEX IF EXISTS \(store.prefix)depot_changes_txn")
+                try await run("UPDATE \(table("depot_meta")) SET value = '2' WHERE key = 'system_version'")
+            }
+        }
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_checkpoints"))(job text PRIMARY KEY, "
             + "data bytea NOT NULL, updated text NOT NULL)")
         // Jobs, claimed by one host at a time under a lease (PostgresJobs).
@@ -103,6 +129,16 @@ enum PostgresMigrator {
         }
         for step in work { try await step() }
         for entity in store.configuration.entities {
+            // The layout of the entity's fields, in their order, that its
+            // compact values are written under (as an SQLite store's).
+            var layout = PostgresBindings()
+            layout.append(entity.name)
+            layout.append(JSONText.array(entity.fields.map(\.name)))
+            try await run("INSERT INTO \(table("depot_layouts"))(entity, fields) VALUES ($1, $2) "
+                + "ON CONFLICT (entity, fields) DO NOTHING", layout)
+            let id = PostgresSQL.scalar(try await PostgresSQL.textRows(connection, "SELECT id::text FROM "
+                + "\(table("depot_layouts")) WHERE entity = $1 AND fields = $2", layout, logger: logger)).flatMap { Int64($0) }
+            store.layouts.withLock { $0[entity.name] = id }
             let text = String(decoding: try JSONEncoder().encode(Definition(entity)), as: UTF8.self)
             var binds = PostgresBindings()
             binds.append(entity.name)

@@ -30,6 +30,12 @@ enum PostgresSQL {
     /// by position; the column is named `"\u{1}"`, never a field's name:
     /// PostgreSQL's `ORDER BY "budget"` sorts by an output column so named
     /// before the table's, and that one is text ("900" after "2500.5").
+    /// A text as an SQL string literal (for statements that take no
+    /// parameters; bound values everywhere else).
+    static func literal(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+
     /// A name as PostgresNIO's `copyFrom` wants it: it puts the name
     /// between double quotes as given, so a double quote in it is doubled here.
     static func copyName(_ name: String) -> String {

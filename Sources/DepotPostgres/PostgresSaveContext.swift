@@ -21,6 +21,8 @@ public final class PostgresSaveContext: @unchecked Sendable {
     let author: String
     let job: String?
     private(set) var transactionID: Int64?
+    /// The changes logged so far in this save (``startChange(_:)``).
+    private var changes: Int64 = 0
     /// Staging tables made on this connection in this save, by entity and columns.
     private var stages: [String: String] = [:]
     /// The changes of batch deletes and updates not yet copied into
@@ -145,6 +147,8 @@ public final class PostgresSaveContext: @unchecked Sendable {
             guard let seq = row[0].flatMap({ Int($0) }) else { continue }
             stored[seq] = zip(entity.fields, row.dropFirst()).map { PostgresSQL.value($1, as: $0.type) }
         }
+        // The last column of an insert's history: the layout of its values.
+        let layout = plan.keepsValues ? "\t\(try store.layout(of: entity))\n" : "\t\\N\n"
         // Each row judged in order, as an SQLite store's writer judges it.
         var inserts: [Int] = []
         var updates: [Int] = []
@@ -165,10 +169,12 @@ public final class PostgresSaveContext: @unchecked Sendable {
                 }
                 inserts.append(k)
                 // Its history as a new record, made with the batch: this
-                // save's transaction, then the rest of the line.
-                changes.writeString(String(try await historyTransaction()))
+                // save's transaction and the change's place, the rest of
+                // the line, and the layout of its values.
+                try await startChange(&changes)
                 var tail = round.inserted.line(k)
                 changes.writeBuffer(&tail)
+                changes.writeString(layout)
                 logged += 1
                 counts.inserted += 1
                 continue
@@ -249,10 +255,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
 
     /// Copies rows made by ``logChange(_:entity:identifier:kind:fields:tombstone:old:new:)``
     /// into the store's own `depot_changes` (the save set search_path to its
-    /// schema): ids follow the order of the rows, the order of the changes.
+    /// schema).
     func copyChanges(_ changes: ByteBuffer) async throws {
-        try await connection.copyFrom(table: "depot_changes", columns: ["txn", "entity", "identifier", "kind",
-                                      "fields", "tombstone", "old", "new"], logger: store.logger) { writer in
+        try await connection.copyFrom(table: "depot_changes", columns: ["txn", "id", "entity", "identifier", "kind",
+                                      "fields", "tombstone", "old", "new", "layout"], logger: store.logger) { writer in
             try await writer.write(changes)
         }
     }
@@ -262,15 +268,25 @@ public final class PostgresSaveContext: @unchecked Sendable {
     /// first change).
     func logChange(_ out: inout ByteBuffer, entity: String, identifier: String, kind: ChangeKind, fields: String?,
                    tombstone: String? = nil, old: String?, new: String?) async throws {
-        let txn = try await historyTransaction()
-        out.writeString(String(txn))
+        try await startChange(&out)
         for value in [Value.string(entity), .string(identifier),
                       .string(kind.rawValue), fields.map(Value.string) ?? .null, tombstone.map(Value.string) ?? .null,
                       old.map(Value.string) ?? .null, new.map(Value.string) ?? .null] {
             out.writeInteger(UInt8(ascii: "\t"))
             PostgresSQL.appendCopyField(value, to: &out)
         }
-        out.writeInteger(UInt8(ascii: "\n"))
+        out.writeStaticString("\t\\N\n")
+    }
+
+    /// Appends the first two columns of the next change's row: this save's
+    /// history transaction (created on the first change) and the change's
+    /// place in it, which orders the changes.
+    func startChange(_ out: inout ByteBuffer) async throws {
+        let txn = try await historyTransaction()
+        changes += 1
+        out.writeString(String(txn))
+        out.writeInteger(UInt8(ascii: "\t"))
+        out.writeString(String(changes))
     }
 
     /// The id of this save's history transaction, created on the first change.

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
+import Synchronization
 
 /// What a PostgreSQL store is: its name, where it lives, its entities.
 public struct PostgresStoreConfiguration: Sendable {
@@ -63,6 +64,9 @@ public actor PostgresStore {
     nonisolated let schema: StoreSchema
     /// `"schema".` — the prefix of every table's name.
     nonisolated let prefix: String
+    /// The id in `depot_layouts` of each entity's fields, in their order
+    /// (set when the store opens).
+    nonisolated let layouts = Mutex<[String: Int64]>([:])
     private let runner: Task<Void, Never>
     private var listener: Task<Void, Never>?
     private var isClosed = false
@@ -188,6 +192,15 @@ public actor PostgresStore {
                 + "\(JSONText.quoted(name))" + DepotError.suggestion(for: name, in: configuration.entities.map(\.name)))
         }
         return entity
+    }
+
+    /// The id of the layout of `entity`'s fields, that its compact values
+    /// are written under.
+    nonisolated func layout(of entity: EntitySchema) throws -> Int64 {
+        guard let id = layouts.withLock({ $0[entity.name] }) else {
+            throw DepotError(.database, "store \(JSONText.quoted(name)) has no layout of entity \(JSONText.quoted(entity.name))")
+        }
+        return id
     }
 
     /// `"schema"."name"`.
@@ -360,8 +373,9 @@ public actor PostgresStore {
         guard limit > 0 else { throw DepotError(.invalidArgument, "limit must be at least 1") }
         var transactions = "SELECT id::text, timestamp, author, job FROM \(table("depot_transactions")) t "
             + "WHERE id > $1"
-        var changes = "SELECT txn::text, entity, identifier, kind, fields, tombstone, old, new FROM \(table("depot_changes")) "
-            + "WHERE txn > $1 AND txn <= $2"
+        var changes = "SELECT txn::text, entity, identifier, kind, fields, tombstone, old, new, layout::text "
+            + "FROM \(table("depot_changes")) WHERE txn > $1 AND txn <= $2"
+        let layoutSQL = "SELECT fields FROM \(table("depot_layouts")) WHERE id = $1"
         var binds = PostgresBindings()
         binds.append(token?.id ?? 0)
         var changeBinds = binds
@@ -387,16 +401,32 @@ public actor PostgresStore {
                 changeBinds.append(entity)
                 changes += " AND entity = $3"
             }
-            changes += " ORDER BY id"
+            changes += " ORDER BY txn, id"
             var byTransaction: [Int64: [HistoryChange]] = [:]
+            var layouts: [Int64: [String]] = [:]
             for row in try await PostgresSQL.textRows(connection, changes, changeBinds, logger: logger) {
                 guard let txn = row[0].flatMap({ Int64($0) }), let kind = row[3].flatMap(ChangeKind.init(rawValue:)) else {
                     continue
                 }
                 let fields = row[4].flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }
+                var (old, new) = (row[6], row[7])
+                // Compact values (arrays, an insert's) under their layout's
+                // names, as an SQLite store reads them.
+                if let layout = row[8].flatMap({ Int64($0) }), old?.utf8.first == UInt8(ascii: "[")
+                    || new?.utf8.first == UInt8(ascii: "[") {
+                    if layouts[layout] == nil {
+                        var binds = PostgresBindings()
+                        binds.append(layout)
+                        let text = PostgresSQL.scalar(try await PostgresSQL.textRows(connection, layoutSQL, binds, logger: logger))
+                        layouts[layout] = text.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
+                    }
+                    let names = layouts[layout] ?? []
+                    old = old.map { CompactValues.object($0, names: names) }
+                    new = new.map { CompactValues.object($0, names: names) }
+                }
                 byTransaction[txn, default: []].append(HistoryChange(
                     entity: row[1] ?? "", identifier: row[2] ?? "", kind: kind, fields: fields,
-                    tombstone: row[5], old: row[6], new: row[7]))
+                    tombstone: row[5], old: old, new: new))
             }
             return heads.compactMap { head -> HistoryTransaction? in
                 guard let id = head[0].flatMap({ Int64($0) }) else { return nil }

@@ -35,7 +35,8 @@ public struct PreparedBatch: Sendable {
         /// COPY lines into the entity's table, one a row of ``rows``.
         var lines = Lines()
         /// For each row, the line of its history as a new record in
-        /// `depot_changes`, all but its first column (the save's transaction).
+        /// `depot_changes` but its first two columns (the save's
+        /// transaction, the change's place) and its last (the layout).
         var inserted = Lines()
     }
 
@@ -121,7 +122,7 @@ public struct PreparedBatch: Sendable {
         appendKeys(rows, of: batch, columns: keyColumns, to: &round.keys)
         round.lines.end.reserveCapacity(rows.count)
         round.inserted.end.reserveCapacity(rows.count)
-        // The history line's fields after the transaction, as logChange writes them.
+        // The history line's fields after the transaction and place, as logChange writes them.
         var head = ByteBuffer()
         head.writeInteger(UInt8(ascii: "\t"))
         PostgresSQL.appendCopyField(.string(entity.name), to: &head)
@@ -140,14 +141,21 @@ public struct PreparedBatch: Sendable {
             PostgresSQL.appendCopyField(.string(plan.identifierJSON(batch, row: r)), to: &round.inserted.buffer)
             round.inserted.buffer.writeStaticString("\tinsert\t\\N\t\\N\t\\N\t")
             if plan.keepsValues {
+                // Compact values: an array of every field's value in the
+                // entity's order, read back under the entity's layout.
                 json.removeAll(keepingCapacity: true)
-                plan.appendObject(entity.fields.indices, { f in plan.fieldToColumn[f].map { batch.values[base + $0] } ?? .null },
-                                  to: &json)
+                json.append(UInt8(ascii: "["))
+                for f in entity.fields.indices {
+                    if f > 0 { json.append(UInt8(ascii: ",")) }
+                    JSONBytes.append(plan.fieldToColumn[f].map { batch.values[base + $0] } ?? .null,
+                                     rawJSON: entity.fields[f].type == .json, to: &json)
+                }
+                json.append(UInt8(ascii: "]"))
                 json.withUnsafeBytes { PostgresSQL.appendCopyText($0, to: &round.inserted.buffer) }
             } else {
                 round.inserted.buffer.writeStaticString("\\N")
             }
-            round.inserted.buffer.writeInteger(UInt8(ascii: "\n"))
+            // The layout and the line's end follow when the change is logged.
             round.inserted.endLine()
         }
         return round

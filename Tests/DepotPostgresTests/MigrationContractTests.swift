@@ -1,4 +1,5 @@
 import DepotEngine
+@testable import DepotPostgres
 import Foundation
 import Testing
 
@@ -106,5 +107,66 @@ struct MigrationContractTests {
         #expect(sqlite.contains(#"field "rating": a new field must be optional"#))
         #expect(sqlite.contains(#"field "notes": it was optional and 1 records hold null in it"#))
         if let pg = messages["postgresql"] { #expect(pg == sqlite) }
+    }
+
+    @Test("a PostgreSQL store of system version 1 (changes keyed by a serial id) migrates when it opens: history as before, new saves after it",
+          .enabled(if: TestServer.available))
+    func systemVersionOne() async throws {
+        let trip = try EntitySchema(
+            name: "Trip", fields: [Field(name: "id", type: .string), Field(name: "name", type: .string, isOptional: true)],
+            identifier: ["id"], history: .fields)
+        let backend = try await PostgresBackend(entities: [trip])
+        var reopened: PostgresBackend?
+        do {
+            var batch = RecordBatch(entity: "Trip", columns: ["id", "name"])
+            batch.append(["T1", "a"])
+            batch.append(["T2", "b"])
+            _ = try await backend.write(batch, policy: .upsert, supersede: false)
+            var update = RecordBatch(entity: "Trip", columns: ["id", "name"])
+            update.append(["T2", "c"])
+            update.append(["T3", "d"])
+            _ = try await backend.write(update, policy: .upsert, supersede: false)
+            let before = try await backend.history()
+            // Back to version 1's tables, as that release made them: ids from
+            // a sequence across the whole history, no layouts.
+            let changes = backend.store.table("depot_changes")
+            for sql in ["ALTER TABLE \(changes) DROP CONSTRAINT depot_changes_pkey, DROP COLUMN layout",
+                        "CREATE SEQUENCE \(backend.store.table("depot_changes_id_seq")) OWNED BY \(changes).id",
+                        "UPDATE \(changes) c SET id = n.id FROM (SELECT txn, id AS place, "
+                            + "row_number() OVER (ORDER BY txn, id) AS id FROM \(changes)) n WHERE c.txn = n.txn AND c.id = n.place",
+                        "SELECT setval('\(backend.schema).depot_changes_id_seq', (SELECT max(id) FROM \(changes)))",
+                        "ALTER TABLE \(changes) ALTER COLUMN id SET DEFAULT nextval('\(backend.schema).depot_changes_id_seq'), "
+                            + "ADD PRIMARY KEY (id)",
+                        "CREATE INDEX depot_changes_txn ON \(changes)(txn)",
+                        "DROP TABLE \(backend.store.table("depot_layouts"))",
+                        "UPDATE \(backend.store.table("depot_meta")) SET value = '1' WHERE key = 'system_version'"] {
+                try await backend.store.read { try await PostgresSQL.execute($0, sql, logger: backend.store.logger) }
+            }
+            reopened = try await backend.reopen(entities: [trip]) as? PostgresBackend
+            let store = try #require(reopened).store
+            #expect(try await reopened!.history() == before)
+            let meta = try await store.read {
+                try await PostgresSQL.textRows($0, "SELECT value FROM \(store.table("depot_meta")) WHERE key = 'system_version'",
+                                               logger: store.logger)
+            }
+            #expect(PostgresSQL.scalar(meta) == "2")
+            let indexes = try await store.read {
+                try await PostgresSQL.textRows($0, "SELECT indexname::text FROM pg_indexes WHERE schemaname = "
+                    + "\(PostgresSQL.literal(backend.schema)) AND tablename = 'depot_changes' ORDER BY 1", logger: store.logger)
+            }
+            #expect(indexes.map { $0[0] } == ["depot_changes_pkey"])
+            var later = RecordBatch(entity: "Trip", columns: ["id", "name"])
+            later.append(["T1", "e"])
+            later.append(["T4", "f"])
+            _ = try await reopened!.write(later, policy: .upsert, supersede: false)
+            let after = try await reopened!.history()
+            #expect(Array(after.prefix(before.count)) == before)
+            #expect(after.count == before.count + 1)
+            #expect(after.last?.changes.map { "\($0.kind) \($0.identifier)" } == [#"update "T1""#, #"insert "T4""#])
+        } catch {
+            await (reopened ?? backend).close()
+            throw error
+        }
+        await (reopened ?? backend).close()
     }
 }

@@ -6,11 +6,11 @@ import GRDB
 /// top-level commas and pastes each element after its name, byte for byte,
 /// so a value reads back exactly as it was written (a parser would
 /// re-format numbers), and it runs for every change a history read returns.
-enum CompactValues {
+package enum CompactValues {
     /// The object of `array`'s elements under `names`, in order; `text`
     /// itself when it is not an array (an object written before version 3,
     /// or by a batch update or delete) or when the counts differ.
-    static func object(_ text: String, names: [String]) -> String {
+    package static func object(_ text: String, names: [String]) -> String {
         guard text.utf8.first == UInt8(ascii: "[") else { return text }
         let elements = split(text)
         guard elements.count == names.count else { return text }

@@ -84,14 +84,7 @@ package struct BatchPlan: Sendable {
     /// byte for byte what an SQLite store's history reads give
     /// (compact values turned back into objects: ``CompactValues``).
     package func object(_ positions: some Sequence<Int>, _ value: (Int) -> Value) -> String {
-        var out: [UInt8] = []
-        appendObject(positions, value, to: &out)
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// ``object(_:_:)``'s bytes, appended to `out`.
-    package func appendObject(_ positions: some Sequence<Int>, _ value: (Int) -> Value, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "{"))
+        var out: [UInt8] = [UInt8(ascii: "{")]
         var first = true
         for f in positions {
             if !first { out.append(UInt8(ascii: ",")) }
@@ -101,5 +94,6 @@ package struct BatchPlan: Sendable {
             JSONBytes.append(value(f), rawJSON: entity.fields[f].type == .json, to: &out)
         }
         out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 }
