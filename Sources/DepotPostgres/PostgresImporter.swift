@@ -35,12 +35,17 @@ public enum PostgresImporter {
         }
         // Runs as long as a save (not an SQLite store's 65,536): each batch
         // is then a narrow band of the identifier's order, and the inserts
-        // of a save sweep the key's index once instead of once a batch.
+        // of a save sweep the key's index once instead of once a batch. A
+        // run is cut into even batches of about `chunkSize` (not three full
+        // ones and a small rest, which would cost a round of statements of
+        // its own and leave the next batch no time to be made ready).
         var request = request
-        if request.options.sortRun > 0 { request.options.sortRun = configuration.saveEvery }
+        let run = max(1, request.options.saveEvery ?? configuration.saveEvery)
+        if request.options.sortRun > 0 { request.options.sortRun = run }
+        let batches = max(1, (run + Self.chunkSize / 2) / Self.chunkSize)
         let start = try await ImportFeed.start(
             request, entity: entity, saveEvery: configuration.saveEvery, saveInterval: configuration.saveInterval,
-            adaptiveSaves: false, chunk: Self.chunkSize, sortable: !selfReferring, shortFirstRun: true,
+            adaptiveSaves: false, chunk: (run + batches - 1) / batches, sortable: !selfReferring, shortFirstRun: true,
             checkpoint: try await store.checkpoint(job: request.job), floor: { 0 }, progress: progress)
         let feed: ImportFeed
         switch start {

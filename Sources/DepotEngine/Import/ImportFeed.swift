@@ -43,9 +43,11 @@ package final class ImportFeed: @unchecked Sendable {
     ///   - chunk: records to a chunk at most (a backend's batch size).
     ///   - sortable: whether runs of records may be written in identifier
     ///     order (not when a record may refer to another of the same entity).
-    ///   - shortFirstRun: for a job from its start, a first run of one
-    ///     chunk, so that its first save starts sooner (runs as long as a
-    ///     save take a while to read and sort).
+    ///   - shortFirstRun: for a job from its start, a first run of a
+    ///     quarter of a chunk, the next ones growing fourfold, so that its
+    ///     first save starts sooner (runs as long as a save take a while to
+    ///     read and sort). A job resumed from a checkpoint starts where a
+    ///     run ended and has full runs, as the clean run had there.
     ///   - floor: for a fresh job, the entity's source floor (SQLite's
     ///     greatest rowid), kept in its checkpoint.
     package static func start(_ request: ImportRequest, entity: EntitySchema, saveEvery storeSaveEvery: Int,
@@ -98,7 +100,7 @@ package final class ImportFeed: @unchecked Sendable {
         let parser = ParserThread(batcher: batcher, queue: queue, chunk: min(saveEvery, chunk),
                                   identifier: sortable ? entity.identifier : nil,
                                   runLength: min(options.sortRun, saveEvery),
-                                  firstRunLength: shortFirstRun && state.progress.read == 0 ? chunk : nil)
+                                  firstRunLength: shortFirstRun ? max(1, chunk / 4) : nil, alreadyRead: state.progress.read)
         let feed = ImportFeed(request: request, entity: entity, state: state, rejects: rejects, queue: queue,
                               started: started, saveEvery: saveEvery,
                               saveInterval: options.saveInterval ?? storeSaveInterval,

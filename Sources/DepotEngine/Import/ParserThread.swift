@@ -14,21 +14,41 @@ final class ParserThread: @unchecked Sendable {
     private let identifier: [String]?
     private let runLength: Int
     private let firstRunLength: Int
+    private let alreadyRead: Int
 
     /// - Parameters:
     ///   - identifier: the fields to sort each run by; nil keeps the
     ///     input's order (and `runLength` is not used).
-    ///   - firstRunLength: the length of the first run, when it is shorter
-    ///     than the others (so that the first save need not wait for a
-    ///     whole long run to be read).
+    ///   - firstRunLength: the length of the job's first run, when it is
+    ///     shorter than the others (so that the first save need not wait
+    ///     for a whole long run to be read); the next ones grow fourfold up
+    ///     to `runLength` (``runLength(after:first:full:)``).
+    ///   - alreadyRead: the records the job read before this start (its
+    ///     checkpoint's), which is where one of its runs ended.
     init(batcher: any RecordBatcher, queue: ChunkQueue, chunk: Int, identifier: [String]? = nil, runLength: Int = 0,
-         firstRunLength: Int? = nil) {
+         firstRunLength: Int? = nil, alreadyRead: Int = 0) {
         self.batcher = batcher
         self.queue = queue
         self.chunk = chunk
         self.identifier = identifier
         self.runLength = runLength
         self.firstRunLength = min(firstRunLength ?? runLength, runLength)
+        self.alreadyRead = alreadyRead
+    }
+
+    /// The length of the run that starts after `read` records of a job
+    /// whose runs start at `first` records and grow fourfold to `full`: a
+    /// job resumed where a run ended goes on as the clean run did.
+    static func runLength(after read: Int, first: Int, full: Int) -> Int {
+        var boundary = 0
+        var length = max(1, first)
+        while length < full {
+            if boundary == read { return length }
+            if boundary > read { return full }
+            boundary += length
+            length = min(full, length * 4)
+        }
+        return full
     }
 
     func start() {
@@ -71,14 +91,14 @@ final class ParserThread: @unchecked Sendable {
             }
             return true
         }
-        var length = firstRunLength
+        var read = alreadyRead
+        var length = Self.runLength(after: read, first: firstRunLength, full: runLength)
         while true {
             let parsed: ParsedBatch
             do {
-                // Runs hold exactly `runLength` records (the last one fewer;
-                // the first `firstRunLength`), counted from the job's start
-                // or its checkpoint, which is where a run ended: a resumed
-                // job sorts as the clean run did.
+                // Runs hold exactly `length` records (the last one fewer),
+                // counted from the job's start or its checkpoint, which is
+                // where a run ended: a resumed job sorts as the clean run did.
                 parsed = try batcher.next(max: min(chunk, length - (run?.read ?? 0)))
             } catch {
                 // The run read so far would fail with its save anyway.
@@ -97,7 +117,11 @@ final class ParserThread: @unchecked Sendable {
                 var finished = run!
                 run = nil
                 finished.sort()
-                length = runLength
+                // After a short first run the runs grow fourfold up to
+                // `runLength`: each is read while the last one is written,
+                // and writing a record takes longer than reading it.
+                read += finished.read
+                length = Self.runLength(after: read, first: firstRunLength, full: runLength)
                 guard handOut(waiting: true) else { return }
                 out = finished
                 if parsed.atEnd {

@@ -125,4 +125,26 @@ struct SortedImportTests {
                           options: options), into: t.store)
         #expect(result.inserted == 200 && result.rejected == 0)
     }
+
+    @Test("after a short first run, runs grow fourfold to their full length; a job resumed where a run ended goes on as the clean one")
+    func growingRuns() {
+        // The clean job's runs, from its start.
+        var clean: [Int] = []
+        var read = 0
+        while read < 2_000 {
+            let length = ParserThread.runLength(after: read, first: 16, full: 300)
+            clean.append(length)
+            read += length
+        }
+        #expect(Array(clean.prefix(5)) == [16, 64, 256, 300, 300])
+        // Resumed at each place a run ended: the runs from there are the clean job's.
+        var boundary = 0
+        for (k, length) in clean.enumerated() {
+            boundary += length
+            #expect(ParserThread.runLength(after: boundary, first: 16, full: 300) == (clean.dropFirst(k + 1).first ?? 300))
+        }
+        // Without a short first run, every run is full.
+        #expect(ParserThread.runLength(after: 0, first: 300, full: 300) == 300)
+        #expect(ParserThread.runLength(after: 17, first: 16, full: 300) == 300)
+    }
 }
