@@ -21,7 +21,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
     let author: String
     let job: String?
     private(set) var transactionID: Int64?
-    /// The changes logged so far in this save (``startChange(_:)``).
+    /// The changes logged so far in this save: the place of the last.
     private var changes: Int64 = 0
     /// Staging tables made on this connection in this save, by entity and columns.
     private var stages: [String: String] = [:]
@@ -147,13 +147,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
             guard let seq = row[0].flatMap({ Int($0) }) else { continue }
             stored[seq] = zip(entity.fields, row.dropFirst()).map { PostgresSQL.value($1, as: $0.type) }
         }
-        // The last column of an insert's history: the layout of its values.
-        let layout = plan.keepsValues ? "\t\(try store.layout(of: entity))\n" : "\t\\N\n"
         // Each row judged in order, as an SQLite store's writer judges it.
         var inserts: [Int] = []
         var updates: [Int] = []
-        var changes = ByteBuffer()
-        var logged = 0
+        var logs: [Logged] = []
         for (k, r) in rows.enumerated() {
             let row = batch.values[(r * width)..<((r + 1) * width)]
             func given(_ f: Int) -> Value { plan.fieldToColumn[f].map { row[row.startIndex + $0] } ?? .null }
@@ -168,14 +165,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
                     continue
                 }
                 inserts.append(k)
-                // Its history as a new record, made with the batch: this
-                // save's transaction and the change's place, the rest of
-                // the line, and the layout of its values.
-                try await startChange(&changes)
-                var tail = round.inserted.line(k)
-                changes.writeBuffer(&tail)
-                changes.writeString(layout)
-                logged += 1
+                logs.append(.insert(k))
                 counts.inserted += 1
                 continue
             }
@@ -207,12 +197,42 @@ public final class PostgresSaveContext: @unchecked Sendable {
                 continue
             }
             updates.append(r)
-            let fields = "[" + changed.map { JSONText.quoted(entity.fields[$0].name) }.joined(separator: ",") + "]"
-            try await logChange(&changes, entity: entity.name, identifier: plan.identifierJSON(batch, row: r), kind: .update,
-                                fields: fields, old: plan.keepsValues ? plan.object(changed) { old[$0] } : nil,
-                                new: plan.keepsValues ? plan.object(changed, given) : nil)
-            logged += 1
+            logs.append(.update(row: r, changed: changed, old: old))
             counts.updated += 1
+        }
+        // The history's rows are made on another thread while the server
+        // takes the records: a new record's line as made with the batch
+        // (this save's transaction and the change's place before it, the
+        // layout of its values after it), an update's here.
+        var history: Task<ByteBuffer, Never>?
+        if !logs.isEmpty {
+            let txn = try await historyTransaction()
+            let first = changes + 1
+            changes += Int64(logs.count)
+            let layout = plan.keepsValues ? "\t\(try store.layout(of: entity))\n" : "\t\\N\n"
+            history = Task.detached {
+                var out = ByteBuffer()
+                let head = "\(txn)\t"
+                for (n, log) in logs.enumerated() {
+                    switch log {
+                    case .insert(let k):
+                        out.writeString(head)
+                        out.writeString(String(first + Int64(n)))
+                        var tail = round.inserted.line(k)
+                        out.writeBuffer(&tail)
+                        out.writeString(layout)
+                    case .update(let r, let changed, let old):
+                        let row = batch.values[(r * width)..<((r + 1) * width)]
+                        func given(_ f: Int) -> Value { plan.fieldToColumn[f].map { row[row.startIndex + $0] } ?? .null }
+                        let fields = "[" + changed.map { JSONText.quoted(entity.fields[$0].name) }.joined(separator: ",") + "]"
+                        Self.appendChange(&out, txn: txn, id: first + Int64(n), entity: entity.name,
+                                          identifier: plan.identifierJSON(batch, row: r), kind: .update, fields: fields,
+                                          old: plan.keepsValues ? plan.object(changed) { old[$0] } : nil,
+                                          new: plan.keepsValues ? plan.object(changed, given) : nil)
+                    }
+                }
+                return out
+            }
         }
         if !inserts.isEmpty {
             // The new records, copied into the entity's table in the rows'
@@ -250,7 +270,16 @@ public final class PostgresSaveContext: @unchecked Sendable {
             try await PostgresSQL.execute(connection, "UPDATE \(store.table(entity.name)) t SET \(set) "
                 + "FROM \(stage) s WHERE \(join)", logger: logger)
         }
-        if logged > 0 { try await copyChanges(changes) }
+        if let history { try await copyChanges(await history.value) }
+    }
+
+    /// A change of a round's history, as judged: its line is made later.
+    private enum Logged: Sendable {
+        /// The round's k-th row, a new record.
+        case insert(Int)
+        /// The batch's row `row`, an update of the stored record `old` in
+        /// the fields at entity positions `changed`.
+        case update(row: Int, changed: [Int], old: [Value])
     }
 
     /// Copies rows made by ``logChange(_:entity:identifier:kind:fields:tombstone:old:new:)``
@@ -268,7 +297,20 @@ public final class PostgresSaveContext: @unchecked Sendable {
     /// first change).
     func logChange(_ out: inout ByteBuffer, entity: String, identifier: String, kind: ChangeKind, fields: String?,
                    tombstone: String? = nil, old: String?, new: String?) async throws {
-        try await startChange(&out)
+        let txn = try await historyTransaction()
+        changes += 1
+        Self.appendChange(&out, txn: txn, id: changes, entity: entity, identifier: identifier, kind: kind, fields: fields,
+                          tombstone: tombstone, old: old, new: new)
+    }
+
+    /// Appends the row of change `id` of history transaction `txn` to
+    /// `out`, a row of a COPY into `depot_changes` (``copyChanges(_:)``);
+    /// values as objects, under no layout.
+    static func appendChange(_ out: inout ByteBuffer, txn: Int64, id: Int64, entity: String, identifier: String,
+                             kind: ChangeKind, fields: String?, tombstone: String? = nil, old: String?, new: String?) {
+        out.writeString(String(txn))
+        out.writeInteger(UInt8(ascii: "\t"))
+        out.writeString(String(id))
         for value in [Value.string(entity), .string(identifier),
                       .string(kind.rawValue), fields.map(Value.string) ?? .null, tombstone.map(Value.string) ?? .null,
                       old.map(Value.string) ?? .null, new.map(Value.string) ?? .null] {
@@ -276,17 +318,6 @@ public final class PostgresSaveContext: @unchecked Sendable {
             PostgresSQL.appendCopyField(value, to: &out)
         }
         out.writeStaticString("\t\\N\n")
-    }
-
-    /// Appends the first two columns of the next change's row: this save's
-    /// history transaction (created on the first change) and the change's
-    /// place in it, which orders the changes.
-    func startChange(_ out: inout ByteBuffer) async throws {
-        let txn = try await historyTransaction()
-        changes += 1
-        out.writeString(String(txn))
-        out.writeInteger(UInt8(ascii: "\t"))
-        out.writeString(String(changes))
     }
 
     /// The id of this save's history transaction, created on the first change.
