@@ -136,10 +136,20 @@ enum PostgresSQL {
         switch value {
         case .null: out.writeStaticString("\\N")
         case .bool(let b): out.writeStaticString(b ? "t" : "f")
-        case .int(let i): out.writeString(String(i))
-        case .double(let d): out.writeString(d.isFinite ? "\(d)" : (d.isNaN ? "NaN" : (d < 0 ? "-Infinity" : "Infinity")))
+        case .int, .double: out.writeString(text(of: value) ?? "")
         case .string(var s):
             s.withUTF8 { appendCopyText(UnsafeRawBufferPointer($0), to: &out) }
+        }
+    }
+
+    /// PostgreSQL's text of a value, as its input functions read it; nil for null.
+    static func text(of value: Value) -> String? {
+        switch value {
+        case .null: nil
+        case .bool(let b): b ? "t" : "f"
+        case .int(let i): String(i)
+        case .double(let d): d.isFinite ? "\(d)" : (d.isNaN ? "NaN" : (d < 0 ? "-Infinity" : "Infinity"))
+        case .string(let s): s
         }
     }
 

@@ -100,11 +100,21 @@ public final class PostgresSaveContext: @unchecked Sendable {
         let (batch, rows) = (prepared.batch, round.rows)
         let entity = plan.entity
         let width = batch.columns.count
-        let keys = try await stageTable(for: plan, columns: prepared.keyColumns)
-        try await PostgresSQL.execute(connection, "TRUNCATE \(keys)", logger: logger)
-        try await connection.copyFrom(table: String(keys.dropFirst().dropLast()),
-                                      columns: ["seq"] + prepared.keyColumns.map { "c\($0)" }, logger: logger) { writer in
-            try await writer.write(round.keys)
+        // The keys: two arrays, unnested by the lookup, or staged by a COPY.
+        let keys: String
+        var keyBinds = PostgresBindings()
+        if prepared.keysAsArrays {
+            let c = plan.identifierColumns[0]
+            keyBinds.append(rows.map(Int64.init))
+            keyBinds.append(round.keyTexts)
+            keys = "unnest($1::bigint[], $2::text[]::\(PostgresSQL.type(plan.columnFields[c].type))[])"
+        } else {
+            keys = try await stageTable(for: plan, columns: prepared.keyColumns)
+            try await PostgresSQL.execute(connection, "TRUNCATE \(keys)", logger: logger)
+            try await connection.copyFrom(table: String(keys.dropFirst().dropLast()),
+                                          columns: ["seq"] + prepared.keyColumns.map { "c\($0)" }, logger: logger) { writer in
+                try await writer.write(round.keys)
+            }
         }
         // A reference names a stored record of its target, or nothing
         // (null), as an SQLite store checks it: refused rows, by relationship.
@@ -140,10 +150,11 @@ public final class PostgresSaveContext: @unchecked Sendable {
         let join = entity.identifier.enumerated().map { k, name in
             "t.\(PostgresSQL.quote(name)) = s.c\(plan.identifierColumns[k])"
         }.joined(separator: " AND ")
+        let source = prepared.keysAsArrays ? "\(keys) AS s(seq, c\(plan.identifierColumns[0]))" : "\(keys) s"
         let lookup = "SELECT s.seq::text, " + entity.fields.map { PostgresSQL.selectText($0, table: "t") }.joined(separator: ", ")
-            + " FROM \(keys) s CROSS JOIN LATERAL (SELECT * FROM \(store.table(entity.name)) t WHERE \(join) OFFSET 0) t"
+            + " FROM \(source) CROSS JOIN LATERAL (SELECT * FROM \(store.table(entity.name)) t WHERE \(join) OFFSET 0) t"
         var stored: [Int: [Value]] = [:]
-        for row in try await PostgresSQL.textRows(connection, lookup, logger: logger) {
+        for row in try await PostgresSQL.textRows(connection, lookup, keyBinds, logger: logger) {
             guard let seq = row[0].flatMap({ Int($0) }) else { continue }
             stored[seq] = zip(entity.fields, row.dropFirst()).map { PostgresSQL.value($1, as: $0.type) }
         }

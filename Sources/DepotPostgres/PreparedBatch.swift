@@ -25,13 +25,22 @@ public struct PreparedBatch: Sendable {
     /// The to-one references checked (not deferred, given in the batch):
     /// each with its batch columns.
     let checked: [(relationship: Relationship, positions: [Int])]
+    /// Whether the keys go to the server as two arrays (the rows, the
+    /// identifier's values as text) rather than staged by a COPY: for an
+    /// identifier of one field of a type with equality, and no reference
+    /// to check (which needs the staged columns).
+    let keysAsArrays: Bool
 
     /// The rows of one round and their lines.
     struct Round: Sendable {
         /// Batch rows, in order.
         var rows: [Int] = []
-        /// COPY lines of the key stage: seq (the batch row), then ``PreparedBatch/keyColumns``.
+        /// COPY lines of the key stage: seq (the batch row), then
+        /// ``PreparedBatch/keyColumns``; empty with ``PreparedBatch/keysAsArrays``.
         var keys = ByteBuffer()
+        /// With ``PreparedBatch/keysAsArrays``: each row's identifier value
+        /// as PostgreSQL's text of it.
+        var keyTexts: [String] = []
         /// COPY lines into the entity's table, one a row of ``rows``.
         var lines = Lines()
         /// For each row, the line of its history as a new record in
@@ -56,6 +65,7 @@ public struct PreparedBatch: Sendable {
         rounds = []
         keyColumns = []
         checked = []
+        keysAsArrays = false
     }
 
     init(_ batch: RecordBatch, plan: BatchPlan, supersede: Bool, checked: [(relationship: Relationship, positions: [Int])]) {
@@ -63,6 +73,8 @@ public struct PreparedBatch: Sendable {
         self.plan = plan
         self.checked = checked
         keyColumns = Array(Set(plan.identifierColumns + checked.flatMap(\.positions))).sorted()
+        keysAsArrays = checked.isEmpty && plan.identifierColumns.count == 1
+            && plan.columnFields[plan.identifierColumns[0]].type != .json
         var counts = WriteCounts()
         let width = batch.columns.count
         // Rows refused before any lookup, as an SQLite store refuses them.
@@ -111,15 +123,21 @@ public struct PreparedBatch: Sendable {
             }
         }
         self.counts = counts
-        let keyColumns = keyColumns
-        self.rounds = rounds.map { Self.round($0, of: batch, plan: plan, keyColumns: keyColumns) }
+        let (keyColumns, keysAsArrays) = (keyColumns, keysAsArrays)
+        self.rounds = rounds.map { Self.round($0, of: batch, plan: plan, keyColumns: keyColumns, keysAsArrays: keysAsArrays) }
     }
 
-    private static func round(_ rows: [Int], of batch: RecordBatch, plan: BatchPlan, keyColumns: [Int]) -> Round {
+    private static func round(_ rows: [Int], of batch: RecordBatch, plan: BatchPlan, keyColumns: [Int],
+                              keysAsArrays: Bool) -> Round {
         let width = batch.columns.count
         let entity = plan.entity
         var round = Round(rows: rows)
-        appendKeys(rows, of: batch, columns: keyColumns, to: &round.keys)
+        if keysAsArrays {
+            let c = plan.identifierColumns[0]
+            round.keyTexts = rows.map { PostgresSQL.text(of: batch.values[$0 * width + c]) ?? "" }
+        } else {
+            appendKeys(rows, of: batch, columns: keyColumns, to: &round.keys)
+        }
         round.lines.end.reserveCapacity(rows.count)
         round.inserted.end.reserveCapacity(rows.count)
         // The history line's fields after the transaction and place, as logChange writes them.

@@ -199,6 +199,37 @@ struct WriteContractTests {
         for (name, answer) in answers.dropFirst() { #expect(answer == answers[0].1, "\(name)") }
     }
 
+    @Test("identifiers of each type, and of two fields: a second write finds each stored record, on both backends alike",
+          arguments: [FieldType.string, .date, .int, .double, .bool])
+    func identifierTypes(_ type: FieldType) async throws {
+        let keys: [Value] = switch type {
+        case .string: ["a", "b\tc", "é"]
+        case .date: ["2025-05-02", "1999-12-31T23:59:59.999Z", "2025-05-03"]
+        case .int: [1, -7, 9_007_199_254_740_993]
+        case .double: [0.1, -2.5e-300, 1e20]
+        case .bool: [true, false]
+        case .json: []
+        }
+        for composite in [false, true] {
+            let entity = try EntitySchema(
+                name: "Keyed", fields: [Field(name: "k", type: type), Field(name: "n", type: .int), Field(name: "v", type: .string)],
+                identifier: composite ? ["k", "n"] : ["k"], history: .values)
+            let answers = try await Backends.answers(entities: [entity]) { backend -> [String] in
+                var first = RecordBatch(entity: "Keyed", columns: ["k", "n", "v"])
+                for key in keys { first.append([key, 1, "old"]) }
+                var second = RecordBatch(entity: "Keyed", columns: ["k", "n", "v"])
+                for key in keys.reversed() { second.append([key, 1, "new"]) }
+                second.append([keys[0], 2, "other"])
+                let counts = [try await backend.write(first, policy: .upsert, supersede: true),
+                              try await backend.write(second, policy: .upsert, supersede: true)]
+                return ["\(counts)", "\(try await backend.records("Keyed"))", "\(try await backend.history().map(\.changes))"]
+            }
+            // Every key found again: one update each (or, with two fields, the new line a record).
+            #expect(answers[0].1[0].contains("updated: \(keys.count)"), "\(type) \(composite)")
+            for (name, answer) in answers.dropFirst() { #expect(answer == answers[0].1, "\(name) \(type) \(composite)") }
+        }
+    }
+
     @Test("history of fields only: the changed fields' names, no values")
     func fieldsOnly() async throws {
         let t = try await Self.onEveryBackend(values: false, [
