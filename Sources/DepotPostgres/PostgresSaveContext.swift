@@ -88,9 +88,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
 
     /// Writes one round of a batch: its rows, each identifier at most once.
     ///
-    /// The server takes the rows' keys first (a COPY into a small staging
-    /// table: the identifier, and the references it checks), reads back the
-    /// stored records they name, and the rows are judged here; the new
+    /// The server takes the rows' keys first (two arrays for an identifier
+    /// of one field, else a COPY into a small staging table: the
+    /// identifier, and the references it checks), reads back the stored
+    /// records they name, and the rows are judged here; the new
     /// records are then copied straight into the entity's table, from the
     /// lines made ready with the batch, the updates staged whole and applied
     /// by one `UPDATE … FROM`, and the history copied.
@@ -352,8 +353,9 @@ public final class PostgresSaveContext: @unchecked Sendable {
     /// after `seq`, the row: a temporary table, dropped at the end of the
     /// transaction.
     private func stageTable(for plan: BatchPlan, columns: [Int]) async throws -> String {
-        let key = plan.entity.name + "\u{0}" + columns.map { "\($0)\u{0}" + plan.columns[$0] + "\u{0}" + plan.columnFields[$0].type.rawValue }
-            .joined(separator: "\u{0}")
+        let key = plan.entity.name + "\u{0}" + columns.map {
+            "\($0)\u{0}" + plan.columns[$0] + "\u{0}" + plan.columnFields[$0].type.rawValue
+        }.joined(separator: "\u{0}")
         if let name = stages[key] { return name }
         let name = PostgresSQL.quote("depot_stage_\(stages.count)")
         let definitions = ["seq integer NOT NULL"] + columns.map { "c\($0) \(PostgresSQL.type(plan.columnFields[$0].type))" }
