@@ -32,7 +32,8 @@ enum PostgresMigrator {
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_schema"))(entity text PRIMARY KEY, definition text NOT NULL)")
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_transactions"))(id bigserial PRIMARY KEY, "
             + "timestamp text NOT NULL, author text NOT NULL, job text)")
-        // A store made by version 1 (before `depot_meta` says otherwise below).
+        // Whether the store was there before this open (its system version
+        // is read below, once depot_changes has been made if it was not).
         let older = try await PostgresSQL.textRows(connection, "SELECT 1::text FROM information_schema.tables "
             + "WHERE table_schema = \(PostgresSQL.literal(location.schema)) AND table_name = 'depot_changes'", logger: logger)
             .isEmpty == false

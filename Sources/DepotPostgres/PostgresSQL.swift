@@ -26,10 +26,6 @@ enum PostgresSQL {
         }
     }
 
-    /// A field's column read as the text of its Depot value. Rows are read
-    /// by position; the column is named `"\u{1}"`, never a field's name:
-    /// PostgreSQL's `ORDER BY "budget"` sorts by an output column so named
-    /// before the table's, and that one is text ("900" after "2500.5").
     /// A text as an SQL string literal (for statements that take no
     /// parameters; bound values everywhere else).
     static func literal(_ text: String) -> String {
@@ -42,6 +38,10 @@ enum PostgresSQL {
         name.replacingOccurrences(of: "\"", with: "\"\"")
     }
 
+    /// A field's column read as the text of its Depot value. Rows are read
+    /// by position; the column is named `"\u{1}"`, never a field's name:
+    /// PostgreSQL's `ORDER BY "budget"` sorts by an output column so named
+    /// before the table's, and that one is text ("900" after "2500.5").
     static func selectText(_ field: Field, table alias: String? = nil) -> String {
         (alias.map { $0 + "." } ?? "") + quote(field.name) + "::text" + textAlias
     }
@@ -156,22 +156,20 @@ enum PostgresSQL {
     /// UTF-8 text as a field of COPY's text format: backslash, tab, newline
     /// and carriage return escaped.
     static func appendCopyText(_ bytes: UnsafeRawBufferPointer, to out: inout ByteBuffer) {
-        do {
-            var start = 0
-            for (i, byte) in bytes.enumerated() {
-                let escaped: StaticString
-                switch byte {
-                case UInt8(ascii: "\\"): escaped = "\\\\"
-                case UInt8(ascii: "\t"): escaped = "\\t"
-                case UInt8(ascii: "\n"): escaped = "\\n"
-                case UInt8(ascii: "\r"): escaped = "\\r"
-                default: continue
-                }
-                out.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[start..<i]))
-                out.writeStaticString(escaped)
-                start = i + 1
+        var start = 0
+        for (i, byte) in bytes.enumerated() {
+            let escaped: StaticString
+            switch byte {
+            case UInt8(ascii: "\\"): escaped = "\\\\"
+            case UInt8(ascii: "\t"): escaped = "\\t"
+            case UInt8(ascii: "\n"): escaped = "\\n"
+            case UInt8(ascii: "\r"): escaped = "\\r"
+            default: continue
             }
-            out.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[start...]))
+            out.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[start..<i]))
+            out.writeStaticString(escaped)
+            start = i + 1
         }
+        out.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[start...]))
     }
 }
