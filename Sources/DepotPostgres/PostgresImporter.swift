@@ -12,9 +12,10 @@ public import DepotEngine
 /// let result = try await PostgresImporter.run(request, into: store)
 /// ```
 public enum PostgresImporter {
-    /// Records to a batch: each batch costs a few round trips to the server
-    /// (its COPY, the lookup of the stored records, the insert, the update,
-    /// the history's COPY), so batches are ten times an SQLite store's.
+    /// Records to a batch, about: each batch costs a few round trips to the
+    /// server (the lookup of its keys, the COPY of its new records, the
+    /// update, the history's COPY), so batches are far larger than an
+    /// SQLite store's. A save's run is cut into even batches near this size.
     static let chunkSize = 65_536
 
     /// Runs (or resumes) an import to its end.

@@ -195,7 +195,6 @@ struct WriteContractTests {
                     "\(try await backend.history().map { $0.changes.map { "\($0.kind) \($0.identifier) \($0.new ?? "-")" } })"]
         }
         #expect(answers.first?.1[1] == #"[["x", "uno", 1], ["y", nil, 2], ["z", "three", nil]]"#)
-        #expect(answers.count == Backends.names.count)
         for (name, answer) in answers.dropFirst() { #expect(answer == answers[0].1, "\(name)") }
     }
 
