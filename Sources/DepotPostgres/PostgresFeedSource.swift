@@ -52,7 +52,7 @@ struct PostgresFeedSource: ResultFeedSource {
             try await store.checkHistory(connection, after: after)
             let token = try await newest(connection) ?? after
             let logger = store.logger
-            let changes = "SELECT identifier, kind, fields FROM \(store.table("depot_changes")) "
+            let changes = "SELECT identifier, kind, fields, span::text FROM \(store.table("depot_changes")) "
                 + "WHERE txn > $1 AND entity = $2 ORDER BY txn, id"
             // A change to a record that a key path reads can change any
             // record's membership or values: the result is read again whole.
@@ -69,7 +69,10 @@ struct PostgresFeedSource: ResultFeedSource {
             binds.append(query.entity.name)
             var collected = ResultFeed.TouchedChanges()
             for row in try await PostgresSQL.textRows(connection, changes, binds, logger: logger) {
-                collected.add(identifier: row[0] ?? "", kind: row[1] ?? "", fields: row[2])
+                // A run of new records holds their identifiers one a line.
+                let identifiers = (row[3].flatMap { Int($0) } ?? 1) > 1
+                    ? (row[0] ?? "").split(separator: "\n").map(String.init) : [row[0] ?? ""]
+                for identifier in identifiers { collected.add(identifier: identifier, kind: row[1] ?? "", fields: row[2]) }
             }
             // Each touched record looked up again with the predicate, with
             // the records it embeds.

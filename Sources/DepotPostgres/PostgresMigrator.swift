@@ -16,7 +16,22 @@ enum PostgresMigrator {
     /// 2: `depot_changes` keyed by (txn, id), the ids given by each save
     /// (1, 2, … in its order), no index of its own on txn; values as
     /// compact arrays under a `layout` of `depot_layouts`, as SQLite's.
-    static let systemVersion = 2
+    /// 3: a row of `depot_changes` may hold a run of new records of one
+    /// save (`span` changes from its id on, their identifiers and values
+    /// one a line), stored uncompressed or by lz4, not pglz.
+    static let systemVersion = 3
+
+    /// How `depot_changes` stores the long texts of runs of new records
+    /// (a run's identifiers and values, hundreds of kilobytes): compressed
+    /// by lz4 where the server has it, else uncompressed. PostgreSQL's
+    /// default, pglz, took three times as long as the whole COPY of the
+    /// history of an import of a million records (BENCHMARKS.md, "PostgreSQL").
+    static func changesStorage(_ connection: PostgresConnection, store: PostgresStore) async throws -> String {
+        let lz4 = try await PostgresSQL.textRows(connection, "SELECT 1::text FROM pg_settings "
+            + "WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)", logger: store.logger).isEmpty == false
+        let how = lz4 ? "SET COMPRESSION lz4" : "SET STORAGE EXTERNAL"
+        return "ALTER TABLE \(store.table("depot_changes")) ALTER COLUMN identifier \(how), ALTER COLUMN new \(how)"
+    }
 
     static func migrate(_ connection: PostgresConnection, store: PostgresStore) async throws {
         let location = store.configuration.location
@@ -37,15 +52,20 @@ enum PostgresMigrator {
         let older = try await PostgresSQL.textRows(connection, "SELECT 1::text FROM information_schema.tables "
             + "WHERE table_schema = \(PostgresSQL.literal(location.schema)) AND table_name = 'depot_changes'", logger: logger)
             .isEmpty == false
-        // A change is one row of a save's history transaction: its place
-        // in the transaction (id) is given by the save, so the only index
-        // is the key, which also gives the order of the changes.
+        // A row is a change of a save's history transaction, or a run of
+        // `span` new records (changes id, id + 1, …): their identifiers and
+        // their values one a line, as PostgresSaveContext writes them. The
+        // place in the transaction (id) is given by the save, so the only
+        // index is the key, which also gives the order of the changes.
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_changes"))(id bigint NOT NULL, "
             + "txn bigint NOT NULL, entity text NOT NULL, identifier text NOT NULL, kind text NOT NULL, "
-            + "fields text, tombstone text, old text, new text, layout bigint, PRIMARY KEY (txn, id))")
+            + "fields text, tombstone text, old text, new text, layout bigint, span integer, PRIMARY KEY (txn, id))")
         // The field names of compact values (an insert's, a delete's).
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_layouts"))(id bigserial PRIMARY KEY, "
             + "entity text NOT NULL, fields text NOT NULL, UNIQUE (entity, fields))")
+        // How its long texts are stored: set when the table is made or
+        // migrated, not at each open (it locks the table).
+        var storage = !older
         if older {
             let version = PostgresSQL.scalar(try await PostgresSQL.textRows(connection,
                 "SELECT value FROM \(table("depot_meta")) WHERE key = 'system_version'", logger: logger))
@@ -56,9 +76,19 @@ enum PostgresMigrator {
                     + "ADD PRIMARY KEY (txn, id)")
                 try await run("ALTER TABLE \(table("depot_changes")) ALTER COLUMN id DROP DEFAULT")
                 try await run("DROP INDEX IF EXISTS \(store.prefix)depot_changes_txn")
-                try await run("UPDATE \(table("depot_meta")) SET value = '2' WHERE key = 'system_version'")
+            }
+            if let version, let number = Int(version), number > systemVersion {
+                throw DepotError(.migrationRefused, "store \(JSONText.quoted(store.name)) was written by a newer Depot "
+                    + "(its engine tables are at version \(number); this depotd knows versions up to \(systemVersion)); "
+                    + "run the newer depotd, or restore a copy made before the upgrade")
+            }
+            if version == "1" || version == "2" {
+                try await run("ALTER TABLE \(table("depot_changes")) ADD COLUMN IF NOT EXISTS span integer")
+                try await run("UPDATE \(table("depot_meta")) SET value = '\(systemVersion)' WHERE key = 'system_version'")
+                storage = true
             }
         }
+        if storage { try await run(try await changesStorage(connection, store: store)) }
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_checkpoints"))(job text PRIMARY KEY, "
             + "data bytea NOT NULL, updated text NOT NULL)")
         // Jobs, claimed by one host at a time under a lease (PostgresJobs).

@@ -213,27 +213,38 @@ public final class PostgresSaveContext: @unchecked Sendable {
             counts.updated += 1
         }
         // The history's rows are made on another thread while the server
-        // takes the records: a new record's line as made with the batch
-        // (this save's transaction and the change's place before it, the
-        // layout of its values after it), an update's here.
+        // takes the records: new records from the texts made with the
+        // batch, in runs of up to ``insertRun`` consecutive changes a row
+        // (``appendInserts``), an update a row of its own.
         var history: Task<ByteBuffer, Never>?
         if !logs.isEmpty {
             let txn = try await historyTransaction()
             let first = changes + 1
             changes += Int64(logs.count)
-            let layout = plan.keepsValues ? "\t\(try store.layout(of: entity))\n" : "\t\\N\n"
+            let layout = plan.keepsValues ? String(try store.layout(of: entity)) : nil
             history = Task.detached {
                 var out = ByteBuffer()
-                let head = "\(txn)\t"
+                var run: [Int] = []
+                var runStart = first
                 for (n, log) in logs.enumerated() {
                     switch log {
                     case .insert(let k):
-                        out.writeString(head)
-                        out.writeString(String(first + Int64(n)))
-                        var tail = round.inserted.line(k)
-                        out.writeBuffer(&tail)
-                        out.writeString(layout)
+                        if run.isEmpty { runStart = first + Int64(n) }
+                        if round.alone.contains(k) {
+                            Self.appendInserts(run, of: round, to: &out, txn: txn, id: runStart, entity: entity.name, layout: layout)
+                            Self.appendInserts([k], of: round, to: &out, txn: txn, id: first + Int64(n), entity: entity.name,
+                                               layout: layout)
+                            run.removeAll(keepingCapacity: true)
+                            continue
+                        }
+                        run.append(k)
+                        if run.count == Self.insertRun {
+                            Self.appendInserts(run, of: round, to: &out, txn: txn, id: runStart, entity: entity.name, layout: layout)
+                            run.removeAll(keepingCapacity: true)
+                        }
                     case .update(let r, let changed, let old):
+                        Self.appendInserts(run, of: round, to: &out, txn: txn, id: runStart, entity: entity.name, layout: layout)
+                        run.removeAll(keepingCapacity: true)
                         let row = batch.values[(r * width)..<((r + 1) * width)]
                         func given(_ f: Int) -> Value { plan.fieldToColumn[f].map { row[row.startIndex + $0] } ?? .null }
                         let fields = "[" + changed.map { JSONText.quoted(entity.fields[$0].name) }.joined(separator: ",") + "]"
@@ -243,6 +254,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
                                           new: plan.keepsValues ? plan.object(changed, given) : nil)
                     }
                 }
+                Self.appendInserts(run, of: round, to: &out, txn: txn, id: runStart, entity: entity.name, layout: layout)
                 return out
             }
         }
@@ -294,12 +306,46 @@ public final class PostgresSaveContext: @unchecked Sendable {
         case update(row: Int, changed: [Int], old: [Value])
     }
 
+    /// The most new records a row of `depot_changes` holds: a run of
+    /// consecutive changes of one save, a row where each had one before.
+    /// Of an import's history, the COPY of a row a change took twice as
+    /// long as that of runs (BENCHMARKS.md, "PostgreSQL").
+    static let insertRun = 1024
+
+    /// Appends the row of `depot_changes` that holds the new records
+    /// `run` (their places in `round`), changes `id`, `id + 1`, … of
+    /// history transaction `txn`: their identifiers one a line, their
+    /// values one a line under `layout` (nil when the entity keeps none),
+    /// and `span`, their number. Nothing for an empty run.
+    static func appendInserts(_ run: [Int], of round: PreparedBatch.Round, to out: inout ByteBuffer, txn: Int64, id: Int64,
+                              entity: String, layout: String?) {
+        guard !run.isEmpty else { return }
+        out.writeString("\(txn)\t\(id)\t")
+        PostgresSQL.appendCopyField(.string(entity), to: &out)
+        out.writeInteger(UInt8(ascii: "\t"))
+        func texts(_ lines: PreparedBatch.Lines) {
+            for (n, k) in run.enumerated() {
+                if n > 0 { out.writeStaticString("\\n") }  // COPY's escape of a line break
+                var text = lines.line(k)
+                out.writeBuffer(&text)
+            }
+        }
+        texts(round.identifiers)
+        out.writeStaticString("\tinsert\t\\N\t\\N\t\\N\t")
+        if let layout {
+            texts(round.values)
+            out.writeString("\t\(layout)\t\(run.count)\n")
+        } else {
+            out.writeString("\\N\t\\N\t\(run.count)\n")
+        }
+    }
+
     /// Copies rows made by ``logChange(_:entity:identifier:kind:fields:tombstone:old:new:)``
-    /// into the store's own `depot_changes` (the save set search_path to its
-    /// schema).
+    /// and ``appendInserts(_:of:to:txn:id:entity:layout:)`` into the store's
+    /// own `depot_changes` (the save set search_path to its schema).
     func copyChanges(_ changes: ByteBuffer) async throws {
         try await connection.copyFrom(table: "depot_changes", columns: ["txn", "id", "entity", "identifier", "kind",
-                                      "fields", "tombstone", "old", "new", "layout"], logger: store.logger) { writer in
+                                      "fields", "tombstone", "old", "new", "layout", "span"], logger: store.logger) { writer in
             try await writer.write(changes)
         }
     }
@@ -317,7 +363,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
 
     /// Appends the row of change `id` of history transaction `txn` to
     /// `out`, a row of a COPY into `depot_changes` (``copyChanges(_:)``);
-    /// values as objects, under no layout.
+    /// values as objects, under no layout, a change to the row.
     static func appendChange(_ out: inout ByteBuffer, txn: Int64, id: Int64, entity: String, identifier: String,
                              kind: ChangeKind, fields: String?, tombstone: String? = nil, old: String?, new: String?) {
         out.writeString(String(txn))
@@ -329,7 +375,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
             out.writeInteger(UInt8(ascii: "\t"))
             PostgresSQL.appendCopyField(value, to: &out)
         }
-        out.writeStaticString("\t\\N\n")
+        out.writeStaticString("\t\\N\t\\N\n")
     }
 
     /// The id of this save's history transaction, created on the first change.

@@ -262,10 +262,18 @@ extension PostgresStore {
                 var binds = PostgresBindings()
                 binds.append(already)
                 binds.append(step - 1)
+                binds.append(step)
+                // The transaction of the step's last change, a row holding
+                // `span` changes (a run of new records) counted as many.
+                // Each transaction has a change at least, so the next `step`
+                // transactions hold it, if any: the scan reads no further.
+                // When they hold fewer changes (ids a failed save took), the
+                // step ends after them.
                 let boundary = PostgresSQL.scalar(try await PostgresSQL.textRows(connection, "SELECT txn::text AS \"\u{1}\" FROM "
-                    + "\(changes) WHERE txn > $1 ORDER BY txn LIMIT 1 OFFSET $2", binds, logger: logger))
+                    + "(SELECT txn, sum(coalesce(span, 1)) OVER (ORDER BY txn, id) AS n FROM \(changes) "
+                    + "WHERE txn > $1 AND txn <= $1 + $3) c WHERE n > $2 ORDER BY txn LIMIT 1", binds, logger: logger))
                     .flatMap { Int64($0) }
-                let upTo = min(last, boundary ?? last)
+                let upTo = min(last, boundary ?? (already + step))
                 var range = PostgresBindings()
                 range.append(already)
                 range.append(upTo)

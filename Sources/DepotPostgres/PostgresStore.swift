@@ -373,12 +373,12 @@ public actor PostgresStore {
         guard limit > 0 else { throw DepotError(.invalidArgument, "limit must be at least 1") }
         var transactions = "SELECT id::text, timestamp, author, job FROM \(table("depot_transactions")) t "
             + "WHERE id > $1"
-        var changes = "SELECT txn::text, entity, identifier, kind, fields, tombstone, old, new, layout::text "
+        let changes = "SELECT txn::text, entity, identifier, kind, fields, tombstone, old, new, layout::text, span::text "
             + "FROM \(table("depot_changes")) WHERE txn > $1 AND txn <= $2"
         let layoutSQL = "SELECT fields FROM \(table("depot_layouts")) WHERE id = $1"
         var binds = PostgresBindings()
         binds.append(token?.id ?? 0)
-        var changeBinds = binds
+        let changeBinds = binds
         if let author {
             binds.append(author)
             transactions += " AND author = $\(binds.count)"
@@ -409,24 +409,39 @@ public actor PostgresStore {
                     continue
                 }
                 let fields = row[4].flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }
-                var (old, new) = (row[6], row[7])
-                // Compact values (arrays, an insert's) under their layout's
-                // names, as an SQLite store reads them.
-                if let layout = row[8].flatMap({ Int64($0) }), old?.utf8.first == UInt8(ascii: "[")
-                    || new?.utf8.first == UInt8(ascii: "[") {
+                var names: [String] = []
+                if let layout = row[8].flatMap({ Int64($0) }) {
                     if layouts[layout] == nil {
                         var binds = PostgresBindings()
                         binds.append(layout)
                         let text = PostgresSQL.scalar(try await PostgresSQL.textRows(connection, layoutSQL, binds, logger: logger))
                         layouts[layout] = text.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
                     }
-                    let names = layouts[layout] ?? []
-                    old = old.map { CompactValues.object($0, names: names) }
-                    new = new.map { CompactValues.object($0, names: names) }
+                    names = layouts[layout] ?? []
                 }
-                byTransaction[txn, default: []].append(HistoryChange(
-                    entity: row[1] ?? "", identifier: row[2] ?? "", kind: kind, fields: fields,
-                    tombstone: row[5], old: old, new: new))
+                // Compact values (arrays, an insert's) under their layout's
+                // names, as an SQLite store reads them.
+                func object(_ text: Substring?) -> String? {
+                    guard let text else { return nil }
+                    return text.utf8.first == UInt8(ascii: "[") && row[8] != nil ? CompactValues.object(String(text), names: names)
+                        : String(text)
+                }
+                // A run of new records: their identifiers, and values, one a line.
+                let span = row[9].flatMap { Int($0) } ?? 1
+                let split = { (text: String?) -> [Substring?] in
+                    guard let text else { return Array(repeating: nil, count: span) }
+                    return span == 1 ? [text[...]] : text.split(separator: "\n", omittingEmptySubsequences: false)
+                }
+                let (identifiers, olds, news) = (split(row[2]), split(row[6]), split(row[7]))
+                guard identifiers.count == span, olds.count == span, news.count == span else {
+                    throw DepotError(.database, "store \(JSONText.quoted(name)): a row of history transaction \(txn) "
+                        + "holds \(span) changes but not as many identifiers or values")
+                }
+                for k in 0..<span {
+                    byTransaction[txn, default: []].append(HistoryChange(
+                        entity: row[1] ?? "", identifier: identifiers[k].map(String.init) ?? "", kind: kind, fields: fields,
+                        tombstone: row[5], old: object(olds[k]), new: object(news[k])))
+                }
             }
             return heads.compactMap { head -> HistoryTransaction? in
                 guard let id = head[0].flatMap({ Int64($0) }) else { return nil }

@@ -43,10 +43,18 @@ public struct PreparedBatch: Sendable {
         var keyTexts: [String] = []
         /// COPY lines into the entity's table, one a row of ``rows``.
         var lines = Lines()
-        /// For each row, the line of its history as a new record in
-        /// `depot_changes` but its first two columns (the save's
-        /// transaction, the change's place) and its last (the layout).
-        var inserted = Lines()
+        /// For each row, its identifier's JSON as COPY text, for its
+        /// history as a new record.
+        var identifiers = Lines()
+        /// For each row, its values as a compact array (every field's value
+        /// in the entity's order) as COPY text, for its history as a new
+        /// record; empty when the entity keeps no values.
+        var values = Lines()
+        /// The rows (by their place in ``rows``) whose identifier or values
+        /// hold a line break (a field of type json can), which cannot share
+        /// a history row with others (PostgresSaveContext): empty for an
+        /// entity without a json field.
+        var alone: Set<Int> = []
     }
 
     /// Lines one after the other in a buffer; the k-th ends at `end[k]`.
@@ -139,13 +147,11 @@ public struct PreparedBatch: Sendable {
             appendKeys(rows, of: batch, columns: keyColumns, to: &round.keys)
         }
         round.lines.end.reserveCapacity(rows.count)
-        round.inserted.end.reserveCapacity(rows.count)
-        // The history line's fields after the transaction and place, as logChange writes them.
-        var head = ByteBuffer()
-        head.writeInteger(UInt8(ascii: "\t"))
-        PostgresSQL.appendCopyField(.string(entity.name), to: &head)
-        var json: [UInt8] = []
-        for r in rows {
+        round.identifiers.end.reserveCapacity(rows.count)
+        if plan.keepsValues { round.values.end.reserveCapacity(rows.count) }
+        let json = entity.fields.contains { $0.type == .json }
+        var bytes: [UInt8] = []
+        for (k, r) in rows.enumerated() {
             let base = r * width
             for c in 0..<width {
                 if c > 0 { round.lines.buffer.writeInteger(UInt8(ascii: "\t")) }
@@ -154,27 +160,25 @@ public struct PreparedBatch: Sendable {
             round.lines.buffer.writeInteger(UInt8(ascii: "\n"))
             round.lines.endLine()
 
-            round.inserted.buffer.writeImmutableBuffer(head)
-            round.inserted.buffer.writeInteger(UInt8(ascii: "\t"))
-            PostgresSQL.appendCopyField(.string(plan.identifierJSON(batch, row: r)), to: &round.inserted.buffer)
-            round.inserted.buffer.writeStaticString("\tinsert\t\\N\t\\N\t\\N\t")
+            let identifier = plan.identifierJSON(batch, row: r)
+            PostgresSQL.appendCopyField(.string(identifier), to: &round.identifiers.buffer)
+            round.identifiers.endLine()
+            if json, identifier.utf8.contains(UInt8(ascii: "\n")) { round.alone.insert(k) }
             if plan.keepsValues {
                 // Compact values: an array of every field's value in the
                 // entity's order, read back under the entity's layout.
-                json.removeAll(keepingCapacity: true)
-                json.append(UInt8(ascii: "["))
+                bytes.removeAll(keepingCapacity: true)
+                bytes.append(UInt8(ascii: "["))
                 for f in entity.fields.indices {
-                    if f > 0 { json.append(UInt8(ascii: ",")) }
+                    if f > 0 { bytes.append(UInt8(ascii: ",")) }
                     JSONBytes.append(plan.fieldToColumn[f].map { batch.values[base + $0] } ?? .null,
-                                     rawJSON: entity.fields[f].type == .json, to: &json)
+                                     rawJSON: entity.fields[f].type == .json, to: &bytes)
                 }
-                json.append(UInt8(ascii: "]"))
-                json.withUnsafeBytes { PostgresSQL.appendCopyText($0, to: &round.inserted.buffer) }
-            } else {
-                round.inserted.buffer.writeStaticString("\\N")
+                bytes.append(UInt8(ascii: "]"))
+                bytes.withUnsafeBytes { PostgresSQL.appendCopyText($0, to: &round.values.buffer) }
+                round.values.endLine()
+                if json, bytes.contains(UInt8(ascii: "\n")) { round.alone.insert(k) }
             }
-            // The layout and the line's end follow when the change is logged.
-            round.inserted.endLine()
         }
         return round
     }

@@ -65,14 +65,16 @@ final class SQLiteBackend: Backend {
     let store: Store
     var contract: any StoreBackend { store }
 
-    init(entities: [EntitySchema], folder: URL? = nil) async throws {
+    init(entities: [EntitySchema], folder: URL? = nil, pruneStep: Int? = nil) async throws {
         self.folder = try folder ?? {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("depot-pgtest-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             return folder
         }()
-        store = try await Store.open(StoreConfiguration(name: "travel", path: self.folder.appendingPathComponent("s.sqlite").path,
-                                                        entities: entities))
+        var configuration = StoreConfiguration(name: "travel", path: self.folder.appendingPathComponent("s.sqlite").path,
+                                               entities: entities)
+        if let pruneStep { configuration.historyPruneStep = pruneStep }
+        store = try await Store.open(configuration)
     }
 
     func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool) async throws -> WriteCounts {
@@ -138,11 +140,13 @@ final class PostgresBackend: Backend {
     let schema: String
 
     /// A store in a schema of its own, dropped by ``close()``.
-    init(entities: [EntitySchema], schema: String? = nil) async throws {
+    init(entities: [EntitySchema], schema: String? = nil, pruneStep: Int? = nil) async throws {
         let schema = schema ?? "t_" + UUID().uuidString.prefix(13).lowercased().replacingOccurrences(of: "-", with: "")
         self.schema = schema
         let location = try PostgresLocation(url: TestServer.url ?? "postgresql://postgres@/depot", schema: schema)
-        store = try await PostgresStore.open(PostgresStoreConfiguration(name: "travel", location: location, entities: entities))
+        var configuration = PostgresStoreConfiguration(name: "travel", location: location, entities: entities)
+        if let pruneStep { configuration.historyPruneStep = pruneStep }
+        store = try await PostgresStore.open(configuration)
     }
 
     func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool) async throws -> WriteCounts {
@@ -199,15 +203,18 @@ final class PostgresBackend: Backend {
 enum Backends {
     static var names: [String] { TestServer.available ? ["sqlite", "postgresql"] : ["sqlite"] }
 
-    static func open(_ name: String, entities: [EntitySchema]) async throws -> any Backend {
-        name == "sqlite" ? try await SQLiteBackend(entities: entities) : try await PostgresBackend(entities: entities)
+    /// A new store of backend `name`; `pruneStep`, its `historyPruneStep`.
+    static func open(_ name: String, entities: [EntitySchema], pruneStep: Int? = nil) async throws -> any Backend {
+        name == "sqlite" ? try await SQLiteBackend(entities: entities, pruneStep: pruneStep)
+            : try await PostgresBackend(entities: entities, pruneStep: pruneStep)
     }
 
     /// `body`'s answer on a new store of each backend (closed after it), by backend name.
-    static func answers<T>(entities: [EntitySchema], _ body: (any Backend) async throws -> T) async throws -> [(String, T)] {
+    static func answers<T>(entities: [EntitySchema], pruneStep: Int? = nil,
+                           _ body: (any Backend) async throws -> T) async throws -> [(String, T)] {
         var answers: [(String, T)] = []
         for name in names {
-            let backend = try await open(name, entities: entities)
+            let backend = try await open(name, entities: entities, pruneStep: pruneStep)
             do {
                 answers.append((name, try await body(backend)))
             } catch {

@@ -81,6 +81,25 @@ struct HistoryContractTests {
         return out
     }
 
+    @Test("a prune goes in saves of about historyPruneStep changes on both backends, a save's new records counted one by one")
+    func pruneInSteps() async throws {
+        let answers = try await Backends.answers(entities: [TestEntities.trip(values: true)], pruneStep: 4) { backend in
+            // 10 saves of 3 new records (one history row on PostgreSQL).
+            for i in 0..<10 {
+                var batch = RecordBatch(entity: "Trip", columns: PredicateContract.tripColumns)
+                for id in ["a\(i)", "b\(i)", "c\(i)"] { batch.append([.string(id), "Trip", "Oslo", "2025-01-01", nil, 1.0, true, nil]) }
+                _ = try await backend.write(batch)
+            }
+            let pruned = try await backend.contract.pruneHistory(before: HistoryToken(10))
+            let kept = try await backend.history().map { "\($0.token): " + $0.changes.map(\.identifier).joined(separator: " ") }
+            return "deleted \(pruned.deleted) in \(pruned.saves) saves, kept \(kept)"
+        }
+        for (name, answer) in answers {
+            // 3 changes a transaction, about 4 a save: 2 transactions a save.
+            #expect(answer == #"deleted 9 in 5 saves, kept ["10: \"a9\" \"b9\" \"c9\""]"#, "\(name)")
+        }
+    }
+
     @Test("one script of consumer and prune calls answers alike, word for word")
     func script() async throws {
         let answers = try await Backends.answers(entities: [TestEntities.trip(values: true)], Self.script)

@@ -109,9 +109,9 @@ struct MigrationContractTests {
         if let pg = messages["postgresql"] { #expect(pg == sqlite) }
     }
 
-    @Test("a PostgreSQL store of system version 1 (changes keyed by a serial id) migrates when it opens: history as before, new saves after it",
-          .enabled(if: TestServer.available))
-    func systemVersionOne() async throws {
+    @Test("a PostgreSQL store of system version 1 (changes keyed by a serial id) or 2 (a change a row) migrates when it opens: history as before, new saves after it",
+          .enabled(if: TestServer.available), arguments: [1, 2])
+    func olderSystemVersions(_ version: Int) async throws {
         let trip = try EntitySchema(
             name: "Trip", fields: [Field(name: "id", type: .string), Field(name: "name", type: .string, isOptional: true)],
             identifier: ["id"], history: .fields)
@@ -127,10 +127,23 @@ struct MigrationContractTests {
             update.append(["T3", "d"])
             _ = try await backend.write(update, policy: .upsert, supersede: false)
             let before = try await backend.history()
+            // Back to version 2's table: a change a row (a run of new records
+            // split into its changes, which take the places it spans).
+            let changes = backend.store.table("depot_changes")
+            let two = ["INSERT INTO \(changes)(id, txn, entity, identifier, kind, fields, tombstone, old, new, layout) "
+                          + "SELECT c.id + k - 1, c.txn, c.entity, split_part(c.identifier, E'\\n', k), c.kind, c.fields, "
+                          + "c.tombstone, c.old, split_part(c.new, E'\\n', k), c.layout FROM \(changes) c, "
+                          + "generate_series(2, c.span) k WHERE c.span > 1",
+                       "UPDATE \(changes) SET identifier = split_part(identifier, E'\\n', 1), new = split_part(new, E'\\n', 1) "
+                          + "WHERE span > 1",
+                       "ALTER TABLE \(changes) DROP COLUMN span",
+                       "UPDATE \(backend.store.table("depot_meta")) SET value = '2' WHERE key = 'system_version'"]
+            #expect(try await backend.store.read {
+                try await PostgresSQL.textRows($0, "SELECT max(span)::text FROM \(changes)", logger: backend.store.logger)
+            }.first?.first == "2", "the first save's two new records share a row")
             // Back to version 1's tables, as that release made them: ids from
             // a sequence across the whole history, no layouts.
-            let changes = backend.store.table("depot_changes")
-            for sql in ["ALTER TABLE \(changes) DROP CONSTRAINT depot_changes_pkey, DROP COLUMN layout",
+            let one = ["ALTER TABLE \(changes) DROP CONSTRAINT depot_changes_pkey, DROP COLUMN layout",
                         "CREATE SEQUENCE \(backend.store.table("depot_changes_id_seq")) OWNED BY \(changes).id",
                         "UPDATE \(changes) c SET id = n.id FROM (SELECT txn, id AS place, "
                             + "row_number() OVER (ORDER BY txn, id) AS id FROM \(changes)) n WHERE c.txn = n.txn AND c.id = n.place",
@@ -139,7 +152,8 @@ struct MigrationContractTests {
                             + "ADD PRIMARY KEY (id)",
                         "CREATE INDEX depot_changes_txn ON \(changes)(txn)",
                         "DROP TABLE \(backend.store.table("depot_layouts"))",
-                        "UPDATE \(backend.store.table("depot_meta")) SET value = '1' WHERE key = 'system_version'"] {
+                        "UPDATE \(backend.store.table("depot_meta")) SET value = '1' WHERE key = 'system_version'"]
+            for sql in two + (version == 1 ? one : []) {
                 try await backend.store.read { try await PostgresSQL.execute($0, sql, logger: backend.store.logger) }
             }
             reopened = try await backend.reopen(entities: [trip]) as? PostgresBackend
@@ -149,7 +163,7 @@ struct MigrationContractTests {
                 try await PostgresSQL.textRows($0, "SELECT value FROM \(store.table("depot_meta")) WHERE key = 'system_version'",
                                                logger: store.logger)
             }
-            #expect(PostgresSQL.scalar(meta) == "2")
+            #expect(PostgresSQL.scalar(meta) == String(PostgresMigrator.systemVersion))
             let indexes = try await store.read {
                 try await PostgresSQL.textRows($0, "SELECT indexname::text FROM pg_indexes WHERE schemaname = "
                     + "\(PostgresSQL.literal(backend.schema)) AND tablename = 'depot_changes' ORDER BY 1", logger: store.logger)
@@ -168,5 +182,31 @@ struct MigrationContractTests {
             throw error
         }
         await (reopened ?? backend).close()
+    }
+
+    @Test("a PostgreSQL store written by a newer release is refused, as an SQLite store is, and left as it was",
+          .enabled(if: TestServer.available))
+    func newerSystemVersion() async throws {
+        let trip = try Self.trip()
+        let backend = try await PostgresBackend(entities: [trip])
+        let meta = backend.store.table("depot_meta")
+        let newer = PostgresMigrator.systemVersion + 1
+        try await backend.store.read {
+            try await PostgresSQL.execute($0, "UPDATE \(meta) SET value = '\(newer)' WHERE key = 'system_version'",
+                                          logger: backend.store.logger)
+        }
+        await backend.store.close()
+        let location = backend.store.configuration.location
+        do {
+            let store = try await PostgresStore.open(PostgresStoreConfiguration(name: "travel", location: location, entities: [trip]))
+            await store.close()
+            Issue.record("a store of system version \(newer) opened")
+        } catch let error as DepotError {
+            #expect(error.code == .migrationRefused)
+            #expect(error.message == "store \"travel\" was written by a newer Depot (its engine tables are at version "
+                + "\(newer); this depotd knows versions up to \(PostgresMigrator.systemVersion)); run the newer depotd, "
+                + "or restore a copy made before the upgrade")
+        }
+        await backend.close()
     }
 }

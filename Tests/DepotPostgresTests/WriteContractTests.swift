@@ -1,6 +1,6 @@
 import ChildProcessSupport
 import DepotEngine
-import DepotPostgres
+@testable import DepotPostgres
 import Foundation
 import Testing
 
@@ -252,6 +252,49 @@ struct WriteContractTests {
         #expect(t.counts[1].inserted == 1000)
         #expect(t.counts[1].updated + t.counts[1].unchanged == 3000)
         #expect(t.history[1].count == t.counts[1].inserted + t.counts[1].updated)
+    }
+
+    @Test("runs of new records share history rows on PostgreSQL: cut by updates, by their length, by a JSON value with a line break; read back change for change")
+    func insertRuns() async throws {
+        // 2,500 new records (runs of at most 1,024 a row), two of them with
+        // JSON holding line breaks, which take a row of their own.
+        var first: [[Value]] = []
+        for i in 0..<2500 {
+            let meta: Value = i == 7 || i == 1500 ? .string("{\n  \"line\": \(i)\n}") : i % 10 == 0 ? .string("[\(i)]") : .null
+            first.append(Self.row(String(format: "T%05d", i), "name \(i)\twith a tab", budget: Double(i), meta: meta))
+        }
+        // New records between updates, one at a time and in runs.
+        var second: [[Value]] = []
+        for i in stride(from: 0, to: 3000, by: 7) { second.append(Self.row(String(format: "T%05d", i), budget: -1)) }
+        for i in 0..<5 { second.insert(Self.row("N\(i)"), at: i * 60) }
+        let steps: [(RecordBatch, ConflictPolicy, Bool)] = [(Self.batch(first), .upsert, false), (Self.batch(second), .upsert, false)]
+        let t = try await Self.onEveryBackend(steps)
+        #expect(t.history[0].count == 2500)
+        #expect(t.history[0][7].new?.contains("\n") == true)
+        let fresh = (2500..<3000).filter { $0 % 7 == 0 }.count
+        let inserted = t.history[1].filter { $0.kind == .insert }.count
+        #expect(inserted == 5 + fresh)
+        #expect(t.history[1].count == t.counts[1].inserted + t.counts[1].updated)
+        guard TestServer.available else { return }
+        // On PostgreSQL, fewer rows than changes: the runs share them.
+        let backend = try await PostgresBackend(entities: [Self.trip()])
+        do {
+            for (batch, policy, supersede) in steps { _ = try await backend.write(batch, policy: policy, supersede: supersede) }
+            let store = backend.store
+            let rows = try await store.read {
+                try await PostgresSQL.textRows($0, "SELECT txn::text, count(*)::text, sum(coalesce(span, 1))::text FROM "
+                    + "\(store.table("depot_changes")) GROUP BY txn ORDER BY txn", logger: store.logger)
+            }
+            // The first save: 2,500 changes in rows of 7, 1 (a line break),
+            // 1,024 (the longest run), 468, 1 (a line break) and 999.
+            #expect(rows.first?[1] == "6" && rows.first?[2] == "2500", "\(rows)")
+            #expect(rows.last?[2] == String(t.history[1].count), "\(rows)")
+            #expect(try await backend.history().map(\.changes) == t.history)
+        } catch {
+            await backend.close()
+            throw error
+        }
+        await backend.close()
     }
 
     @Test("a checkpoint commits with its save's records, and goes with them when the save fails")
