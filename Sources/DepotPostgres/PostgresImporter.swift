@@ -65,11 +65,17 @@ public enum PostgresImporter {
         // no checkpoint, so a stop there reads it again.
         let ahead = Ahead()
         defer { ahead.task?.cancel() }
+        // The keys this job gave: the rows whose key it never gave are
+        // taken for new records without a lookup (JobKeys). Batches are
+        // made ready one after the other, so each sees the keys of those before.
+        let keys = JobKeys()
         @Sendable func ready(_ save: ImportSave) -> Task<(ImportChunk, PreparedBatch), any Error> {
             Task.detached {
                 let chunk = try await save.takeWaiting()
-                return (chunk, try store.prepare(chunk.batch, policy: policy, supersede: supersede,
-                                                 deferReferences: deferReferences))
+                var prepared = try store.prepare(chunk.batch, policy: policy, supersede: supersede,
+                                                 deferReferences: deferReferences)
+                prepared.guessNew(keys)
+                return (chunk, prepared)
             }
         }
         while true {

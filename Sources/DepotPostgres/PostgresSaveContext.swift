@@ -79,12 +79,38 @@ public final class PostgresSaveContext: @unchecked Sendable {
     public func write(_ prepared: PreparedBatch) async throws -> WriteCounts {
         guard let plan = prepared.plan else { return WriteCounts() }
         var counts = prepared.counts
-        for round in prepared.rounds where !round.rows.isEmpty {
-            try await write(round, of: prepared, plan: plan, counts: &counts)
+        for (n, round) in prepared.rounds.enumerated() where !round.rows.isEmpty {
+            if n == 0, let fresh = prepared.fresh, !fresh.keys.conflicted, guesses < Self.maxGuesses {
+                // Only the rows the job may have written are looked up
+                // (JobKeys); if a stored record fails the COPY of the rest,
+                // the round is done again with every row looked up.
+                guesses += 1
+                let before = (counts, changes)
+                do {
+                    try await write(round, of: prepared, plan: plan, counts: &counts, maybeStored: fresh.maybeStored)
+                    continue
+                } catch is GuessedWrong {
+                    fresh.keys.markConflicted()
+                    (counts, changes) = before
+                }
+            }
+            try await write(round, of: prepared, plan: plan, counts: &counts, maybeStored: nil)
         }
         counts.rejected.sort { $0.row < $1.row }
         return counts
     }
+
+    /// The most rounds of a save written on a guess, each under a
+    /// savepoint: a transaction with more than 64 subtransactions slows
+    /// every snapshot of other sessions (PostgreSQL's cache of them
+    /// overflows), so later rounds of a very long save look up every row.
+    static let maxGuesses = 32
+
+    /// The rounds of this save written on a guess so far.
+    private var guesses = 0
+
+    /// A COPY of records guessed new met a stored one (and was rolled back).
+    private struct GuessedWrong: Error {}
 
     /// Writes one round of a batch: its rows, each identifier at most once.
     ///
@@ -95,8 +121,13 @@ public final class PostgresSaveContext: @unchecked Sendable {
     /// records are then copied straight into the entity's table, from the
     /// lines made ready with the batch, the updates staged whole and applied
     /// by one `UPDATE … FROM`, and the history copied.
+    ///
+    /// With `maybeStored` (an import's guess, for each of the round's rows),
+    /// only the rows marked are looked up, the others taken for new records
+    /// and copied under a savepoint; a unique violation there rolls back to
+    /// it and throws ``GuessedWrong``, the round's history not yet written.
     private func write(_ round: PreparedBatch.Round, of prepared: PreparedBatch, plan: BatchPlan,
-                       counts: inout WriteCounts) async throws {
+                       counts: inout WriteCounts, maybeStored: [Bool]?) async throws {
         let logger = store.logger
         let (batch, rows) = (prepared.batch, round.rows)
         let entity = plan.entity
@@ -104,10 +135,18 @@ public final class PostgresSaveContext: @unchecked Sendable {
         // The keys: two arrays, unnested by the lookup, or staged by a COPY.
         let keys: String
         var keyBinds = PostgresBindings()
+        var lookedUp = true
         if prepared.keysAsArrays {
             let c = plan.identifierColumns[0]
-            keyBinds.append(rows.map(Int64.init))
-            keyBinds.append(round.keyTexts)
+            if let maybeStored {
+                let marked = rows.indices.filter { maybeStored[$0] }
+                keyBinds.append(marked.map { Int64(rows[$0]) })
+                keyBinds.append(marked.map { round.keyTexts[$0] })
+                lookedUp = !marked.isEmpty
+            } else {
+                keyBinds.append(rows.map(Int64.init))
+                keyBinds.append(round.keyTexts)
+            }
             keys = "unnest($1::bigint[], $2::text[]::\(PostgresSQL.type(plan.columnFields[c].type))[])"
         } else {
             keys = try await stageTable(for: plan, columns: prepared.keyColumns)
@@ -155,7 +194,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
         let lookup = "SELECT s.seq::text, " + entity.fields.map { PostgresSQL.selectText($0, table: "t") }.joined(separator: ", ")
             + " FROM \(source) CROSS JOIN LATERAL (SELECT * FROM \(store.table(entity.name)) t WHERE \(join) OFFSET 0) t"
         var stored: [Int: [Value]] = [:]
-        for row in try await PostgresSQL.textRows(connection, lookup, keyBinds, logger: logger) {
+        for row in lookedUp ? try await PostgresSQL.textRows(connection, lookup, keyBinds, logger: logger) : [] {
             guard let seq = row[0].flatMap({ Int($0) }) else { continue }
             stored[seq] = zip(entity.fields, row.dropFirst()).map { PostgresSQL.value($1, as: $0.type) }
         }
@@ -262,19 +301,34 @@ public final class PostgresSaveContext: @unchecked Sendable {
             // The new records, copied into the entity's table in the rows'
             // order, their lines as made with the batch, in runs.
             let lines = round.lines
-            try await connection.copyFrom(table: PostgresSQL.copyName(entity.name),
-                                          columns: batch.columns.map(PostgresSQL.copyName), logger: logger) { writer in
-                var i = 0
-                while i < inserts.count {
-                    var j = i + 1
-                    while j < inserts.count, inserts[j] == inserts[j - 1] + 1,
-                          lines.end[inserts[j]] - lines.start(inserts[i]) < 1 << 20 {
-                        j += 1
+            let copy = { [connection] in
+                try await connection.copyFrom(table: PostgresSQL.copyName(entity.name),
+                                              columns: batch.columns.map(PostgresSQL.copyName), logger: logger) { writer in
+                    var i = 0
+                    while i < inserts.count {
+                        var j = i + 1
+                        while j < inserts.count, inserts[j] == inserts[j - 1] + 1,
+                              lines.end[inserts[j]] - lines.start(inserts[i]) < 1 << 20 {
+                            j += 1
+                        }
+                        let from = lines.start(inserts[i])
+                        try await writer.write(lines.buffer.getSlice(at: from, length: lines.end[inserts[j - 1]] - from)!)
+                        i = j
                     }
-                    let from = lines.start(inserts[i])
-                    try await writer.write(lines.buffer.getSlice(at: from, length: lines.end[inserts[j - 1]] - from)!)
-                    i = j
                 }
+            }
+            if maybeStored != nil {
+                try await PostgresSQL.execute(connection, "SAVEPOINT depot_guess", logger: logger)
+                do {
+                    try await copy()
+                } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+                    try await PostgresSQL.execute(connection, "ROLLBACK TO SAVEPOINT depot_guess", logger: logger)
+                    history?.cancel()
+                    throw GuessedWrong()
+                }
+                try await PostgresSQL.execute(connection, "RELEASE SAVEPOINT depot_guess", logger: logger)
+            } else {
+                try await copy()
             }
         }
         if !updates.isEmpty, !plan.updatedFields.isEmpty {

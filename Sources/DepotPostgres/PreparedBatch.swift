@@ -30,6 +30,11 @@ public struct PreparedBatch: Sendable {
     /// identifier of one field of a type with equality, and no reference
     /// to check (which needs the staged columns).
     let keysAsArrays: Bool
+    /// Set for an import's batch by ``guessNew(_:)``: the job's keys, and
+    /// for each row of the first round whether the job may have written its
+    /// key before. Only those rows are looked up; the others are taken for
+    /// new records, which the COPY into the entity's table checks.
+    private(set) var fresh: (keys: JobKeys, maybeStored: [Bool])?
 
     /// The rows of one round and their lines.
     struct Round: Sendable {
@@ -181,6 +186,17 @@ public struct PreparedBatch: Sendable {
             }
         }
         return round
+    }
+
+    /// Marks which rows of the first round an import job may have written
+    /// before (its `keys`), the rest to be taken for new records; adds the
+    /// batch's keys to `keys`. Nothing for keys staged by a COPY, once the
+    /// job met a stored record where it guessed a new one, or for a batch
+    /// without some required field (a new record of it is refused, not
+    /// copied, so that the COPY could not tell a wrong guess).
+    mutating func guessNew(_ keys: JobKeys) {
+        guard keysAsArrays, plan?.missingRequired.isEmpty == true, let first = rounds.first, !keys.conflicted else { return }
+        fresh = (keys, keys.check(first.keyTexts))
     }
 
     /// Appends the COPY lines of `rows`: each its row as `seq`, then its `columns`.
