@@ -16,9 +16,11 @@ import Synchronization
 /// filter, and this one is a few lines on a zeroed allocation.
 final class JobKeys: Sendable {
     /// 2^27 bits (16 MiB, from `calloc`: pages the job never touches cost
-    /// nothing). With three probes a key, one in about 250 keys comes out
-    /// "maybe" after a million keys, one in 20 after ten million; a "maybe"
-    /// costs only a lookup.
+    /// nothing). With three probes a key, a key never given comes out
+    /// "maybe" about once in 100,000 after a million keys, once in 125
+    /// after ten million; a "maybe" costs only its lookup, so a job of
+    /// hundreds of millions of rows, where most answers are "maybe", looks
+    /// most keys up, as every import did before.
     private static let bits = 1 << 27
     private let words: Mutex<UnsafeMutablePointer<UInt64>>
     private let conflictedFlag = Atomic<Bool>(false)

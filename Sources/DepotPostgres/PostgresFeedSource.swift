@@ -71,7 +71,7 @@ struct PostgresFeedSource: ResultFeedSource {
             for row in try await PostgresSQL.textRows(connection, changes, binds, logger: logger) {
                 // A run of new records holds their identifiers one a line.
                 let identifiers = (row[3].flatMap { Int($0) } ?? 1) > 1
-                    ? (row[0] ?? "").split(separator: "\n").map(String.init) : [row[0] ?? ""]
+                    ? (row[0] ?? "").utf8.split(separator: UInt8(ascii: "\n")).map { String(Substring($0)) } : [row[0] ?? ""]
                 for identifier in identifiers { collected.add(identifier: identifier, kind: row[1] ?? "", fields: row[2]) }
             }
             // Each touched record looked up again with the predicate, with

@@ -430,7 +430,8 @@ public actor PostgresStore {
                 let span = row[9].flatMap { Int($0) } ?? 1
                 let split = { (text: String?) -> [Substring?] in
                     guard let text else { return Array(repeating: nil, count: span) }
-                    return span == 1 ? [text[...]] : text.split(separator: "\n", omittingEmptySubsequences: false)
+                    return span == 1 ? [text[...]]
+                        : text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { Substring($0) }
                 }
                 let (identifiers, olds, news) = (split(row[2]), split(row[6]), split(row[7]))
                 guard identifiers.count == span, olds.count == span, news.count == span else {

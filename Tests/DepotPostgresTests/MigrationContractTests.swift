@@ -221,7 +221,7 @@ struct JobKeysTests {
         let first = (0..<200_000).map { "first \($0)" }
         #expect(keys.check(first).filter { $0 }.count < 1_000)
         #expect(keys.check(first).allSatisfy { $0 })
-        // New keys after 200,000: about one in 4,000 a false alarm at this size.
+        // Other keys after 200,000: a false alarm about once in a million at this size.
         let others = (0..<200_000).map { "other \($0)" }
         #expect(keys.check(others).filter { $0 }.count < 1_000)
         #expect(!keys.conflicted)
