@@ -93,4 +93,61 @@ struct ExportStreamTests {
             #expect(r.status == 400 && ChangeFeedTests.code(r) == code, "\(body): \(r.body)")
         }
     }
+
+    /// Sends an export request on a connection of its own and reads nothing.
+    static func unreadExport(_ d: DaemonProcess) throws -> Int32 {
+        let fd = try UnixHTTP.connect(d.socket)
+        let body = #"{"format":"ndjson"}"#
+        UnixHTTP.send(fd, Data(("POST \(path) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body).utf8))
+        return fd
+    }
+
+    /// The `depot_streams_timed_out_total` counter of `/v1/metrics`.
+    static func timedOut(_ d: DaemonProcess) throws -> Int? {
+        try d.request("GET", "/v1/metrics").body.split(separator: "\n")
+            .first { $0.hasPrefix("depot_streams_timed_out_total ") }.flatMap { Int($0.split(separator: " ")[1]) }
+    }
+
+    /// Issue 35, items 1 and 2: an export read by nobody and then hung up on
+    /// killed depotd (a semaphore freed below its first value); exports
+    /// read by nobody held every reader connection, so that no fetch, count
+    /// or history page was answered while they stayed connected.
+    @Test("exports that nobody reads hold no reader, end at their write deadline, and a hang-up kills nothing")
+    func unreadExports() throws {
+        let config = DaemonProcess.config().replacingOccurrences(of: "[daemon]\n", with: "[daemon]\nstream_write_timeout = \"5s\"\n")
+        let d = try DaemonProcess(config: config)
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        // Far more than the pipe's few chunks and the socket's buffers hold.
+        _ = try ChangeFeedTests.importTrips(d, tripsCSV(100_000), name: "many.csv")
+
+        // Hung up on without reading a byte: the daemon lives on.
+        for _ in 0..<3 {
+            let fd = try Self.unreadExport(d)
+            try d.waitForStreams(1)
+            close(fd)
+            try d.waitForStreams(0)
+            #expect(Self.trailer(try d.request("POST", Self.path, body: #"{"where":"id == 't7'"}"#)) == 1)
+            #expect(d.process.isRunning)
+        }
+
+        // Ten exports (more than the eight readers) that nobody reads.
+        let unread = try (0..<10).map { _ in try Self.unreadExport(d) }
+        defer { unread.forEach { close($0) } }
+        try d.waitForStreams(10)
+        let count = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#)
+        #expect(count.object["count"] as? Int == 100_000)
+        let fetch = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"where":"id == 't9'"}"#)
+        #expect((fetch.object["records"] as? [[String: Any]])?.count == 1)
+        let history = try d.request("GET", "/v1/stores/travel/history?limit=1")
+        #expect(history.status == 200)
+        // Answered while all ten were still open, not after they ended.
+        #expect(try d.streamsOpen() == 10)
+        // Then each ends at its write deadline, counted, and the daemon serves on.
+        try d.waitForStreams(0)
+        #expect(try Self.timedOut(d) == 10)
+        #expect(d.log.contains("read nothing of a streamed answer"))
+        #expect(Self.trailer(try d.request("POST", Self.path, body: #"{"where":"id == 't7'"}"#)) == 1)
+        #expect(d.stop() == 0)
+    }
 }

@@ -276,4 +276,33 @@ struct HostileInputTests {
             #expect(said.contains("\(file.path): \(key): \(message)"), "\(key): \(said)")
         }
     }
+
+    /// Issue 35, item 6: a date-time whose `T` is not followed by hours made
+    /// the TOML library assert, so `--check-config` exited 134 and a reload
+    /// killed the daemon.
+    @Test("a date-time typo in depot.toml is a configuration error, at --check-config and on SIGHUP")
+    func dateTimeTypo() throws {
+        let folder = try DaemonProcess.makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let base = DaemonProcess.config()
+        let typos = ["2026-11-26T:10:00", "2026-11-26TT07:00:00", "2026-11-26T-10:00", "2026-11-26Ta7:32:00Z"]
+        let file = folder.appendingPathComponent("depot.toml")
+        for typo in typos {
+            try Data(base.replacingOccurrences(of: "[daemon]\n", with: "[daemon]\nx = \(typo)\n").utf8).write(to: file)
+            let (status, said) = try DaemonProcess.checkConfig(file.path)
+            #expect(status == 78, "\(typo): exit \(status), \(said)")
+            #expect(said.contains("line 2, column 16: not valid TOML: a date-time needs a time"), "\(typo): \(said)")
+        }
+        try Data(base.utf8).write(to: file)
+        let d = try DaemonProcess(folder: folder)
+        defer { d.stop() }
+        for (n, typo) in typos.enumerated() {
+            try Data(base.replacingOccurrences(of: "[daemon]\n", with: "[daemon]\nx = \(typo)\n").utf8).write(to: file)
+            kill(d.process.processIdentifier, SIGHUP)
+            #expect(d.notify.waitFor(prefix: "READY=1", count: n + 2, timeout: 30) != nil, "\(typo)")
+            healthy(d, "a reload of \(typo)")
+        }
+        #expect(d.log.contains("a date-time needs a time"))
+        #expect(d.stop() == 0)
+    }
 }

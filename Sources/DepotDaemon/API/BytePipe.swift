@@ -18,7 +18,12 @@ final class BytePipe: Sendable {
 
     /// - Parameter ahead: how many chunks may wait for the consumer.
     init(ahead: Int = 4) {
-        space = DispatchSemaphore(value: ahead)
+        // Made at zero and signalled up to `ahead`: libdispatch traps when a
+        // semaphore is freed below the value it was made with, which is where
+        // a pipe whose consumer went while it was full was left (issue #35:
+        // an export read by nobody, then hung up on, killed depotd).
+        space = DispatchSemaphore(value: 0)
+        for _ in 0..<ahead { space.signal() }
         continuation.onTermination = { [weak self] _ in self?.stop() }
     }
 
@@ -65,11 +70,12 @@ extension BytePipe {
     /// fields that end the answer. Its errors break the stream off (the
     /// answer has no last chunk); check the request before, so that they
     /// are statuses. The response counts as an open stream in the metrics.
-    static func response(contentType: String, trailer: String? = nil, metrics: Metrics,
+    static func response(contentType: String, trailer: String? = nil, deadline: StreamDeadline, metrics: Metrics,
                          _ produce: @escaping @Sendable (BytePipe) async throws -> HTTPFields) -> Response {
         var headers: HTTPFields = [.contentType: contentType]
         if let trailer { headers[.trailer] = trailer }
-        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+        return Response(status: .ok, headers: headers, body: ResponseBody { base in
+            var writer = deadline.writer(base)
             metrics.streamOpened()
             defer { metrics.streamClosed() }
             let pipe = BytePipe()

@@ -57,7 +57,7 @@ extension ControlRoutes {
         }
         // Validate first: an error must be a status, not a broken stream.
         let first = try await run()
-        return JSONResponse.stream(context, metrics: metrics) { write in
+        return JSONResponse.stream(context, deadline: deadline(context), metrics: metrics) { write in
             var version = store.reads.commitCount
             var text = first
             var sent: String?
@@ -100,7 +100,7 @@ extension ControlRoutes {
             do {
                 try await feed.resume(after: try HistoryToken.parse(since))
             } catch let error as DepotError where error.code == .historyExpired {
-                return JSONResponse.stream(context, metrics: metrics) { write in
+                return JSONResponse.stream(context, deadline: deadline(context), metrics: metrics) { write in
                     try await write("{\"type\":\"history_expired\",\"message\":\(JSONText.quoted(error.message))}")
                 }
             }
@@ -109,7 +109,7 @@ extension ControlRoutes {
             first = "{\"type\":\"result\",\"token\":\(token.map { JSONText.quoted($0.description) } ?? "null"),"
                 + "\"records\":" + records.jsonArray() + "}"
         }
-        return JSONResponse.stream(context, metrics: metrics) { [first] write in
+        return JSONResponse.stream(context, deadline: deadline(context), metrics: metrics) { [first] write in
             if let first { try await write(first) }
             var version = version
             var pending = first == nil  // after since: the changes after the token, at once
@@ -180,7 +180,7 @@ extension ControlRoutes {
                                          limit: body.limit?.value)
         // The groups go out as they are found, a megabyte at a time: memory
         // holds a few chunks of the answer, whatever its size.
-        return BytePipe.response(contentType: "application/json", metrics: metrics) { pipe in
+        return BytePipe.response(contentType: "application/json", deadline: deadline(context), metrics: metrics) { pipe in
             let out = Mutex<(bytes: [UInt8], groups: Int)>((Array("{\"groups\":[".utf8), 0))
             try await store.reads.duplicates(entity: entity, by: body.by, where: body.where, arguments: arguments,
                                               limit: body.limit?.value) { g in
@@ -227,7 +227,7 @@ extension ControlRoutes {
         // Errors in the request are statuses, before the stream starts.
         try store.reads.check(descriptor)
         let type = format == .csv ? "text/csv; charset=utf-8" : "application/x-ndjson"
-        return BytePipe.response(contentType: type, trailer: Self.recordsTrailer, metrics: metrics) { pipe in
+        return BytePipe.response(contentType: type, trailer: Self.recordsTrailer, deadline: deadline(context), metrics: metrics) { pipe in
             let count = try await store.reads.export(descriptor, as: format, write: { try pipe.send($0) })
             return [HTTPField.Name(Self.recordsTrailer)!: String(count)]
         }
@@ -276,7 +276,7 @@ extension ControlRoutes {
         if q.get("follow") == "true" {
             // Check the token before the stream starts, so that errors are statuses.
             _ = try await store.reads.history(after: after, entity: entity, author: author, limit: 1)
-            return JSONResponse.stream(context, metrics: metrics) { [after] write in
+            return JSONResponse.stream(context, deadline: deadline(context), metrics: metrics) { [after] write in
                 for try await t in store.reads.followHistory(after: after, entity: entity, author: author) {
                     try await write(Self.transactionJSON(t))
                 }

@@ -32,6 +32,11 @@ package struct ControlRoutes: Sendable {
         return store
     }
 
+    /// The write deadline of a streamed answer on this request's connection.
+    func deadline(_ context: DepotRequestContext) -> StreamDeadline {
+        StreamDeadline(context, timeout: config.streamWriteTimeout, metrics: metrics, logger: logger)
+    }
+
     package func router() -> Router<DepotRequestContext> {
         let router = Router(context: DepotRequestContext.self)
         router.middlewares.add(APIMiddleware(metrics: metrics, logger: logger))
@@ -146,20 +151,27 @@ package struct ControlRoutes: Sendable {
         on(.get, "jobs/:id/events") { _, context in
             let record = try await self.job(context)
             let stream = await self.jobs.events(job: record.id)
-            return JSONResponse.stream(context, metrics: self.metrics) { write in
+            return JSONResponse.stream(context, deadline: self.deadline(context), metrics: self.metrics) { write in
                 for await event in stream { try await write(Self.line(event)) }
             }
         }
         on(.get, "jobs/:id/rejects") { _, context in
             let record = try await self.job(context)
-            guard let path = record.rejects, let data = FileManager.default.contents(atPath: path) else {
+            // Streamed from the file a megabyte at a time: a rejects file may
+            // be as large as the input (issue #35: ten downloads of an 83 MB
+            // file held 1 GB).
+            let fd = record.rejects.map { open($0, O_RDONLY | O_CLOEXEC | O_NONBLOCK) } ?? -1
+            guard fd >= 0 else {
                 return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: .init())
             }
-            return Response(status: .ok, headers: [.contentType: "application/x-ndjson"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+            return self.fileResponse(fd, contentType: "application/x-ndjson", context) { errno in
+                self.logger.error("a job's rejects cannot be read", metadata: [
+                    "JOB_ID": "\(record.id)", "PATH": "\(record.rejects ?? "")", "ERROR": "\(String(cString: strerror(errno)))"])
+                return APIError(.io, "the rejects of job \(record.id) cannot be read; see the daemon's log")
+            }
         }
         on(.get, "jobs/:id/output") { _, context in
-            return try await self.output(try await self.job(context))
+            return try await self.output(try await self.job(context), context)
         }
         on(.get, "watches") { _, context in
             let watches = await self.watcher?.list() ?? []
@@ -175,7 +187,7 @@ package struct ControlRoutes: Sendable {
         }
         on(.get, "events") { _, context in
             let stream = await self.jobs.events(job: nil)
-            return JSONResponse.stream(context, metrics: self.metrics) { write in
+            return JSONResponse.stream(context, deadline: self.deadline(context), metrics: self.metrics) { write in
                 for await event in stream { try await write("{\"job\":" + Self.line(event) + "}") }
             }
         }
@@ -189,7 +201,7 @@ package struct ControlRoutes: Sendable {
     }
 
     /// What an export job wrote, streamed from its file.
-    func output(_ record: JobRecord) async throws -> Response {
+    func output(_ record: JobRecord, _ context: DepotRequestContext) async throws -> Response {
         guard record.kind == .export else {
             throw APIError(.conflict, "job \(record.id) is a \(record.kind.rawValue) job; only export jobs have output")
         }
@@ -203,25 +215,34 @@ package struct ControlRoutes: Sendable {
             throw APIError(.io, "the output of job \(record.id) cannot be read; see the daemon's log")
         }
         let type = if case .export(_, _, .csv, _, _) = record.spec { "text/csv" } else { "application/x-ndjson" }
-        return Response(status: .ok, headers: [.contentType: type], body: ResponseBody { writer in
+        return fileResponse(fd, contentType: type, context) { errno in
+            logger.error("an export's output cannot be read", metadata: [
+                "JOB_ID": "\(record.id)", "PATH": "\(path)", "ERROR": "\(String(cString: strerror(errno)))"])
+            return APIError(.io, "the output of job \(record.id) cannot be read; see the daemon's log")
+        }
+    }
+
+    /// The file open at `fd` (closed at the end), streamed a megabyte at a
+    /// time, read straight into the buffer that is sent, each write under the
+    /// stream's deadline. A failed read ends the response unfinished (with
+    /// `failure`'s error), so that the client sees a broken transfer, not a
+    /// short file.
+    func fileResponse(_ fd: Int32, contentType: String, _ context: DepotRequestContext,
+                      failure: @escaping @Sendable (Int32) -> APIError) -> Response {
+        let deadline = deadline(context)
+        return Response(status: .ok, headers: [.contentType: contentType], body: ResponseBody { base in
             defer { close(fd) }
-            // A megabyte at a time, read straight into the buffer that is sent.
-            // A failed read ends the response unfinished, so that the client
-            // sees a broken transfer, not a short file.
+            var writer = deadline.writer(base)
             while true {
                 var buffer = ByteBufferAllocator().buffer(capacity: 1 << 20)
-                var failure: Int32 = 0
+                var error: Int32 = 0
                 let n = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { bytes in
                     var n: Int
                     repeat { n = read(fd, bytes.baseAddress, bytes.count) } while n < 0 && errno == EINTR
-                    if n < 0 { failure = errno }
+                    if n < 0 { error = errno }
                     return max(n, 0)
                 }
-                if failure != 0 {
-                    logger.error("an export's output cannot be read", metadata: [
-                        "JOB_ID": "\(record.id)", "PATH": "\(path)", "ERROR": "\(String(cString: strerror(failure)))"])
-                    throw APIError(.io, "the output of job \(record.id) cannot be read; see the daemon's log")
-                }
+                if error != 0 { throw failure(error) }
                 if n == 0 { break }
                 try await writer.write(buffer)
             }

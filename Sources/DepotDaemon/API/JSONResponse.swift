@@ -31,11 +31,12 @@ enum JSONResponse {
     /// until its next write fails. Lines pass through a channel that holds
     /// one at a time: a slow client slows `lines` down (and a live fetch
     /// coalesces the commits meanwhile) rather than filling memory.
-    static func stream(_ context: DepotRequestContext, metrics: Metrics,
+    static func stream(_ context: DepotRequestContext, deadline: StreamDeadline, metrics: Metrics,
                        _ lines: @escaping @Sendable (_ write: (String) async throws -> Void) async throws -> Void) -> Response {
         let channel = context.channel
         return Response(status: .ok, headers: [.contentType: "application/x-ndjson", .cacheControl: "no-cache"],
-                        body: ResponseBody { writer in
+                        body: ResponseBody { base in
+                            var writer = deadline.writer(base)
                             metrics.streamOpened()
                             defer { metrics.streamClosed() }
                             let watcher = try? await channel.pipeline.handler(type: HangUpWatcher.self).get()

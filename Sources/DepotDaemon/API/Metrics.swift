@@ -20,6 +20,7 @@ package final class Metrics: Sendable {
         var connections = 0
         var connectionsTotal = 0
         var streams = 0
+        var streamsTimedOut = 0
     }
     static let buckets: [Double] = [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1, 5]
     private let state = Mutex(State())
@@ -66,6 +67,7 @@ package final class Metrics: Sendable {
 
     func streamOpened() { state.withLock { $0.streams += 1 } }
     func streamClosed() { state.withLock { $0.streams -= 1 } }
+    func streamTimedOut() { state.withLock { $0.streamsTimedOut += 1 } }
 
     /// The Prometheus text exposition.
     package func render() -> String {
@@ -88,6 +90,9 @@ package final class Metrics: Sendable {
         out += "depot_connections_total \(s.connectionsTotal)\n"
         out += "# HELP depot_streams_open Streamed answers being served now: live fetches, history follows, job events.\n"
         out += "# TYPE depot_streams_open gauge\ndepot_streams_open \(s.streams)\n"
+        out += "# HELP depot_streams_timed_out_total Streamed answers ended because their client read nothing "
+            + "for stream_write_timeout.\n# TYPE depot_streams_timed_out_total counter\n"
+        out += "depot_streams_timed_out_total \(s.streamsTimedOut)\n"
         out += "# HELP depot_requests_total HTTP requests, by status.\n# TYPE depot_requests_total counter\n"
         for (k, v) in s.requests.sorted(by: { $0.key < $1.key }) { out += "depot_requests_total{status=\"\(k)\"} \(v)\n" }
         out += "# HELP depot_request_duration_seconds HTTP request latency.\n# TYPE depot_request_duration_seconds histogram\n"

@@ -79,7 +79,8 @@ struct ConfigReader {
         let daemon = root["daemon"]?.tomlValue.table ?? TOMLTable()
         if root["daemon"] != nil && root["daemon"]?.tomlValue.table == nil { problem("daemon", "must be a table") }
         unknownKeys(daemon, ["state_dir", "socket", "socket_mode", "socket_group", "import_roots", "log_level",
-                             "max_upload_bytes", "max_request_bytes", "idle_timeout"], at: "daemon")
+                             "max_upload_bytes", "max_request_bytes", "idle_timeout", "stream_write_timeout"],
+                    at: "daemon")
         let stateDir = resolve(string(daemon, "state_dir", at: "daemon.state_dir") ?? "/var/lib/depot")
         let socket = resolve(string(daemon, "socket", at: "daemon.socket") ?? "/run/depot/depot.sock")
         var socketMode: UInt16 = 0o660
@@ -103,6 +104,8 @@ struct ConfigReader {
             ?? (1 << 20)
         let idle = duration(daemon, "idle_timeout", at: "daemon.idle_timeout", in: DurationText.idleTimeout)
             ?? .seconds(60)
+        let streamWrite = duration(daemon, "stream_write_timeout", at: "daemon.stream_write_timeout",
+                                   in: DurationText.idleTimeout) ?? .seconds(30)
 
         var read: [Principal] = [], write: [Principal] = []
         if let access = root["access"]?.tomlValue.table {
@@ -188,6 +191,7 @@ struct ConfigReader {
         return DaemonConfig(file: file, stateDir: stateDir, socket: socket, socketMode: socketMode,
                             socketGroup: socketGroup, importRoots: roots, logLevel: logLevel,
                             maxUploadBytes: Int64(maxUpload), maxRequestBytes: maxRequest, idleTimeout: idle,
+                            streamWriteTimeout: streamWrite,
                             readPrincipals: read, writePrincipals: write, stores: stores, watches: watches)
     }
 
@@ -269,7 +273,7 @@ struct ConfigReader {
 
     mutating func readStore(_ table: TOMLTable, at key: String, stateDir: String) -> StoreConfiguration? {
         unknownKeys(table, ["name", "path", "save_every", "save_interval", "history_retention", "history_max_retention",
-                                "cache_mb", "entity", "backend", "url", "schema", "password_file", "lease"],
+                                "cache_mb", "durability", "entity", "backend", "url", "schema", "password_file", "lease"],
                     at: key)
         guard let name = string(table, "name", at: "\(key).name"), !name.isEmpty else {
             problem("\(key).name", "is required")
@@ -381,6 +385,14 @@ struct ConfigReader {
         if let mb = int(table, "cache_mb", at: "\(key).cache_mb", in: 1...65_536) {
             config.writerCacheBytes = mb << 20
         }
+        if let text = string(table, "durability", at: "\(key).durability") {
+            if let durability = StoreConfiguration.Durability(rawValue: text) {
+                config.durability = durability
+            } else {
+                problem("\(key).durability", "must be full (every answered commit survives a power loss) or normal "
+                    + "(the last commits before a power loss may be lost), not \(JSONText.quoted(text))")
+            }
+        }
         return config
     }
 
@@ -399,6 +411,10 @@ struct ConfigReader {
                 problem("\(key).path", "is for an SQLite store; a store on PostgreSQL is named by url and schema")
             }
             if table["cache_mb"] != nil { problem("\(key).cache_mb", "is for an SQLite store") }
+            if table["durability"] != nil {
+                problem("\(key).durability", "is for an SQLite store; a store on PostgreSQL has the server's "
+                    + "synchronous_commit")
+            }
             guard let url = string(table, "url", at: "\(key).url") else {
                 problem("\(key).url", "is required for a store on PostgreSQL, such as "
                     + "\"postgresql://depot@/depot?host=/run/postgresql\"")

@@ -36,6 +36,9 @@ package struct DaemonConfig: Sendable {
     package var maxRequestBytes: Int
     /// Connections idle this long are closed.
     package var idleTimeout: Duration
+    /// A streamed answer whose client reads none of it for this long is
+    /// ended, its connection closed (`stream_write_timeout`).
+    package var streamWriteTimeout: Duration = .seconds(30)
     package var readPrincipals: [Principal]
     package var writePrincipals: [Principal]
     package var stores: [StoreConfiguration]

@@ -5,9 +5,12 @@
 /// of a table header cannot start a key (`[`daemon]`), and when `}` stands
 /// where an array expects a value (`write = [}`, `a = [1, }`). Either kills
 /// `depotd --check-config`, and a reload (SIGHUP) with such a typo would kill
-/// the daemon. Both found by `scripts/fuzz FuzzConfig`. This scan follows just
-/// enough of TOML's structure (strings, comments, the nesting of arrays and
-/// inline tables in values) to find both, and refuses them with their line.
+/// the daemon. Both found by `scripts/fuzz FuzzConfig`. A third (issue #35):
+/// a date-time whose `T` is not followed by a digit (`2026-11-26T:10:00`,
+/// `TT07`, `T-10:00`, `Ta7:32:00Z`) reaches `parse_time`, which asserts a
+/// digit. This scan follows just enough of TOML's structure (strings,
+/// comments, the nesting of arrays and inline tables in values) to find
+/// them, and refuses them with their line.
 enum TOMLPrecheck {
     /// `nil`, or "line L, column C: …" for the first of them.
     static func problem(in text: String) -> String? {
@@ -100,12 +103,36 @@ enum TOMLPrecheck {
                 arrayValueNext = open.last == 0x5B
                 i += 1
                 continue
+            case 0x30...0x39:
+                if let column = brokenDateTime(s, at: i) {
+                    return "line \(line), column \(column - lineStart + 1): not valid TOML: a date-time needs a time "
+                        + "of two-digit hours after its T, as in 2026-11-26T10:00:00Z"
+                }
             default:
                 break
             }
             atLineStart = false
             arrayValueNext = false
             i += 1
+        }
+        return nil
+    }
+
+    /// The index of the character after the `T` of a date-time that starts
+    /// at `i` (`YYYY-MM-DDT`) when it is not a digit, in a bare value that
+    /// holds a colon (so the TOML library reads it as a date-time, not a key
+    /// or a date); `nil` otherwise.
+    static func brokenDateTime(_ s: [UInt8], at i: Int) -> Int? {
+        func digit(_ k: Int) -> Bool { k < s.count && s[k] >= 0x30 && s[k] <= 0x39 }
+        let shape = digit(i) && digit(i + 1) && digit(i + 2) && digit(i + 3) && i + 10 < s.count && s[i + 4] == 0x2D
+            && digit(i + 5) && digit(i + 6) && s[i + 7] == 0x2D && digit(i + 8) && digit(i + 9)
+            && (s[i + 10] == 0x54 || s[i + 10] == 0x74)
+        guard shape, !digit(i + 11) else { return nil }
+        // The rest of the bare value, to its terminator.
+        var k = i + 11
+        while k < s.count, ![0x20, 0x09, 0x0A, 0x0D, 0x2C, 0x5D, 0x7D, 0x23, 0x3D].contains(s[k]) {
+            if s[k] == 0x3A { return i + 11 }
+            k += 1
         }
         return nil
     }

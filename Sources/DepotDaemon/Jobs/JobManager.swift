@@ -35,6 +35,11 @@ package actor JobManager {
     private var submitting: Set<String> = []
     /// Called when a job reaches a final state (watched folders move their file).
     private var finishHooks: [@Sendable (JobRecord) async -> Void] = []
+    /// Ends that their store could not record (``JobEndLedger``), by job id,
+    /// with their slot in the ledger: written to the store before its next
+    /// write, and at shutdown.
+    private var unrecordedEnds: [String: (record: JobRecord, slot: Int)] = [:]
+    private lazy var ledger = JobEndLedger(stateDir: stateDir)
 
     package init(stateDir: String, logger: Logger, metrics: Metrics) {
         self.stateDir = stateDir
@@ -61,6 +66,7 @@ package actor JobManager {
     /// unfinished in their store and resume on the next start; ``run()``
     /// returns once they stopped.
     package func shutdown() async {
+        for store in stores.values { await recordUnrecordedEnds(in: store) }
         for (_, poller) in pollers { poller.cancel() }
         pollers.removeAll()
         await perform(queue.stop())
@@ -74,6 +80,9 @@ package actor JobManager {
     /// the reason instead of being resumed.
     package func add(store: any StoreBackend) async throws {
         stores[store.name] = store
+        if !ledger.isUsable {
+            logger.warning("the file that keeps the ends of jobs a store cannot record is not usable; on a full disk, a failed job may resume at the next start", metadata: ["PATH": "\(ledger.path)"])
+        }
         // Every job, as on a store only this host serves: one whose file is
         // gone fails saying so when it runs, rather than wait unseen.
         for (id, bytes) in try await store.jobs() { await adopt(id, bytes, in: store) }
@@ -133,6 +142,22 @@ package actor JobManager {
                 + ((error as? DecodingError).map(JSONBody.describe) ?? (error as? DepotError)?.message ?? "\(error)")
             record = stub
             await persistLogged(record, in: store)
+        }
+        if !record.state.isFinal, let end = ledger.entries().first(where: { $0.store == store.name && $0.id == id }) {
+            // Its end was not recorded in the store: it ended, it does not resume.
+            record.state = JobRecord.State(rawValue: end.state).flatMap { $0.isFinal ? $0 : nil } ?? .failed
+            record.finished = record.finished ?? Timestamp.now()
+            record.error = (end.reason.isEmpty ? "" : end.reason + "; ")
+                + "the store could not record this end when the job ended, so it is recorded now and the job does not resume"
+            logger.error("a job whose end its store could not record is not resumed",
+                         metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "STATE": "\(record.state.rawValue)"])
+            do {
+                try await persist(record, in: store)
+                ledger.clear(slot: end.slot)
+            } catch {
+                unrecordedEnds[id] = (record, end.slot)
+            }
+            removeSpoolFile(of: record)
         }
         if !record.state.isFinal {
             do {
@@ -378,8 +403,20 @@ package actor JobManager {
         do {
             if let store = stores[record.store] { try await persist(record, in: store) }
         } catch {
-            logger.error("cannot record the end of a job", metadata: [
-                "JOB_ID": "\(record.id)", "STORE": "\(record.store)", "ERROR": "\(error)"])
+            // The store still says running: the ledger says how it ended,
+            // so that it never resumes by itself (issue #35).
+            var metadata: Logger.Metadata = ["JOB_ID": "\(record.id)", "STORE": "\(record.store)", "ERROR": "\(error)"]
+            do {
+                let slot = try ledger.record(store: record.store, id: record.id, state: record.state.rawValue,
+                                             reason: record.error ?? "")
+                unrecordedEnds[record.id] = (record, slot)
+                logger.error("the store cannot record the end of a job; it is kept in the job-ends file and recorded at the store's next write",
+                             metadata: metadata)
+            } catch let ledgerError {
+                metadata["LEDGER_ERROR"] = "\(ledgerError)"
+                logger.critical("the end of a job can be recorded neither in its store nor in the job-ends file; it may resume at the next start",
+                                metadata: metadata)
+            }
         }
         removeSpoolFile(of: record)
         for hook in finishHooks { await hook(record) }
@@ -404,6 +441,23 @@ package actor JobManager {
     }
 
     private func persist(_ record: JobRecord, in store: any StoreBackend) async throws {
+        await recordUnrecordedEnds(in: store)
         try await store.putJob(id: record.id, record: Array(try JSONEncoder().encode(record)))
+    }
+
+    /// Writes to `store` the ends it could not record before; each one
+    /// recorded leaves the ledger.
+    private func recordUnrecordedEnds(in store: any StoreBackend) async {
+        for (id, end) in unrecordedEnds where end.record.store == store.name {
+            do {
+                try await store.putJob(id: id, record: Array(try JSONEncoder().encode(end.record)))
+                unrecordedEnds[id] = nil
+                ledger.clear(slot: end.slot)
+                logger.notice("the end of a job is recorded in its store at last",
+                              metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)"])
+            } catch {
+                return
+            }
+        }
     }
 }

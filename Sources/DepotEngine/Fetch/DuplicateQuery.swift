@@ -47,7 +47,7 @@ extension StoreReader {
                            _ body: @escaping @Sendable (DuplicateGroup) throws -> Void) async throws {
         let query = try DuplicateQuery(entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
         if let limit, limit < 0 { throw DepotError(.invalidArgument, "limit cannot be negative") }
-        try await read { db in try query.groups(db, limit: limit, body) }
+        try await streamRead { db in try query.groups(db, limit: limit, body) }
     }
 }
 

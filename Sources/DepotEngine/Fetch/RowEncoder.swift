@@ -277,7 +277,7 @@ extension StoreReader {
         guard query.prefetch.isEmpty else {
             throw DepotError(.invalidArgument, "an export that embeds related records is written a batch at a time")
         }
-        return try await read { db in
+        return try await streamRead { db in
             try query.write(db, format: format, write: write, progress: progress)
         }
     }

@@ -50,6 +50,20 @@ public struct StoreConfiguration: Sendable {
     /// store file (`PRAGMA wal_autocheckpoint`); `nil` keeps SQLite's 1,000.
     /// For experiments (ImportBench's `WAL_CHECKPOINT`): see BENCHMARKS.md.
     public var walAutocheckpointPages: Int?
+    /// What a commit answered to a client survives (`durability`): `.full`
+    /// (the default) syncs the WAL at every commit, so that it survives a
+    /// power loss; `.normal` syncs only at checkpoints, so that the last
+    /// commits before a power loss (never a crash of the process) may be
+    /// lost, though the file stays consistent.
+    public var durability: Durability = .full
+
+    /// See ``durability``.
+    public enum Durability: String, Sendable, CaseIterable {
+        case full, normal
+
+        /// SQLite's `PRAGMA synchronous` value.
+        public var synchronous: Int { self == .full ? 2 : 1 }
+    }
     /// A save inserts its history's changes this many rows to a statement
     /// (one row to a statement costs an import 7-11%: BENCHMARKS.md). At
     /// most 3,000 (nine parameters a row; SQLite allows 32,766). For

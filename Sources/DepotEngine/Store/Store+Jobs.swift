@@ -5,6 +5,12 @@ import GRDB
 /// and the content hashes of the files it imported, in the store's own file
 /// (`depot_jobs`, `depot_imported_files`), so that they share its fate.
 extension Store {
+    /// The write connection's `PRAGMA synchronous`, as the store's commits
+    /// run under it: 2 (FULL) or 1 (NORMAL), from ``StoreConfiguration/durability``.
+    public func writerSynchronous() async throws -> Int {
+        try await pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+    }
+
     /// Creates or replaces the record of job `id` (opaque bytes, usually JSON).
     public func putJob(id: String, record: [UInt8]) async throws {
         try await pool.write { db in

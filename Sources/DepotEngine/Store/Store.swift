@@ -59,9 +59,8 @@ public actor Store {
         config.prepareDatabase { db in
             db.add(function: TextFolding.function)
             if !db.configuration.readonly {
-                // FULL: a commit reported to a client survives a power loss,
-                // so a file moved to .done/ is never lost with its records.
-                try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA cache_size = \(cachePages)")
+                // synchronous is set after the pool opens (see below).
+                try db.execute(sql: "PRAGMA cache_size = \(cachePages)")
                 if let walPages { try db.execute(sql: "PRAGMA wal_autocheckpoint = \(walPages)") }
             }
         }
@@ -73,6 +72,13 @@ public actor Store {
                 + "\(configuration.path): \(Store.describe(error)); check that its folder exists and is writable")
         }
         do {
+            // GRDB's WAL setup of the writer sets synchronous = NORMAL after
+            // prepareDatabase ran (Database.setUpWALMode), which left answered
+            // commits unsynced (issue #35): set it again here, once the
+            // writer connection is open for good.
+            try await pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = \(configuration.durability.synchronous)")
+            }
             try await pool.write { db in
                 try SchemaMigrator.migrate(db, store: configuration.name, entities: configuration.entities)
             }

@@ -56,6 +56,21 @@ public struct StoreReader: Sendable {
         }
     }
 
+    /// Runs `body` in a snapshot of the last commit on a connection of its
+    /// own, opened for it and closed after it, not on one of the pool's
+    /// readers: a streamed answer (an export, duplicates) reads for as long
+    /// as its client takes to read, and no client may hold the readers
+    /// that every fetch, count and history page needs (issue #35: eight
+    /// exports read by nobody stopped every other read).
+    func streamRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            let snapshot = try pool.makeSnapshot()
+            return try await snapshot.read(body)
+        } catch {
+            throw Store.translate(error, store: schema.name)
+        }
+    }
+
     /// Runs `body` in a snapshot shared with the other live streams' reads
     /// waiting now (``LiveReads``), translating database errors.
     func liveRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {

@@ -37,6 +37,22 @@ struct SystemTablesTests {
         #expect(try await again.store.reader.history().flatMap(\.changes).count == Int(changes))
     }
 
+    /// Issue 35, item 4: GRDB's WAL setup set NORMAL on the writer after the
+    /// store asked for FULL, so answered commits were not synced.
+    @Test("the writer runs with the store's durability: synchronous FULL by default, NORMAL when asked, after a reopen too")
+    func durability() async throws {
+        let t = try await TemporaryStore()
+        #expect(try await t.store.writerSynchronous() == 2)
+        try await t.insertSample()
+        #expect(try await t.store.writerSynchronous() == 2)
+        try await t.store.close()
+        let normal = try await TemporaryStore(folder: t.folder) { $0.durability = .normal }
+        #expect(try await normal.store.writerSynchronous() == 1)
+        try await normal.store.close()
+        let again = try await TemporaryStore(folder: t.folder)
+        #expect(try await again.store.writerSynchronous() == 2)
+    }
+
     @Test("a store written by a newer release is refused, unchanged")
     func newerRefused() async throws {
         let t = try await TemporaryStore()
