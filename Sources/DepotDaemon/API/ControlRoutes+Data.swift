@@ -302,9 +302,9 @@ extension ControlRoutes {
         var spec = spec
         switch spec {
         case .importFile(_, let path, _) where !path.isEmpty:
-            spec = spec.with(path: try checkImportPath(path))
+            spec = spec.with(path: try checkImportPath(path, readBy: context.peer))
         case .export(_, _, _, let path?, _):
-            spec = spec.with(path: try checkImportPath(path))
+            spec = spec.with(path: try checkImportPath(path, readBy: nil))
         default:
             break
         }
@@ -327,24 +327,60 @@ extension ControlRoutes {
         return APIError(.io, "the daemon could not write the upload to its spool; see its log")
     }
 
-    /// A path the daemon may read (or write): under one of `import_roots`,
-    /// after symbolic links are resolved.
-    func checkImportPath(_ path: String) throws -> String {
+    /// A path the daemon may read (or write): under one of `import_roots`
+    /// once resolved whole (`realpath`: a link anywhere in it, the last
+    /// component included, counts where it leads, so a link that leaves the
+    /// roots is refused), and, for a file to read, one that `peer` could
+    /// read itself: the daemon never reads a file for someone who could not
+    /// (DESIGN §5; issue #35). A path that does not exist yet (an export's
+    /// output, or an import that will fail saying so) is resolved through
+    /// its folder; a dangling link is refused.
+    func checkImportPath(_ path: String, readBy peer: Peer?) throws -> String {
         guard path.hasPrefix("/") else {
             throw APIError(.invalidArgument, "the path must be absolute: \(path)")
         }
-        let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path
-        let parentReal = URL(fileURLWithPath: path).deletingLastPathComponent().resolvingSymlinksInPath()
-            .appendingPathComponent(URL(fileURLWithPath: path).lastPathComponent).standardizedFileURL.path
-        for root in config.importRoots {
-            let r = URL(fileURLWithPath: root).resolvingSymlinksInPath().standardizedFileURL.path
-            for candidate in [real, parentReal] where candidate == r || candidate.hasPrefix(r.hasSuffix("/") ? r : r + "/") {
-                return candidate
-            }
+        let candidate: String
+        var link = stat()
+        let isLink = lstat(path, &link) == 0 && (link.st_mode & S_IFMT) == S_IFLNK
+        if let real = Self.realPath(path) {
+            candidate = real
+        } else if isLink {
+            throw APIError(.forbidden, "\(path) is a symbolic link to nothing; name the file itself")
+        } else {
+            let url = URL(fileURLWithPath: path)
+            let folder = Self.realPath(url.deletingLastPathComponent().path)
+                ?? url.deletingLastPathComponent().standardizedFileURL.path
+            candidate = (folder == "/" ? "" : folder) + "/" + url.lastPathComponent
         }
-        throw APIError(.forbidden, "\(path) is not under an import root ("
-            + (config.importRoots.isEmpty ? "none are configured" : config.importRoots.joined(separator: ", "))
-            + "); upload the file instead, e.g. depotctl import FILE, or add a root to import_roots")
+        let roots = config.importRoots.map { Self.realPath($0) ?? URL(fileURLWithPath: $0).standardizedFileURL.path }
+        guard roots.contains(where: { candidate == $0 || candidate.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
+            throw APIError(.forbidden, "\(path) is not under an import root ("
+                + (config.importRoots.isEmpty ? "none are configured" : config.importRoots.joined(separator: ", "))
+                + (candidate != path ? "; it leads to \(candidate)" : "")
+                + "); upload the file instead, e.g. depotctl import FILE, or add a root to import_roots")
+        }
+        if let peer, peer.uid != 0, peer.uid != geteuid(), var status = Optional(stat()), stat(candidate, &status) == 0,
+           !Self.canRead(status, peer: peer) {
+            throw APIError(.forbidden, "\(path) cannot be read by \(peer.description), so the daemon does not read "
+                + "it for them; make it readable to them, or upload it (depotctl import FILE)")
+        }
+        return candidate
+    }
+
+    /// `path` with every link and `.`/`..` resolved, or `nil` (errno set)
+    /// when some part of it does not exist.
+    static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// Whether `peer` may read a file of this status, by its mode bits.
+    static func canRead(_ status: stat, peer: Peer) -> Bool {
+        let mode = status.st_mode
+        if status.st_uid == peer.uid { return mode & S_IRUSR != 0 }
+        if peer.groups.contains(status.st_gid) { return mode & S_IRGRP != 0 }
+        return mode & S_IROTH != 0
     }
 
     static func newJobID() -> String {

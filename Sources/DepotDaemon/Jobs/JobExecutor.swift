@@ -32,11 +32,18 @@ struct JobExecutor {
             let request = ImportRequest(job: record.id, entity: entity, path: path, rejectsPath: rejects,
                                         author: author, options: options)
             let metrics = self.metrics
-            let result = try await store.importFile(request) { p in
-                var r = snapshot
-                r.apply(p)
-                metrics.importProgressed(job: snapshot.id, p)
-                progress(r)
+            let result: ImportProgress
+            do {
+                result = try await store.importFile(request) { p in
+                    var r = snapshot
+                    r.apply(p)
+                    metrics.importProgressed(job: snapshot.id, p)
+                    progress(r)
+                }
+            } catch {
+                // A failed job leaves no empty rejects file (issue #35).
+                if FileIdentity.status(atPath: rejects)?.size == 0 { unlink(rejects) }
+                throw error
             }
             record.apply(result)
             if result.rejected > 0 { record.rejects = rejects } else { try? FileManager.default.removeItem(atPath: rejects) }
@@ -83,11 +90,14 @@ struct JobExecutor {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = path ?? "\(folder)/\(record.id).\(format.rawValue)"
         let temporary = path + ".part"
-        guard FileManager.default.createFile(atPath: temporary, contents: nil),
-              let handle = FileHandle(forWritingAtPath: temporary) else {
-            throw DepotError(.invalidArgument, "cannot write \(temporary)")
+        // Never through a link put in its place (issue #35): the daemon
+        // would write wherever it leads.
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o644)
+        guard fd >= 0 else {
+            throw DepotError(.invalidArgument, "cannot write \(temporary): "
+                + (errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))))
         }
-        defer { try? handle.close() }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         var descriptor = FetchDescriptor(entity: entity, where: predicate)
         descriptor.prefetch = prefetch
         let count: Int

@@ -5,10 +5,11 @@ import Foundation
 /// size: tells files apart for "already imported" without a crypto library.
 enum ContentHash {
     static func of(path: String) throws -> String {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw DepotError(.invalidArgument, "cannot read \(path)")
-        }
-        defer { try? handle.close() }
+        // Not through a link, never waiting on a FIFO, only a regular file
+        // (issue #35: a FIFO or a link to /dev/zero in a watched folder hung
+        // the daemon here).
+        let (fd, _) = try SafeFile.openForReading(path)
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         var a: UInt64 = 0xcbf2_9ce4_8422_2325
         var b: UInt64 = 0x84_2222_325c_bf29_ce
         var size = 0

@@ -17,16 +17,7 @@ final class InputFile {
     /// - Throws: ``DepotError/Code/invalidArgument`` saying why the file cannot be read.
     init(path: String, offset: Int64 = 0) throws {
         self.path = path
-        // O_NONBLOCK: a FIFO is refused below instead of waiting for a writer.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else {
-            let reason = String(cString: strerror(errno))
-            throw DepotError(.invalidArgument, "cannot read \(path): \(reason)")
-        }
-        guard let status = FileIdentity.status(of: fd), status.isRegular else {
-            close(fd)
-            throw DepotError(.invalidArgument, "cannot read \(path): not a regular file")
-        }
+        let (fd, status) = try SafeFile.openForReading(path)
         self.fd = fd
         self.size = status.size
         self.modified = status.modified
@@ -42,6 +33,16 @@ final class InputFile {
     func read(into buffer: UnsafeMutableRawPointer, count: Int) throws -> Int {
         while true {
             let n = Foundation.read(fd, buffer, count)
+            if n == 0 {
+                // The end: the file must be as it was when it was opened,
+                // or what was read is not one version of it (issue #35: a
+                // file truncated mid-import ended with a third of its rows).
+                if let now = FileIdentity.status(of: fd), now.size != size || now.modified != modified {
+                    throw DepotError(.invalidArgument, "the file changed while it was imported: \(path) "
+                        + "(\(size) bytes when the import began, \(now.size) now); write files elsewhere and "
+                        + "move them in whole, then import again")
+                }
+            }
             if n >= 0 { return n }
             if errno == EINTR { continue }
             throw DepotError(.invalidArgument, "cannot read \(path): \(String(cString: strerror(errno)))")
@@ -78,5 +79,31 @@ final class InputFile {
         if bytes >= 1 << 20, bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
         if bytes >= 1 << 10, bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
         return "\(bytes) bytes"
+    }
+}
+
+/// Opening files a client names (issue #35): the daemon reads only regular
+/// files, never through a symbolic link, and never waits on a FIFO or a
+/// device.
+package enum SafeFile {
+    /// Opens `path` to read: not through a link in its last component
+    /// (`O_NOFOLLOW`; the daemon resolves links when the path is given, so a
+    /// link found now was put there since), without waiting (`O_NONBLOCK`),
+    /// and only a regular file (`fstat`).
+    ///
+    /// - Throws: ``DepotError/Code/invalidArgument`` saying why.
+    package static func openForReading(_ path: String) throws -> (fd: Int32, status: FileIdentity.Status) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
+        guard fd >= 0 else {
+            let code = errno
+            let reason = code == ELOOP ? "it is a symbolic link; name the file it points to"
+                : String(cString: strerror(code))
+            throw DepotError(.invalidArgument, "cannot read \(path): \(reason)")
+        }
+        guard let status = FileIdentity.status(of: fd), status.isRegular else {
+            close(fd)
+            throw DepotError(.invalidArgument, "cannot read \(path): not a regular file")
+        }
+        return (fd, status)
     }
 }
