@@ -8,7 +8,10 @@ package import Logging
 /// What the services share: the configuration, the open stores, the jobs
 /// and the watched folders.
 package final class DaemonRuntime: Sendable {
+    /// The configuration the daemon started with.
     package let config: DaemonConfig
+    /// The configuration now, as the last reload left it.
+    package let settings: LiveSettings
     package let jobs: JobManager
     package let metrics: Metrics
     package let logger: Logger
@@ -16,6 +19,7 @@ package final class DaemonRuntime: Sendable {
 
     init(config: DaemonConfig, jobs: JobManager, metrics: Metrics, logger: Logger, watcher: FolderWatcher) {
         self.config = config
+        self.settings = LiveSettings(config)
         self.jobs = jobs
         self.metrics = metrics
         self.logger = logger
@@ -41,6 +45,13 @@ package final class DaemonRuntime: Sendable {
     /// Opens a store with its backend (DESIGN §15); from then on the
     /// daemon speaks only the engine's contract (``StoreBackend``).
     static func openStore(_ storeConfig: StoreConfiguration, into jobs: JobManager, logger: Logger) async throws {
+        let store = try await openBackend(storeConfig)
+        try await jobs.add(store: store)
+        logger.info("store open", metadata: ["STORE": "\(storeConfig.name)", "PATH": "\(store.location)"])
+    }
+
+    /// Opens a store on its backend, not yet serving it.
+    static func openBackend(_ storeConfig: StoreConfiguration) async throws -> any StoreBackend {
         let store: any StoreBackend
         if let postgres = storeConfig.postgres {
             var configuration = PostgresStoreConfiguration(
@@ -53,11 +64,15 @@ package final class DaemonRuntime: Sendable {
             store = try await PostgresStore.open(configuration)
         } else {
             let folder = URL(fileURLWithPath: storeConfig.path).deletingLastPathComponent().path
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            do {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            } catch {
+                throw DepotError(.database, "store \(JSONText.quoted(storeConfig.name)) cannot open \(storeConfig.path): "
+                    + "its folder cannot be created (\((error as NSError).localizedFailureReason ?? error.localizedDescription))")
+            }
             store = try await Store.open(storeConfig)
         }
-        try await jobs.add(store: store)
-        logger.info("store open", metadata: ["STORE": "\(storeConfig.name)", "PATH": "\(store.location)"])
+        return store
     }
 
     /// The HTTP/1.1 settings of the control socket: the idle timeout, the
@@ -72,14 +87,14 @@ package final class DaemonRuntime: Sendable {
 
     /// The control API on a socket systemd handed in.
     func adoptedServer(descriptor: Int32, notifier: SystemdNotifier) -> AdoptedSocketServer {
-        let routes = ControlRoutes(config: config, jobs: jobs, metrics: metrics, logger: logger, watcher: watcher)
+        let routes = ControlRoutes(settings: settings, jobs: jobs, metrics: metrics, logger: logger, watcher: watcher)
         return AdoptedSocketServer(descriptor: descriptor, responder: routes.router().buildResponder(), http: httpConfiguration,
                                    logger: logger, onRunning: { notifier.ready() })
     }
 
     /// The HTTP application on the control socket.
     func application(notifier: SystemdNotifier) -> some ApplicationProtocol {
-        let routes = ControlRoutes(config: config, jobs: jobs, metrics: metrics, logger: logger, watcher: watcher)
+        let routes = ControlRoutes(settings: settings, jobs: jobs, metrics: metrics, logger: logger, watcher: watcher)
         let socket = config.socket
         let mode = config.socketMode
         let group = config.socketGroup

@@ -4,9 +4,13 @@ import Logging
 import ServiceLifecycle
 import UnixSignals
 
-/// `SIGHUP` re-reads the configuration: new stores open and new watches
-/// start; running jobs carry on. A configuration with errors is refused
-/// whole and the daemon keeps the one it runs.
+/// `SIGHUP` re-reads the configuration, all or nothing (issue #35): new
+/// stores open and new watches start, `[access]`, `import_roots`, the
+/// request and stream limits apply to every request from then on; running
+/// jobs carry on. A configuration with errors, or a store or a folder that
+/// cannot open, is refused whole and the daemon keeps the one it runs.
+/// What a reload cannot change (the socket, `state_dir`, a store already
+/// open) is named in the log and waits for a restart.
 struct ReloadService: Service {
     let runtime: DaemonRuntime
     let configPath: String
@@ -22,17 +26,62 @@ struct ReloadService: Service {
         }
     }
 
+    static func describe(_ error: any Error) -> String {
+        (error as? DepotError)?.message ?? (error as? DaemonConfig.Problems)?.description ?? "\(error)"
+    }
+
     func reload() async {
+        let fresh: DaemonConfig
         do {
-            let fresh = try DaemonConfig.load(path: configPath)
-            let open = Set(await runtime.jobs.storeNames)
-            for store in fresh.stores where !open.contains(store.name) {
-                try await DaemonRuntime.openStore(store, into: runtime.jobs, logger: logger)
-            }
-            for watch in fresh.watches { try await runtime.watcher.add(watch) }
-            logger.info("configuration reloaded", metadata: ["PATH": "\(configPath)"])
+            fresh = try DaemonConfig.load(path: configPath)
         } catch {
-            logger.error("configuration not reloaded", metadata: ["PATH": "\(configPath)", "ERROR": "\(error)"])
+            logger.error("configuration not reloaded; nothing of it applied",
+                         metadata: ["PATH": "\(configPath)", "ERROR": "\(Self.describe(error))"])
+            return
         }
+        let current = runtime.settings.current
+        let open = Set(await runtime.jobs.storeNames)
+        // Everything that may fail first, undone whole if any of it fails.
+        var opened: [any StoreBackend] = []
+        var prepared: [(watch: DaemonConfig.Watch, wd: Int32)] = []
+        do {
+            for store in fresh.stores where !open.contains(store.name) {
+                opened.append(try await DaemonRuntime.openBackend(store))
+            }
+            for watch in fresh.watches {
+                if let wd = try await runtime.watcher.prepare(watch) { prepared.append((watch, wd)) }
+            }
+        } catch {
+            for p in prepared { await runtime.watcher.discard(p.wd) }
+            for store in opened { try? await store.close() }
+            logger.error("configuration not reloaded; nothing of it applied",
+                         metadata: ["PATH": "\(configPath)", "ERROR": "\(Self.describe(error))"])
+            return
+        }
+        for store in opened {
+            do {
+                try await runtime.jobs.add(store: store)
+                logger.info("store open", metadata: ["STORE": "\(store.name)", "PATH": "\(store.location)"])
+            } catch {
+                logger.error("a new store cannot resume its jobs", metadata: [
+                    "STORE": "\(store.name)", "ERROR": "\(Self.describe(error))"])
+            }
+        }
+        runtime.settings.replace(with: fresh)
+        for p in prepared { await runtime.watcher.start(p.watch, p.wd) }
+        var waiting: [String] = []
+        if fresh.socket != current.socket || fresh.socketMode != current.socketMode || fresh.socketGroup != current.socketGroup {
+            waiting.append("the socket")
+        }
+        if fresh.stateDir != current.stateDir { waiting.append("state_dir") }
+        if fresh.idleTimeout != current.idleTimeout { waiting.append("idle_timeout") }
+        if fresh.logLevel != current.logLevel { waiting.append("log_level") }
+        let freshStores = Set(fresh.stores.map(\.name))
+        waiting += open.filter { !freshStores.contains($0) }.sorted().map { "store \(JSONText.quoted($0)) (removed; still served)" }
+        let freshWatches = Set(fresh.watches.map(\.path))
+        waiting += current.watches.filter { !freshWatches.contains($0.path) }.map { "watch \($0.path) (removed; still watched)" }
+        var metadata: Logger.Metadata = ["PATH": "\(configPath)"]
+        if !waiting.isEmpty { metadata["UNTIL_RESTART"] = "\(waiting.joined(separator: "; "))" }
+        logger.info("configuration reloaded", metadata: metadata)
     }
 }

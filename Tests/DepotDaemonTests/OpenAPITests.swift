@@ -55,7 +55,7 @@ struct OpenAPITests {
     @Test("documents exactly the routes the daemon serves")
     func matchesRouter() throws {
         let config = try DaemonConfig.parse(DaemonProcess.config(), file: "/tmp/depot.toml")
-        let routes = ControlRoutes(config: config, jobs: JobManager(stateDir: "/tmp", logger: Logger(label: "test"), metrics: Metrics()),
+        let routes = ControlRoutes(settings: LiveSettings(config), jobs: JobManager(stateDir: "/tmp", logger: Logger(label: "test"), metrics: Metrics()),
                                    metrics: Metrics(), logger: Logger(label: "test"))
         let served = Set(routes.router().routes.map { route in
             let path = route.path.description.split(separator: "/").map { part in

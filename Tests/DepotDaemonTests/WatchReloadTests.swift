@@ -190,3 +190,57 @@ struct WatchReloadTests {
         #expect(d.stop() == 0)
     }
 }
+
+/// Issue 35, item 10: SIGHUP applied new stores and watches but not
+/// `[access]`, so a revoked writer kept writing; a reload that failed half
+/// way left half of it applied.
+@Suite("depotd reload: all or nothing, [access] included", .serialized)
+struct ReloadAccessTests {
+    func reload(_ d: DaemonProcess, _ text: String, _ count: Int) throws {
+        try Data(text.utf8).write(to: d.folder.appendingPathComponent("depot.toml"))
+        kill(d.process.processIdentifier, SIGHUP)
+        #expect(d.notify.waitFor(prefix: "READY=1", count: count, timeout: 30) != nil)
+    }
+
+    func status(_ answer: String) -> Int { Int(answer.split(separator: " ").dropFirst().first ?? "") ?? 0 }
+
+    @Test("a revoked writer is refused after SIGHUP; a reload that cannot open a store applies nothing, access included",
+          .enabled(if: getuid() == 0, "needs root to act as another uid"))
+    func accessReloads() throws {
+        let access = "[access]\nwrite = [\"uid:65534\"]\n"
+        let base = DaemonProcess.config(socketMode: "0666")
+        let d = try DaemonProcess(config: base + "\n" + access)
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let prune = "/v1/stores/travel/history?older_than=1d"
+        #expect(status(try FileSafetyTests.asUser(65534, d.socket, "DELETE", prune)) == 200)
+
+        // Revoked: refused from the reload on.
+        try reload(d, base, 2)
+        let refused = try FileSafetyTests.asUser(65534, d.socket, "DELETE", prune)
+        #expect(status(refused) == 403 && refused.contains("the write role is needed"), "\(refused)")
+
+        // Granted again, with a store that cannot open: nothing applies.
+        let broken = base + "\n" + access + """
+
+            [[store]]
+            name = "elsewhere"
+            path = "/proc/depot-cannot/x.sqlite"
+
+              [[store.entity]]
+              name = "Trip"
+              identifier = "id"
+            \(DaemonProcess.tripFields)
+            """
+        try reload(d, broken, 3)
+        #expect(status(try FileSafetyTests.asUser(65534, d.socket, "DELETE", prune)) == 403)
+        #expect(try d.request("GET", "/v1/stores/elsewhere").status == 404)
+        #expect(d.log.contains("configuration not reloaded; nothing of it applied"))
+        #expect(d.log.contains("its folder cannot be created"))
+        #expect(!d.log.contains("NSCocoaErrorDomain"))
+
+        // The same without the broken store: granted.
+        try reload(d, base + "\n" + access, 4)
+        #expect(status(try FileSafetyTests.asUser(65534, d.socket, "DELETE", prune)) == 200)
+        #expect(d.stop() == 0)
+    }
+}

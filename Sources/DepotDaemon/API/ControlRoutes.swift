@@ -7,21 +7,23 @@ package import NIOCore
 
 /// The control API of DESIGN §5, under `/v1`.
 package struct ControlRoutes: Sendable {
-    let config: DaemonConfig
+    /// The configuration now: a reload replaces it (``LiveSettings``).
+    let settings: LiveSettings
     let jobs: JobManager
-    let access: AccessPolicy
     let metrics: Metrics
     let logger: Logger
     let watcher: FolderWatcher?
 
-    package init(config: DaemonConfig, jobs: JobManager, metrics: Metrics, logger: Logger, watcher: FolderWatcher? = nil) {
-        self.config = config
+    package init(settings: LiveSettings, jobs: JobManager, metrics: Metrics, logger: Logger, watcher: FolderWatcher? = nil) {
+        self.settings = settings
         self.jobs = jobs
         self.watcher = watcher
-        self.access = AccessPolicy(read: config.readPrincipals, write: config.writePrincipals)
         self.metrics = metrics
         self.logger = logger
     }
+
+    /// The configuration as the last reload left it.
+    var config: DaemonConfig { settings.current }
 
     func store(_ context: DepotRequestContext) async throws -> any StoreBackend {
         let name = context.parameters.get("store") ?? ""
@@ -40,7 +42,7 @@ package struct ControlRoutes: Sendable {
     package func router() -> Router<DepotRequestContext> {
         let router = Router(context: DepotRequestContext.self)
         router.middlewares.add(APIMiddleware(metrics: metrics, logger: logger))
-        router.middlewares.add(RoleMiddleware(access: access))
+        router.middlewares.add(RoleMiddleware(settings: settings))
         let v1 = router.group("v1")
         // Each path with the methods it answers; any other method of a known
         // path answers 405 with Allow (MethodNotAllowedMiddleware).

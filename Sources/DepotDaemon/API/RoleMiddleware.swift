@@ -7,10 +7,13 @@ import Hummingbird
 /// the `read` role (or `write`); everything else needs `write`.
 struct RoleMiddleware: RouterMiddleware {
     typealias Context = DepotRequestContext
-    let access: AccessPolicy
+    /// `[access]` as the last reload left it.
+    let settings: LiveSettings
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let role = Self.role(request.method, path: request.uri.path)
+        let config = settings.current
+        let access = AccessPolicy(read: config.readPrincipals, write: config.writePrincipals)
         guard let peer = context.peer else { throw APIError(.forbidden, "the client's identity is unknown") }
         guard access.allows(peer, role) else { throw APIError(.forbidden, access.refusal(peer, role)) }
         return try await next(request, context)

@@ -40,17 +40,36 @@ package actor FolderWatcher: Service {
     /// Starts watching a folder: creates it when missing, adds the inotify
     /// watch first and then scans, so no file slips between the two.
     package func add(_ watch: DaemonConfig.Watch) async throws {
-        guard !folders.contains(watch.path) else { return }
+        guard let wd = try prepare(watch) else { return }
+        await start(watch, wd)
+    }
+
+    /// The first half of ``add(_:)``, which may fail: the folders exist and
+    /// the inotify watch is there, but its events are not read yet. `nil`
+    /// when the folder is watched already.
+    func prepare(_ watch: DaemonConfig.Watch) throws -> Int32? {
+        guard !folders.contains(watch.path) else { return nil }
         for sub in ["", "/.done", "/.failed"] {
             do {
                 try FileManager.default.createDirectory(atPath: watch.path + sub, withIntermediateDirectories: true)
             } catch {
                 throw DepotError(.invalidArgument, "cannot create the watched folder \(watch.path + sub): "
-                    + "\(error.localizedDescription); create it or fix [[watch]] path")
+                    + "\((error as NSError).localizedFailureReason ?? error.localizedDescription); create it or fix [[watch]] path")
             }
         }
         guard let inotify else { throw inotifyError ?? DepotError(.invalidArgument, "inotify is not available") }
-        let wd = try inotify.add(watch.path)
+        return try inotify.add(watch.path)
+    }
+
+    /// Takes back a watch made by ``prepare(_:)`` that will not start.
+    func discard(_ wd: Int32) {
+        guard watches[wd] == nil else { return }
+        inotify?.remove(wd)
+    }
+
+    /// The second half of ``add(_:)``, which cannot fail: reads the
+    /// folder's events and scans it.
+    func start(_ watch: DaemonConfig.Watch, _ wd: Int32) async {
         watches[wd] = watch
         folders.insert(watch.path)
         for record in await jobs.all() where !record.state.isFinal {

@@ -61,6 +61,13 @@ final class Inotify: Sendable {
         }
     }
 
+    /// Stops watching a folder (a reload that did not go through).
+    func remove(_ watch: Int32) {
+        closed.withLock { closed in
+            if !closed { _ = inotify_rm_watch(descriptor, watch) }
+        }
+    }
+
     private func addWatch(_ path: String) throws -> Int32 {
         let watch = inotify_add_watch(descriptor, path, UInt32(IN_CLOSE_WRITE | IN_MOVED_TO))
         guard watch >= 0 else {
