@@ -16,14 +16,45 @@ package final class DaemonRuntime: Sendable {
     package let metrics: Metrics
     package let logger: Logger
     package let watcher: FolderWatcher
+    /// The control socket's connection caps (``ConnectionLimits``).
+    let limits: ConnectionLimits
 
     init(config: DaemonConfig, jobs: JobManager, metrics: Metrics, logger: Logger, watcher: FolderWatcher) {
         self.config = config
         self.settings = LiveSettings(config)
+        let files = Self.raiseFileLimit(logger: logger)
+        // Room for what else the daemon opens: stores and their WALs, job
+        // files, uploads, inotify (issue #35).
+        let total = min(config.maxConnections, max(16, files - 256))
+        if total < config.maxConnections {
+            logger.warning("max_connections is lowered to fit the open-files limit", metadata: [
+                "MAX_CONNECTIONS": "\(total)", "NOFILE": "\(files)"])
+        }
+        self.limits = ConnectionLimits(total: total, perClient: min(config.maxConnectionsPerClient, total))
         self.jobs = jobs
         self.metrics = metrics
         self.logger = logger
         self.watcher = watcher
+    }
+
+    /// Raises the soft limit of open files to the hard one (the unit sets
+    /// both with `LimitNOFILE`; elsewhere the soft limit is often 1,024,
+    /// which 1,100 idle connections used up: issue #35); the limit now.
+    static func raiseFileLimit(logger: Logger) -> Int {
+        var limit = rlimit()
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        guard getrlimit(resource, &limit) == 0 else { return 1_024 }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(resource, &raised) == 0 {
+                limit = raised
+            } else {
+                logger.warning("cannot raise the open-files limit", metadata: [
+                    "NOFILE": "\(limit.rlim_cur)", "HARD": "\(limit.rlim_max)", "ERROR": "\(String(cString: strerror(errno)))"])
+            }
+        }
+        return Int(min(limit.rlim_cur, rlim_t(Int32.max)))
     }
 
     /// Opens every store (migrating it), resumes unfinished jobs and starts
@@ -78,9 +109,10 @@ package final class DaemonRuntime: Sendable {
     /// The HTTP/1.1 settings of the control socket: the idle timeout, the
     /// header limits and the connection counter of the metrics.
     var httpConfiguration: HTTP1Channel.Configuration {
-        let metrics = self.metrics
+        let (metrics, limits, logger, config) = (self.metrics, self.limits, self.logger, self.config)
         return HTTP1Channel.Configuration(
-            additionalChannelHandlers: [ConnectionCounter(metrics: metrics), HangUpWatcher()],
+            additionalChannelHandlers: [ConnectionGuard(limits: limits, headTimeout: config.idleTimeout,
+                                                        bodyTimeout: config.bodyTimeout, metrics: metrics, logger: logger), HangUpWatcher()],
             idleTimeout: .seconds(Int64(config.idleTimeout.components.seconds)),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100))
     }

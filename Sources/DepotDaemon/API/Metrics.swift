@@ -21,6 +21,8 @@ package final class Metrics: Sendable {
         var connectionsTotal = 0
         var streams = 0
         var streamsTimedOut = 0
+        var connectionsRefused = 0
+        var requestsTimedOut = 0
     }
     static let buckets: [Double] = [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1, 5]
     private let state = Mutex(State())
@@ -68,6 +70,8 @@ package final class Metrics: Sendable {
     func streamOpened() { state.withLock { $0.streams += 1 } }
     func streamClosed() { state.withLock { $0.streams -= 1 } }
     func streamTimedOut() { state.withLock { $0.streamsTimedOut += 1 } }
+    func connectionRefused() { state.withLock { $0.connectionsRefused += 1 } }
+    func requestTimedOut() { state.withLock { $0.requestsTimedOut += 1 } }
 
     /// The Prometheus text exposition.
     package func render() -> String {
@@ -93,6 +97,12 @@ package final class Metrics: Sendable {
         out += "# HELP depot_streams_timed_out_total Streamed answers ended because their client read nothing "
             + "for stream_write_timeout.\n# TYPE depot_streams_timed_out_total counter\n"
         out += "depot_streams_timed_out_total \(s.streamsTimedOut)\n"
+        out += "# HELP depot_connections_refused_total Connections refused over max_connections or "
+            + "max_connections_per_client.\n# TYPE depot_connections_refused_total counter\n"
+        out += "depot_connections_refused_total \(s.connectionsRefused)\n"
+        out += "# HELP depot_requests_timed_out_total Connections closed because a request's head or body came "
+            + "too slowly (request_timeout).\n# TYPE depot_requests_timed_out_total counter\n"
+        out += "depot_requests_timed_out_total \(s.requestsTimedOut)\n"
         out += "# HELP depot_requests_total HTTP requests, by status.\n# TYPE depot_requests_total counter\n"
         for (k, v) in s.requests.sorted(by: { $0.key < $1.key }) { out += "depot_requests_total{status=\"\(k)\"} \(v)\n" }
         out += "# HELP depot_request_duration_seconds HTTP request latency.\n# TYPE depot_request_duration_seconds histogram\n"

@@ -79,7 +79,8 @@ struct ConfigReader {
         let daemon = root["daemon"]?.tomlValue.table ?? TOMLTable()
         if root["daemon"] != nil && root["daemon"]?.tomlValue.table == nil { problem("daemon", "must be a table") }
         unknownKeys(daemon, ["state_dir", "socket", "socket_mode", "socket_group", "import_roots", "log_level",
-                             "max_upload_bytes", "max_request_bytes", "idle_timeout", "stream_write_timeout"],
+                             "max_upload_bytes", "max_request_bytes", "idle_timeout", "stream_write_timeout",
+                             "body_timeout", "max_connections", "max_connections_per_client"],
                     at: "daemon")
         let stateDir = resolve(string(daemon, "state_dir", at: "daemon.state_dir") ?? "/var/lib/depot")
         let socket = resolve(string(daemon, "socket", at: "daemon.socket") ?? "/run/depot/depot.sock")
@@ -106,6 +107,11 @@ struct ConfigReader {
             ?? .seconds(60)
         let streamWrite = duration(daemon, "stream_write_timeout", at: "daemon.stream_write_timeout",
                                    in: DurationText.idleTimeout) ?? .seconds(30)
+        let bodyTimeout = duration(daemon, "body_timeout", at: "daemon.body_timeout", in: DurationText.idleTimeout)
+            ?? .seconds(30)
+        let maxConnections = int(daemon, "max_connections", at: "daemon.max_connections", in: 1...1_000_000) ?? 4_096
+        let perClient = int(daemon, "max_connections_per_client", at: "daemon.max_connections_per_client",
+                            in: 1...1_000_000) ?? 256
 
         var read: [Principal] = [], write: [Principal] = []
         if let access = root["access"]?.tomlValue.table {
@@ -191,7 +197,8 @@ struct ConfigReader {
         return DaemonConfig(file: file, stateDir: stateDir, socket: socket, socketMode: socketMode,
                             socketGroup: socketGroup, importRoots: roots, logLevel: logLevel,
                             maxUploadBytes: Int64(maxUpload), maxRequestBytes: maxRequest, idleTimeout: idle,
-                            streamWriteTimeout: streamWrite,
+                            streamWriteTimeout: streamWrite, bodyTimeout: bodyTimeout,
+                            maxConnections: maxConnections, maxConnectionsPerClient: perClient,
                             readPrincipals: read, writePrincipals: write, stores: stores, watches: watches)
     }
 

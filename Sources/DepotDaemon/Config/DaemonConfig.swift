@@ -39,6 +39,12 @@ package struct DaemonConfig: Sendable {
     /// A streamed answer whose client reads none of it for this long is
     /// ended, its connection closed (`stream_write_timeout`).
     package var streamWriteTimeout: Duration = .seconds(30)
+    /// A request body must bring 64 KiB or its end at least this often (`body_timeout`).
+    package var bodyTimeout: Duration = .seconds(30)
+    /// Connections all clients together may hold (`max_connections`).
+    package var maxConnections = 4_096
+    /// Connections one client (uid) may hold (`max_connections_per_client`).
+    package var maxConnectionsPerClient = 256
     package var readPrincipals: [Principal]
     package var writePrincipals: [Principal]
     package var stores: [StoreConfiguration]
