@@ -170,6 +170,39 @@ struct ScaleOutTests {
         }
     }
 
+    /// Issue 35, item 13: a job submitted on host A was unknown to host B
+    /// while it ran in the shared store.
+    @Test("a job running on host A is listed, shown and followed to its end on host B")
+    func jobsVisibleAcrossHosts() async throws {
+        try await Self.withSchema { schema, shared in
+            let (a, b) = try Self.twoHosts(schema: schema, shared: shared)
+            defer { a.stop(); b.stop() }
+            let file = shared.appendingPathComponent("long.csv")
+            try Data(Self.awkwardCSV(100_000).utf8).write(to: file)
+            let id = try a.request("POST", "/v1/jobs", body: Self.importBody(file.path)).object["id"] as? String ?? ""
+            var seen: [String: Any] = [:]
+            var listed = false
+            let bSocket = b.socket
+            _ = try UnixHTTP.stream(socket: a.socket, path: "/v1/jobs/\(id)/events") { line in
+                let record = json(line)
+                guard record["state"] as? String == "running", (record["saves"] as? Int ?? 0) >= 1 else { return false }
+                let shown = try? UnixHTTP.request(socket: bSocket, method: "GET", path: "/v1/jobs/\(id)")
+                seen = shown?.object ?? [:]
+                let list = (try? UnixHTTP.request(socket: bSocket, method: "GET", path: "/v1/jobs"))?.object["jobs"] as? [[String: Any]]
+                listed = list?.contains { $0["id"] as? String == id } == true
+                return true
+            }
+            #expect(seen["state"] as? String == "running", "\(seen)")
+            #expect(seen["store"] as? String == "travel")
+            #expect(listed)
+            // B follows it to the end A records.
+            let onB = try b.jobEnded(id)
+            let onA = try a.jobEnded(id)
+            #expect(onB["state"] as? String == "succeeded", "\(onB)")
+            #expect(onB["inserted"] as? Int == onA["inserted"] as? Int)
+        }
+    }
+
     /// `rows` trips, with some ids given twice (the last wins) and some rows
     /// that cannot be read (a budget that is not a number).
     static func awkwardCSV(_ rows: Int) -> String {

@@ -141,7 +141,20 @@ package struct ControlRoutes: Sendable {
             return try JSONResponse.encode(record, status: .accepted)
         }
         on(.get, "jobs") { _, context in
-            return try JSONResponse.encode(["jobs": await self.jobs.all()])
+            var all = await self.jobs.all()
+            // On a store several hosts serve, the jobs the others run too.
+            let known = Set(all.map(\.id))
+            var others: [JobRecord] = []
+            for store in await self.jobs.sharedStores {
+                for (id, bytes) in try await store.jobs() where !known.contains(id) {
+                    if let record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)) { others.append(record) }
+                }
+            }
+            if !others.isEmpty {
+                all = (all + others).enumerated().sorted { ($0.element.created, $0.offset) < ($1.element.created, $1.offset) }
+                    .map(\.element)
+            }
+            return try JSONResponse.encode(["jobs": all])
         }
         on(.get, "jobs/:id") { _, context in
             return try JSONResponse.encode(try await self.job(context))
@@ -152,6 +165,23 @@ package struct ControlRoutes: Sendable {
         }
         on(.get, "jobs/:id/events") { _, context in
             let record = try await self.job(context)
+            if await self.jobs.job(record.id) == nil, let store = await self.jobs.store(record.store),
+               let interval = store.jobPollInterval {
+                // Another host runs it: its record in the store, as it changes.
+                return JSONResponse.stream(context, deadline: self.deadline(context), metrics: self.metrics) { write in
+                    var last = record
+                    try await write(Self.line(last))
+                    while !last.state.isFinal {
+                        try await Task.sleep(for: min(interval, .seconds(1)))
+                        guard let bytes = try await store.job(record.id),
+                              let now = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)) else { break }
+                        if now != last {
+                            last = now
+                            try await write(Self.line(now))
+                        }
+                    }
+                }
+            }
             let stream = await self.jobs.events(job: record.id)
             return JSONResponse.stream(context, deadline: self.deadline(context), metrics: self.metrics) { write in
                 for await event in stream { try await write(Self.line(event)) }
@@ -258,10 +288,15 @@ package struct ControlRoutes: Sendable {
 
     func job(_ context: DepotRequestContext) async throws -> JobRecord {
         let id = context.parameters.get("id") ?? ""
-        guard let record = await jobs.job(id) else {
-            throw APIError(.unknownJob, "no job has id \(JSONText.quoted(id))")
+        if let record = await jobs.job(id) { return record }
+        // A job another host of a shared store runs (issue #35: it was
+        // unknown here while it ran).
+        for store in await jobs.sharedStores {
+            if let bytes = try await store.job(id), let record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)) {
+                return record
+            }
         }
-        return record
+        throw APIError(.unknownJob, "no job has id \(JSONText.quoted(id))")
     }
 
     func describe(_ store: any StoreBackend) async throws -> String {

@@ -196,6 +196,10 @@ package actor JobManager {
     }
 
     package func store(_ name: String) -> (any StoreBackend)? { stores[name] }
+
+    /// The stores several hosts serve: their jobs may run on another host,
+    /// unknown here but for their record in the store (issue #35).
+    package var sharedStores: [any StoreBackend] { stores.values.filter { $0.jobPollInterval != nil } }
     package var storeNames: [String] { stores.keys.sorted() }
 
     package func all() -> [JobRecord] { queue.all.map { ending[$0.id] ?? $0 } }
