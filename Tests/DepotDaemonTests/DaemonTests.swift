@@ -386,26 +386,7 @@ struct DaemonAPITests {
             """))
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         func asUser(_ uid: Int, _ method: String, _ path: String) throws -> String {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            let script = """
-                import socket,sys
-                s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-                s.sendall(("%s %s HTTP/1.1\\r\\nHost: d\\r\\nConnection: close\\r\\nContent-Length: 2\\r\\n\\r\\n{}" % (sys.argv[2], sys.argv[3])).encode())
-                out=b""
-                while True:
-                    b=s.recv(65536)
-                    if not b: break
-                    out+=b
-                sys.stdout.write(out.decode())
-                """
-            p.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", script, d.socket, method, path]
-            let out = Pipe()
-            p.standardOutput = out
-            try p.run()
-            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            p.waitUntilExit()
-            return text
+            try UnixHTTP.asUser(uid, d.socket, method, path)
         }
         let stranger = try asUser(65534, "GET", "/v1/stores")
         #expect(stranger.hasPrefix("HTTP/1.1 403"))

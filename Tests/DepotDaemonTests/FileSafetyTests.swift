@@ -7,31 +7,6 @@ import Testing
 /// whose file changes under it.
 @Suite("depotd: the files it reads", .serialized, .timeLimit(.minutes(3)))
 struct FileSafetyTests {
-    /// A request sent by a process of another uid (setpriv), its whole answer.
-    static func asUser(_ uid: Int, _ socket: String, _ method: String, _ path: String, body: String = "{}") throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        let script = """
-            import socket,sys
-            s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-            body=sys.argv[4].encode()
-            s.sendall(("%s %s HTTP/1.1\\r\\nHost: d\\r\\nConnection: close\\r\\nContent-Type: application/json\\r\\nContent-Length: %d\\r\\n\\r\\n" % (sys.argv[2], sys.argv[3], len(body))).encode() + body)
-            out=b""
-            while True:
-                b=s.recv(65536)
-                if not b: break
-                out+=b
-            sys.stdout.write(out.decode())
-            """
-        p.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", script, socket, method, path, body]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        return text
-    }
-
     static func importBody(_ path: String) -> String {
         "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(path)\"}"
     }
@@ -59,17 +34,17 @@ struct FileSafetyTests {
         #expect(symlink("/nonexistent/x.csv", inbox.appendingPathComponent("dangling.csv").path) == 0)
 
         // The issue's case: uid 65534 cannot read secret.csv, links it in.
-        let linked = try Self.asUser(65534, d.socket, "POST", "/v1/jobs", body: Self.importBody(inbox.path + "/link.csv"))
+        let linked = try UnixHTTP.asUser(65534, d.socket, "POST", "/v1/jobs", body: Self.importBody(inbox.path + "/link.csv"))
         #expect(linked.hasPrefix("HTTP/1.1 403"), "\(linked)")
         #expect(linked.contains("is not under an import root") && linked.contains("it leads to \(secret.path)"))
-        let dangling = try Self.asUser(65534, d.socket, "POST", "/v1/jobs", body: Self.importBody(inbox.path + "/dangling.csv"))
+        let dangling = try UnixHTTP.asUser(65534, d.socket, "POST", "/v1/jobs", body: Self.importBody(inbox.path + "/dangling.csv"))
         #expect(dangling.hasPrefix("HTTP/1.1 403") && dangling.contains("a symbolic link to nothing"), "\(dangling)")
         // A file inside a root that the client cannot read itself.
-        let unreadable = try Self.asUser(65534, d.socket, "POST", "/v1/jobs", body: Self.importBody(closed.path))
+        let unreadable = try UnixHTTP.asUser(65534, d.socket, "POST", "/v1/jobs", body: Self.importBody(closed.path))
         #expect(unreadable.hasPrefix("HTTP/1.1 403") && unreadable.contains("cannot be read by uid 65534"), "\(unreadable)")
         // Root reads it; a link that stays inside the roots is followed.
         #expect(try ChangeFeedTests.job(d, Self.importBody(closed.path))["inserted"] as? Int == 5)
-        let alias = try Self.asUser(65534, d.socket, "POST", "/v1/jobs", body: Self.importBody(inbox.path + "/alias.csv"))
+        let alias = try UnixHTTP.asUser(65534, d.socket, "POST", "/v1/jobs", body: Self.importBody(inbox.path + "/alias.csv"))
         #expect(alias.hasPrefix("HTTP/1.1 202"), "\(alias)")
         let id = json(String(alias[alias.range(of: "\r\n\r\n")!.upperBound...]))["id"] as? String ?? ""
         let ended = try d.jobEnded(id)

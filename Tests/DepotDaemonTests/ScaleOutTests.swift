@@ -65,6 +65,13 @@ struct ScaleOutTests {
         return (try DaemonProcess(config: config), try DaemonProcess(config: config))
     }
 
+    /// Submits to `host` an import of 100,000 awkward trips from `shared`; its id.
+    static func submitLongImport(_ host: DaemonProcess, shared: URL) throws -> String {
+        let file = shared.appendingPathComponent("long.csv")
+        try Data(Self.awkwardCSV(100_000).utf8).write(to: file)
+        return try host.request("POST", "/v1/jobs", body: Self.importBody(file.path)).object["id"] as? String ?? ""
+    }
+
     static func importBody(_ path: String) -> String {
         #"{"kind":"import","store":"travel","entity":"Trip","path":"\#(path)"}"#
     }
@@ -147,9 +154,7 @@ struct ScaleOutTests {
         try await Self.withSchema { schema, shared in
             let (a, b) = try Self.twoHosts(schema: schema, shared: shared)
             defer { a.stop(); b.stop() }
-            let file = shared.appendingPathComponent("long.csv")
-            try Data(Self.awkwardCSV(100_000).utf8).write(to: file)
-            let id = try a.request("POST", "/v1/jobs", body: Self.importBody(file.path)).object["id"] as? String ?? ""
+            let id = try Self.submitLongImport(a, shared: shared)
             var final: [String: Any] = [:]
             var cancelled = 0
             let bSocket = b.socket
@@ -177,9 +182,7 @@ struct ScaleOutTests {
         try await Self.withSchema { schema, shared in
             let (a, b) = try Self.twoHosts(schema: schema, shared: shared)
             defer { a.stop(); b.stop() }
-            let file = shared.appendingPathComponent("long.csv")
-            try Data(Self.awkwardCSV(100_000).utf8).write(to: file)
-            let id = try a.request("POST", "/v1/jobs", body: Self.importBody(file.path)).object["id"] as? String ?? ""
+            let id = try Self.submitLongImport(a, shared: shared)
             var seen: [String: Any] = [:]
             var listed = false
             let bSocket = b.socket

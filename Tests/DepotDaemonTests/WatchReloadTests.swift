@@ -212,11 +212,11 @@ struct ReloadAccessTests {
         let d = try DaemonProcess(config: base + "\n" + access)
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         let prune = "/v1/stores/travel/history?older_than=1d"
-        #expect(status(try FileSafetyTests.asUser(65534, d.socket, "DELETE", prune)) == 200)
+        #expect(status(try UnixHTTP.asUser(65534, d.socket, "DELETE", prune)) == 200)
 
         // Revoked: refused from the reload on.
         try reload(d, base, 2)
-        let refused = try FileSafetyTests.asUser(65534, d.socket, "DELETE", prune)
+        let refused = try UnixHTTP.asUser(65534, d.socket, "DELETE", prune)
         #expect(status(refused) == 403 && refused.contains("the write role is needed"), "\(refused)")
 
         // Granted again, with a store that cannot open: nothing applies.
@@ -232,7 +232,7 @@ struct ReloadAccessTests {
             \(DaemonProcess.tripFields)
             """
         try reload(d, broken, 3)
-        #expect(status(try FileSafetyTests.asUser(65534, d.socket, "DELETE", prune)) == 403)
+        #expect(status(try UnixHTTP.asUser(65534, d.socket, "DELETE", prune)) == 403)
         #expect(try d.request("GET", "/v1/stores/elsewhere").status == 404)
         #expect(d.log.contains("configuration not reloaded; nothing of it applied"))
         #expect(d.log.contains("its folder cannot be created"))
@@ -240,7 +240,7 @@ struct ReloadAccessTests {
 
         // The same without the broken store: granted.
         try reload(d, base + "\n" + access, 4)
-        #expect(status(try FileSafetyTests.asUser(65534, d.socket, "DELETE", prune)) == 200)
+        #expect(status(try UnixHTTP.asUser(65534, d.socket, "DELETE", prune)) == 200)
         #expect(d.stop() == 0)
     }
 }

@@ -306,6 +306,32 @@ enum UnixHTTP {
         return parse(response)
     }
 
+    /// A request sent by a process of another uid (setpriv, python3), its
+    /// whole answer as text. The test must run as root.
+    static func asUser(_ uid: Int, _ socket: String, _ method: String, _ path: String, body: String = "{}") throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        let script = """
+            import socket,sys
+            s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+            body=sys.argv[4].encode()
+            s.sendall(("%s %s HTTP/1.1\\r\\nHost: d\\r\\nConnection: close\\r\\nContent-Type: application/json\\r\\nContent-Length: %d\\r\\n\\r\\n" % (sys.argv[2], sys.argv[3], len(body))).encode() + body)
+            out=b""
+            while True:
+                b=s.recv(65536)
+                if not b: break
+                out+=b
+            sys.stdout.write(out.decode())
+            """
+        p.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", script, socket, method, path, body]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return text
+    }
+
     static func parse(_ response: Data) -> HTTPResult {
         let text = String(decoding: response, as: UTF8.self)
         guard let split = text.range(of: "\r\n\r\n") else { return HTTPResult(status: 0, body: text) }
