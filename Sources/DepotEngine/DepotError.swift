@@ -32,6 +32,7 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
             case invalidToken = "invalid_token"
             case unknownConsumer = "unknown_consumer"
             case storeClosed = "store_closed"
+            case diskFull = "disk_full"
             case database = "database"
         }
         private let base: Base
@@ -62,7 +63,9 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let unknownConsumer = Code(.unknownConsumer)
         /// The store was closed.
         public static let storeClosed = Code(.storeClosed)
-        /// SQLite reported an error (disk full, I/O error, corruption…).
+        /// The disk (or the server's) is full: nothing of the write was kept.
+        public static let diskFull = Code(.diskFull)
+        /// SQLite reported an error (an I/O error, corruption…).
         public static let database = Code(.database)
 
         /// Every code, for the daemon's mapping to the API and its tests.

@@ -473,6 +473,11 @@ public actor PostgresStore {
     /// ``DepotError/Code/database`` naming where the store lives.
     nonisolated func translate(_ error: any Error) -> any Error {
         if error is DepotError || error is CancellationError { return error }
+        // 53100 disk_full: the client's to know, as SQLite's SQLITE_FULL.
+        if let error = error as? PSQLError, error.serverInfo?[.sqlState] == "53100" {
+            return DepotError(.diskFull, "store \(JSONText.quoted(name)) (\(configuration.location.description)): "
+                + PostgresSQL.describe(error) + "; the server's disk is full: free space, then retry")
+        }
         return DepotError(.database, "store \(JSONText.quoted(name)) (\(configuration.location.description)): "
             + PostgresSQL.describe(error))
     }

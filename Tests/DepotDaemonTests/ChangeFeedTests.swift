@@ -22,7 +22,12 @@ struct ChangeFeedTests {
     static func importTrips(_ d: DaemonProcess, _ csv: String, name: String) throws -> [String: Any] {
         let file = d.folder.appendingPathComponent("inbox/\(name)")
         try Data(csv.utf8).write(to: file)
-        return try job(d, "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
+        return try job(d, importBodyFor(file.path))
+    }
+
+    /// The body of a job importing Trips from `path`.
+    static func importBodyFor(_ path: String) -> String {
+        "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(path)\"}"
     }
 
     static func changes(_ body: String) -> [[String: Any]] {

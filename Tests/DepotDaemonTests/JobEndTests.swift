@@ -80,6 +80,12 @@ struct JobEndTests {
         #expect(d.log.contains("the store cannot record the end of a job"))
         let saved = try count(d) ?? -1
         #expect(saved > 0 && saved < 200_000)
+        // While the disk is full: 507 disk_full for a new job and a new
+        // consumer, not 500 (issue #35, item 12).
+        let job = try d.request("POST", "/v1/jobs", body: ChangeFeedTests.importBodyFor(d.folder.appendingPathComponent("inbox/big.csv").path))
+        #expect(job.status == 507 && ChangeFeedTests.code(job) == "disk_full", "\(job.body)")
+        let consumer = try d.request("POST", "/v1/stores/travel/consumers", body: #"{"name":"indexer"}"#)
+        #expect(consumer.status == 507 && ChangeFeedTests.code(consumer) == "disk_full", "\(consumer.body)")
         kill(d.process.processIdentifier, SIGKILL)
         d.process.waitUntilExit()
         try FileManager.default.removeItem(atPath: trigger)

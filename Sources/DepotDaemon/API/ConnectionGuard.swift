@@ -181,8 +181,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         timer = context.eventLoop.scheduleTask(in: timeout) {
             metrics.requestTimedOut()
-            logger.notice("a client sent \(what) too slowly; its connection is closed",
-                          metadata: ["UID": "\(uid.map { "\($0)" } ?? "?")", "SETTING": "\(setting)",
+            logger.notice("a client sent a request too slowly; its connection is closed",
+                          metadata: ["UID": "\(uid.map { "\($0)" } ?? "?")", "PART": "\(what)", "SETTING": "\(setting)",
                                      "TIMEOUT": "\(timeout.nanoseconds / 1_000_000_000)s"])
             loopBound.value.close(promise: nil)
         }

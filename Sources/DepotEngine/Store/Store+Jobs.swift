@@ -13,10 +13,15 @@ extension Store {
 
     /// Creates or replaces the record of job `id` (opaque bytes, usually JSON).
     public func putJob(id: String, record: [UInt8]) async throws {
-        try await pool.write { db in
-            try db.execute(sql: "INSERT INTO depot_jobs(id, record) VALUES (?, ?) "
-                + "ON CONFLICT(id) DO UPDATE SET record = excluded.record",
-                arguments: [id, Data(record)])
+        do {
+            try await pool.write { db in
+                try db.execute(sql: "INSERT INTO depot_jobs(id, record) VALUES (?, ?) "
+                    + "ON CONFLICT(id) DO UPDATE SET record = excluded.record",
+                    arguments: [id, Data(record)])
+            }
+        } catch {
+            // A full disk is the client's to know (507), as for any save.
+            throw Store.translate(error, store: name)
         }
     }
 

@@ -175,9 +175,13 @@ public actor Store {
                 return DepotError(.invalidArgument, "a sum overflows a 64-bit integer (past ±9,223,372,036,854,775,807); "
                     + "ask for avg, or declare the field double")
             }
+            // The client's to know: 507, not a database failure (issue #35).
+            if db.resultCode == .SQLITE_FULL {
+                return DepotError(.diskFull, "store \(JSONText.quoted(store)): \(describe(db)); the disk is full: "
+                    + "free space, then retry (nothing of this save was kept)")
+            }
             var hint = ""
             switch db.resultCode {
-            case .SQLITE_FULL: hint = "; the disk is full: free space, then retry (nothing of this save was kept)"
             case .SQLITE_READONLY, .SQLITE_PERM, .SQLITE_CANTOPEN:
                 hint = "; check the permissions of the store file and its folder"
             case .SQLITE_CORRUPT, .SQLITE_NOTADB: hint = "; the store file is damaged or not a Depot store"
