@@ -150,6 +150,10 @@ struct PostgresReader: StoreReading {
     func fetchJSONBytes(_ descriptor: FetchDescriptor) async throws -> [UInt8] {
         Array(try await store.fetch(descriptor).jsonArray().utf8)
     }
+    func fetchJSON(_ descriptor: FetchDescriptor, write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void)
+        async throws {
+        try await store.fetchJSON(descriptor, write: write)
+    }
     func fetchSections(_ descriptor: FetchDescriptor) async throws -> [RecordSection] {
         guard let field = descriptor.sectionBy else {
             throw DepotError(.invalidArgument, "a sectioned fetch needs section_by")

@@ -91,24 +91,61 @@ extension PostgresStore {
         let fields = query.fields
         let sql = "SELECT " + fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
             + " FROM \(table(query.entity.name)) WHERE \(query.predicate.sql) ORDER BY \(query.orderBy)"
-        let binds = PostgresSQL.bindings(query.predicate.arguments)
+        var header = ""
+        if format == .csv {
+            var bytes: [UInt8] = []
+            RowEncoder(fields: fields).csvHeader(to: &bytes)
+            header = String(decoding: bytes, as: UTF8.self)
+        }
+        return try await streamRecords(sql, query.predicate.arguments, fields: fields,
+                                       initial: (text: header, count: 0)) { state, chunk in
+            chunk.appendLines(as: format, to: &state.text)
+            state.count += chunk.count
+            try state.text.withUTF8 { try write(UnsafeRawBufferPointer($0)) }
+            state.text.removeAll(keepingCapacity: true)
+            progress(state.count)
+        }.count
+    }
+
+    /// The records of `descriptor` (its sort, limit and offset applied) as
+    /// one JSON array, handed to `write` 8,192 records at a time as the
+    /// server sends them: memory holds a chunk, whatever the answer's size
+    /// (issue #35). A descriptor that embeds related records is written whole.
+    public nonisolated func fetchJSON(_ descriptor: FetchDescriptor,
+                                      write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void) async throws {
+        let query = try FetchQuery(descriptor, schema: schema, dialect: .postgresql)
+        guard query.prefetch.isEmpty else {
+            var text = try await fetch(descriptor).jsonArray()
+            try text.withUTF8 { try write(UnsafeRawBufferPointer($0)) }
+            return
+        }
+        let fields = query.fields
+        let sql = "SELECT " + fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+            + " FROM \(table(query.entity.name)) WHERE \(query.predicate.sql) ORDER BY \(query.orderBy)"
+            + (query.limit.map { " LIMIT \($0)" } ?? "") + (query.offset.map { " OFFSET \($0)" } ?? "")
+        var end = try await streamRecords(sql, query.predicate.arguments, fields: fields,
+                                          initial: (text: "[", any: false)) { state, chunk in
+            chunk.appendJSONElements(to: &state.text, afterOthers: state.any)
+            state.any = state.any || chunk.count > 0
+            try state.text.withUTF8 { try write(UnsafeRawBufferPointer($0)) }
+            state.text.removeAll(keepingCapacity: true)
+        }.text
+        end += "]"
+        try end.withUTF8 { try write(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Runs `sql` and hands its rows, read as `fields`, to `body` 8,192 at
+    /// a time as the server sends them (the last chunk may be smaller, or
+    /// empty), with `state` carried from chunk to chunk; cancellation ends
+    /// it between chunks. The state after the last chunk.
+    private nonisolated func streamRecords<State: Sendable>(
+        _ sql: String, _ arguments: [Value], fields: [Field], initial: State,
+        _ body: @escaping @Sendable (inout State, RecordSet) throws -> Void
+    ) async throws -> State {
+        let binds = PostgresSQL.bindings(arguments)
         return try await read { connection in
-            var text = ""
-            if format == .csv {
-                var header: [UInt8] = []
-                RowEncoder(fields: fields).csvHeader(to: &header)
-                text = String(decoding: header, as: UTF8.self)
-            }
-            var count = 0
+            var state = initial
             var chunk: [[Value]] = []
-            func flush() throws {
-                RecordSet(fields: fields, rows: chunk).appendLines(as: format, to: &text)
-                chunk.removeAll(keepingCapacity: true)
-                try text.withUTF8 { try write(UnsafeRawBufferPointer($0)) }
-                text.removeAll(keepingCapacity: true)
-                progress(count)
-                try Task.checkCancellation()
-            }
             let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
             for try await row in rows {
                 var values: [Value] = []
@@ -117,11 +154,14 @@ extension PostgresStore {
                     values.append(PostgresSQL.value(cell.bytes.map { String(buffer: $0) }, as: fields[i].type))
                 }
                 chunk.append(values)
-                count += 1
-                if chunk.count == 8_192 { try flush() }
+                if chunk.count == 8_192 {
+                    try body(&state, RecordSet(fields: fields, rows: chunk))
+                    chunk.removeAll(keepingCapacity: true)
+                    try Task.checkCancellation()
+                }
             }
-            try flush()
-            return count
+            try body(&state, RecordSet(fields: fields, rows: chunk))
+            return state
         }
     }
 }

@@ -34,6 +34,50 @@ struct ReadContractTests {
         AggregateRequest(entity: "Trip", groupBy: ["budget"]),
     ]
 
+    /// Issue 35, item 8: a fetch of any size streams a chunk at a time.
+    @Test("a streamed fetch writes what the page in memory holds, sorted and paged, on each backend")
+    func streamedFetch() async throws {
+        // 20,000 more trips: more than one chunk of either backend.
+        var extra: [[Value]] = []
+        for i in 0..<20_000 {
+            let destination: Value = i % 3 == 0 ? .null : .string("City \(i % 7)")
+            let row: [Value] = [.string("x\(i)"), .string("Trip \(i)"), destination, .string("2025-04-01"),
+                                .null, .double(Double(i % 500)), .bool(i % 2 == 0), .null]
+            extra.append(row)
+        }
+        let descriptors = [
+            FetchDescriptor(entity: "Trip"),
+            FetchDescriptor(entity: "Trip", where: "budget > 100", sort: [DepotEngine.SortDescriptor("budget", descending: true), DepotEngine.SortDescriptor("id")],
+                            limit: 15_000, offset: 7),
+            FetchDescriptor(entity: "Trip", where: "id == 'none'"),
+            FetchDescriptor(entity: "Trip", sort: [DepotEngine.SortDescriptor("destination")], fields: ["id", "destination"]),
+        ]
+        let answers = try await Self.onEveryBackend(extra: extra) { store in
+            var pairs: [(streamed: [UInt8], whole: [UInt8])] = []
+            for descriptor in descriptors {
+                let streamed = Mutex<[UInt8]>([])
+                let chunks = Mutex(0)
+                try await store.reads.fetchJSON(descriptor) { bytes in
+                    streamed.withLock { $0 += bytes }
+                    chunks.withLock { $0 += 1 }
+                }
+                pairs.append((streamed.withLock { $0 }, try await store.reads.fetchJSONBytes(descriptor)))
+                if descriptor.limit == nil && descriptor.predicate == nil && descriptor.fields == nil {
+                    #expect(chunks.withLock { $0 } > 1, "the whole store came in one chunk")
+                }
+            }
+            return pairs.map { [$0.streamed, $0.whole] }
+        }
+        for (name, pairs) in answers {
+            for (i, pair) in pairs.enumerated() {
+                #expect(pair[0] == pair[1], "\(name), descriptor \(i)")
+                let records = (try? JSONSerialization.jsonObject(with: Data(pair[0]))) as? [[String: Any]]
+                #expect(records != nil, "\(name), descriptor \(i): not a JSON array")
+            }
+            #expect(((try? JSONSerialization.jsonObject(with: Data(pairs[0][0]))) as? [Any])?.count == 20_006)
+        }
+    }
+
     @Test("aggregates: the same rows on each backend, nulls first, text by bytes")
     func aggregate() async throws {
         let answers = try await Self.onEveryBackend { store in

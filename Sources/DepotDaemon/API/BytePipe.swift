@@ -34,6 +34,11 @@ final class BytePipe: Sendable {
     }
 
     /// Copies `bytes` into the pipe, waiting for room first.
+    func send(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { try send($0) }
+    }
+
+    /// Copies `bytes` into the pipe, waiting for room first.
     ///
     /// - Throws: `CancellationError` once the consumer has gone.
     func send(_ bytes: UnsafeRawBufferPointer) throws {
@@ -69,15 +74,17 @@ extension BytePipe {
     /// the pipe (from inside a database read, say) and returns the trailer
     /// fields that end the answer. Its errors break the stream off (the
     /// answer has no last chunk); check the request before, so that they
-    /// are statuses. The response counts as an open stream in the metrics.
+    /// are statuses. The response counts as an open stream in the metrics,
+    /// unless `countsAsStream` is false (a fetch).
     static func response(contentType: String, trailer: String? = nil, deadline: StreamDeadline, metrics: Metrics,
+                         countsAsStream: Bool = true,
                          _ produce: @escaping @Sendable (BytePipe) async throws -> HTTPFields) -> Response {
         var headers: HTTPFields = [.contentType: contentType]
         if let trailer { headers[.trailer] = trailer }
         return Response(status: .ok, headers: headers, body: ResponseBody { base in
             var writer = deadline.writer(base)
-            metrics.streamOpened()
-            defer { metrics.streamClosed() }
+            if countsAsStream { metrics.streamOpened() }
+            defer { if countsAsStream { metrics.streamClosed() } }
             let pipe = BytePipe()
             // The producer runs beside the writes; when they fail (the client
             // went), leaving the scope cancels it, and the pipe wakes it.

@@ -13,6 +13,10 @@ extension ControlRoutes {
         return out
     }
 
+    /// A fetch of at most this many records is answered from memory; a
+    /// larger one, or one without a limit, streams.
+    static let pageInMemory = 10_000
+
     func fetch(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
         let body = try await JSONBody.decode(FetchBody.self, from: request, limit: config.maxRequestBytes)
@@ -44,6 +48,19 @@ extension ControlRoutes {
             }
         }
         guard body.watch == true else {
+            if result == "records" && descriptor.sectionBy == nil && (descriptor.limit ?? .max) > Self.pageInMemory {
+                // An answer of any size: streamed as the engine reads it, on a
+                // connection of its own, so that it holds a few chunks in
+                // memory and no reader of the pool (issue #35).
+                try store.reads.check(descriptor)
+                return BytePipe.response(contentType: "application/json", deadline: deadline(context), metrics: metrics,
+                                         countsAsStream: false) { pipe in
+                    try pipe.send(Array("{\"records\":".utf8))
+                    try await store.reads.fetchJSON(descriptor) { try pipe.send($0) }
+                    try pipe.send(Array("}\n".utf8))
+                    return [:]
+                }
+            }
             if result == "records" && descriptor.sectionBy == nil {
                 // The page's bytes go out as the engine wrote them.
                 let records = try await store.reads.fetchJSONBytes(descriptor)

@@ -95,13 +95,13 @@ package struct FetchQuery: Sendable {
         }
     }
 
-    private func run(_ db: Database, _ sql: String, _ arguments: [Value], row: (OpaquePointer) -> Void) throws {
+    private func run(_ db: Database, _ sql: String, _ arguments: [Value], row: (OpaquePointer) throws -> Void) throws {
         let preparedStatement = try db.makeStatement(sql: sql)
         defer { withExtendedLifetime(preparedStatement) {} }
         let statement = preparedStatement.sqliteStatement
         for (i, v) in arguments.enumerated() { SQL.bind(v, to: statement, at: Int32(i + 1)) }
         defer { sqlite3_reset(statement) }
-        while try SQL.step(statement, db) { row(statement) }
+        while try SQL.step(statement, db) { try row(statement) }
     }
 
     func records(_ db: Database) throws -> RecordSet {
@@ -133,6 +133,36 @@ package struct FetchQuery: Sendable {
         }
         out.append(UInt8(ascii: "]"))
         return out
+    }
+
+    /// ``jsonArray(_:)`` handed to `write` a megabyte at a time, so that
+    /// memory holds one chunk whatever the answer's size; a query without
+    /// embedded records.
+    func jsonArray(_ db: Database, write: (UnsafeRawBufferPointer) throws -> Void) throws {
+        precondition(prefetch.isEmpty, "a streamed fetch embeds no records")
+        let encoder = RowEncoder(fields: fields)
+        let threshold = 1 << 20
+        var out: [UInt8] = []
+        out.reserveCapacity(threshold + 64 * 1024)
+        out.append(UInt8(ascii: "["))
+        var first = true
+        do {
+            try run(db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
+                    predicate.arguments) { s in
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                encoder.appendJSON(s, to: &out)
+                if out.count >= threshold {
+                    try out.withUnsafeBytes { try write($0) }
+                    out.removeAll(keepingCapacity: true)
+                    try Task.checkCancellation()
+                }
+            }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT && Task.isCancelled {
+            throw CancellationError()
+        }
+        out.append(UInt8(ascii: "]"))
+        try out.withUnsafeBytes { try write($0) }
     }
 
     func page(_ db: Database, after: Int64, limit: Int) throws -> (RecordSet, Int64?) {

@@ -59,6 +59,17 @@ public struct RecordSet: Sendable, Hashable {
         return out
     }
 
+    /// Every row as ``jsonObject(row:)``, comma-separated, after a comma
+    /// when `afterOthers` (the elements of a JSON array written a set at a
+    /// time: a streamed fetch).
+    package func appendJSONElements(to out: inout String, afterOthers: Bool) {
+        let keys = JSONKeys(self)
+        for row in rows.indices {
+            if row > 0 || afterOthers { out.append(",") }
+            appendJSON(row: row, keys: keys, to: &out)
+        }
+    }
+
     /// Every row as a line of `format`: a JSON object and LF, or CSV cells
     /// and CRLF (``RowEncoder/csvField(_:)-(Value)``); a set without embedded records.
     package func appendLines(as format: RecordFormat, to out: inout String) {

@@ -110,6 +110,10 @@ public protocol StoreReading: Sendable {
     func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier]
     func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet
     func fetchJSONBytes(_ descriptor: FetchDescriptor) async throws -> [UInt8]
+    /// The records as one JSON array, handed to `write` in chunks as they
+    /// are read: memory holds a chunk, whatever the answer's size.
+    func fetchJSON(_ descriptor: FetchDescriptor, write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void)
+        async throws
     func fetchSections(_ descriptor: FetchDescriptor) async throws -> [RecordSection]
     /// A fetch's result kept current from the history (live changes, DESIGN §11).
     func resultFeed(_ descriptor: FetchDescriptor) throws -> ResultFeed
