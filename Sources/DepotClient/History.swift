@@ -33,6 +33,14 @@ public struct HistoryTransaction: Sendable, Hashable, Decodable {
     /// if let job = transaction.job { print(try await client.job(job).kind) }
     /// ```
     public var job: String?
+    /// Whether more of its changes follow after ``token``, a place inside
+    /// it: a page holds at most so many changes, so a large transaction
+    /// comes in parts; `nil` (or `false`) for its last or only part.
+    ///
+    /// ```swift
+    /// if transaction.continues == true { print("more of", transaction.token, "on the next page") }
+    /// ```
+    public var continues: Bool?
     /// What it changed.
     ///
     /// ```swift

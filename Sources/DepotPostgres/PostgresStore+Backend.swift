@@ -199,13 +199,13 @@ struct PostgresReader: StoreReading {
     var commitCount: UInt64 { store.commitCount }
     func waitForCommit(after version: UInt64) async -> Bool { await store.waitForCommit(after: version) }
     func latestToken() async throws -> HistoryToken? { try await store.latestToken() }
-    func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int) async throws
+    func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
         -> [HistoryTransaction] {
-        try await store.history(after: token, entity: entity, author: author, limit: limit)
+        try await store.history(after: token, entity: entity, author: author, limit: limit, maxChanges: maxChanges)
     }
-    func history(consumer name: String, entity: String?, author: String?, limit: Int) async throws
+    func history(consumer name: String, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
         -> [HistoryTransaction] {
-        try await store.history(consumer: name, entity: entity, author: author, limit: limit)
+        try await store.history(consumer: name, entity: entity, author: author, limit: limit, maxChanges: maxChanges)
     }
     func followHistory(after token: HistoryToken?, entity: String?, author: String?) -> HistoryFollower {
         let store = store

@@ -134,6 +134,7 @@ extension PostgresStore {
     /// Moves a consumer's token forward; an older token is a no-op.
     @discardableResult
     public nonisolated func acknowledge(consumer name: String, token: HistoryToken) async throws -> Consumer {
+        try token.requireWhole(for: "an acknowledgement")
         let store = self.name
         return try await historyTransaction { connection in
             let consumer = try await consumer(connection, name: name)
@@ -181,10 +182,11 @@ extension PostgresStore {
 
     /// The transactions after consumer `name`'s token, oldest first.
     public nonisolated func history(consumer name: String, entity: String? = nil, author: String? = nil,
-                                    limit: Int = 100) async throws -> [HistoryTransaction] {
+                                    limit: Int = 100, maxChanges: Int = .max) async throws -> [HistoryTransaction] {
         let consumer = try await self.consumer(name)
         if consumer.state == .lost { throw HistoryErrors.lost(consumer: name, store: self.name) }
-        return try await history(after: consumer.token, entity: entity, author: author, limit: limit)
+        return try await history(after: consumer.token, entity: entity, author: author, limit: limit,
+                                 maxChanges: maxChanges)
     }
 
     // MARK: - Pruning
@@ -192,6 +194,7 @@ extension PostgresStore {
     /// Deletes the history transactions before `token` (keeping its own).
     @discardableResult
     public nonisolated func pruneHistory(before token: HistoryToken) async throws -> PruneOutcome {
+        try token.requireWhole(for: "a prune")
         let store = name
         return try await prune { connection in
             let issued = try await self.lastIssued(connection)

@@ -368,16 +368,27 @@ public actor PostgresStore {
     /// at most `limit` transactions; with `entity`, only its changes and
     /// the transactions that have some; with `author`, only theirs.
     public nonisolated func history(after token: HistoryToken? = nil, entity: String? = nil, author: String? = nil,
-                                    limit: Int = 100) async throws -> [HistoryTransaction] {
+                                    limit: Int = 100, maxChanges: Int = .max) async throws -> [HistoryTransaction] {
         if let entity { _ = try self.entity(entity) }
         guard limit > 0 else { throw DepotError(.invalidArgument, "limit must be at least 1") }
         var transactions = "SELECT id::text, timestamp, author, job FROM \(table("depot_transactions")) t "
             + "WHERE id > $1"
-        let changes = "SELECT txn::text, entity, identifier, kind, fields, tombstone, old, new, layout::text, span::text "
-            + "FROM \(table("depot_changes")) WHERE txn > $1 AND txn <= $2"
+        // The rows not wholly read before (a token inside transaction $4
+        // read $5 of its changes: a row of a run holds `span` of them), and
+        // of those only as many as the page can take (a row of one change
+        // may have no span): each row's changes
+        // counted from the first (`running`), past at most the 1,023 of a
+        // run read before (issue #35: memory holds a page, not the history).
+        let changes = "WITH rest AS (SELECT txn, id, entity, identifier, kind, fields, tombstone, old, new, layout, "
+            + "coalesce(span, 1) AS span, sum(coalesce(span, 1)) OVER (PARTITION BY txn ORDER BY id) AS upto "
+            + "FROM \(table("depot_changes")) "
+            + "WHERE txn > $1 AND txn <= $2 AND ($3::text IS NULL OR entity = $3)), "
+            + "pending AS (SELECT *, sum(span) OVER (ORDER BY txn, id) AS running FROM rest WHERE txn <> $4 OR upto > $5) "
+            + "SELECT txn::text, entity, identifier, kind, fields, tombstone, old, new, layout::text, span::text, "
+            + "(upto - span)::text FROM pending WHERE running - span < $6 ORDER BY txn, id"
         let layoutSQL = "SELECT fields FROM \(table("depot_layouts")) WHERE id = $1"
         var binds = PostgresBindings()
-        binds.append(token?.id ?? 0)
+        binds.append(token?.wholeThrough ?? 0)
         let changeBinds = binds
         if let author {
             binds.append(author)
@@ -391,20 +402,30 @@ public actor PostgresStore {
         // t.id: a bare id would sort by the output column id::text ("10" before "9").
         transactions += " ORDER BY t.id LIMIT $\(binds.count)"
         let (headBinds, headSQL, firstBinds, changesSQL) = (binds, transactions, changeBinds, changes)
+        let entity = entity
         return try await read { connection in
-            if let token { try await checkHistory(connection, after: token.id) }
+            if let token { try await checkHistory(connection, after: token.wholeThrough) }
             let heads = try await PostgresSQL.textRows(connection, headSQL, headBinds, logger: logger)
             guard let last = heads.last?[0].flatMap({ Int64($0) }) else { return [] }
-            var changeBinds = firstBinds, changes = changesSQL
+            var changeBinds = firstBinds
             changeBinds.append(last)
-            if let entity {
-                changeBinds.append(entity)
-                changes += " AND entity = $3"
-            }
-            changes += " ORDER BY txn, id"
-            var byTransaction: [Int64: [HistoryChange]] = [:]
+            changeBinds.append(entity)
+            let resumed = token.flatMap { $0.isWhole ? nil : $0 }
+            changeBinds.append(resumed?.id ?? 0)
+            changeBinds.append(Int64(resumed?.change ?? 0))
+            changeBinds.append(Int64(min(maxChanges, Int(Int32.max)) + 1_024))
+            let rows = try await PostgresSQL.textRows(connection, changesSQL, changeBinds, logger: logger)
+            // Of the first row left of the resumed transaction, the changes read before.
+            let skip = resumed.flatMap { t in
+                rows.first { $0[0].flatMap { Int64($0) } == t.id }.map { t.change - ($0[10].flatMap { Int($0) } ?? 0) }
+            } ?? 0
+            var page = HistoryPage(heads: heads.compactMap { head -> HistoryTransaction? in
+                guard let id = head[0].flatMap({ Int64($0) }) else { return nil }
+                return HistoryTransaction(token: HistoryToken(id), timestamp: head[1] ?? "", author: head[2] ?? "",
+                                          job: head[3], changes: [])
+            }, after: token, skip: skip, maxChanges: maxChanges)
             var layouts: [Int64: [String]] = [:]
-            for row in try await PostgresSQL.textRows(connection, changes, changeBinds, logger: logger) {
+            reading: for row in rows {
                 guard let txn = row[0].flatMap({ Int64($0) }), let kind = row[3].flatMap(ChangeKind.init(rawValue:)) else {
                     continue
                 }
@@ -439,16 +460,13 @@ public actor PostgresStore {
                         + "holds \(span) changes but not as many identifiers or values")
                 }
                 for k in 0..<span {
-                    byTransaction[txn, default: []].append(HistoryChange(
+                    let change = HistoryChange(
                         entity: row[1] ?? "", identifier: identifiers[k].map(String.init) ?? "", kind: kind, fields: fields,
-                        tombstone: row[5], old: object(olds[k]), new: object(news[k])))
+                        tombstone: row[5], old: object(olds[k]), new: object(news[k]))
+                    guard page.add(change, to: txn) else { break reading }
                 }
             }
-            return heads.compactMap { head -> HistoryTransaction? in
-                guard let id = head[0].flatMap({ Int64($0) }) else { return nil }
-                return HistoryTransaction(token: HistoryToken(id), timestamp: head[1] ?? "", author: head[2] ?? "",
-                                          job: head[3], changes: byTransaction[id] ?? [])
-            }
+            return page.result
         }
     }
 

@@ -243,4 +243,43 @@ struct ChangeFeedTests {
         let follow = try UnixHTTP.stream(socket: d.socket, path: "/v1/stores/travel/history?follow=true&limit=1") { _ in true }
         #expect(follow.count == 1)
     }
+
+    /// Issue 35, item 8: a page of ten transactions held a whole import's
+    /// save (170 MB); pages hold at most max_changes changes.
+    @Test("a history page holds at most 10,000 changes; a large transaction comes in parts that add up, for consumers too")
+    func pagesByChanges() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config())
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        _ = try Self.importTrips(d, tripsCSV(100_000), name: "many.csv")   // one save: one transaction
+        let history = "/v1/stores/travel/history"
+        var after: String?
+        var tokens: [String] = []
+        var ids = Set<String>()
+        while tokens.count < 20 {
+            let page = try d.request("GET", history + "?limit=10" + (after.map { "&after=\($0)" } ?? ""))
+            let transactions = page.object["transactions"] as? [[String: Any]] ?? []
+            guard let last = transactions.last else { break }
+            let changes = transactions.flatMap { $0["changes"] as? [[String: Any]] ?? [] }
+            #expect(changes.count <= 10_000)
+            for c in changes { ids.insert(c["identifier"] as? String ?? "") }
+            after = last["token"] as? String
+            tokens.append((after ?? "") + (last["continues"] as? Bool == true ? "+" : ""))
+        }
+        #expect(tokens == (1...9).map { "1.\($0 * 10_000)+" } + ["1"], "\(tokens)")
+        #expect(ids.count == 100_000)
+        let small = try d.request("GET", history + "?max_changes=3")
+        #expect((small.object["transactions"] as? [[String: Any]])?.first?["token"] as? String == "1.3")
+        #expect(try d.request("GET", history + "?max_changes=0").status == 400)
+
+        // A consumer reads it in parts too, and acknowledges the whole.
+        #expect(try d.request("POST", "/v1/stores/travel/consumers", body: #"{"name":"indexer","from":"beginning"}"#).status == 201)
+        let first = try d.request("GET", history + "?consumer=indexer&max_changes=40000").object["transactions"] as? [[String: Any]]
+        #expect(first?.last?["token"] as? String == "1.40000")
+        let next = try d.request("GET", history + "?consumer=indexer&after=1.40000&max_changes=40000")
+        #expect((next.object["transactions"] as? [[String: Any]])?.last?["token"] as? String == "1.80000", "\(next.body.prefix(200))")
+        let part = try d.request("POST", "/v1/stores/travel/consumers/indexer/ack", body: #"{"token":"1.40000"}"#)
+        #expect(part.status == 400 && Self.code(part) == "invalid_token", "\(part.body)")
+        #expect(try d.request("POST", "/v1/stores/travel/consumers/indexer/ack", body: #"{"token":"1"}"#).status == 200)
+        #expect(try d.request("GET", history + "?consumer=indexer&after=1.40000").status == 400)
+    }
 }

@@ -81,6 +81,55 @@ struct HistoryContractTests {
         return out
     }
 
+    /// Issue 35, item 8: one import's save is one transaction, so a page
+    /// of ten transactions answered 170 MB; pages are cut by changes too.
+    @Test("pages of at most ten changes cut transactions, go on after a token inside one, and add up to the whole history")
+    func pagesByChanges() async throws {
+        let answers = try await Backends.answers(entities: [TestEntities.trip(values: true)]) { backend in
+            func save(_ ids: [String], budget: Double = 1.0) async throws {
+                var batch = RecordBatch(entity: "Trip", columns: PredicateContract.tripColumns)
+                for id in ids { batch.append([.string(id), "Trip", "Oslo", "2025-01-01", nil, .double(budget), true, nil]) }
+                _ = try await backend.write(batch)
+            }
+            try await save((0..<3).map { "a\($0)" })
+            try await save((0..<25).map { "b\($0)" })    // one run of new records on PostgreSQL
+            try await save(["a0", "c0", "c1"], budget: 2.0)   // an update, two inserts
+            let store = backend.contract
+            var pages: [String] = []
+            var after: HistoryToken?
+            var read: [String] = []
+            while pages.count < 10 {
+                let page = try await store.reads.history(after: after, entity: nil, author: nil, limit: 10, maxChanges: 10)
+                guard let last = page.last else { break }
+                pages.append(page.map { "\($0.token)\($0.continues ? "+" : ""):\($0.changes.count)" }.joined(separator: " "))
+                read += page.flatMap { $0.changes.map { "\($0.kind.rawValue) \($0.identifier)" } }
+                after = last.token
+            }
+            let whole = try await store.reads.history(after: nil, entity: nil, author: nil, limit: 10)
+                .flatMap { $0.changes.map { "\($0.kind.rawValue) \($0.identifier)" } }
+            // By entity, from inside a transaction.
+            let filtered = try await store.reads.history(after: HistoryToken("2.17"), entity: "Trip", author: nil,
+                                                         limit: 10, maxChanges: 9)
+                .map { "\($0.token)\($0.continues ? "+" : ""):\($0.changes.first?.identifier ?? "")" }.joined(separator: " ")
+            var refusals: [String] = []
+            for body in [{ _ = try await store.acknowledge(consumer: "x", token: HistoryToken("2.7")!) },
+                         { _ = try await store.pruneHistory(before: HistoryToken("2.7")!) }] as [() async throws -> Void] {
+                do { try await body(); refusals.append("accepted") } catch let e as DepotError { refusals.append(e.code.description) }
+            }
+            return (pages.joined(separator: " | "), read == whole, whole.count, filtered, refusals)
+        }
+        for (name, answer) in answers {
+            #expect(answer.0 == "1:3 2.7+:7 | 2.17+:10 | 2:8 3.2+:2 | 3:1", "\(name): \(answer)")
+            #expect(answer.1, "\(name): the pages do not add up to the whole history")
+            #expect(answer.2 == 31, "\(name)")
+            #expect(answer.3 == #"2:"b17" 3.1+:"a0""#, "\(name): \(answer.3)")
+            #expect(answer.4 == ["invalid_token", "invalid_token"], "\(name)")
+        }
+        for (name, answer) in answers.dropFirst() {
+            #expect(answer.0 == answers[0].1.0 && answer.3 == answers[0].1.3, "\(name) differs from \(answers[0].0)")
+        }
+    }
+
     @Test("a prune goes in saves of about historyPruneStep changes on both backends, a save's new records counted one by one")
     func pruneInSteps() async throws {
         let answers = try await Backends.answers(entities: [TestEntities.trip(values: true)], pruneStep: 4) { backend in

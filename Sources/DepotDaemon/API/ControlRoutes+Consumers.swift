@@ -40,7 +40,7 @@ extension ControlRoutes {
         let store = try await store(context)
         let body = try await JSONBody.decode(AckBody.self, from: request, limit: config.maxRequestBytes)
         let consumer = try await store.acknowledge(consumer: context.parameters.get("name") ?? "",
-                                                   token: try HistoryToken.parse(body.token))
+                                                   token: try HistoryToken.parseWhole(body.token, for: "an acknowledgement"))
         return JSONResponse.make(Self.consumerJSON(consumer))
     }
 

@@ -115,7 +115,7 @@ extension ControlRoutes {
         var first: String?
         if let since = body.since {
             do {
-                try await feed.resume(after: try HistoryToken.parse(since))
+                try await feed.resume(after: try HistoryToken.parseWhole(since, for: "since"))
             } catch let error as DepotError where error.code == .historyExpired {
                 return JSONResponse.stream(context, deadline: deadline(context), metrics: metrics) { write in
                     try await write("{\"type\":\"history_expired\",\"message\":\(JSONText.quoted(error.message))}")
@@ -263,8 +263,11 @@ extension ControlRoutes {
         }
         return "{\"token\":\(JSONText.quoted(t.token.description)),\"timestamp\":\(JSONText.quoted(t.timestamp)),"
             + "\"author\":\(JSONText.quoted(t.author)),\"job\":\(t.job.map(JSONText.quoted) ?? "null"),"
-            + "\"changes\":[\(changes.joined(separator: ","))]}"
+            + "\"changes\":[\(changes.joined(separator: ","))]" + (t.continues ? ",\"continues\":true}" : "}")
     }
+
+    /// The changes a history page holds at most, unless `max_changes` says.
+    static let pageChanges = 10_000
 
     func history(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
@@ -277,29 +280,43 @@ extension ControlRoutes {
         if let text = q.get("limit") {
             limit = try QueryCount.parse(text, name: "limit", minimum: 1, cap: 10_000)
         }
-        // A consumer reads after its token; reading does not move it.
+        // A page holds at most so many changes: a larger transaction comes
+        // in parts, each ending at a token inside it (issue #35).
+        var maxChanges = Self.pageChanges
+        if let text = q.get("max_changes") {
+            maxChanges = try QueryCount.parse(text, name: "max_changes", minimum: 1, cap: 100_000)
+        }
+        // A consumer reads after its token; reading does not move it. Inside
+        // a transaction a page cut, it goes on after that page's token.
         if let consumer = q.get("consumer").map({ String($0) }) {
-            guard after == nil else {
-                throw APIError(.invalidArgument, "give consumer or after, not both: a consumer reads after its own token")
+            let token = try await store.reads.consumer(consumer).token
+            if let after, after.isWhole || after.wholeThrough < token.id {
+                throw APIError(.invalidArgument, "give consumer or after, not both: a consumer reads after its own token "
+                    + "(after only goes on inside a transaction a page cut, with that page's last token)")
             }
             if q.get("follow") != "true" {
-                let page = try await store.reads.history(consumer: consumer, entity: entity, author: author, limit: limit)
+                let page = after == nil
+                    ? try await store.reads.history(consumer: consumer, entity: entity, author: author, limit: limit,
+                                                    maxChanges: maxChanges)
+                    : try await store.reads.history(after: after, entity: entity, author: author, limit: limit,
+                                                    maxChanges: maxChanges)
                 return JSONResponse.make("{\"transactions\":[" + page.map(Self.transactionJSON).joined(separator: ",") + "]}")
             }
             // Checks that it exists and is not lost, so that errors are statuses.
-            _ = try await store.reads.history(consumer: consumer, entity: entity, author: author, limit: 1)
-            after = try await store.reads.consumer(consumer).token
+            _ = try await store.reads.history(consumer: consumer, entity: entity, author: author, limit: 1, maxChanges: 1)
+            after = after ?? token
         }
         if q.get("follow") == "true" {
             // Check the token before the stream starts, so that errors are statuses.
-            _ = try await store.reads.history(after: after, entity: entity, author: author, limit: 1)
+            _ = try await store.reads.history(after: after, entity: entity, author: author, limit: 1, maxChanges: 1)
             return JSONResponse.stream(context, deadline: deadline(context), metrics: metrics) { [after] write in
                 for try await t in store.reads.followHistory(after: after, entity: entity, author: author) {
                     try await write(Self.transactionJSON(t))
                 }
             }
         }
-        let page = try await store.reads.history(after: after, entity: entity, author: author, limit: limit)
+        let page = try await store.reads.history(after: after, entity: entity, author: author, limit: limit,
+                                                 maxChanges: maxChanges)
         return JSONResponse.make("{\"transactions\":[" + page.map(Self.transactionJSON).joined(separator: ",") + "]}")
     }
 

@@ -39,7 +39,7 @@ package enum JobSpec: Sendable, Hashable {
         init(before: String?, olderThan: String?) throws {
             switch (before, olderThan) {
             case (let before?, nil):
-                self = .before(try HistoryToken.parse(before))
+                self = .before(try HistoryToken.parseWhole(before, for: "a prune"))
             case (nil, let age?):
                 self = .olderThan(try JobSetting.read("older_than", age, JobSetting.age))
             case (nil, nil):

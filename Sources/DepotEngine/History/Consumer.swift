@@ -33,6 +33,7 @@ public struct Consumer: Sendable, Hashable {
                     throw DepotError(.invalidToken, "\(JSONText.quoted(text)) is not where a consumer can start: "
                         + "use \"now\", \"beginning\" or a history token")
                 }
+                try token.requireWhole(for: "a consumer's start")
                 return .after(token)
             }
         }

@@ -24,9 +24,11 @@ enum HistoryQuery {
         }
     }
 
+    /// The page after `token`: at most `limit` transactions and
+    /// `maxChanges` changes (``HistoryPage``).
     static func transactions(_ db: Database, store: String, after token: HistoryToken?, entity: String?,
-                             author: String?, limit: Int) throws -> [HistoryTransaction] {
-        let after = token?.id ?? 0
+                             author: String?, limit: Int, maxChanges: Int = .max) throws -> [HistoryTransaction] {
+        let after = token?.wholeThrough ?? 0
         if token != nil { try check(db, store: store, after: after) }
         var sql = "SELECT id, timestamp, author, job FROM depot_transactions t WHERE id > ?"
         var arguments: [(any DatabaseValueConvertible)?] = [after]
@@ -59,12 +61,22 @@ enum HistoryQuery {
             changeSQL += " AND entity = ?"
             changeArguments.append(entity)
         }
+        if let token, !token.isWhole, token.id == first {
+            // Resumed inside a transaction: past the changes read before
+            // (the index skips them; none is decoded).
+            changeSQL += " AND (txn > ? OR id > (SELECT id FROM depot_changes WHERE txn = ?"
+                + (entity == nil ? "" : " AND entity = ?") + " ORDER BY id LIMIT 1 OFFSET ?))"
+            changeArguments += [first, first]
+            if let entity { changeArguments.append(entity) }
+            changeArguments.append(token.change - 1)
+        }
+        var page = HistoryPage(heads: transactions, after: token, maxChanges: maxChanges)
         changeSQL += " ORDER BY txn, id"  // the txn index gives this order: no sort
         let cursor = try Row.fetchCursor(db.cachedStatement(sql: changeSQL), arguments: StatementArguments(changeArguments))
         var layouts: [Int64: [String]] = [:]
         while let row = try cursor.next() {
             let txn: Int64 = row[0]
-            guard let p = positions[txn] else { continue }
+            guard positions[txn] != nil else { continue }
             let fieldsText: String? = row[4]
             var fields: [String]? = nil
             if let fieldsText, case .array(let names)? = MiniJSON.parse(fieldsText) {
@@ -82,10 +94,10 @@ enum HistoryQuery {
                 old = old.map { CompactValues.object($0, names: names) }
                 new = new.map { CompactValues.object($0, names: names) }
             }
-            transactions[p].changes.append(HistoryChange(
-                entity: row[1], identifier: row[2], kind: kind,
-                fields: fields, tombstone: row[5], old: old, new: new))
+            let change = HistoryChange(entity: row[1], identifier: row[2], kind: kind,
+                                       fields: fields, tombstone: row[5], old: old, new: new)
+            guard page.add(change, to: txn) else { break }
         }
-        return transactions
+        return page.result
     }
 }

@@ -13,6 +13,9 @@ public struct HistoryTransaction: Sendable, Hashable {
     public var job: String?
     /// Its changes, in the order they were made.
     public var changes: [HistoryChange]
+    /// More of its changes follow, after ``token`` (a place inside it): a
+    /// page holds at most so many changes (issue #35).
+    public var continues = false
 
     package init(token: HistoryToken, timestamp: String, author: String, job: String?, changes: [HistoryChange]) {
         self.token = token

@@ -40,6 +40,7 @@ extension Store {
     ///   ``DepotError/Code/historyExpired`` for a consumer that is lost.
     @discardableResult
     public func acknowledge(consumer name: String, token: HistoryToken) async throws -> Consumer {
+        try token.requireWhole(for: "an acknowledgement")
         let store = self.name
         return try await write { db in
             let consumer = try ConsumerQuery.consumer(db, store: store, name: name)
@@ -127,7 +128,7 @@ extension StoreReader {
     /// - Throws: ``DepotError/Code/unknownConsumer``;
     ///   ``DepotError/Code/historyExpired`` naming a lost consumer.
     public func history(consumer name: String, entity: String? = nil, author: String? = nil,
-                        limit: Int = 100) async throws -> [HistoryTransaction] {
+                        limit: Int = 100, maxChanges: Int = .max) async throws -> [HistoryTransaction] {
         if let entity { _ = try schema.entity(entity) }
         guard limit > 0 else { throw DepotError(.invalidArgument, "limit must be at least 1") }
         let store = storeName
@@ -135,7 +136,7 @@ extension StoreReader {
             let consumer = try ConsumerQuery.consumer(db, store: store, name: name)
             try ConsumerQuery.checkActive(consumer, store: store)
             return try HistoryQuery.transactions(db, store: store, after: consumer.token, entity: entity,
-                                                 author: author, limit: limit)
+                                                 author: author, limit: limit, maxChanges: maxChanges)
         }
     }
 }

@@ -12,7 +12,8 @@ extension Store {
     /// - Throws: ``DepotError/Code/invalidToken`` for a token the store never issued.
     @discardableResult
     public func pruneHistory(before token: HistoryToken) async throws -> PruneOutcome {
-        try await prune(store: name) { db in
+        try token.requireWhole(for: "a prune")
+        return try await prune(store: name) { db in
             let issued = try HistoryQuery.lastIssued(db)
             guard token.id <= issued + 1 else {
                 throw HistoryErrors.pruneNeverIssued(store: self.name, token: token, issued: issued)

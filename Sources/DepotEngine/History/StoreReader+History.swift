@@ -8,18 +8,20 @@ extension StoreReader {
     ///   - entity: only changes of this entity, and only transactions that have some.
     ///   - author: only transactions by this author.
     ///   - limit: at most this many transactions.
+    ///   - maxChanges: at most this many changes: a transaction with more is
+    ///     read in parts, each ending at a token inside it (``HistoryPage``).
     /// - Throws: ``DepotError/Code/historyExpired`` when transactions after
     ///   `token` were pruned (the client missed changes and must start over);
     ///   ``DepotError/Code/invalidToken`` for a token the store never issued;
     ///   ``DepotError/Code/unknownEntity``.
     public func history(after token: HistoryToken? = nil, entity: String? = nil, author: String? = nil,
-                        limit: Int = 100) async throws -> [HistoryTransaction] {
+                        limit: Int = 100, maxChanges: Int = .max) async throws -> [HistoryTransaction] {
         if let entity { _ = try schema.entity(entity) }
         guard limit > 0 else { throw DepotError(.invalidArgument, "limit must be at least 1") }
         let storeName = schema.name
         return try await read { db in
             try HistoryQuery.transactions(db, store: storeName, after: token, entity: entity,
-                                          author: author, limit: limit)
+                                          author: author, limit: limit, maxChanges: maxChanges)
         }
     }
 

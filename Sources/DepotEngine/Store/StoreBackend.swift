@@ -136,9 +136,11 @@ public protocol StoreReading: Sendable {
     /// Waits for a commit after ``commitCount`` was `version`; false when the store closed.
     func waitForCommit(after version: UInt64) async -> Bool
     func latestToken() async throws -> HistoryToken?
-    func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int) async throws
+    /// At most `limit` transactions and `maxChanges` changes after `token`
+    /// (a transaction larger than that is read in parts: ``HistoryPage``).
+    func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
         -> [HistoryTransaction]
-    func history(consumer name: String, entity: String?, author: String?, limit: Int) async throws
+    func history(consumer name: String, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
         -> [HistoryTransaction]
     func followHistory(after token: HistoryToken?, entity: String?, author: String?) -> HistoryFollower
     func consumers() async throws -> [Consumer]
@@ -158,5 +160,17 @@ extension StoreReading {
     /// ``fetchJSONBytes(_:)`` as text.
     public func fetchJSON(_ descriptor: FetchDescriptor) async throws -> String {
         String(decoding: try await fetchJSONBytes(descriptor), as: UTF8.self)
+    }
+
+    /// Whole transactions, whatever their number of changes.
+    public func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int) async throws
+        -> [HistoryTransaction] {
+        try await history(after: token, entity: entity, author: author, limit: limit, maxChanges: .max)
+    }
+
+    /// Whole transactions, whatever their number of changes.
+    public func history(consumer name: String, entity: String?, author: String?, limit: Int) async throws
+        -> [HistoryTransaction] {
+        try await history(consumer: name, entity: entity, author: author, limit: limit, maxChanges: .max)
     }
 }
