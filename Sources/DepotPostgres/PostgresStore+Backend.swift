@@ -210,7 +210,8 @@ struct PostgresReader: StoreReading {
     func followHistory(after token: HistoryToken?, entity: String?, author: String?) -> HistoryFollower {
         let store = store
         return HistoryFollower(after: token, signal: store.signal) { after, _ in
-            try await store.history(after: after, entity: entity, author: author, limit: 100)
+            try await store.history(after: after, entity: entity, author: author, limit: 100,
+                                    maxChanges: HistoryFollower.pageChanges)
         }
     }
     func consumers() async throws -> [Consumer] { try await store.consumers() }

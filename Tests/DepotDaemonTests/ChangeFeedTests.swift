@@ -267,6 +267,10 @@ struct ChangeFeedTests {
         }
         #expect(tokens == (1...9).map { "1.\($0 * 10_000)+" } + ["1"], "\(tokens)")
         #expect(ids.count == 100_000)
+        // A follower gets it in the same parts, one a line.
+        let lines = try UnixHTTP.stream(socket: d.socket, path: history + "?follow=true") { json($0)["token"] as? String == "1" }
+        #expect(lines.map { json($0)["token"] as? String ?? "" } == (1...9).map { "1.\($0 * 10_000)" } + ["1"])
+        #expect(lines.allSatisfy { (json($0)["changes"] as? [Any])?.count == 10_000 })
         let small = try d.request("GET", history + "?max_changes=3")
         #expect((small.object["transactions"] as? [[String: Any]])?.first?["token"] as? String == "1.3")
         #expect(try d.request("GET", history + "?max_changes=0").status == 400)

@@ -109,9 +109,10 @@ struct ConfigReader {
                                    in: DurationText.idleTimeout) ?? .seconds(30)
         let bodyTimeout = duration(daemon, "body_timeout", at: "daemon.body_timeout", in: DurationText.idleTimeout)
             ?? .seconds(30)
-        let maxConnections = int(daemon, "max_connections", at: "daemon.max_connections", in: 1...1_000_000) ?? 4_096
+        // Live fetches are connections: a service may hold thousands.
+        let maxConnections = int(daemon, "max_connections", at: "daemon.max_connections", in: 1...1_000_000) ?? 16_384
         let perClient = int(daemon, "max_connections_per_client", at: "daemon.max_connections_per_client",
-                            in: 1...1_000_000) ?? 256
+                            in: 1...1_000_000) ?? 4_096
 
         var read: [Principal] = [], write: [Principal] = []
         if let access = root["access"]?.tomlValue.table {

@@ -42,9 +42,9 @@ package struct DaemonConfig: Sendable {
     /// A request body must bring 64 KiB or its end at least this often (`body_timeout`).
     package var bodyTimeout: Duration = .seconds(30)
     /// Connections all clients together may hold (`max_connections`).
-    package var maxConnections = 4_096
+    package var maxConnections = 16_384
     /// Connections one client (uid) may hold (`max_connections_per_client`).
-    package var maxConnectionsPerClient = 256
+    package var maxConnectionsPerClient = 4_096
     package var readPrincipals: [Principal]
     package var writePrincipals: [Principal]
     package var stores: [StoreConfiguration]

@@ -2,8 +2,12 @@ import GRDB
 
 /// The history of a store as it grows: an `AsyncSequence` of transactions.
 public struct HistoryFollower: AsyncSequence, Sendable {
-    /// A transaction.
+    /// A transaction, or a part of one (``HistoryTransaction/continues``).
     public typealias Element = HistoryTransaction
+
+    /// The changes a follower reads at a time: a larger transaction comes
+    /// in parts, so that a follower holds a page's worth (issue #35).
+    package static let pageChanges = 10_000
 
     /// Reads the page after a token; `caughtUp` when it follows a commit
     /// waited for (see ``Iterator``).
@@ -26,7 +30,7 @@ public struct HistoryFollower: AsyncSequence, Sendable {
         self.init(after: after, signal: reader.signal) { after, caughtUp in
             let read: @Sendable (Database) throws -> [HistoryTransaction] = { db in
                 try HistoryQuery.transactions(db, store: reader.storeName, after: after, entity: entity,
-                                              author: author, limit: 100)
+                                              author: author, limit: 100, maxChanges: Self.pageChanges)
             }
             return try await caughtUp ? reader.liveRead(read) : reader.read(read)
         }
@@ -64,7 +68,7 @@ public struct HistoryFollower: AsyncSequence, Sendable {
                 if let newest = page.last {
                     buffer = page.reversed()
                     last = newest.token
-                    if page.count == 100 { caughtUp = false }
+                    if page.count == 100 || newest.continues { caughtUp = false }
                     break
                 }
                 guard await follower.signal.wait(after: version) else { return nil }
