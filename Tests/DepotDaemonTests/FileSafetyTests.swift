@@ -91,6 +91,45 @@ struct FileSafetyTests {
         #expect(FileManager.default.fileExists(atPath: inbox.appendingPathComponent(".failed/late.csv.error.json").path))
     }
 
+    /// `bytes` (a path that need not be UTF-8) as a C string for `body`.
+    static func withPath<T>(_ bytes: [UInt8], _ body: (UnsafePointer<CChar>) -> T) -> T {
+        (bytes + [0]).withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { body($0.baseAddress!) } }
+    }
+
+    @Test("a watched file whose name is not UTF-8 goes to .failed/ under its own name, with its reason")
+    func nonUTF8Name() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config(extra: WatchReloadTests.watch))
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let inbox = d.folder.appendingPathComponent("inbox/trips")
+        let name: [UInt8] = Array("trips-".utf8) + [0xFF, 0xFE] + Array(".csv".utf8)
+        let aside = Array(d.folder.appendingPathComponent("inbox").path.utf8) + [0x2F, 0x2E] + name
+        let fd = Self.withPath(aside) { open($0, O_WRONLY | O_CREAT, 0o644) }
+        #expect(fd >= 0)
+        _ = tripsCSV(3).utf8CString.withUnsafeBytes { write(fd, $0.baseAddress, $0.count - 1) }
+        close(fd)
+        let target = Array(inbox.path.utf8) + [0x2F] + name
+        #expect(Self.withPath(aside) { a in Self.withPath(target) { rename(a, $0) } } == 0)
+        // Considered in the order of their events: when this one's job
+        // ends, the one before was dealt with.
+        let good = d.folder.appendingPathComponent("inbox/.good.csv")
+        try Data(tripsCSV(2, prefix: "g").utf8).write(to: good)
+        #expect(rename(good.path, inbox.appendingPathComponent("good.csv").path) == 0)
+        #expect(try watchJobEnded(d, file: "good.csv")["inserted"] as? Int == 2)
+        let failed = Array(inbox.path.utf8) + Array("/.failed/".utf8) + name
+        var status = stat()
+        #expect(Self.withPath(failed) { stat($0, &status) } == 0, "not moved to .failed/")
+        let reason = Self.withPath(failed + Array(".error.json".utf8)) { p -> String in
+            let fd = open(p, O_RDONLY)
+            guard fd >= 0 else { return "" }
+            defer { close(fd) }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            return String(decoding: buffer.prefix(max(0, n)), as: UTF8.self)
+        }
+        #expect(reason.contains("the file's name is not UTF-8"), "\(reason)")
+        #expect(d.log.contains("a watched file's name is not UTF-8"))
+    }
+
     @Test("a file truncated while it is imported fails the job saying so, and leaves no empty rejects file")
     func changedDuringImport() throws {
         let d = try DaemonProcess(config: DaemonProcess.config(saveEvery: 2_000))

@@ -23,9 +23,9 @@ struct InotifyTests {
             + Self.event(watch: -1, mask: UInt32(IN_Q_OVERFLOW), name: "", padTo: 0)
         let events = Inotify.Event.parse(bytes)
         #expect(events == [
-            Inotify.Event(watch: 3, mask: UInt32(IN_CLOSE_WRITE), name: "trips.csv"),
-            Inotify.Event(watch: 4, mask: UInt32(IN_MOVED_TO), name: "été.ndjson"),
-            Inotify.Event(watch: -1, mask: UInt32(IN_Q_OVERFLOW), name: ""),
+            Inotify.Event(watch: 3, mask: UInt32(IN_CLOSE_WRITE), name: "trips.csv", bytes: Array("trips.csv".utf8)),
+            Inotify.Event(watch: 4, mask: UInt32(IN_MOVED_TO), name: "été.ndjson", bytes: Array("été.ndjson".utf8)),
+            Inotify.Event(watch: -1, mask: UInt32(IN_Q_OVERFLOW), name: "", bytes: []),
         ])
         #expect(events.map(\.overflowed) == [false, false, true])
         // A truncated read (never from the kernel) is not read past its end.

@@ -1,4 +1,5 @@
 import DepotEngine
+import CSystemd
 import Foundation
 import Synchronization
 
@@ -20,6 +21,8 @@ package final class Metrics: Sendable {
         var connections = 0
         var connectionsTotal = 0
         var streams = 0
+        /// The most streams open since memory was last given back.
+        var streamsPeak = 0
         var streamsTimedOut = 0
         var connectionsRefused = 0
         var requestsTimedOut = 0
@@ -67,8 +70,26 @@ package final class Metrics: Sendable {
 
     func connectionClosed() { state.withLock { $0.connections -= 1 } }
 
-    func streamOpened() { state.withLock { $0.streams += 1 } }
-    func streamClosed() { state.withLock { $0.streams -= 1 } }
+    func streamOpened() {
+        state.withLock { s in
+            s.streams += 1
+            s.streamsPeak = max(s.streamsPeak, s.streams)
+        }
+    }
+
+    /// A stream ended. Once half of the most streams open have ended, the
+    /// memory they held goes back to the system (`malloc_trim`): glibc keeps
+    /// freed memory in its arenas, so after 1,000 live fetches closed the
+    /// daemon stayed at their peak (issue #35). Off the caller's thread.
+    func streamClosed() {
+        let trim = state.withLock { s -> Bool in
+            s.streams -= 1
+            guard s.streamsPeak >= 64, s.streams <= s.streamsPeak / 2 else { return false }
+            s.streamsPeak = s.streams
+            return true
+        }
+        if trim { Task.detached(priority: .background) { _ = malloc_trim(0) } }
+    }
     func streamTimedOut() { state.withLock { $0.streamsTimedOut += 1 } }
     func connectionRefused() { state.withLock { $0.connectionsRefused += 1 } }
     func requestTimedOut() { state.withLock { $0.requestsTimedOut += 1 } }

@@ -107,14 +107,60 @@ package actor FolderWatcher: Service {
 
     private func scan(_ wd: Int32) async {
         guard let watch = watches[wd] else { return }
-        let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: watch.path)
-        } catch {
-            logger.error("cannot list a watched folder", metadata: ["PATH": "\(watch.path)", "ERROR": "\(error)"])
+        guard let entries = Self.entries(of: watch.path) else {
+            logger.error("cannot list a watched folder", metadata: [
+                "PATH": "\(watch.path)", "ERROR": "\(String(cString: strerror(errno)))"])
             return
         }
-        for name in names.sorted() { await consider(name, in: wd) }
+        for bytes in entries.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            await consider(String(decoding: bytes, as: UTF8.self), bytes: bytes, in: wd)
+        }
+    }
+
+    /// The names in a folder, as bytes (a name need not be UTF-8); `nil`
+    /// with `errno` set when it cannot be listed.
+    static func entries(of path: String) -> [[UInt8]]? {
+        guard let dir = opendir(path) else { return nil }
+        defer { closedir(dir) }
+        var names: [[UInt8]] = []
+        while let entry = readdir(dir) {
+            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            if bytes != [0x2E] && bytes != [0x2E, 0x2E] { names.append(bytes) }
+        }
+        return names
+    }
+
+    /// A file whose name is not UTF-8 (issue #35: it was never imported,
+    /// failed or counted): moved to `.failed/` under its own bytes, with
+    /// its reasons beside it, so that whoever dropped it sees why.
+    private func refuseName(_ bytes: [UInt8], watch: DaemonConfig.Watch) {
+        let shown = String(decoding: bytes, as: UTF8.self)
+        let folder = Array(watch.path.utf8)
+        let from = folder + [0x2F] + bytes
+        let to = folder + Array("/.failed/".utf8) + bytes
+        let moved = Self.withPath(from) { f in Self.withPath(to) { t in rename(f, t) == 0 } }
+        guard moved else {
+            logger.error("a watched file whose name is not UTF-8 cannot leave its folder",
+                         metadata: ["PATH": "\(watch.path)/\(shown)", "ERROR": "\(String(cString: strerror(errno)))"])
+            return
+        }
+        logger.error("a watched file's name is not UTF-8; it is not imported",
+                     metadata: ["PATH": "\(watch.path)/\(shown)"])
+        let body = "{\"file\":\(JSONText.quoted(shown)),\"job\":null,\"error\":"
+            + JSONText.quoted("the file's name is not UTF-8, so it is not imported; give it a UTF-8 name and drop it again")
+            + "}\n"
+        let error = to + Array(".error.json".utf8)
+        _ = Self.withPath(error) { p in
+            let fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { return false }
+            defer { close(fd) }
+            return body.utf8CString.withUnsafeBytes { FileOutput.writeAll(fd, UnsafeRawBufferPointer(rebasing: $0.dropLast())) == nil }
+        }
+    }
+
+    /// `body` with `bytes` as a C path.
+    private static func withPath<T>(_ bytes: [UInt8], _ body: (UnsafePointer<CChar>) -> T) -> T {
+        (bytes + [0]).withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { body($0.baseAddress!) } }
     }
 
     private func rescanAll() async {
@@ -125,9 +171,13 @@ package actor FolderWatcher: Service {
         name.hasPrefix(".") || name.hasSuffix(".tmp") || name.hasSuffix(".part") || name.hasSuffix(".error.json")
     }
 
-    private func consider(_ name: String, in wd: Int32) async {
+    private func consider(_ name: String, bytes: [UInt8], in wd: Int32) async {
         // Once the daemon stops, files wait in the folder for the next start.
         guard !stopped, let watch = watches[wd], !Self.ignored(name) else { return }
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            refuseName(bytes, watch: watch)
+            return
+        }
         let path = watch.path + "/" + name
         guard !pending.contains(path), !stranded.contains(path) else { return }
         var isDirectory: ObjCBool = false
@@ -234,7 +284,7 @@ package actor FolderWatcher: Service {
                 await rescanAll()
                 continue
             }
-            await consider(event.name, in: event.watch)
+            await consider(event.name, bytes: event.bytes, in: event.watch)
         }
     }
 }

@@ -16,6 +16,8 @@ final class Inotify: Sendable {
         var watch: Int32
         var mask: UInt32
         var name: String
+        /// The name's bytes as the kernel gave them (a name need not be UTF-8).
+        var bytes: [UInt8] = []
 
         /// The kernel's queue overflowed: events were lost, rescan.
         var overflowed: Bool { mask & UInt32(IN_Q_OVERFLOW) != 0 }
@@ -34,7 +36,7 @@ final class Inotify: Sendable {
                 let end = min(bytes.count, offset + 16 + length)
                 let name = bytes[(offset + 16)..<end].prefix { $0 != 0 }
                 events.append(Event(watch: word(offset, Int32.self), mask: word(offset + 4, UInt32.self),
-                                    name: String(decoding: name, as: UTF8.self)))
+                                    name: String(decoding: name, as: UTF8.self), bytes: Array(name)))
                 offset += 16 + length
             }
             return events
