@@ -38,6 +38,9 @@ package struct APIError: Error, Sendable {
         case tooLarge = "too_large"
         /// The daemon's disk cannot hold what was sent; nothing of it is kept.
         case diskFull = "disk_full"
+        /// The client, or all clients together, hold the most connections
+        /// the daemon takes (`max_connections_per_client`, `max_connections`).
+        case tooManyConnections = "too_many_connections"
         /// A file the daemon keeps could not be read or written; details in the log.
         case io
         /// Anything unexpected; details in the log, never on the wire.
@@ -77,7 +80,7 @@ package struct APIError: Error, Sendable {
         case .conflict, .migrationRefused: .conflict
         case .historyExpired: .gone
         case .tooLarge: .contentTooLarge
-        case .storeClosed: .serviceUnavailable
+        case .storeClosed, .tooManyConnections: .serviceUnavailable
         case .diskFull: .init(code: 507, reasonPhrase: "Insufficient Storage")
         case .io, .internal: .internalServerError
         }

@@ -157,14 +157,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// A `503` written under the HTTP codec, then the close.
     static func refuse(_ context: ChannelHandlerContext, reason: String) {
-        let body = "{\"error\":{\"code\":\"unavailable\",\"message\":\(JSONText.quoted(reason + "; try again once some close"))}}\n"
+        let body = APIError(.tooManyConnections, reason + "; try again once some close").body + "\n"
         var head = HTTPResponse(status: .serviceUnavailable)
         head.headerFields[.contentType] = "application/json"
         head.headerFields[.contentLength] = String(body.utf8.count)
         head.headerFields[.connection] = "close"
         context.write(NIOAny(HTTPResponsePart.head(head)), promise: nil)
         context.write(NIOAny(HTTPResponsePart.body(ByteBuffer(string: body))), promise: nil)
-        context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).whenComplete { _ in context.close(promise: nil) }
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
     }
 
     private func armHead(_ context: ChannelHandlerContext) {
