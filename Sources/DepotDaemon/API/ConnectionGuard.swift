@@ -96,6 +96,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var refused = false
     private var timer: Scheduled<Void>?
     private var bodyBytes = 0
+    /// Requests whose head came and whose answer is not out yet (HTTP/1.1
+    /// lets a client send the next before the last is answered): the head
+    /// deadline starts once none is left.
+    private var outstanding = 0
 
     init(limits: ConnectionLimits, headTimeout: Duration, bodyTimeout: Duration, metrics: Metrics, logger: Logger) {
         self.limits = limits
@@ -193,6 +197,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         guard !refused else { return }
         switch unwrapInboundIn(data) {
         case .head:
+            outstanding += 1
             bodyBytes = 0
             armBody(context)
         case .body(let buffer):
@@ -212,9 +217,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         if case .end = unwrapOutboundIn(data) {
             // The answer is out: the connection waits for the next head.
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            outstanding = max(0, outstanding - 1)
             context.write(data).whenComplete { result in
                 let (handler, context) = loopBound.value
-                if case .success = result, context.channel.isActive { handler.armHead(context) }
+                if case .success = result, context.channel.isActive, handler.outstanding == 0, handler.timer == nil {
+                    handler.armHead(context)
+                }
                 promise?.completeWith(result)
             }
             return

@@ -143,7 +143,13 @@ package actor JobManager {
             record = stub
             await persistLogged(record, in: store)
         }
-        if !record.state.isFinal, let end = ledger.entries().first(where: { $0.store == store.name && $0.id == id }) {
+        let end = ledger.entries().first { $0.store == store.name && $0.id == id }
+        if let end, record.state.isFinal {
+            // Recorded in the store after all (the daemon stopped before it
+            // freed the entry): the entry goes.
+            ledger.clear(slot: end.slot)
+        }
+        if !record.state.isFinal, let end {
             // Its end was not recorded in the store: it ended, it does not resume.
             record.state = JobRecord.State(rawValue: end.state).flatMap { $0.isFinal ? $0 : nil } ?? .failed
             record.finished = record.finished ?? Timestamp.now()
