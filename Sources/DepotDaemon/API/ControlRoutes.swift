@@ -147,7 +147,7 @@ package struct ControlRoutes: Sendable {
             var others: [JobRecord] = []
             for store in await self.jobs.sharedStores {
                 for (id, bytes) in try await store.jobs() where !known.contains(id) {
-                    if let record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)) { others.append(record) }
+                    if let record = JobRecord(stored: bytes) { others.append(record) }
                 }
             }
             if !others.isEmpty {
@@ -174,7 +174,7 @@ package struct ControlRoutes: Sendable {
                     while !last.state.isFinal {
                         try await Task.sleep(for: min(interval, .seconds(1)))
                         guard let bytes = try await store.job(record.id),
-                              let now = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)) else { break }
+                              let now = JobRecord(stored: bytes) else { break }
                         if now != last {
                             last = now
                             try await write(Self.line(now))
@@ -292,7 +292,7 @@ package struct ControlRoutes: Sendable {
         // A job another host of a shared store runs (issue #35: it was
         // unknown here while it ran).
         for store in await jobs.sharedStores {
-            if let bytes = try await store.job(id), let record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)) {
+            if let bytes = try await store.job(id), let record = JobRecord(stored: bytes) {
                 return record
             }
         }

@@ -119,7 +119,7 @@ package actor JobManager {
     /// unfinished import whose file it cannot read (another machine's
     /// folder or spool) is left to the hosts that can.
     private func canRun(_ id: String, _ bytes: [UInt8], in store: any StoreBackend) -> Bool {
-        guard let record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)), !record.state.isFinal,
+        guard let record = JobRecord(stored: bytes), !record.state.isFinal,
               record.kind == .import, let path = record.path, !FileManager.default.isReadableFile(atPath: path)
         else { return true }
         logger.debug("a job of another host reads a file this host cannot read; left to the others",
@@ -242,7 +242,7 @@ package actor JobManager {
     package func cancel(_ id: String) async throws -> JobRecord {
         guard let known = queue.records[id] else {
             for store in stores.values where try await store.requestCancel(id) {
-                if let bytes = try await store.job(id), let record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)) {
+                if let bytes = try await store.job(id), let record = JobRecord(stored: bytes) {
                     return record
                 }
             }

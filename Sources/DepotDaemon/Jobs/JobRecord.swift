@@ -216,3 +216,12 @@ package struct JobRecord: Codable, Sendable, Hashable {
         return s
     }
 }
+
+extension JobRecord {
+    /// A record as a store keeps it (`depot_jobs`), or `nil` when it does
+    /// not read back.
+    init?(stored bytes: [UInt8]) {
+        guard let record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)) else { return nil }
+        self = record
+    }
+}

@@ -121,17 +121,10 @@ package struct FetchQuery: Sendable {
     /// records, written straight from SQLite's rows (``RowEncoder``).
     func jsonArray(_ db: Database) throws -> [UInt8] {
         guard prefetch.isEmpty else { return Array(try records(db).jsonArray().utf8) }
-        let encoder = RowEncoder(fields: fields)
         var out: [UInt8] = []
         // About what a page takes, so that it does not grow by copies (capped: a guess).
         out.reserveCapacity(min(limit ?? 256, 20_000) * 32 * fields.count)
-        out.append(UInt8(ascii: "["))
-        try run(db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
-                predicate.arguments) { s in
-            if out.count > 1 { out.append(UInt8(ascii: ",")) }
-            encoder.appendJSON(s, to: &out)
-        }
-        out.append(UInt8(ascii: "]"))
+        try appendJSONArray(db, to: &out, flushingAt: .max) { _ in }
         return out
     }
 
@@ -140,29 +133,38 @@ package struct FetchQuery: Sendable {
     /// embedded records.
     func jsonArray(_ db: Database, write: (UnsafeRawBufferPointer) throws -> Void) throws {
         precondition(prefetch.isEmpty, "a streamed fetch embeds no records")
-        let encoder = RowEncoder(fields: fields)
         let threshold = 1 << 20
         var out: [UInt8] = []
         out.reserveCapacity(threshold + 64 * 1024)
-        out.append(UInt8(ascii: "["))
-        var first = true
+        func flush(_ out: inout [UInt8]) throws {
+            try out.withUnsafeBytes { try write($0) }
+            out.removeAll(keepingCapacity: true)
+            try Task.checkCancellation()
+        }
         do {
-            try run(db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
-                    predicate.arguments) { s in
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                encoder.appendJSON(s, to: &out)
-                if out.count >= threshold {
-                    try out.withUnsafeBytes { try write($0) }
-                    out.removeAll(keepingCapacity: true)
-                    try Task.checkCancellation()
-                }
-            }
+            try appendJSONArray(db, to: &out, flushingAt: threshold, flush)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT && Task.isCancelled {
             throw CancellationError()
         }
+        try flush(&out)
+    }
+
+    /// The records (no embedded ones) as one JSON array appended to `out`,
+    /// straight from SQLite's rows (``RowEncoder``); `flush` is called
+    /// whenever `out` holds `threshold` bytes or more, and may empty it.
+    private func appendJSONArray(_ db: Database, to out: inout [UInt8], flushingAt threshold: Int,
+                                 _ flush: (inout [UInt8]) throws -> Void) throws {
+        let encoder = RowEncoder(fields: fields)
+        out.append(UInt8(ascii: "["))
+        var first = true
+        try run(db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
+                predicate.arguments) { s in
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            encoder.appendJSON(s, to: &out)
+            if out.count >= threshold { try flush(&out) }
+        }
         out.append(UInt8(ascii: "]"))
-        try out.withUnsafeBytes { try write($0) }
     }
 
     func page(_ db: Database, after: Int64, limit: Int) throws -> (RecordSet, Int64?) {
