@@ -70,6 +70,11 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // A parse of TOML that toml++'s assertions cannot abort (toml_guard.c).
+        .target(
+            name: "CTOMLGuard",
+            dependencies: [.product(name: "TOMLKit", package: "TOMLKit")]
+        ),
         // The service: configuration, jobs, control API, watched folders, systemd.
         .target(
             name: "DepotDaemon",
@@ -77,6 +82,7 @@ let package = Package(
                 "DepotEngine",
                 "DepotPostgres",
                 "CSystemd",
+                "CTOMLGuard",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -216,6 +216,53 @@ struct ChangeFeedTests {
         d.stop()
     }
 
+    /// Issue #35 (1,000 live fetches): streams that open on one fetch with
+    /// no commit between share the first read; each then follows on its
+    /// own, and a stream opened after a commit reads the result again.
+    @Test("live fetches opened together share their first result and then see the same changes; after a commit a new one reads afresh")
+    func sharedFirstResult() throws {
+        let folder = try DaemonProcess.makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let d = try DaemonProcess(folder: folder, config: DaemonProcess.config())
+        defer { d.stop() }
+        _ = try Self.importTrips(d, tripsCSV(12), name: "twelve.csv")   // City 1: t1, t10
+        let fetch = "/v1/stores/travel/entities/Trip/fetch"
+        let watch = #"{"where":"destination == 'City 1'","watch":true,"changes":true}"#
+        func shared() throws -> Int? {
+            try d.request("GET", "/v1/metrics").body.split(separator: "\n")
+                .first { $0.hasPrefix("depot_live_results_shared_total ") }.flatMap { Int($0.split(separator: " ")[1]) }
+        }
+        #expect(try shared() == 0)
+        var first: [[String: Any]] = [], second: [[String: Any]] = []
+        _ = try UnixHTTP.stream(socket: d.socket, method: "POST", path: fetch, body: watch) { line in
+            first.append(json(line))
+            if first.count == 1 {
+                // The second stream opens with no commit since the first's result.
+                _ = try? UnixHTTP.stream(socket: d.socket, method: "POST", path: fetch, body: watch) { line in
+                    second.append(json(line))
+                    if second.count == 1 {
+                        _ = try? Self.job(d, #"{"kind":"update","store":"travel","entity":"Trip","where":"id == 't2'","set":{"destination":"City 1"}}"#)
+                    }
+                    return second.count == 2
+                }
+            }
+            return first.count == 2
+        }
+        #expect(try shared() == 1)
+        #expect(first.map { $0["type"] as? String } == ["result", "changes"])
+        #expect(first.count == 2 && second.count == 2)
+        for (a, b) in zip(first, second) { #expect(NSDictionary(dictionary: a).isEqual(to: b), "\(a) \(b)") }
+        #expect((first[0]["records"] as? [[String: Any]])?.compactMap { $0["id"] as? String }.sorted() == ["t1", "t10"])
+        #expect((first[1]["inserted"] as? [[String: Any]])?.map { $0["id"] as? String } == ["t2"])
+
+        // After that commit, a new stream reads the result again: t2 in it, the newer token.
+        let third = try UnixHTTP.stream(socket: d.socket, method: "POST", path: fetch, body: watch) { _ in true }.map(json)
+        #expect(try shared() == 1)
+        #expect((third.first?["records"] as? [[String: Any]])?.compactMap { $0["id"] as? String }.sorted()
+                == ["t1", "t10", "t2"])
+        #expect(third.first?["token"] as? String == first[1]["token"] as? String)
+    }
+
     @Test("a client that hangs up ends its stream at once, not at the next commit: live fetches, followers, job events")
     func hangUpEndsStream() throws {
         let d = try DaemonProcess(config: Self.config())

@@ -151,6 +151,30 @@ struct ConfigTests {
         #expect(error?.problems.contains { $0.contains("a: unknown key") } == true, "\(error?.problems ?? [])")
     }
 
+    /// The guard under the precheck (issue #35, a FuzzConfig finding in CI):
+    /// whatever toml++ asserts on, depotd gets a problem with its line and
+    /// goes on. The inputs the precheck knows are fed to the guard directly
+    /// here, past the precheck, since they are the assertions known to abort.
+    @Test("toml++ stopping at an assertion is a configuration problem on its line, not the end of depotd")
+    func tomlGuard() throws {
+        let lines = ["a = 1", "[daemon]", "socket = \"/run/x.sock\""]
+        for (bad, what) in [("[`daemon]", "a table header"), ("write = [}", "an array"),
+                            ("at = 2026-11-26T:10:00", "a date-time")] {
+            for at in 0...lines.count {
+                var text = lines
+                text.insert(bad, at: at)
+                #expect(TOMLPrecheck.abortingLine(in: text.joined(separator: "\n") + "\n") == at + 1,
+                        "\(what) on line \(at + 1)")
+            }
+        }
+        // Read, or refused with a parse error: no abort, no line.
+        #expect(TOMLPrecheck.abortingLine(in: lines.joined(separator: "\n")) == nil)
+        #expect(TOMLPrecheck.abortingLine(in: "a = \"unterminated\n") == nil)
+        #expect(TOMLPrecheck.abortingLine(in: "") == nil)
+        // The daemon still reads configurations after the aborts above.
+        #expect(throws: Never.self) { try DaemonConfig.parse(DaemonProcess.config(), file: "/etc/depot/depot.toml") }
+    }
+
     @Test("relative paths resolve against the file's folder; store paths inside state_dir")
     func paths() throws {
         let c = try DaemonConfig.parse(DaemonProcess.config(), file: "/srv/depot/conf/depot.toml")

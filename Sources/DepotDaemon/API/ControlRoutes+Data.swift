@@ -112,7 +112,7 @@ extension ControlRoutes {
         let feed = try store.reads.resultFeed(descriptor)
         // Taken before the first read, so that no commit falls between.
         let version = store.reads.commitCount
-        var first: String?
+        var first: ByteBuffer?
         if let since = body.since {
             do {
                 try await feed.resume(after: try HistoryToken.parseWhole(since, for: "since"))
@@ -122,14 +122,22 @@ extension ControlRoutes {
                 }
             }
         } else {
-            let (token, records) = try await feed.start()
-            first = "{\"type\":\"result\",\"token\":\(token.map { JSONText.quoted($0.description) } ?? "null"),"
-                + "\"records\":" + records.jsonArray() + "}"
+            // Read once for the streams that open on it with no commit between.
+            let (start, shared) = try await liveStarts.start(store: store, descriptor: descriptor, version: version) {
+                let (token, records) = try await feed.start()
+                var line = ByteBuffer()
+                line.writeString("{\"type\":\"result\",\"token\":\(token.map { JSONText.quoted($0.description) } ?? "null"),"
+                    + "\"records\":" + records.jsonArray() + "}\n")
+                return LiveStarts.Start(state: feed.started!, line: line)
+            }
+            feed.start(from: start.state)
+            first = start.line
+            if shared { metrics.liveResultShared() }
         }
-        return JSONResponse.stream(context, deadline: deadline(context), metrics: metrics) { [first] write in
-            if let first { try await write(first) }
+        let resumed = first == nil
+        return JSONResponse.stream(context, head: first, deadline: deadline(context), metrics: metrics) { write in
             var version = version
-            var pending = first == nil  // after since: the changes after the token, at once
+            var pending = resumed  // after since: the changes after the token, at once
             while true {
                 if !pending {
                     // As soon as a commit comes; the commits that come while

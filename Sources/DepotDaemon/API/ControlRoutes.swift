@@ -13,6 +13,8 @@ package struct ControlRoutes: Sendable {
     let metrics: Metrics
     let logger: Logger
     let watcher: FolderWatcher?
+    /// First results of live fetches, shared by streams opened together.
+    let liveStarts = LiveStarts()
 
     package init(settings: LiveSettings, jobs: JobManager, metrics: Metrics, logger: Logger, watcher: FolderWatcher? = nil) {
         self.settings = settings

@@ -3,6 +3,14 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import Synchronization
+
+/// A value a stream takes once and then no longer holds.
+final class HandOver<Value: Sendable>: Sendable {
+    private let value: Mutex<Value?>
+    init(_ value: Value?) { self.value = Mutex(value) }
+    func take() -> Value? { value.withLock { v in defer { v = nil }; return v } }
+}
 
 enum JSONResponse {
     static func make(_ json: String, status: HTTPResponse.Status = .ok) -> Response {
@@ -31,14 +39,20 @@ enum JSONResponse {
     /// until its next write fails. Lines pass through a channel that holds
     /// one at a time: a slow client slows `lines` down (and a live fetch
     /// coalesces the commits meanwhile) rather than filling memory.
-    static func stream(_ context: DepotRequestContext, deadline: StreamDeadline, metrics: Metrics,
+    ///
+    /// `head`, when given, goes out first, as it is (a line shared by
+    /// several streams, ``LiveStarts``), and is not held after.
+    static func stream(_ context: DepotRequestContext, head: ByteBuffer? = nil, deadline: StreamDeadline,
+                       metrics: Metrics,
                        _ lines: @escaping @Sendable (_ write: (String) async throws -> Void) async throws -> Void) -> Response {
         let channel = context.channel
+        let head = HandOver(head)
         return Response(status: .ok, headers: [.contentType: "application/x-ndjson", .cacheControl: "no-cache"],
                         body: ResponseBody { base in
                             var writer = deadline.writer(base)
                             metrics.streamOpened()
                             defer { metrics.streamClosed() }
+                            if let head = head.take() { try await writer.write(head) }
                             let watcher = try? await channel.pipeline.handler(type: HangUpWatcher.self).get()
                             let handoff = AsyncThrowingChannel<String, any Error>()
                             try await withThrowingTaskGroup(of: Void.self) { group in

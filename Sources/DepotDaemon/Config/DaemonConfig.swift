@@ -77,6 +77,12 @@ package struct DaemonConfig: Sendable {
         if let problem = TOMLPrecheck.problem(in: text) {
             throw Problems(file: file, problems: [problem])
         }
+        // Parsed once where an assertion of toml++ cannot abort depotd:
+        // TOMLPrecheck names the typos known to reach one, this the rest.
+        if let line = TOMLPrecheck.abortingLine(in: text) {
+            throw Problems(file: file, problems: ["line \(line): not valid TOML: the TOML library stops at an "
+                + "internal check on this line (look for a malformed table header, array, inline table or date-time)"])
+        }
         let table: TOMLTable
         do {
             table = try TOMLTable(string: text)

@@ -1,3 +1,5 @@
+import CTOMLGuard
+
 /// Finds the TOML that crashes the TOML library before it reads it.
 ///
 /// TOMLKit 0.6.0 wraps toml++, whose parser asserts (and aborts the process)
@@ -116,6 +118,26 @@ enum TOMLPrecheck {
             i += 1
         }
         return nil
+    }
+
+    /// The line where toml++ stops at one of its assertions reading `text`,
+    /// or `nil` when it reads it (or refuses it with a parse error, which
+    /// TOMLKit then reports). The parses run in `depot_toml_guard`, where
+    /// the assertion's abort returns instead of ending depotd; the line is
+    /// the shortest run of first lines that still stops it, found by halves.
+    static func abortingLine(in text: String) -> Int? {
+        guard depot_toml_guard(text) == DEPOT_TOML_ABORTED else { return nil }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        var low = 1, high = lines.count
+        while low < high {
+            let middle = (low + high) / 2
+            if depot_toml_guard(lines[..<middle].joined(separator: "\n")) == DEPOT_TOML_ABORTED {
+                high = middle
+            } else {
+                low = middle + 1
+            }
+        }
+        return high
     }
 
     /// The index of the character after the `T` of a date-time that starts

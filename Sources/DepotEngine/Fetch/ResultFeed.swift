@@ -98,7 +98,41 @@ public final class ResultFeed: @unchecked Sendable {
         }
         last = token ?? issued
         uncertain = false
+        startToken = token.map(HistoryToken.init)
+        hasStarted = true
         return (token.map(HistoryToken.init), records)
+    }
+
+    /// What ``start()`` left a feed knowing, for another feed of the same
+    /// descriptor on the same store to start from (``start(from:)``): live
+    /// fetches opened together share one read and one result (issue #35).
+    public struct Started: Sendable {
+        /// The token the first result reflects, as ``start()`` returned it.
+        public let token: HistoryToken?
+        fileprivate let last: Int64
+        fileprivate let members: Set<String>
+        fileprivate let rows: [String: String]
+    }
+
+    /// What the feed knows now, once started (`nil` before ``start()`` and
+    /// after ``resume(after:)``, whose first changes are uncertain).
+    public var started: Started? {
+        guard hasStarted else { return nil }
+        return Started(token: startToken, last: last, members: members, rows: rows)
+    }
+    private var hasStarted = false
+    /// The token ``start()`` returned (`nil` for a store without history).
+    private var startToken: HistoryToken?
+
+    /// Starts where another feed of the same descriptor started: its next
+    /// ``changes()`` are those after that feed's first result.
+    public func start(from started: Started) {
+        members = started.members
+        rows = started.rows
+        last = started.last
+        uncertain = false
+        startToken = started.token
+        hasStarted = true
     }
 
     /// Resumes after `token`, the last one a client saw: the next
@@ -117,6 +151,7 @@ public final class ResultFeed: @unchecked Sendable {
         rows = [:]
         last = token.id
         uncertain = true
+        hasStarted = false
     }
 
     /// What changed in the result since the last call (or ``start()``).
