@@ -69,9 +69,8 @@ package struct AggregatePlan: Sendable {
     /// Compiles `request`. On PostgreSQL every column is read as text:
     /// text sorts and compares by bytes (`COLLATE "C"`) and nulls sort
     /// first, as in SQLite; a boolean's min and max go through 0 and 1.
-    package init(_ request: AggregateRequest, schema: StoreSchema, dialect: SQLDialect = .sqlite) throws {
+    package init(_ request: AggregateRequest, schema: StoreSchema, dialect: any SQLDialect = .sqlite) throws {
         let entity = try schema.entity(request.entity)
-        let pg = dialect == .postgresql
         // A field or a key path with one value per record (DESIGN §12).
         let target = try request.field.map {
             try PredicateCompiler.expression($0, entity: entity, schema: schema, dialect: dialect)
@@ -82,9 +81,7 @@ package struct AggregatePlan: Sendable {
             functions = field.map { $0.type.isNumeric ? [.count, .sum, .avg, .min, .max] : [.count, .min, .max] }
                 ?? [.count]
         }
-        /// A result column; on PostgreSQL, read as text under a name no
-        /// field has (`ORDER BY "budget"` would otherwise sort by it, as text).
-        func column(_ sql: String) -> String { pg ? "(\(sql))::text AS \"\u{1}\"" : sql }
+        func column(_ sql: String) -> String { dialect.resultColumn(sql) }
         var selects: [String] = []
         var resultTypes: [FieldType] = []
         for function in functions {
@@ -106,18 +103,10 @@ package struct AggregatePlan: Sendable {
                     throw DepotError(.typeMismatch, "\(function.rawValue) needs a numeric field, but "
                         + "\(JSONText.quoted(field.name)) is \(field.type.rawValue)")
                 }
-                // SQLite averages in doubles; PostgreSQL would in numeric.
-                let argument = pg && function == .avg ? "(\(value))::double precision" : value
-                selects.append(column("\(function.rawValue)(\(argument))"))
+                selects.append(column(dialect.sumOrAverage(function.rawValue, value)))
                 resultTypes.append(function == .avg ? .double : field.type)
             case .min, .max:
-                let name = function.rawValue
-                switch (pg, field.type) {
-                case (true, .bool): selects.append(column("\(name)((\(value))::integer)::boolean"))
-                case (true, .json): selects.append(column("\(name)((\(value))::text COLLATE \"C\")"))
-                case (true, let type) where type.isTextual: selects.append(column("\(name)(\(value) COLLATE \"C\")"))
-                default: selects.append(column("\(name)(\(value))"))
-                }
+                selects.append(column(dialect.extreme(function.rawValue, value, field)))
                 resultTypes.append(field.type)
             }
         }
@@ -127,15 +116,12 @@ package struct AggregatePlan: Sendable {
         groupFields = groups.map(\.field)
         let filter = try PredicateCompiler.compile(request.predicate, entity: entity, schema: schema,
                                                   arguments: request.arguments, dialect: dialect)
-        let groupColumns = groups.map { g in
-            !pg ? g.sql : g.field.type == .json ? "(\(g.sql))::text COLLATE \"C\""
-                : g.field.type.isTextual ? "\(g.sql) COLLATE \"C\"" : g.sql
-        }
+        let groupColumns = groups.map { dialect.groupKey($0.sql, $0.field) }
         var sql = "SELECT " + (groupColumns.map(column) + selects).joined(separator: ", ")
             + " FROM \(entity.table) WHERE \(filter.sql)"
         if !groupColumns.isEmpty {
             sql += " GROUP BY " + groupColumns.joined(separator: ", ")
-                + " ORDER BY " + groupColumns.map { pg ? $0 + " NULLS FIRST" : $0 }.joined(separator: ", ")
+                + " ORDER BY " + groupColumns.map(dialect.nullsFirst).joined(separator: ", ")
         }
         self.sql = sql
         self.arguments = filter.arguments

@@ -58,7 +58,7 @@ package struct DuplicateQuery: Sendable {
     package let filter: SQLFragment
 
     package init(entity: EntitySchema, schema: StoreSchema, by names: [String], predicate: String?,
-                 arguments: [String: Value], dialect: SQLDialect = .sqlite) throws {
+                 arguments: [String: Value], dialect: any SQLDialect = .sqlite) throws {
         guard !names.isEmpty else {
             throw DepotError(.invalidArgument, "duplicates are found by at least one field")
         }

@@ -20,7 +20,7 @@ package struct FetchQuery: Sendable {
 
     /// Compiles `d`; on PostgreSQL (`dialect`) ties are broken by the
     /// identifier, there being no rowid.
-    package init(_ d: FetchDescriptor, schema: StoreSchema, dialect: SQLDialect = .sqlite) throws {
+    package init(_ d: FetchDescriptor, schema: StoreSchema, dialect: any SQLDialect = .sqlite) throws {
         let entity = try schema.entity(d.entity)
         self.entity = entity
         if let limit = d.limit, limit < 0 { throw DepotError(.invalidArgument, "limit cannot be negative") }
@@ -60,18 +60,11 @@ package struct FetchQuery: Sendable {
             let (sql, field, reached) = try PredicateCompiler.expression(key.field, entity: entity, schema: schema,
                                                                          dialect: dialect)
             related.formUnion(reached)
-            let collation = dialect == .postgresql && field.type.isTextual ? " COLLATE \"C\"" : ""
+            let collation = dialect.byteCollation(of: field)
             terms.append("\(sql)\(collation) \(key.descending ? "DESC" : "ASC") NULLS "
                 + (key.effectiveNulls == .first ? "FIRST" : "LAST"))
         }
-        switch dialect {
-        case .sqlite: terms.append("rowid")
-        case .postgresql:
-            for name in entity.identifier {
-                let textual = (try? entity.field(named: name))?.type.isTextual ?? false
-                terms.append(SQL.quote(name) + (textual ? " COLLATE \"C\"" : ""))
-            }
-        }
+        terms += dialect.tieBreak(entity)
         orderBy = terms.joined(separator: ", ")
         // The entity itself when a path comes back to it (an employee's
         // manager's name): then another record's change can change a record's.

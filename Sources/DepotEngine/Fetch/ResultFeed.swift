@@ -63,7 +63,7 @@ public final class ResultFeed: @unchecked Sendable {
 
     /// A feed of `descriptor` compiled for `dialect`, reading through the
     /// source `source` makes for the compiled query.
-    package init(schema: StoreSchema, dialect: SQLDialect, _ descriptor: FetchDescriptor,
+    package init(schema: StoreSchema, dialect: any SQLDialect, _ descriptor: FetchDescriptor,
                  source: (FetchQuery) -> any ResultFeedSource) throws {
         for (given, name) in [(descriptor.limit != nil, "limit"), (descriptor.offset != nil, "offset"),
                               (descriptor.sectionBy != nil, "section_by")] where given {

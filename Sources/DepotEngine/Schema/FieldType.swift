@@ -28,7 +28,7 @@ public enum FieldType: String, Sendable, Hashable, CaseIterable, Codable {
     }
 
     /// Whether values of this type are compared as text.
-    var isTextual: Bool { self == .string || self == .date || self == .json }
+    package var isTextual: Bool { self == .string || self == .date || self == .json }
 
     /// Whether values of this type are numbers.
     var isNumeric: Bool { self == .int || self == .double }

@@ -48,9 +48,9 @@ struct PredicateTests {
 
     @Test("LIKE patterns become GLOB patterns with literal brackets and escaped wildcards")
     func globConversion() {
-        #expect(PredicateCompiler.glob(fromLike: "a*b?") == "a*b?")
-        #expect(PredicateCompiler.glob(fromLike: "[x]") == "[[]x]")
-        #expect(PredicateCompiler.glob(fromLike: #"100\*"#) == "100[*]")
+        #expect(SQLiteDialect.glob(fromLike: "a*b?") == "a*b?")
+        #expect(SQLiteDialect.glob(fromLike: "[x]") == "[[]x]")
+        #expect(SQLiteDialect.glob(fromLike: #"100\*"#) == "100[*]")
     }
 
     @Test("case and diacritic folding is Unicode-aware")

@@ -1,0 +1,143 @@
+/// What the SQL of one backend writes its own way (after sql-kit's
+/// `SQLDialect`): placeholders, truth values, the null-safe inequality,
+/// text order, and the few functions the predicate compiler, the fetch
+/// query and the aggregate plans need. Those are written once against this
+/// protocol; SQLite's dialect is ``SQLiteDialect``, PostgreSQL's lives in
+/// DepotPostgres (DESIGN §15).
+///
+/// Every expression a dialect writes must give the result SQLite gives:
+/// text compares and sorts by its bytes, nulls sort first, a sum of no
+/// values is 0, an average is a double.
+package protocol SQLDialect: Sendable {
+    /// The placeholder of the `n`th bound value, from 1 (`?`, `$n`).
+    func placeholder(_ n: Int) -> String
+    /// The literals of true and false.
+    var trueLiteral: String { get }
+    var falseLiteral: String { get }
+    /// Null-safe `!=`: true when exactly one side is null.
+    var isDistinctFrom: String { get }
+    /// What follows a text value so that it compares by its bytes (`""`
+    /// where that is the default).
+    var byteCollation: String { get }
+    /// `column` holding `field`'s values as a value to compare (a JSON
+    /// value compares as its text).
+    func comparable(_ column: String, _ field: Field) -> String
+    /// Whether the text `needle` (SQL) occurs in `column`.
+    func contains(_ column: String, _ needle: String) -> String
+    /// The last `count` characters of `column`.
+    func suffix(_ column: String, count: Int) -> String
+    /// An NSPredicate `LIKE` pattern as this dialect matches it: the
+    /// operator and the pattern to bind.
+    ///
+    /// - Throws: ``DepotError/Code/invalidPredicate`` for a pattern the
+    ///   database cannot match (at `position`).
+    func like(_ pattern: String, at position: Int) throws -> (operator: String, pattern: String)
+    /// `column` in the values of `list`, a bound JSON array of `field`'s
+    /// values (of their folded texts when `folded`).
+    func inJSONArray(_ column: String, _ list: String, _ field: Field, folded: Bool) -> String
+    /// A key path's `@sum`, `@avg`, `@min` or `@max` (`op`) of `value`,
+    /// `field`'s values: a sum of none is 0, an average a double.
+    func keyPathAggregate(_ op: String, _ value: String, _ field: Field) -> String
+    /// The terms that end every fetch's `ORDER BY`, so that records equal
+    /// in its keys come in one order every time.
+    func tieBreak(_ entity: EntitySchema) -> [String]
+
+    // The aggregate plans (`AggregatePlan`).
+
+    /// A column of an aggregate's result as read back (`sql` as it is, or
+    /// PostgreSQL's as text).
+    func resultColumn(_ sql: String) -> String
+    /// `function` (`sum` or `avg`) of `value`, averaged in doubles.
+    func sumOrAverage(_ function: String, _ value: String) -> String
+    /// `function` (`min` or `max`) of `value`, `field`'s values.
+    func extreme(_ function: String, _ value: String, _ field: Field) -> String
+    /// A group's key, `sql` of `field`, compared by bytes.
+    func groupKey(_ sql: String, _ field: Field) -> String
+    /// `key` in `ORDER BY`, nulls first.
+    func nullsFirst(_ key: String) -> String
+}
+
+extension SQLDialect {
+    /// `column` compared by bytes when `field` holds text.
+    package func ordered(_ column: String, _ field: Field) -> String {
+        field.type.isTextual && !byteCollation.isEmpty ? "(\(column)\(byteCollation))" : column
+    }
+
+    /// ``byteCollation`` after a value of `field` when it holds text.
+    package func byteCollation(of field: Field) -> String { field.type.isTextual ? byteCollation : "" }
+}
+
+/// SQLite's SQL, the default of every compiler.
+package struct SQLiteDialect: SQLDialect {
+    package init() {}
+
+    /// SQLite's limit on the length of a LIKE or GLOB pattern, in bytes.
+    static let maxPattern = 50_000
+
+    package func placeholder(_ n: Int) -> String { "?" }
+    package var trueLiteral: String { "1" }
+    package var falseLiteral: String { "0" }
+    package var isDistinctFrom: String { "IS NOT" }
+    package var byteCollation: String { "" }
+    package func comparable(_ column: String, _ field: Field) -> String { column }
+    package func contains(_ column: String, _ needle: String) -> String { "(instr(\(column), \(needle)) > 0)" }
+    package func suffix(_ column: String, count: Int) -> String { "substr(\(column), -\(count))" }
+
+    package func like(_ pattern: String, at position: Int) throws -> (operator: String, pattern: String) {
+        let glob = Self.glob(fromLike: pattern)
+        guard glob.utf8.count <= Self.maxPattern else {
+            throw DepotError(.invalidPredicate, "the LIKE pattern is longer than \(Self.maxPattern) bytes, "
+                + "more than SQLite matches; use CONTAINS, BEGINSWITH or ENDSWITH", position: position)
+        }
+        return ("GLOB", glob)
+    }
+
+    package func inJSONArray(_ column: String, _ list: String, _ field: Field, folded: Bool) -> String {
+        "(\(column) IN (SELECT value FROM json_each(\(list))))"
+    }
+
+    package func keyPathAggregate(_ op: String, _ value: String, _ field: Field) -> String {
+        switch op {
+        case "sum": field.type == .double ? "total(\(value))" : "coalesce(sum(\(value)), 0)"
+        default: "\(op)(\(value))"
+        }
+    }
+
+    package func tieBreak(_ entity: EntitySchema) -> [String] { ["rowid"] }
+    package func resultColumn(_ sql: String) -> String { sql }
+    package func sumOrAverage(_ function: String, _ value: String) -> String { "\(function)(\(value))" }
+    package func extreme(_ function: String, _ value: String, _ field: Field) -> String { "\(function)(\(value))" }
+    package func groupKey(_ sql: String, _ field: Field) -> String { sql }
+    package func nullsFirst(_ key: String) -> String { key }
+
+    /// An NSPredicate LIKE pattern (`*` any run, `?` one character, `\*` and
+    /// `\?` literal) as a GLOB pattern, where `[` starts a character class.
+    static func glob(fromLike pattern: String) -> String {
+        var out = ""
+        var escaped = false
+        for ch in pattern {
+            if escaped {
+                switch ch {
+                case "*": out += "[*]"
+                case "?": out += "[?]"
+                case "[": out += "[[]"
+                default: out.append(ch)
+                }
+                escaped = false
+                continue
+            }
+            switch ch {
+            case "\\": escaped = true
+            case "[": out += "[[]"
+            default: out.append(ch)
+            }
+        }
+        if escaped { out += "\\" }
+        return out
+    }
+}
+
+extension SQLDialect where Self == SQLiteDialect {
+    /// SQLite's SQL.
+    package static var sqlite: SQLiteDialect { SQLiteDialect() }
+}

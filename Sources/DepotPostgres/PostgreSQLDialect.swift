@@ -1,0 +1,114 @@
+package import DepotEngine
+
+/// PostgreSQL's SQL for the compilers of the engine (``SQLDialect``),
+/// written so that every result is SQLite's: text compares and sorts by its
+/// bytes (`COLLATE "C"`), nulls sort first, a sum of bigints stays a bigint,
+/// an average is a double, `json` compares as its text.
+package struct PostgreSQLDialect: SQLDialect {
+    package init() {}
+
+    package func placeholder(_ n: Int) -> String { "$\(n)" }
+    package var trueLiteral: String { "TRUE" }
+    package var falseLiteral: String { "FALSE" }
+    package var isDistinctFrom: String { "IS DISTINCT FROM" }
+    package var byteCollation: String { " COLLATE \"C\"" }
+
+    package func comparable(_ column: String, _ field: Field) -> String {
+        field.type == .json ? "(\(column))::text" : column
+    }
+
+    package func contains(_ column: String, _ needle: String) -> String { "(strpos(\(column), \(needle)) > 0)" }
+    package func suffix(_ column: String, count: Int) -> String { "right(\(column), \(count))" }
+
+    package func like(_ pattern: String, at position: Int) throws -> (operator: String, pattern: String) {
+        ("LIKE", Self.like(fromLike: pattern))
+    }
+
+    package func inJSONArray(_ column: String, _ list: String, _ field: Field, folded: Bool) -> String {
+        let type = folded || field.type.isTextual ? "text" : Self.columnType(field.type)
+        return "(\(column) IN (SELECT value::\(type)\(byteCollation(of: field)) FROM json_array_elements_text(\(list)::json)))"
+    }
+
+    package func keyPathAggregate(_ op: String, _ value: String, _ field: Field) -> String {
+        switch op {
+        // PostgreSQL sums and averages bigints as numeric: back to the field's type.
+        case "sum": "coalesce(sum(\(value)), 0)::\(Self.columnType(field.type))"
+        case "avg": "avg(\(value))::double precision"
+        default: "\(op)(\(value)\(byteCollation(of: field)))"
+        }
+    }
+
+    /// The identifier, by bytes: a PostgreSQL table has no rowid.
+    package func tieBreak(_ entity: EntitySchema) -> [String] {
+        entity.identifier.map { name in
+            let textual = (try? entity.field(named: name))?.type.isTextual ?? false
+            return PostgresSQL.quote(name) + (textual ? byteCollation : "")
+        }
+    }
+
+    /// Read as text under a name no field has (`ORDER BY "budget"` would
+    /// otherwise sort by it, as text).
+    package func resultColumn(_ sql: String) -> String { "(\(sql))::text AS \"\u{1}\"" }
+
+    /// SQLite averages in doubles; PostgreSQL would in numeric.
+    package func sumOrAverage(_ function: String, _ value: String) -> String {
+        function == "avg" ? "avg((\(value))::double precision)" : "\(function)(\(value))"
+    }
+
+    /// A boolean's least and greatest go through 0 and 1.
+    package func extreme(_ function: String, _ value: String, _ field: Field) -> String {
+        switch field.type {
+        case .bool: "\(function)((\(value))::integer)::boolean"
+        case .json: "\(function)((\(value))::text COLLATE \"C\")"
+        case let type where type.isTextual: "\(function)(\(value) COLLATE \"C\")"
+        default: "\(function)(\(value))"
+        }
+    }
+
+    package func groupKey(_ sql: String, _ field: Field) -> String {
+        field.type == .json ? "(\(sql))::text COLLATE \"C\"" : field.type.isTextual ? "\(sql) COLLATE \"C\"" : sql
+    }
+
+    package func nullsFirst(_ key: String) -> String { key + " NULLS FIRST" }
+
+    /// The PostgreSQL column type of a field's values (as the PostgreSQL backend creates them).
+    static func columnType(_ type: FieldType) -> String {
+        switch type {
+        case .string, .date, .json: "text"
+        case .int: "bigint"
+        case .double: "double precision"
+        case .bool: "boolean"
+        }
+    }
+
+    /// An NSPredicate LIKE pattern (`*` any run, `?` one character, `\*` and
+    /// `\?` literal) as a PostgreSQL LIKE pattern (`%`, `_`, escaped with `\`).
+    static func like(fromLike pattern: String) -> String {
+        var out = ""
+        var escaped = false
+        for ch in pattern {
+            if escaped {
+                switch ch {
+                case "%", "_", "\\": out += "\\" + String(ch)
+                default: out.append(ch)
+                }
+                escaped = false
+                continue
+            }
+            switch ch {
+            case "\\": escaped = true
+            case "*": out += "%"
+            case "?": out += "_"
+            case "%", "_": out += "\\" + String(ch)
+            default: out.append(ch)
+            }
+        }
+        if escaped { out += "\\\\" }
+        return out
+    }
+}
+
+extension SQLDialect where Self == PostgreSQLDialect {
+    /// PostgreSQL's SQL.
+    package static var postgresql: PostgreSQLDialect { PostgreSQLDialect() }
+}
