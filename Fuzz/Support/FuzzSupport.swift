@@ -52,7 +52,7 @@ public enum Fuzz {
         if arguments.first == "--write-seeds", arguments.count == 2 {
             try? FileManager.default.createDirectory(atPath: arguments[1], withIntermediateDirectories: true)
             for (i, seed) in seeds.enumerated() {
-                FileManager.default.createFile(atPath: "\(arguments[1])/generated-\(i)", contents: Data(seed))
+                _ = FileManager.default.createFile(atPath: "\(arguments[1])/generated-\(i)", contents: Data(seed))
             }
             print("\(seeds.count) seeds written to \(arguments[1])")
             exit(0)

@@ -1,6 +1,6 @@
 import Foundation
-package import Logging
-package import ServiceLifecycle
+import Logging
+import ServiceLifecycle
 import UnixSignals
 
 /// `depotd`: the stores, the job runner, the control server, the folder

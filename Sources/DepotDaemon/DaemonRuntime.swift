@@ -1,8 +1,8 @@
-package import DepotEngine
+import DepotEngine
 import DepotPostgres
 import Foundation
-package import Hummingbird
-package import HummingbirdCore
+import Hummingbird
+import HummingbirdCore
 package import Logging
 
 /// What the services share: the configuration, the open stores, the jobs

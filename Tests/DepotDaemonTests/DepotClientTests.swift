@@ -210,14 +210,14 @@ struct DepotClientTests {
         }
         var seen = received.stream.makeAsyncIterator()
         #expect(await seen.next()?.token == first[0].token)
-        try await d.waitForStreams(1)
+        try d.waitForStreams(1)
         _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't3'",
                                                                  set: ["budget": 99.0]))
         let next = await seen.next()
         #expect(next?.changes.map(\.kind) == [.update] && next?.changes[0].fields == ["budget"])
         #expect(next?.changes[0].identifier == "t3")
         follower.cancel()
-        try await d.waitForStreams(0)
+        try d.waitForStreams(0)
 
         // The consumer reads both after its token, acknowledges, and is caught up.
         let page = try await client.history(store: "travel", consumer: "indexer")
@@ -313,9 +313,9 @@ struct DepotClientTests {
         #expect(Set(fetched) == Set(result.values))
 
         // Cancelling the loop's task ends its connection to the daemon.
-        try await d.waitForStreams(1)
+        try d.waitForStreams(1)
         watcher.cancel()
-        try await d.waitForStreams(0)
+        try d.waitForStreams(0)
     }
 
     @Test("a live query resumed from a token gets what changed since; from a pruned token it fetches the result again",

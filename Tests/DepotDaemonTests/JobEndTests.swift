@@ -29,7 +29,7 @@ struct JobEndTests {
         let id = accepted.object["id"] as? String ?? ""
         _ = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(id)/events") { line in
             guard (json(line)["saves"] as? Int ?? 0) >= 1 else { return false }
-            FileManager.default.createFile(atPath: trigger, contents: nil)
+            _ = FileManager.default.createFile(atPath: trigger, contents: nil)
             return true
         }
         return try d.jobEnded(id)

@@ -14,7 +14,7 @@ struct LeaseTests {
     static let rows = ProcessInfo.processInfo.environment["DEPOT_LEASE_ROWS"].flatMap(Int.init) ?? 100_000
 
     static func writeFile(_ path: String, rows: Int) throws {
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         defer { try? handle.close() }
         let text = ImportContractTests.generated(rows)

@@ -1,6 +1,6 @@
-package import DepotEngine
+import DepotEngine
 package import HTTPTypes
-package import Hummingbird
+import Hummingbird
 
 /// An error the control API answers with: `{"error": {"code", "message"}}`,
 /// plus `position` (the 1-based character of a predicate where it went

@@ -1,9 +1,9 @@
-package import DepotEngine
+import DepotEngine
 import Foundation
-package import HTTPTypes
+import HTTPTypes
 package import Hummingbird
 package import Logging
-package import NIOCore
+import NIOCore
 
 /// The control API of DESIGN §5, under `/v1`.
 package struct ControlRoutes: Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 package import Hummingbird
-package import NIOCore
+import NIOCore
 
 /// Each request's context: Hummingbird's core storage plus the connection,
 /// whose peer credentials decide what the client may do.

@@ -49,7 +49,7 @@ struct StreamDeadline: Sendable {
         }
 
         consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
-            var base = self.base
+            let base = self.base
             try await deadline.guarded { try await base.finish(trailingHeaders) }
         }
     }

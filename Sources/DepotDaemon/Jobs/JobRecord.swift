@@ -1,4 +1,4 @@
-package import DepotEngine
+import DepotEngine
 import Foundation
 
 /// A job as the API shows it and the store keeps it (`depot_jobs`).

@@ -1,5 +1,5 @@
 import CSystemd
-package import DepotEngine
+import DepotEngine
 import Foundation
 package import Logging
 

@@ -1,7 +1,7 @@
-package import DepotEngine
+import DepotEngine
 import Foundation
 package import Logging
-package import ServiceLifecycle
+import ServiceLifecycle
 
 /// Watched folders (DESIGN §7): inotify (`IN_CLOSE_WRITE`, `IN_MOVED_TO`)
 /// plus a scan when a watch starts; each file becomes one import job; on

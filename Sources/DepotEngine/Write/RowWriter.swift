@@ -200,7 +200,7 @@ final class RowWriter {
                         continue rows
                     }
                     changed.removeAll(keepingCapacity: true)
-                    for (f, field) in entity.fields.enumerated() where !entity.identifierIndexes.contains(f) {
+                    for f in entity.fields.indices where !entity.identifierIndexes.contains(f) {
                         let value = fieldToColumn[f].map { row[$0] } ?? .null
                         if !SQL.columnEquals(lookup, Int32(f + 1), value) { changed.append(f) }
                     }

@@ -18,8 +18,8 @@ enum Ctl {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let outPath = folder.appendingPathComponent("out").path, errPath = folder.appendingPathComponent("err").path
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        FileManager.default.createFile(atPath: errPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         let p = Process()
         p.executableURL = executable
         p.arguments = args

@@ -82,7 +82,7 @@ final class DaemonProcess {
         }
         notify = try NotifySocket(path: self.folder.appendingPathComponent("notify-\(UUID().uuidString.prefix(6)).sock").path)
         stderrPath = self.folder.appendingPathComponent("depotd-\(UUID().uuidString.prefix(6)).log").path
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = Self.executable
         process.arguments = ["--config", self.folder.appendingPathComponent("depot.toml").path]
         var env = ProcessInfo.processInfo.environment

@@ -43,7 +43,7 @@ struct ExportTests {
         var batch = RecordBatch(entity: "Item", columns: ["id", "text", "count", "amount", "flag", "day", "extra"])
         for row in Self.rows { batch.append(row) }
         let frozen = batch
-        try await t.store.save(author: "test") { try $0.write(frozen, policy: .upsert) }
+        _ = try await t.store.save(author: "test") { try $0.write(frozen, policy: .upsert) }
         return t
     }
 

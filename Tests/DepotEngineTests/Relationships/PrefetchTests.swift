@@ -155,7 +155,7 @@ struct PrefetchTests {
     @Test("a live fetch with prefetch: a change to an embedded record changes the record that embeds it")
     func liveFetch() async throws {
         let t = try await RelationshipTests.filledShop(orders: .cascade)
-        var descriptor = FetchDescriptor(entity: "Order", where: "total < 25", fields: ["id", "customer.name", "lines.qty"])
+        let descriptor = FetchDescriptor(entity: "Order", where: "total < 25", fields: ["id", "customer.name", "lines.qty"])
         let feed = try ResultFeed(reader: t.store.reader, descriptor)
         let (_, first) = try await feed.start()
         #expect((0..<first.count).map(first.jsonObject(row:))

@@ -15,8 +15,7 @@ struct WriteTests {
     @Test("upsert inserts, updates the given fields, and leaves equal records alone")
     func upsert() async throws {
         let t = try await TemporaryStore()
-        let first = try await t.insertSample()
-        _ = first
+        try await t.insertSample()
         var batch = RecordBatch(entity: "Trip", columns: ["id", "budget", "notes"])
         batch.append(["t1", 1500.0, "Louvre"])        // equal: unchanged
         batch.append(["t2", 950.0, nil])              // budget changed
