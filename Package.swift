@@ -4,7 +4,7 @@ import PackageDescription
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
-    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("InternalImportsByDefault")
 ]
 
 let package = Package(
@@ -14,7 +14,7 @@ let package = Package(
         .library(name: "DepotEngine", targets: ["DepotEngine"]),
         .library(name: "DepotClient", targets: ["DepotClient"]),
         .executable(name: "depotd", targets: ["depotd"]),
-        .executable(name: "depotctl", targets: ["depotctl"]),
+        .executable(name: "depotctl", targets: ["depotctl"])
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -30,7 +30,7 @@ let package = Package(
         // The PostgreSQL backend (DESIGN §15).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // Tests only: reads docs/openapi.yaml as a YAML parser does.
-        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2")
     ],
     targets: [
         // The version, one constant that depotd, depotctl and DepotClient share.
@@ -47,7 +47,7 @@ let package = Package(
             dependencies: [
                 "CDepotSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift")
             ],
             swiftSettings: swiftSettings
         ),
@@ -60,7 +60,7 @@ let package = Package(
                 "DepotEngine",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio")
             ],
             swiftSettings: swiftSettings
         ),
@@ -94,7 +94,7 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
-                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms")
             ],
             swiftSettings: swiftSettings
         ),
@@ -104,7 +104,7 @@ let package = Package(
                 "DepotDaemon",
                 "DepotVersion",
                 "DepotEngine",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
             ],
             swiftSettings: swiftSettings
         ),
@@ -117,7 +117,7 @@ let package = Package(
                 "DepotVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio")
             ],
             swiftSettings: swiftSettings
         ),
@@ -130,7 +130,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio")
             ],
             swiftSettings: swiftSettings
         ),
@@ -156,8 +156,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Child executables of the tests, and what the tests read of them.
-        .target(name: "ChildProcessSupport", dependencies: ["DepotEngine"], path: "Tests/ChildProcessSupport",
-                swiftSettings: swiftSettings),
+        .target(
+            name: "ChildProcessSupport", dependencies: ["DepotEngine"], path: "Tests/ChildProcessSupport",
+            swiftSettings: swiftSettings),
         // A host in a process of its own, which the lease test kills
         // (Tests/DepotPostgresTests/LeaseTests.swift).
         .executableTarget(
@@ -176,20 +177,27 @@ let package = Package(
         // Fuzz targets (scripts/fuzz): libFuzzer entry points that replay
         // files through the same checks in a normal build.
         .target(name: "FuzzSupport", path: "Fuzz/Support", swiftSettings: swiftSettings),
-        .executableTarget(name: "FuzzPredicate", dependencies: ["DepotEngine", "FuzzSupport"],
-                          path: "Fuzz/Predicate", swiftSettings: swiftSettings),
-        .executableTarget(name: "FuzzCSV", dependencies: ["DepotEngine", "FuzzSupport"],
-                          path: "Fuzz/CSV", swiftSettings: swiftSettings),
-        .executableTarget(name: "FuzzJSON", dependencies: ["DepotEngine", "FuzzSupport"],
-                          path: "Fuzz/JSON", swiftSettings: swiftSettings),
-        .executableTarget(name: "FuzzConfig", dependencies: ["DepotDaemon", "DepotEngine", "FuzzSupport"],
-                          path: "Fuzz/Config", swiftSettings: swiftSettings),
-        .executableTarget(name: "FuzzAPIBody", dependencies: ["DepotDaemon", "DepotEngine", "FuzzSupport"],
-                          path: "Fuzz/APIBody", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "FuzzPredicate", dependencies: ["DepotEngine", "FuzzSupport"],
+            path: "Fuzz/Predicate", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "FuzzCSV", dependencies: ["DepotEngine", "FuzzSupport"],
+            path: "Fuzz/CSV", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "FuzzJSON", dependencies: ["DepotEngine", "FuzzSupport"],
+            path: "Fuzz/JSON", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "FuzzConfig", dependencies: ["DepotDaemon", "DepotEngine", "FuzzSupport"],
+            path: "Fuzz/Config", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "FuzzAPIBody", dependencies: ["DepotDaemon", "DepotEngine", "FuzzSupport"],
+            path: "Fuzz/APIBody", swiftSettings: swiftSettings),
         .testTarget(
             name: "DepotEngineTests",
-            dependencies: ["DepotEngine", "CDepotSQLite", "ChildProcessSupport",
-                           .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "DepotEngine", "CDepotSQLite", "ChildProcessSupport",
+                .product(name: "GRDB", package: "GRDB.swift")
+            ],
             // Third-party corpora, read by path from the tests (see Fixtures/README.md).
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
@@ -199,18 +207,23 @@ let package = Package(
         // (scripts/pg-cluster; DEPOT_TEST_POSTGRES_URL).
         .testTarget(
             name: "DepotPostgresTests",
-            dependencies: ["DepotPostgres", "DepotEngine", "ChildProcessSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "DepotPostgres", "DepotEngine", "ChildProcessSupport", .product(name: "GRDB", package: "GRDB.swift")
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "DepotDaemonTests",
-            dependencies: ["DepotDaemon", "DepotEngine", "DepotClient", "DepotPostgres", .product(name: "Hummingbird", package: "hummingbird"),
-                           .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams")],
+            dependencies: [
+                "DepotDaemon", "DepotEngine", "DepotClient", "DepotPostgres",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams")
+            ],
             // The golden --help outputs, read by path; the C faults the tests
             // compile and preload into depotd.
             exclude: ["Golden", "Faults"],
             swiftSettings: swiftSettings
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

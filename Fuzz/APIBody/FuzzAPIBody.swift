@@ -19,7 +19,8 @@ enum APIBodyTarget {
         let folder = NSTemporaryDirectory() + "/depot-fuzz-api-\(getpid())"
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try? FileManager.default.removeItem(atPath: folder + "/fuzz.sqlite")
-        let config = try! DaemonConfig.parse("""
+        let config = try! DaemonConfig.parse(
+            """
             [[store]]
             name = "travel"
             path = "\(folder)/fuzz.sqlite"
@@ -72,8 +73,10 @@ enum APIBodyTarget {
                 await expected {
                     let d = try body.descriptor(entity: "Trip")
                     try reader.check(d)
-                    _ = try await reader.count(FetchDescriptor(entity: d.entity, where: d.predicate, arguments: d.arguments,
-                                                               limit: d.limit.map { min($0, 10) }, offset: d.offset))
+                    _ = try await reader.count(
+                        FetchDescriptor(
+                            entity: d.entity, where: d.predicate, arguments: d.arguments,
+                            limit: d.limit.map { min($0, 10) }, offset: d.offset))
                 }
             }
         case 1:
@@ -81,21 +84,26 @@ enum APIBodyTarget {
             try? Fuzz.blocking {
                 await expected {
                     let functions = try body.functions?.map { name in
-                        guard let f = AggregateFunction(rawValue: name) else { throw DepotError(.invalidArgument, name) }
+                        guard let f = AggregateFunction(rawValue: name) else {
+                            throw DepotError(.invalidArgument, name)
+                        }
                         return f
                     }
-                    _ = try await reader.aggregate(AggregateRequest(entity: "Trip", field: body.field, functions: functions,
-                                                                    groupBy: body.groupBy ?? [], where: body.where,
-                                                                    arguments: (body.arguments ?? [:]).mapValues(\.value)))
+                    _ = try await reader.aggregate(
+                        AggregateRequest(
+                            entity: "Trip", field: body.field, functions: functions,
+                            groupBy: body.groupBy ?? [], where: body.where,
+                            arguments: (body.arguments ?? [:]).mapValues(\.value)))
                 }
             }
         case 2:
             guard let body = decode(DuplicatesBody.self, bytes) else { return }
             try? Fuzz.blocking {
                 await expected {
-                    _ = try await reader.duplicates(entity: "Trip", by: body.by, where: body.where,
-                                                    arguments: (body.arguments ?? [:]).mapValues(\.value),
-                                                    limit: body.limit.map { min($0.value, 10) })
+                    _ = try await reader.duplicates(
+                        entity: "Trip", by: body.by, where: body.where,
+                        arguments: (body.arguments ?? [:]).mapValues(\.value),
+                        limit: body.limit.map { min($0.value, 10) })
                 }
             }
         default:
@@ -127,16 +135,28 @@ enum Main {
 
     /// Each body kind (the first byte), with deep nesting up to 1 MB.
     static let seeds: [[UInt8]] = [
-        [0] + Array(#"{"where": "budget > $b", "arguments": {"b": 1}, "sort": ["-budget"], "limit": 5, "fields": ["id"]}"#.utf8),
+        [0]
+            + Array(
+                #"{"where": "budget > $b", "arguments": {"b": 1}, "sort": ["-budget"], "limit": 5, "fields": ["id"]}"#
+                    .utf8),
         [0] + Array((#"{"where": ""# + Fuzz.repeated("(", 300) + "budget > 1" + Fuzz.repeated(")", 300) + #""}"#).utf8),
         [0] + Array(("{\"arguments\": " + Fuzz.repeated("[", 500_000) + Fuzz.repeated("]", 500_000) + "}").utf8),
         [0] + Array(#"{"limit": 1e300, "offset": -1, "nulls": "middle"}"#.utf8),
-        [1] + Array(#"{"field": "budget", "functions": ["sum", "avg"], "group_by": ["destination"], "where": "budget > 1"}"#.utf8),
+        [1]
+            + Array(
+                #"{"field": "budget", "functions": ["sum", "avg"], "group_by": ["destination"], "where": "budget > 1"}"#
+                    .utf8),
         [2] + Array(#"{"by": ["name", "startDate"], "limit": 3}"#.utf8),
         [3] + Array(#"{"kind": "prune", "store": "travel", "older_than": "1e300s"}"#.utf8),
-        [3] + Array(#"{"kind": "update", "store": "travel", "entity": "Trip", "where": "id == 't1'", "set": {"budget": 1e400}}"#.utf8),
-        [3] + Array(#"{"kind": "import", "store": "travel", "entity": "Trip", "path": "/x.csv", "on_conflict": "merge", "max_rejects": "1%"}"#.utf8),
-        [3] + Array(("{\"kind\": \"dedupe\", \"by\": " + Fuzz.repeated("[", 500_000) + "}").utf8),
+        [3]
+            + Array(
+                #"{"kind": "update", "store": "travel", "entity": "Trip", "where": "id == 't1'", "set": {"budget": 1e400}}"#
+                    .utf8),
+        [3]
+            + Array(
+                #"{"kind": "import", "store": "travel", "entity": "Trip", "path": "/x.csv", "on_conflict": "merge", "max_rejects": "1%"}"#
+                    .utf8),
+        [3] + Array(("{\"kind\": \"dedupe\", \"by\": " + Fuzz.repeated("[", 500_000) + "}").utf8)
     ]
     static func main() { Fuzz.main(fuzzAPIBody, seeds: seeds) }
 }
@@ -147,7 +167,8 @@ import Foundation
 @main
 enum FuzzAPIBodyUnavailable {
     static func main() {
-        FileHandle.standardError.write(Data("FuzzAPIBody runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
+        FileHandle.standardError.write(
+            Data("FuzzAPIBody runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
         exit(64)
     }
 }

@@ -15,17 +15,22 @@ enum CSVTarget {
     struct Item: Equatable { var text: String; var line: Int }
 
     static func read(_ path: String, delimiter: UInt8, buffer: Int, cap: Int, offset: Int64 = 0, line: Int = 1)
-        -> (items: [Item], places: [(Int64, Int)]) {
+        -> (items: [Item], places: [(Int64, Int)])
+    {
         do {
-            let reader = try CSVReader(path: path, delimiter: delimiter, offset: offset, line: line, bufferSize: buffer,
-                                       maxRecordBytes: cap)
+            let reader = try CSVReader(
+                path: path, delimiter: delimiter, offset: offset, line: line, bufferSize: buffer,
+                maxRecordBytes: cap)
             var items: [Item] = []
             var places = [(reader.offset, reader.resumeLine)]
             while let item = try reader.next() {
                 switch item {
                 case .record:
-                    items.append(Item(text: (0..<reader.fieldCount).map { reader.string($0) ?? "\u{0}" }.joined(separator: "\u{1}"),
-                                      line: reader.line))
+                    items.append(
+                        Item(
+                            text: (0..<reader.fieldCount).map { reader.string($0) ?? "\u{0}" }.joined(
+                                separator: "\u{1}"),
+                            line: reader.line))
                 case .malformed(let l, let reason):
                     if reader.line != l { Fuzz.fail("line \(reader.line) after an error on line \(l)") }
                     items.append(Item(text: "error: " + reason, line: l))
@@ -51,7 +56,8 @@ func fuzzCSV(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if whole.items != small.items { Fuzz.fail("a small buffer reads differently") }
     for k in Set([1, whole.places.count / 2, whole.places.count - 2]) where k > 0 && k < whole.places.count {
         let (offset, line) = whole.places[k]
-        let rest = CSVTarget.read(path, delimiter: delimiter, buffer: size <= 4_096 ? 16 : 4_093, cap: cap, offset: offset, line: line)
+        let rest = CSVTarget.read(
+            path, delimiter: delimiter, buffer: size <= 4_096 ? 16 : 4_093, cap: cap, offset: offset, line: line)
         if rest.items != Array(whole.items[k...]) { Fuzz.fail("resumed after item \(k), the rest differs") }
     }
     return 0
@@ -67,7 +73,7 @@ enum Main {
         Fuzz.repeated("\"\"", 500_000),
         Fuzz.repeated(",", 1_000_000),
         Fuzz.repeated("\r", 500_000) + Fuzz.repeated("\n", 500_000),
-        "\u{FEFF}id,name\r\n1,\"a\"\"b\"\r\n2,\"multi\nline\"\r\n3,x\"y\n\"open",
+        "\u{FEFF}id,name\r\n1,\"a\"\"b\"\r\n2,\"multi\nline\"\r\n3,x\"y\n\"open"
     ].map { Array($0.utf8) }
     static func main() { Fuzz.main(fuzzCSV, seeds: seeds) }
 }
@@ -78,7 +84,8 @@ import Foundation
 @main
 enum FuzzCSVUnavailable {
     static func main() {
-        FileHandle.standardError.write(Data("FuzzCSV runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
+        FileHandle.standardError.write(
+            Data("FuzzCSV runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
         exit(64)
     }
 }

@@ -21,7 +21,9 @@ func fuzzConfig(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         if config.socketMode > 0o777 { Fuzz.fail("socket_mode out of range") }
         for store in config.stores {
             if !DurationText.saveInterval.contains(store.saveInterval) { Fuzz.fail("save_interval out of range") }
-            if let r = store.historyRetention, !DurationText.retention.contains(r) { Fuzz.fail("history_retention out of range") }
+            if let r = store.historyRetention, !DurationText.retention.contains(r) {
+                Fuzz.fail("history_retention out of range")
+            }
             if store.saveEvery < 1 || store.writerCacheBytes < 1 << 20 { Fuzz.fail("a store number out of range") }
         }
     } catch let problems as DaemonConfig.Problems {
@@ -43,7 +45,7 @@ enum Main {
         Fuzz.repeated("[x]\n", 50_000),
         "[daemon]\nidle_timeout = \"1e300s\"\nmax_request_bytes = -1\nsocket_mode = \"+777\"\n"
             + "[[store]]\nname = \"s\"\nsave_interval = \"1e300s\"\nhistory_retention = \"99999999999999d\"\n"
-            + "cache_mb = 9223372036854775807\nsave_every = 0\n",
+            + "cache_mb = 9223372036854775807\nsave_every = 0\n"
     ].map { Array($0.utf8) }
     static func main() { Fuzz.main(fuzzConfig, seeds: seeds) }
 }
@@ -54,7 +56,8 @@ import Foundation
 @main
 enum FuzzConfigUnavailable {
     static func main() {
-        FileHandle.standardError.write(Data("FuzzConfig runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
+        FileHandle.standardError.write(
+            Data("FuzzConfig runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
         exit(64)
     }
 }

@@ -16,12 +16,18 @@ enum JSONTarget {
     struct Item: Equatable { var text: String; var line: Int }
     struct Place { var offset: Int64; var line: Int; var lineStart: Int64; var finished: Bool }
 
-    static func read(_ path: String, buffer: Int, cap: Int, from place: Place? = nil) -> (items: [Item], places: [Place]) {
+    static func read(_ path: String, buffer: Int, cap: Int, from place: Place? = nil) -> (
+        items: [Item], places: [Place]
+    ) {
         do {
-            let reader = try JSONRecordReader(path: path, offset: place?.offset ?? 0, line: place?.line ?? 1,
-                                              lineStart: place?.lineStart, bufferSize: buffer, maxRecordBytes: cap)
+            let reader = try JSONRecordReader(
+                path: path, offset: place?.offset ?? 0, line: place?.line ?? 1,
+                lineStart: place?.lineStart, bufferSize: buffer, maxRecordBytes: cap)
             var items: [Item] = []
-            var places = [Place(offset: reader.offset, line: reader.resumeLine, lineStart: reader.resumeLineStart, finished: false)]
+            var places = [
+                Place(
+                    offset: reader.offset, line: reader.resumeLine, lineStart: reader.resumeLineStart, finished: false)
+            ]
             while let item = try reader.next() {
                 switch item {
                 case .record:
@@ -33,8 +39,10 @@ enum JSONTarget {
                     if reader.line != l { Fuzz.fail("line \(reader.line) after an error on line \(l)") }
                     items.append(Item(text: "error: " + reason, line: l))
                 }
-                places.append(Place(offset: reader.offset, line: reader.resumeLine, lineStart: reader.resumeLineStart,
-                                    finished: reader.isFinished))
+                places.append(
+                    Place(
+                        offset: reader.offset, line: reader.resumeLine, lineStart: reader.resumeLineStart,
+                        finished: reader.isFinished))
                 if items.count > 1_000_000 { Fuzz.fail("the reader does not advance") }
             }
             return (items, places)
@@ -61,7 +69,9 @@ func fuzzJSON(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     // Field conversion of whatever the members hold must not trap either.
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
     _ = text.utf8.withContiguousStorageIfAvailable { bytes in
-        for type in [FieldType.json, .int, .double, .date, .bool, .string] { _ = try? FieldParser.parse(bytes, as: type) }
+        for type in [FieldType.json, .int, .double, .date, .bool, .string] {
+            _ = try? FieldParser.parse(bytes, as: type)
+        }
     }
     return 0
 }
@@ -77,7 +87,7 @@ enum Main {
         "[" + Array(repeating: "{\"a\": 1}", count: 80_000).joined(separator: ",") + "]",
         "[{\"a\": 1}]" + Fuzz.repeated("x", 1_000_000),
         Fuzz.repeated("{\"a\": \"\\u00e9\"}\n", 50_000),
-        "\u{FEFF}[{\"a\": 1},\n {\"a\": tru},\n 42,\n]junk",
+        "\u{FEFF}[{\"a\": 1},\n {\"a\": tru},\n 42,\n]junk"
     ].map { Array($0.utf8) }
     static func main() { Fuzz.main(fuzzJSON, seeds: seeds) }
 }
@@ -88,7 +98,8 @@ import Foundation
 @main
 enum FuzzJSONUnavailable {
     static func main() {
-        FileHandle.standardError.write(Data("FuzzJSON runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
+        FileHandle.standardError.write(
+            Data("FuzzJSON runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
         exit(64)
     }
 }

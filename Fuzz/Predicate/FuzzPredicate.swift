@@ -24,19 +24,28 @@ enum PredicateTarget {
                 Field(name: "destination", type: .string, isOptional: true), Field(name: "startDate", type: .date),
                 Field(name: "endDate", type: .date, isOptional: true), Field(name: "budget", type: .double),
                 Field(name: "isFavorite", type: .bool), Field(name: "notes", type: .string, isOptional: true),
-                Field(name: "nights", type: .int, isOptional: true), Field(name: "extra", type: .json, isOptional: true),
+                Field(name: "nights", type: .int, isOptional: true), Field(name: "extra", type: .json, isOptional: true)
             ],
             identifier: ["id"], indexes: [["destination"], ["startDate"]],
-            relationships: [Relationship(name: "guide", target: "Guide", kind: .toOne(required: false)),
-                            Relationship(name: "next", target: "Trip", kind: .toOne(required: false)),
-                            Relationship(name: "stops", target: "Stop", kind: .toMany(inverse: "trip", delete: .cascade))]),
-        EntityDeclaration(name: "Guide", fields: [Field(name: "id", type: .int), Field(name: "name", type: .string)],
-                          identifier: ["id"],
-                          relationships: [Relationship(name: "trips", target: "Trip", kind: .toMany(inverse: "guide", delete: .nullify))]),
-        EntityDeclaration(name: "Stop", fields: [Field(name: "n", type: .int), Field(name: "city", type: .string),
-                                                 Field(name: "minutes", type: .int, isOptional: true)],
-                          identifier: ["trip", "n"],
-                          relationships: [Relationship(name: "trip", target: "Trip", kind: .toOne(required: true))]),
+            relationships: [
+                Relationship(name: "guide", target: "Guide", kind: .toOne(required: false)),
+                Relationship(name: "next", target: "Trip", kind: .toOne(required: false)),
+                Relationship(name: "stops", target: "Stop", kind: .toMany(inverse: "trip", delete: .cascade))
+            ]),
+        EntityDeclaration(
+            name: "Guide", fields: [Field(name: "id", type: .int), Field(name: "name", type: .string)],
+            identifier: ["id"],
+            relationships: [
+                Relationship(name: "trips", target: "Trip", kind: .toMany(inverse: "guide", delete: .nullify))
+            ]),
+        EntityDeclaration(
+            name: "Stop",
+            fields: [
+                Field(name: "n", type: .int), Field(name: "city", type: .string),
+                Field(name: "minutes", type: .int, isOptional: true)
+            ],
+            identifier: ["trip", "n"],
+            relationships: [Relationship(name: "trip", target: "Trip", kind: .toOne(required: true))])
     ])
     static let entity = entities[0]
     static let schema = StoreSchema(name: "fuzz", entities: entities)
@@ -46,11 +55,15 @@ enum PredicateTarget {
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try? FileManager.default.removeItem(atPath: folder + "/fuzz.sqlite")
         return try! Fuzz.blocking {
-            let store = try await Store.open(StoreConfiguration(name: "fuzz", path: folder + "/fuzz.sqlite", entities: entities))
+            let store = try await Store.open(
+                StoreConfiguration(name: "fuzz", path: folder + "/fuzz.sqlite", entities: entities))
             var guides = RecordBatch(entity: "Guide", columns: ["id", "name"])
             guides.append([1, "Ana"])
             var batch = RecordBatch(entity: "Trip", columns: entity.fields.map(\.name))
-            batch.append(["t1", "Paris in spring", "Paris", "2025-04-01", "2025-04-08", 1500.0, true, "Louvre", 7, "{\"a\":1}", 1, "t2"])
+            batch.append([
+                "t1", "Paris in spring", "Paris", "2025-04-01", "2025-04-08", 1500.0, true, "Louvre", 7, "{\"a\":1}", 1,
+                "t2"
+            ])
             batch.append(["t2", "Zürich", nil, "2025-02-10", nil, 0.0, false, nil, nil, nil, nil, "t1"])
             var stops = RecordBatch(entity: "Stop", columns: ["trip", "n", "city", "minutes"])
             stops.append(["t1", 1, "Lyon", 30]); stops.append(["t1", 2, "Dijon", nil])
@@ -62,7 +75,9 @@ enum PredicateTarget {
         }
     }()
 
-    static let arguments: [String: Value] = ["s": "Paris", "n": 5, "d": 2.5, "b": true, "date": "2025-01-01", "nil": .null]
+    static let arguments: [String: Value] = [
+        "s": "Paris", "n": 5, "d": 2.5, "b": true, "date": "2025-01-01", "nil": .null
+    ]
 
     static func check(_ text: String) {
         let scalars = text.unicodeScalars.count
@@ -73,7 +88,9 @@ enum PredicateTarget {
                 Fuzz.fail("compile: unexpected code \(error.code): \(error.message)")
             }
             guard let p = error.position, p >= 1, p <= scalars + 1 else {
-                Fuzz.fail("compile: position \(String(describing: error.position)) outside 1...\(scalars + 1): \(error.message)")
+                Fuzz.fail(
+                    "compile: position \(String(describing: error.position)) outside 1...\(scalars + 1): \(error.message)"
+                )
             }
             return
         } catch {
@@ -101,30 +118,32 @@ func fuzzPredicate(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 enum Main {
 
     /// Deep nesting and long chains, up to about 1 MB: the class of input that overflowed the stack.
-    static let seeds: [[UInt8]] = ([
-        Fuzz.repeated("!", 50_000) + "budget > 1",
-        Fuzz.repeated("(", 50_000) + "budget > 1" + Fuzz.repeated(")", 50_000),
-        Fuzz.repeated("(", 256) + "budget > 1" + Fuzz.repeated(")", 256),
-        Array(repeating: "budget > 1", count: 40_000).joined(separator: " AND "),
-        (0..<10_000).map { #"id == "T\#($0)""# }.joined(separator: " OR "),
-        Fuzz.repeated("NOT ", 10_000) + "budget > 1",
-        Fuzz.repeated("NOT (", 300) + "budget > 1" + Fuzz.repeated(")", 300),
-        alternating(300),
-        "id IN {" + (0..<40_000).map { #""T\#($0)""# }.joined(separator: ", ") + "}",
-        #"name LIKE ""# + Fuzz.repeated("a*", 30_000) + #"""#,
-        #"name CONTAINS[cd] "zürich" AND startDate >= $date AND nights BETWEEN {1, $n} OR extra == nil"#,
-        #"`name` ENDSWITH[c] "\u00e9" || destination IN[cd] {"Paris", $s} && !(isFavorite == $b)"#,
-        "budget > 1e999", "budget > 99999999999999999999", "nights == -9223372036854775808",
-        // Key paths (DESIGN §12): long chains, nested subqueries and quantifiers.
-        Array(repeating: "next", count: 40_000).joined(separator: ".") + ".name == 'x'",
-        Array(repeating: "next", count: 20).joined(separator: ".") + ".guide.trips.@count > 0",
-        Fuzz.repeated("SUBQUERY(stops, $s, ", 300) + "$s.minutes > 1" + Fuzz.repeated(").@count > 0", 300),
-        Fuzz.repeated("ANY stops.trip.next.", 50) + "name == 'x'",
-        (0..<2_000).map { "ANY stops.minutes > \($0)" }.joined(separator: " OR "),
-        (0..<500).map { "SUBQUERY(stops, $s\($0), $s\($0).city == 'Lyon' AND guide.name == $s).@count > 0" }.joined(separator: " AND "),
-        "ALL stops.minutes > 1 AND NONE stops.city IN {'Lyon'} AND stops.@sum.minutes > 1 AND stops.@avg.n < 2",
-        "guide.trips.stops.@max.minutes == next.stops.@min.minutes",
-    ] as [String]).map { Array($0.utf8) }
+    static let seeds: [[UInt8]] =
+        ([
+            Fuzz.repeated("!", 50_000) + "budget > 1",
+            Fuzz.repeated("(", 50_000) + "budget > 1" + Fuzz.repeated(")", 50_000),
+            Fuzz.repeated("(", 256) + "budget > 1" + Fuzz.repeated(")", 256),
+            Array(repeating: "budget > 1", count: 40_000).joined(separator: " AND "),
+            (0..<10_000).map { #"id == "T\#($0)""# }.joined(separator: " OR "),
+            Fuzz.repeated("NOT ", 10_000) + "budget > 1",
+            Fuzz.repeated("NOT (", 300) + "budget > 1" + Fuzz.repeated(")", 300),
+            alternating(300),
+            "id IN {" + (0..<40_000).map { #""T\#($0)""# }.joined(separator: ", ") + "}",
+            #"name LIKE ""# + Fuzz.repeated("a*", 30_000) + #"""#,
+            #"name CONTAINS[cd] "zürich" AND startDate >= $date AND nights BETWEEN {1, $n} OR extra == nil"#,
+            #"`name` ENDSWITH[c] "\u00e9" || destination IN[cd] {"Paris", $s} && !(isFavorite == $b)"#,
+            "budget > 1e999", "budget > 99999999999999999999", "nights == -9223372036854775808",
+            // Key paths (DESIGN §12): long chains, nested subqueries and quantifiers.
+            Array(repeating: "next", count: 40_000).joined(separator: ".") + ".name == 'x'",
+            Array(repeating: "next", count: 20).joined(separator: ".") + ".guide.trips.@count > 0",
+            Fuzz.repeated("SUBQUERY(stops, $s, ", 300) + "$s.minutes > 1" + Fuzz.repeated(").@count > 0", 300),
+            Fuzz.repeated("ANY stops.trip.next.", 50) + "name == 'x'",
+            (0..<2_000).map { "ANY stops.minutes > \($0)" }.joined(separator: " OR "),
+            (0..<500).map { "SUBQUERY(stops, $s\($0), $s\($0).city == 'Lyon' AND guide.name == $s).@count > 0" }.joined(
+                separator: " AND "),
+            "ALL stops.minutes > 1 AND NONE stops.city IN {'Lyon'} AND stops.@sum.minutes > 1 AND stops.@avg.n < 2",
+            "guide.trips.stops.@max.minutes == next.stops.@min.minutes"
+        ] as [String]).map { Array($0.utf8) }
     /// `(id == 'x' OR (budget > 0 AND (…)))`, `depth` levels deep.
     static func alternating(_ depth: Int) -> String {
         var text = "budget > 1"
@@ -143,7 +162,8 @@ import Foundation
 @main
 enum FuzzPredicateUnavailable {
     static func main() {
-        FileHandle.standardError.write(Data("FuzzPredicate runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
+        FileHandle.standardError.write(
+            Data("FuzzPredicate runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
         exit(64)
     }
 }

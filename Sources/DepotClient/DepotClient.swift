@@ -47,7 +47,8 @@ public struct DepotClient: Sendable {
     /// let client = DepotClient(socketPath: "/tmp/depot-dev/depot.sock")
     /// ```
     public init(socketPath: String? = nil) {
-        self.socketPath = socketPath
+        self.socketPath =
+            socketPath
             ?? ProcessInfo.processInfo.environment["DEPOT_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
             ?? Self.defaultSocketPath
     }
@@ -139,9 +140,11 @@ public struct DepotClient: Sendable {
     ///                                       functions: [.count, .avg], groupBy: ["destination"])
     /// for row in rows { print(row.group["destination"]?.string ?? "-", row[.avg]?.double ?? 0) }
     /// ```
-    public func aggregate(store: String, entity: String, field: String? = nil, functions: [AggregateFunction]? = nil,
-                          groupBy: [String] = [], where predicate: String? = nil,
-                          arguments: [String: JSONValue] = [:]) async throws -> [AggregateRow] {
+    public func aggregate(
+        store: String, entity: String, field: String? = nil, functions: [AggregateFunction]? = nil,
+        groupBy: [String] = [], where predicate: String? = nil,
+        arguments: [String: JSONValue] = [:]
+    ) async throws -> [AggregateRow] {
         var body: [String: JSONValue] = [:]
         if let field { body["field"] = .string(field) }
         if let functions { body["functions"] = .array(functions.map { .string($0.rawValue) }) }
@@ -162,8 +165,10 @@ public struct DepotClient: Sendable {
     ///     print(group.values, group.identifiers.count)
     /// }
     /// ```
-    public func duplicates(store: String, entity: String, by fields: [String], where predicate: String? = nil,
-                           arguments: [String: JSONValue] = [:], limit: Int? = nil) async throws -> [DuplicateGroup] {
+    public func duplicates(
+        store: String, entity: String, by fields: [String], where predicate: String? = nil,
+        arguments: [String: JSONValue] = [:], limit: Int? = nil
+    ) async throws -> [DuplicateGroup] {
         var body: [String: JSONValue] = ["by": .array(fields.map(JSONValue.string))]
         if let predicate { body["where"] = .string(predicate) }
         if !arguments.isEmpty { body["arguments"] = .object(arguments) }
@@ -182,7 +187,8 @@ public struct DepotClient: Sendable {
 
     /// A name as one path segment.
     package static func escaped(_ name: String) -> String {
-        name.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? name
+        name.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
+            ?? name
     }
 }
 

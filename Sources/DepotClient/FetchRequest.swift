@@ -96,9 +96,11 @@ public struct FetchRequest: Sendable, Hashable {
     /// ```swift
     /// let latest = FetchRequest(store: "travel", entity: "Trip", sort: ["-startDate"], limit: 5)
     /// ```
-    public init(store: String, entity: String, where predicate: String? = nil,
-                arguments: [String: JSONValue] = [:], sort: [String] = [], nulls: NullsOrder? = nil,
-                limit: Int? = nil, offset: Int? = nil, fields: [String]? = nil, prefetch: [String] = []) {
+    public init(
+        store: String, entity: String, where predicate: String? = nil,
+        arguments: [String: JSONValue] = [:], sort: [String] = [], nulls: NullsOrder? = nil,
+        limit: Int? = nil, offset: Int? = nil, fields: [String]? = nil, prefetch: [String] = []
+    ) {
         self.store = store
         self.entity = entity
         self.predicate = predicate

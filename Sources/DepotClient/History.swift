@@ -206,8 +206,10 @@ extension DepotClient {
     ///
     /// - Throws: ``DepotClientError/Code/historyExpired`` when `after` was
     ///   pruned away; ``DepotClientError/Code/invalidToken`` for a token never issued.
-    public func history(store: String, after token: String? = nil, entity: String? = nil, author: String? = nil,
-                        limit: Int = 100) async throws -> [HistoryTransaction] {
+    public func history(
+        store: String, after token: String? = nil, entity: String? = nil, author: String? = nil,
+        limit: Int = 100
+    ) async throws -> [HistoryTransaction] {
         struct Answer: Decodable { var transactions: [HistoryTransaction] }
         let query = Self.query([("after", token), ("entity", entity), ("author", author), ("limit", String(limit))])
         return try await json(Answer.self, .GET, "/v1/stores/\(Self.escaped(store))/history" + query).transactions
@@ -220,8 +222,10 @@ extension DepotClient {
     /// ```swift
     /// for try await t in client.followHistory(store: "travel", after: token) { apply(t); token = t.token }
     /// ```
-    public func followHistory(store: String, after token: String? = nil, entity: String? = nil,
-                              author: String? = nil) -> AsyncThrowingStream<HistoryTransaction, any Error> {
+    public func followHistory(
+        store: String, after token: String? = nil, entity: String? = nil,
+        author: String? = nil
+    ) -> AsyncThrowingStream<HistoryTransaction, any Error> {
         let query = Self.query([("after", token), ("entity", entity), ("author", author), ("follow", "true")])
         return stream("/v1/stores/\(Self.escaped(store))/history" + query, as: HistoryTransaction.self)
     }
@@ -234,8 +238,10 @@ extension DepotClient {
     @discardableResult
     public func pruneHistory(store: String, before token: String) async throws -> Int {
         struct Answer: Decodable { var pruned: Int }
-        return try await json(Answer.self, .DELETE,
-                              "/v1/stores/\(Self.escaped(store))/history" + Self.query([("before", token)])).pruned
+        return try await json(
+            Answer.self, .DELETE,
+            "/v1/stores/\(Self.escaped(store))/history" + Self.query([("before", token)])
+        ).pruned
     }
 
     /// Creates a consumer, starting at the beginning of the history or now.
@@ -244,9 +250,12 @@ extension DepotClient {
     /// try await client.createConsumer("cache", store: "travel")
     /// ```
     @discardableResult
-    public func createConsumer(_ name: String, store: String, from start: Consumer.Start = .now) async throws -> Consumer {
-        try await json(Consumer.self, .POST, "/v1/stores/\(Self.escaped(store))/consumers",
-                       body: ["name": .string(name), "from": .string(start.rawValue)])
+    public func createConsumer(_ name: String, store: String, from start: Consumer.Start = .now) async throws
+        -> Consumer
+    {
+        try await json(
+            Consumer.self, .POST, "/v1/stores/\(Self.escaped(store))/consumers",
+            body: ["name": .string(name), "from": .string(start.rawValue)])
     }
 
     /// A store's consumers, with their tokens and lags.
@@ -265,8 +274,10 @@ extension DepotClient {
     /// let page = try await client.history(store: "travel", consumer: "indexer", limit: 100)
     /// if let last = page.last { try await client.acknowledge("indexer", store: "travel", token: last.token) }
     /// ```
-    public func history(store: String, consumer: String, entity: String? = nil,
-                        limit: Int = 100) async throws -> [HistoryTransaction] {
+    public func history(
+        store: String, consumer: String, entity: String? = nil,
+        limit: Int = 100
+    ) async throws -> [HistoryTransaction] {
         struct Answer: Decodable { var transactions: [HistoryTransaction] }
         let query = Self.query([("consumer", consumer), ("entity", entity), ("limit", String(limit))])
         return try await json(Answer.self, .GET, "/v1/stores/\(Self.escaped(store))/history" + query).transactions
@@ -279,9 +290,10 @@ extension DepotClient {
     /// ```
     @discardableResult
     public func acknowledge(_ consumer: String, store: String, token: String) async throws -> Consumer {
-        try await json(Consumer.self, .POST,
-                       "/v1/stores/\(Self.escaped(store))/consumers/\(Self.escaped(consumer))/ack",
-                       body: ["token": .string(token)])
+        try await json(
+            Consumer.self, .POST,
+            "/v1/stores/\(Self.escaped(store))/consumers/\(Self.escaped(consumer))/ack",
+            body: ["token": .string(token)])
     }
 
     /// Moves a consumer to the beginning of the history or to now (a lost one comes back).
@@ -291,9 +303,10 @@ extension DepotClient {
     /// ```
     @discardableResult
     public func resetConsumer(_ consumer: String, store: String, from start: Consumer.Start) async throws -> Consumer {
-        try await json(Consumer.self, .POST,
-                       "/v1/stores/\(Self.escaped(store))/consumers/\(Self.escaped(consumer))/reset",
-                       body: ["from": .string(start.rawValue)])
+        try await json(
+            Consumer.self, .POST,
+            "/v1/stores/\(Self.escaped(store))/consumers/\(Self.escaped(consumer))/reset",
+            body: ["from": .string(start.rawValue)])
     }
 
     /// Drops a consumer (it no longer holds back pruning).

@@ -10,8 +10,9 @@ import Foundation
 /// let city = record["destination"]?.string        // "Paris"
 /// ```
 public enum JSONValue: Codable, Hashable, Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
-                       ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral, ExpressibleByNilLiteral,
-                       ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
+    ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral, ExpressibleByNilLiteral,
+    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+{
     /// `null`: a field without a value.
     ///
     /// ```swift
@@ -145,13 +146,21 @@ public enum JSONValue: Codable, Hashable, Sendable, ExpressibleByStringLiteral, 
     /// ```
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let i = try? c.decode(Int64.self) { self = .int(i) }
-        else if let d = try? c.decode(Double.self) { self = .double(d) }
-        else if let s = try? c.decode(String.self) { self = .string(s) }
-        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
-        else { self = .object(try c.decode([String: JSONValue].self)) }
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let i = try? c.decode(Int64.self) {
+            self = .int(i)
+        } else if let d = try? c.decode(Double.self) {
+            self = .double(d)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let a = try? c.decode([JSONValue].self) {
+            self = .array(a)
+        } else {
+            self = .object(try c.decode([String: JSONValue].self))
+        }
     }
 
     /// Encodes the value as the JSON it is.
@@ -263,7 +272,8 @@ public enum JSONValue: Codable, Hashable, Sendable, ExpressibleByStringLiteral, 
         case .null: return "null"
         case .bool(let b): return b ? "true" : "false"
         case .int(let i): return String(i)
-        case .double(let d): return d.isFinite ? (d == d.rounded() && abs(d) < 1e15 ? String(format: "%.1f", d) : "\(d)") : "null"
+        case .double(let d):
+            return d.isFinite ? (d == d.rounded() && abs(d) < 1e15 ? String(format: "%.1f", d) : "\(d)") : "null"
         case .string(let s): return Self.quoted(s)
         case .array(let a): return "[" + a.map { $0.text() }.joined(separator: ",") + "]"
         case .object(let o):

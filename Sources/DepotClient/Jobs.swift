@@ -347,8 +347,10 @@ public struct ImportOptions: Sendable, Hashable {
     /// ```swift
     /// let strict = ImportOptions(format: .csv, onConflict: .fail, maxRejects: "0")
     /// ```
-    public init(format: Format? = nil, onConflict: ConflictPolicy? = nil, maxRejects: String? = nil,
-                references: String? = nil) {
+    public init(
+        format: Format? = nil, onConflict: ConflictPolicy? = nil, maxRejects: String? = nil,
+        references: String? = nil
+    ) {
         self.format = format
         self.onConflict = onConflict
         self.maxRejects = maxRejects
@@ -356,8 +358,10 @@ public struct ImportOptions: Sendable, Hashable {
     }
 
     var members: [(String, String)] {
-        [("format", format?.rawValue), ("on_conflict", onConflict?.rawValue), ("max_rejects", maxRejects),
-         ("references", references)].compactMap { key, value in value.map { (key, $0) } }
+        [
+            ("format", format?.rawValue), ("on_conflict", onConflict?.rawValue), ("max_rejects", maxRejects),
+            ("references", references)
+        ].compactMap { key, value in value.map { (key, $0) } }
     }
 }
 
@@ -369,10 +373,14 @@ extension DepotClient {
     /// let job = try await client.importFile("/var/lib/depot/inbox/trips.csv", store: "travel", entity: "Trip")
     /// for try await state in client.progress(of: job.id) { print(state.read, state.state) }
     /// ```
-    public func importFile(_ path: String, store: String, entity: String,
-                           options: ImportOptions = ImportOptions()) async throws -> Job {
-        var body: [String: JSONValue] = ["kind": "import", "store": .string(store), "entity": .string(entity),
-                                         "path": .string(path)]
+    public func importFile(
+        _ path: String, store: String, entity: String,
+        options: ImportOptions = ImportOptions()
+    ) async throws -> Job {
+        var body: [String: JSONValue] = [
+            "kind": "import", "store": .string(store), "entity": .string(entity),
+            "path": .string(path)
+        ]
         for (key, value) in options.members { body[key] = .string(value) }
         return try await json(Job.self, .POST, "/v1/jobs", body: body)
     }
@@ -384,10 +392,13 @@ extension DepotClient {
     /// let csv = Array("id,name,startDate,budget,isFavorite\nt1,Paris,2025-04-01,900,true\n".utf8)
     /// let job = try await client.importData(csv, store: "travel", entity: "Trip", options: ImportOptions(format: .csv))
     /// ```
-    public func importData(_ bytes: [UInt8], store: String, entity: String,
-                           options: ImportOptions = ImportOptions()) async throws -> Job {
-        try await upload(.bytes(bytes, contentType: Self.contentType(options.format)), store: store, entity: entity,
-                         options: options)
+    public func importData(
+        _ bytes: [UInt8], store: String, entity: String,
+        options: ImportOptions = ImportOptions()
+    ) async throws -> Job {
+        try await upload(
+            .bytes(bytes, contentType: Self.contentType(options.format)), store: store, entity: entity,
+            options: options)
     }
 
     /// Uploads a local file, streamed from disk, and imports it; answers
@@ -397,18 +408,22 @@ extension DepotClient {
     /// let job = try await client.upload(file: "trips.ndjson", store: "travel", entity: "Trip",
     ///                                   options: ImportOptions(format: .ndjson))
     /// ```
-    public func upload(file path: String, store: String, entity: String,
-                       options: ImportOptions = ImportOptions()) async throws -> Job {
+    public func upload(
+        file path: String, store: String, entity: String,
+        options: ImportOptions = ImportOptions()
+    ) async throws -> Job {
         var options = options
         if options.format == nil {
             let ext = (path as NSString).pathExtension.lowercased()
             options.format = ["jsonl": .ndjson, "ndjson": .ndjson, "json": .json, "tsv": .tsv][ext] ?? .csv
         }
-        return try await upload(.file(path: path, contentType: Self.contentType(options.format)), store: store,
-                                entity: entity, options: options)
+        return try await upload(
+            .file(path: path, contentType: Self.contentType(options.format)), store: store,
+            entity: entity, options: options)
     }
 
-    private func upload(_ body: RequestBody, store: String, entity: String, options: ImportOptions) async throws -> Job {
+    private func upload(_ body: RequestBody, store: String, entity: String, options: ImportOptions) async throws -> Job
+    {
         let query = options.members.map { "\($0)=\(Self.escaped($1))" }.joined(separator: "&")
         let path = Self.entityPath(store, entity, "import") + (query.isEmpty ? "" : "?" + query)
         return try Self.decode(Job.self, try await call(.POST, path, body: body), answering: "POST \(path)")
@@ -429,11 +444,16 @@ extension DepotClient {
     /// let job = try await client.update(store: "travel", entity: "Trip", where: "destination == 'Pariss'",
     ///                                   set: ["destination": "Paris"])
     /// ```
-    public func update(store: String, entity: String, where predicate: String,
-                       set values: [String: JSONValue]) async throws -> Job {
-        try await json(Job.self, .POST, "/v1/jobs", body: [
-            "kind": "update", "store": .string(store), "entity": .string(entity), "where": .string(predicate),
-            "set": .object(values)])
+    public func update(
+        store: String, entity: String, where predicate: String,
+        set values: [String: JSONValue]
+    ) async throws -> Job {
+        try await json(
+            Job.self, .POST, "/v1/jobs",
+            body: [
+                "kind": "update", "store": .string(store), "entity": .string(entity), "where": .string(predicate),
+                "set": .object(values)
+            ])
     }
 
     /// Deletes the records `where` selects, in a job (delete rules apply).
@@ -442,8 +462,11 @@ extension DepotClient {
     /// let job = try await client.delete(store: "travel", entity: "Trip", where: "endDate < '2020-01-01'")
     /// ```
     public func delete(store: String, entity: String, where predicate: String) async throws -> Job {
-        try await json(Job.self, .POST, "/v1/jobs", body: [
-            "kind": "delete", "store": .string(store), "entity": .string(entity), "where": .string(predicate)])
+        try await json(
+            Job.self, .POST, "/v1/jobs",
+            body: [
+                "kind": "delete", "store": .string(store), "entity": .string(entity), "where": .string(predicate)
+            ])
     }
 
     /// Every job the daemon knows, oldest first.
@@ -493,10 +516,14 @@ extension DepotClient {
 
     /// A stream of `T`s, one per NDJSON line of `GET path`, until `isLast`
     /// holds for one or the daemon ends the stream.
-    func stream<T: Decodable & Sendable>(_ path: String, as type: T.Type,
-                                         isLast: @escaping @Sendable (T) -> Bool = { _ in false })
-        -> AsyncThrowingStream<T, any Error> {
+    func stream<T: Decodable & Sendable>(
+        _ path: String, as type: T.Type,
+        isLast: @escaping @Sendable (T) -> Bool = { _ in false }
+    )
+        -> AsyncThrowingStream<T, any Error>
+    {
         let (stream, continuation) = AsyncThrowingStream<T, any Error>.makeStream()
+        // Unstructured: it feeds the stream returned here; the stream's termination cancels it.
         let task = Task {
             do {
                 try await lines(.GET, path) { line in

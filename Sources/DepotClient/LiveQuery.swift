@@ -123,12 +123,13 @@ public struct LiveQuery: AsyncSequence, Sendable {
 
     private func states() -> AsyncThrowingStream<LiveState, any Error> {
         let (stream, continuation) = AsyncThrowingStream<LiveState, any Error>.makeStream()
+        // Unstructured: it feeds the stream returned here; the stream's termination cancels it.
         let task = Task { [client, request, since, maximumDelay] in
             var token = since
-            var resuming = since != nil   // a result was delivered (or is held): connect with `since`
+            var resuming = since != nil  // a result was delivered (or is held): connect with `since`
             var backoff = Backoff(maximum: maximumDelay)
-            var failing = false    // a failure was reported for this outage
-            var refetchNow = false // the history after the token is gone: fetch again at once
+            var failing = false  // a failure was reported for this outage
+            var refetchNow = false  // the history after the token is gone: fetch again at once
             if since == nil { continuation.yield(.loading) }
             while !Task.isCancelled {
                 var body = request.body()
@@ -137,14 +138,18 @@ public struct LiveQuery: AsyncSequence, Sendable {
                 if resuming, let token { body["since"] = .string(token) }
                 refetchNow = false
                 do {
-                    try await client.lines(.POST, request.path("fetch"), body: .json(body), onStatus: { status in
-                        // Back after an outage, resuming: say so at once, with
-                        // no change, rather than when the next change comes.
-                        if status == 200, failing, resuming {
-                            failing = false
-                            continuation.yield(.changes(LiveChanges(inserted: [], updated: [], deleted: [], token: token)))
+                    try await client.lines(
+                        .POST, request.path("fetch"), body: .json(body),
+                        onStatus: { status in
+                            // Back after an outage, resuming: say so at once, with
+                            // no change, rather than when the next change comes.
+                            if status == 200, failing, resuming {
+                                failing = false
+                                continuation.yield(
+                                    .changes(LiveChanges(inserted: [], updated: [], deleted: [], token: token)))
+                            }
                         }
-                    }) { line in
+                    ) { line in
                         let event = try DepotClient.decode(JSONValue.self, Array(line.utf8), answering: "a live fetch")
                         backoff.reset()
                         failing = false
@@ -155,9 +160,12 @@ public struct LiveQuery: AsyncSequence, Sendable {
                             continuation.yield(.result(Self.records(event["records"]), token: token))
                         case "changes":
                             token = event["token"]?.string ?? token
-                            continuation.yield(.changes(LiveChanges(
-                                inserted: Self.records(event["inserted"]), updated: Self.records(event["updated"]),
-                                deleted: event["deleted"]?.array ?? [], token: token)))
+                            continuation.yield(
+                                .changes(
+                                    LiveChanges(
+                                        inserted: Self.records(event["inserted"]),
+                                        updated: Self.records(event["updated"]),
+                                        deleted: event["deleted"]?.array ?? [], token: token)))
                         case "history_expired":
                             // The changes since the token are gone: the whole result again.
                             resuming = false
@@ -165,7 +173,8 @@ public struct LiveQuery: AsyncSequence, Sendable {
                             continuation.yield(.loading)
                             return false
                         default:
-                            throw DepotClientError(.unexpectedAnswer, "a live fetch sent an event of no known type: \(line)")
+                            throw DepotClientError(
+                                .unexpectedAnswer, "a live fetch sent an event of no known type: \(line)")
                         }
                         return !Task.isCancelled
                     }
@@ -238,6 +247,7 @@ extension DepotClient {
     /// ```
     public func liveCount(_ request: FetchRequest, maximumDelay: Double = 5) -> AsyncThrowingStream<Int, any Error> {
         let (stream, continuation) = AsyncThrowingStream<Int, any Error>.makeStream()
+        // Unstructured: it feeds the stream returned here; the stream's termination cancels it.
         let task = Task { [self] in
             var body = request.body(result: "count")
             body["watch"] = true

@@ -41,8 +41,10 @@ extension DepotClient {
     }
 
     /// A request; its answer decoded from JSON.
-    package func json<T: Decodable>(_ type: T.Type, _ method: HTTPMethod, _ uri: String,
-                                    body: [String: JSONValue]? = nil) async throws -> T {
+    package func json<T: Decodable>(
+        _ type: T.Type, _ method: HTTPMethod, _ uri: String,
+        body: [String: JSONValue]? = nil
+    ) async throws -> T {
         let bytes = try await call(method, uri, body: body.map(RequestBody.json) ?? .none)
         return try Self.decode(type, bytes, answering: "\(method) \(uri)")
     }
@@ -52,16 +54,19 @@ extension DepotClient {
         do {
             return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch {
-            throw DepotClientError(.unexpectedAnswer,
-                                   "the daemon's answer to \(request) was not what the client expected: \(error)")
+            throw DepotClientError(
+                .unexpectedAnswer,
+                "the daemon's answer to \(request) was not what the client expected: \(error)")
         }
     }
 
     /// A streamed answer, line by line (NDJSON), until `onLine` returns false
     /// or the daemon ends the stream.
-    package func lines(_ method: HTTPMethod, _ uri: String, body: RequestBody = .none,
-                       onStatus: (Int) -> Void = { _ in },
-                       onLine: (String) async throws -> Bool) async throws {
+    package func lines(
+        _ method: HTTPMethod, _ uri: String, body: RequestBody = .none,
+        onStatus: (Int) -> Void = { _ in },
+        onLine: (String) async throws -> Bool
+    ) async throws {
         var pending: [UInt8] = []
         try await exchange(method, uri, body: body, onStatus: onStatus) { chunk in
             pending += chunk
@@ -85,16 +90,19 @@ extension DepotClient {
     ///   daemon closes the connection before the answer's end (a broken
     ///   stream is not a short answer); what `onBody` throws, as it is.
     @discardableResult
-    package func exchange(_ method: HTTPMethod, _ uri: String, body: RequestBody = .none,
-                          onStatus: (Int) -> Void = { _ in },
-                          onBody: ([UInt8]) async throws -> Bool) async throws -> HTTPHeaders? {
+    package func exchange(
+        _ method: HTTPMethod, _ uri: String, body: RequestBody = .none,
+        onStatus: (Int) -> Void = { _ in },
+        onBody: ([UInt8]) async throws -> Bool
+    ) async throws -> HTTPHeaders? {
         let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
         do {
             channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connect(unixDomainSocketPath: socketPath) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
+                        return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(
+                            wrappingChannelSynchronously: channel)
                     }
                 }
         } catch {
@@ -119,7 +127,9 @@ extension DepotClient {
                 case .bytes(let bytes, let type):
                     head.headers.add(name: "Content-Type", value: type)
                     head.headers.add(name: "Content-Length", value: "\(bytes.count)")
-                    try await outbound.write(contentsOf: [.head(head), .body(.byteBuffer(ByteBuffer(bytes: bytes))), .end(nil)])
+                    try await outbound.write(contentsOf: [
+                        .head(head), .body(.byteBuffer(ByteBuffer(bytes: bytes))), .end(nil)
+                    ])
                 case .file(let path, let type):
                     guard let handle = FileHandle(forReadingAtPath: path) else {
                         throw DepotClientError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))")
@@ -169,25 +179,27 @@ extension DepotClient {
                 throw error
             } catch let error as CancellationError {
                 throw error
-            } catch where unsent != nil {
+            } catch  where unsent != nil {
                 // Reading failed too: the write's error says more.
             } catch {
                 // The connection closed in the middle of the answer (the
                 // HTTP decoder's "stream ended at an unexpected time").
-                throw DepotClientError(.brokenAnswer, "the daemon's answer broke off (\(error)); see its log (journalctl -u depotd)")
+                throw DepotClientError(
+                    .brokenAnswer, "the daemon's answer broke off (\(error)); see its log (journalctl -u depotd)")
             }
             if status >= 300 { throw Self.failure(status: status, body: errorBody) }
             if status == 0 {
                 if let unsent {
-                    throw DepotClientError(.brokenAnswer, "the daemon closed the connection before the request was sent: \(unsent)")
+                    throw DepotClientError(
+                        .brokenAnswer, "the daemon closed the connection before the request was sent: \(unsent)")
                 }
                 throw DepotClientError(.brokenAnswer, "the daemon closed the connection without answering")
             }
-            throw DepotClientError(.brokenAnswer,
-                                   "the daemon closed the connection before the end of its answer; see its log (journalctl -u depotd)")
+            throw DepotClientError(
+                .brokenAnswer,
+                "the daemon closed the connection before the end of its answer; see its log (journalctl -u depotd)")
         }
     }
-
 
     /// The daemon's `{"error": {"code", "message", "position"}}`.
     static func failure(status: Int, body: [UInt8]) -> DepotClientError {
@@ -196,23 +208,27 @@ extension DepotClient {
             var error: Inner
         }
         guard let envelope = try? JSONDecoder().decode(Envelope.self, from: Data(body)) else {
-            return DepotClientError(.unexpectedAnswer, "the daemon answered \(status) without saying why", status: status)
+            return DepotClientError(
+                .unexpectedAnswer, "the daemon answered \(status) without saying why", status: status)
         }
-        return DepotClientError(.init(rawValue: envelope.error.code), envelope.error.message, status: status,
-                                position: envelope.error.position)
+        return DepotClientError(
+            .init(rawValue: envelope.error.code), envelope.error.message, status: status,
+            position: envelope.error.position)
     }
 
     static func unreachable(_ path: String, _ error: any Error) -> DepotClientError {
         let code = (error as? IOError)?.errnoCode ?? 0
-        let hint = "start it (systemctl start depotd) or point the client at its socket (depotctl --socket, or DEPOT_SOCKET)"
-        let message = switch code {
-        case ENOENT: "no daemon at \(path): the socket does not exist; \(hint)"
-        case ECONNREFUSED: "no daemon answers at \(path) (connection refused); \(hint)"
-        case EACCES, EPERM:
-            "cannot connect to \(path): permission denied; your user needs the socket's group "
-                + "(ls -l \(path)) or a principal in the daemon's [access]"
-        default: "cannot connect to \(path): \(error); \(hint)"
-        }
+        let hint =
+            "start it (systemctl start depotd) or point the client at its socket (depotctl --socket, or DEPOT_SOCKET)"
+        let message =
+            switch code {
+            case ENOENT: "no daemon at \(path): the socket does not exist; \(hint)"
+            case ECONNREFUSED: "no daemon answers at \(path) (connection refused); \(hint)"
+            case EACCES, EPERM:
+                "cannot connect to \(path): permission denied; your user needs the socket's group "
+                    + "(ls -l \(path)) or a principal in the daemon's [access]"
+            default: "cannot connect to \(path): \(error); \(hint)"
+            }
         return DepotClientError(.unreachable, message)
     }
 }

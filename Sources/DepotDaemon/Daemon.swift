@@ -21,19 +21,22 @@ package enum Daemon {
         let notifier = SystemdNotifier()
         let metrics = Metrics()
         let runtime = try await DaemonRuntime.start(config: config, metrics: metrics, logger: logger)
-        let server: any Service = if let fd = SocketActivation.inheritedSocket() {
-            runtime.adoptedServer(descriptor: fd, notifier: notifier)
-        } else {
-            runtime.application(notifier: notifier)
-        }
+        let server: any Service =
+            if let fd = SocketActivation.inheritedSocket() {
+                runtime.adoptedServer(descriptor: fd, notifier: notifier)
+            } else {
+                runtime.application(notifier: notifier)
+            }
         var groupConfig = ServiceGroupConfiguration(
             services: [
                 .init(service: server),
                 .init(service: runtime.watcher),
                 .init(service: SystemdService(runtime: runtime, notifier: notifier, logger: logger)),
-                .init(service: ReloadService(runtime: runtime, configPath: configPath, notifier: notifier, logger: logger)),
+                .init(
+                    service: ReloadService(runtime: runtime, configPath: configPath, notifier: notifier, logger: logger)
+                ),
                 .init(service: JobService(runtime: runtime, notifier: notifier)),
-                .init(service: RetentionService(runtime: runtime, notifier: notifier)),
+                .init(service: RetentionService(runtime: runtime, notifier: notifier))
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             cancellationSignals: [],

@@ -27,8 +27,11 @@ package final class DaemonRuntime: Sendable {
         // files, uploads, inotify (issue #35).
         let total = min(config.maxConnections, max(16, files - 256))
         if total < config.maxConnections {
-            logger.warning("max_connections is lowered to fit the open-files limit", metadata: [
-                "MAX_CONNECTIONS": "\(total)", "NOFILE": "\(files)"])
+            logger.warning(
+                "max_connections is lowered to fit the open-files limit",
+                metadata: [
+                    LogKey.maxConnections: "\(total)", LogKey.nofile: "\(files)"
+                ])
         }
         self.limits = ConnectionLimits(total: total, perClient: min(config.maxConnectionsPerClient, total))
         self.jobs = jobs
@@ -50,8 +53,12 @@ package final class DaemonRuntime: Sendable {
             if setrlimit(resource, &raised) == 0 {
                 limit = raised
             } else {
-                logger.warning("cannot raise the open-files limit", metadata: [
-                    "NOFILE": "\(limit.rlim_cur)", "HARD": "\(limit.rlim_max)", "ERROR": "\(String(cString: strerror(errno)))"])
+                logger.warning(
+                    "cannot raise the open-files limit",
+                    metadata: [
+                        LogKey.nofile: "\(limit.rlim_cur)", LogKey.hard: "\(limit.rlim_max)",
+                        LogKey.error: "\(String(cString: strerror(errno)))"
+                    ])
             }
         }
         return Int(min(limit.rlim_cur, rlim_t(Int32.max)))
@@ -78,7 +85,7 @@ package final class DaemonRuntime: Sendable {
     static func openStore(_ storeConfig: StoreConfiguration, into jobs: JobManager, logger: Logger) async throws {
         let store = try await openBackend(storeConfig)
         try await jobs.add(store: store)
-        logger.info("store open", metadata: ["STORE": "\(storeConfig.name)", "PATH": "\(store.location)"])
+        logger.info("store open", metadata: [LogKey.store: "\(storeConfig.name)", LogKey.path: "\(store.location)"])
     }
 
     /// Opens a store on its backend, not yet serving it.
@@ -98,8 +105,11 @@ package final class DaemonRuntime: Sendable {
             do {
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             } catch {
-                throw DepotError(.database, "store \(JSONText.quoted(storeConfig.name)) cannot open \(storeConfig.path): "
-                    + "its folder cannot be created (\((error as NSError).localizedFailureReason ?? error.localizedDescription))")
+                throw DepotError(
+                    .database,
+                    "store \(JSONText.quoted(storeConfig.name)) cannot open \(storeConfig.path): "
+                        + "its folder cannot be created (\((error as NSError).localizedFailureReason ?? error.localizedDescription))"
+                )
             }
             store = try await Store.open(storeConfig)
         }
@@ -111,17 +121,22 @@ package final class DaemonRuntime: Sendable {
     var httpConfiguration: HTTP1Channel.Configuration {
         let (metrics, limits, logger, config) = (self.metrics, self.limits, self.logger, self.config)
         return HTTP1Channel.Configuration(
-            additionalChannelHandlers: [ConnectionGuard(limits: limits, headTimeout: config.idleTimeout,
-                                                        bodyTimeout: config.bodyTimeout, metrics: metrics, logger: logger), HangUpWatcher()],
+            additionalChannelHandlers: [
+                ConnectionGuard(
+                    limits: limits, headTimeout: config.idleTimeout,
+                    bodyTimeout: config.bodyTimeout, metrics: metrics, logger: logger), HangUpWatcher()
+            ],
             idleTimeout: .seconds(Int64(config.idleTimeout.components.seconds)),
-            httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100))
+            httpDecoderConfiguration: .init(
+                maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100))
     }
 
     /// The control API on a socket systemd handed in.
     func adoptedServer(descriptor: Int32, notifier: SystemdNotifier) -> AdoptedSocketServer {
         let routes = ControlRoutes(settings: settings, jobs: jobs, metrics: metrics, logger: logger, watcher: watcher)
-        return AdoptedSocketServer(descriptor: descriptor, responder: routes.router().buildResponder(), http: httpConfiguration,
-                                   logger: logger, onRunning: { notifier.ready() })
+        return AdoptedSocketServer(
+            descriptor: descriptor, responder: routes.router().buildResponder(), http: httpConfiguration,
+            logger: logger, onRunning: { notifier.ready() })
     }
 
     /// The HTTP application on the control socket.
@@ -131,24 +146,31 @@ package final class DaemonRuntime: Sendable {
         let mode = config.socketMode
         let group = config.socketGroup
         let logger = self.logger
-        try? FileManager.default.createDirectory(atPath: URL(fileURLWithPath: socket).deletingLastPathComponent().path,
-                                                 withIntermediateDirectories: true)
+        try? FileManager.default.createDirectory(
+            atPath: URL(fileURLWithPath: socket).deletingLastPathComponent().path,
+            withIntermediateDirectories: true)
         return Application(
             router: routes.router(),
             server: .http1(configuration: httpConfiguration),
             configuration: .init(address: .unixDomainSocket(path: socket), serverName: "depotd"),
             onServerRunning: { _ in
                 if chmod(socket, mode_t(mode)) != 0 {
-                    logger.error("cannot set the control socket's mode", metadata: [
-                        "PATH": "\(socket)", "MODE": "\(String(mode, radix: 8))", "ERROR": "\(String(cString: strerror(errno)))"])
+                    logger.error(
+                        "cannot set the control socket's mode",
+                        metadata: [
+                            LogKey.path: "\(socket)", LogKey.mode: "\(String(mode, radix: 8))",
+                            LogKey.error: "\(String(cString: strerror(errno)))"
+                        ])
                 }
                 if let group {
                     if let gr = getgrnam(group), chown(socket, uid_t.max, gr.pointee.gr_gid) == 0 {
                     } else {
-                        logger.error("cannot give the control socket to its group", metadata: ["PATH": "\(socket)", "GROUP": "\(group)"])
+                        logger.error(
+                            "cannot give the control socket to its group",
+                            metadata: [LogKey.path: "\(socket)", LogKey.group: "\(group)"])
                     }
                 }
-                logger.info("listening", metadata: ["PATH": "\(socket)"])
+                logger.info("listening", metadata: [LogKey.path: "\(socket)"])
                 notifier.ready()
             },
             logger: logger)

@@ -19,8 +19,6 @@ struct JobService: Service {
             await runtime.watcher.stop()
             await runtime.jobs.shutdown()
         }
-        for name in await runtime.jobs.storeNames {
-            if let store = await runtime.jobs.store(name) { try? await store.close() }
-        }
+        for store in runtime.jobs.stores.all { try? await store.close() }
     }
 }

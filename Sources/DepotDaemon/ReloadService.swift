@@ -35,12 +35,13 @@ struct ReloadService: Service {
         do {
             fresh = try DaemonConfig.load(path: configPath)
         } catch {
-            logger.error("configuration not reloaded; nothing of it applied",
-                         metadata: ["PATH": "\(configPath)", "ERROR": "\(Self.describe(error))"])
+            logger.error(
+                "configuration not reloaded; nothing of it applied",
+                metadata: [LogKey.path: "\(configPath)", LogKey.error: "\(Self.describe(error))"])
             return
         }
         let current = runtime.settings.current
-        let open = Set(await runtime.jobs.storeNames)
+        let open = Set(runtime.jobs.stores.names)
         // Everything that may fail first, undone whole if any of it fails.
         var opened: [any StoreBackend] = []
         var prepared: [(watch: DaemonConfig.Watch, wd: Int32)] = []
@@ -54,33 +55,43 @@ struct ReloadService: Service {
         } catch {
             for p in prepared { await runtime.watcher.discard(p.wd) }
             for store in opened { try? await store.close() }
-            logger.error("configuration not reloaded; nothing of it applied",
-                         metadata: ["PATH": "\(configPath)", "ERROR": "\(Self.describe(error))"])
+            logger.error(
+                "configuration not reloaded; nothing of it applied",
+                metadata: [LogKey.path: "\(configPath)", LogKey.error: "\(Self.describe(error))"])
             return
         }
         for store in opened {
             do {
                 try await runtime.jobs.add(store: store)
-                logger.info("store open", metadata: ["STORE": "\(store.name)", "PATH": "\(store.location)"])
+                logger.info("store open", metadata: [LogKey.store: "\(store.name)", LogKey.path: "\(store.location)"])
             } catch {
-                logger.error("a new store cannot resume its jobs", metadata: [
-                    "STORE": "\(store.name)", "ERROR": "\(Self.describe(error))"])
+                logger.error(
+                    "a new store cannot resume its jobs",
+                    metadata: [
+                        LogKey.store: "\(store.name)", LogKey.error: "\(Self.describe(error))"
+                    ])
             }
         }
         runtime.settings.replace(with: fresh)
         for p in prepared { await runtime.watcher.start(p.watch, p.wd) }
         var waiting: [String] = []
-        if fresh.socket != current.socket || fresh.socketMode != current.socketMode || fresh.socketGroup != current.socketGroup {
+        if fresh.socket != current.socket || fresh.socketMode != current.socketMode
+            || fresh.socketGroup != current.socketGroup
+        {
             waiting.append("the socket")
         }
         if fresh.stateDir != current.stateDir { waiting.append("state_dir") }
         if fresh.idleTimeout != current.idleTimeout { waiting.append("idle_timeout") }
         if fresh.logLevel != current.logLevel { waiting.append("log_level") }
         let freshStores = Set(fresh.stores.map(\.name))
-        waiting += open.filter { !freshStores.contains($0) }.sorted().map { "store \(JSONText.quoted($0)) (removed; still served)" }
+        waiting += open.filter { !freshStores.contains($0) }.sorted().map {
+            "store \(JSONText.quoted($0)) (removed; still served)"
+        }
         let freshWatches = Set(fresh.watches.map(\.path))
-        waiting += current.watches.filter { !freshWatches.contains($0.path) }.map { "watch \($0.path) (removed; still watched)" }
-        var metadata: Logger.Metadata = ["PATH": "\(configPath)"]
+        waiting += current.watches.filter { !freshWatches.contains($0.path) }.map {
+            "watch \($0.path) (removed; still watched)"
+        }
+        var metadata: Logger.Metadata = [LogKey.path: "\(configPath)"]
         if !waiting.isEmpty { metadata["UNTIL_RESTART"] = "\(waiting.joined(separator: "; "))" }
         logger.info("configuration reloaded", metadata: metadata)
     }

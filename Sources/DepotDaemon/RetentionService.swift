@@ -30,15 +30,17 @@ struct RetentionService: Service {
     /// Prunes every store that has a retention, logging what each prune did.
     static func pass(_ runtime: DaemonRuntime, notifier: SystemdNotifier) async {
         var summary: [String] = []
-        for name in await runtime.jobs.storeNames {
-            guard let store = await runtime.jobs.store(name), store.historyRetention != nil else { continue }
+        for store in runtime.jobs.stores.all where store.historyRetention != nil {
+            let name = store.name
             do {
                 let outcome = try await store.applyHistoryRetention()
                 log(outcome, store: name, logger: runtime.logger)
-                summary.append("\(name) pruned \(outcome.deleted)"
-                    + (outcome.heldBackBy.map { ", held back by \($0.consumer)" } ?? ""))
+                summary.append(
+                    "\(name) pruned \(outcome.deleted)"
+                        + (outcome.heldBackBy.map { ", held back by \($0.consumer)" } ?? ""))
             } catch {
-                runtime.logger.error("history retention failed", metadata: ["STORE": "\(name)", "ERROR": "\(error)"])
+                runtime.logger.error(
+                    "history retention failed", metadata: [LogKey.store: "\(name)", LogKey.error: "\(error)"])
                 summary.append("\(name) failed")
             }
         }
@@ -49,15 +51,21 @@ struct RetentionService: Service {
     /// The log lines of a prune: what went, who held it back, who was lost.
     static func log(_ outcome: PruneOutcome, store: String, logger: Logger) {
         if outcome.deleted > 0 {
-            logger.info("history pruned", metadata: ["STORE": "\(store)", "PRUNED": "\(outcome.deleted)"])
+            logger.info("history pruned", metadata: [LogKey.store: "\(store)", LogKey.pruned: "\(outcome.deleted)"])
         }
         if let held = outcome.heldBackBy {
-            logger.notice("history prune held back by a consumer", metadata: [
-                "STORE": "\(store)", "CONSUMER": "\(held.consumer)", "TOKEN": "\(held.token)"])
+            logger.notice(
+                "history prune held back by a consumer",
+                metadata: [
+                    LogKey.store: "\(store)", LogKey.consumer: "\(held.consumer)", LogKey.token: "\(held.token)"
+                ])
         }
         for consumer in outcome.lost {
-            logger.warning("consumer lost: history_max_retention pruned what it had not acknowledged", metadata: [
-                "STORE": "\(store)", "CONSUMER": "\(consumer)"])
+            logger.warning(
+                "consumer lost: history_max_retention pruned what it had not acknowledged",
+                metadata: [
+                    LogKey.store: "\(store)", LogKey.consumer: "\(consumer)"
+                ])
         }
     }
 }

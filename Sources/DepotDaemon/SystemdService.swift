@@ -30,8 +30,7 @@ struct SystemdService: Service {
 
     /// Whether every store actor answers within a second.
     func storesAnswer() async -> Bool {
-        for name in await runtime.jobs.storeNames {
-            guard let store = await runtime.jobs.store(name) else { continue }
+        for store in runtime.jobs.stores.all {
             let answered = await withTaskGroup(of: Bool.self) { group in
                 group.addTask { (try? await store.ping()) != nil }
                 group.addTask {

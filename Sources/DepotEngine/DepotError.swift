@@ -1,3 +1,5 @@
+import Foundation
+
 /// An error the engine reports to its caller: what failed, where, and how to
 /// fix it.
 ///
@@ -33,6 +35,7 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
             case unknownConsumer = "unknown_consumer"
             case storeClosed = "store_closed"
             case diskFull = "disk_full"
+            case io = "io"
             case database = "database"
         }
         private let base: Base
@@ -65,6 +68,9 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let storeClosed = Code(.storeClosed)
         /// The disk (or the server's) is full: nothing of the write was kept.
         public static let diskFull = Code(.diskFull)
+        /// A file could not be read or written (its ``DepotError/cause``
+        /// says how: a permission, an I/O error…).
+        public static let io = Code(.io)
         /// SQLite reported an error (an I/O error, corruption…).
         public static let database = Code(.database)
 
@@ -81,12 +87,34 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String
     /// For predicate errors, the 1-based character position of the problem.
     public var position: Int?
+    /// The error underneath, when this one reports another (a system
+    /// call's `POSIXError`, a database's error); not part of equality.
+    public var cause: (any Error)?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, position: Int? = nil) {
+    public init(_ code: Code, _ message: String, position: Int? = nil, cause: (any Error)? = nil) {
         self.code = code
         self.message = message
         self.position = position
+        self.cause = cause
+    }
+
+    /// An ``Code/io`` error for a system call that failed with `errno`:
+    /// `message`, then the system's reason, with the `POSIXError` as cause.
+    package static func io(_ message: String, errno code: Int32) -> DepotError {
+        DepotError(
+            .io, "\(message): \(String(cString: strerror(code)))",
+            cause: POSIXErrorCode(rawValue: code).map { POSIXError($0) })
+    }
+
+    public static func == (a: DepotError, b: DepotError) -> Bool {
+        a.code == b.code && a.message == b.message && a.position == b.position
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(position)
     }
 
     /// The message, prefixed with the position when there is one.
@@ -121,8 +149,9 @@ extension DepotError {
         for i in 1...a.count {
             var current = [i] + Array(repeating: 0, count: b.count)
             for j in stride(from: 1, through: b.count, by: 1) {
-                current[j] = Swift.min(previous[j] + 1, current[j - 1] + 1,
-                                       previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+                current[j] = Swift.min(
+                    previous[j] + 1, current[j - 1] + 1,
+                    previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
             }
             previous = current
         }

@@ -54,7 +54,8 @@ final class JobKeys: Sendable {
         words.withLock { words in
             keys.map { key in
                 let (p, q, r) = Self.positions(key)
-                let seen = words[p >> 6] & (1 << UInt64(p & 63)) != 0 && words[q >> 6] & (1 << UInt64(q & 63)) != 0
+                let seen =
+                    words[p >> 6] & (1 << UInt64(p & 63)) != 0 && words[q >> 6] & (1 << UInt64(q & 63)) != 0
                     && words[r >> 6] & (1 << UInt64(r & 63)) != 0
                 words[p >> 6] |= 1 << UInt64(p & 63)
                 words[q >> 6] |= 1 << UInt64(q & 63)

@@ -26,7 +26,8 @@ package struct PostgreSQLDialect: SQLDialect {
 
     package func inJSONArray(_ column: String, _ list: String, _ field: Field, folded: Bool) -> String {
         let type = folded || field.type.isTextual ? "text" : Self.columnType(field.type)
-        return "(\(column) IN (SELECT value::\(type)\(byteCollation(of: field)) FROM json_array_elements_text(\(list)::json)))"
+        return
+            "(\(column) IN (SELECT value::\(type)\(byteCollation(of: field)) FROM json_array_elements_text(\(list)::json)))"
     }
 
     package func keyPathAggregate(_ op: String, _ value: String, _ field: Field) -> String {

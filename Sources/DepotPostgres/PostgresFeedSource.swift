@@ -13,8 +13,9 @@ struct PostgresFeedSource: ResultFeedSource {
     private func snapshot<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         do {
             return try await store.transaction { connection in
-                try await PostgresSQL.execute(connection, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY",
-                                              logger: store.logger)
+                try await PostgresSQL.execute(
+                    connection, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                    logger: store.logger)
                 return try await body(connection)
             }
         } catch {
@@ -28,8 +29,12 @@ struct PostgresFeedSource: ResultFeedSource {
     }
 
     private func newest(_ connection: PostgresConnection) async throws -> Int64? {
-        PostgresSQL.scalar(try await PostgresSQL.textRows(connection, "SELECT max(id)::text FROM "
-            + store.table("depot_transactions"), logger: store.logger)).flatMap { Int64($0) }
+        PostgresSQL.scalar(
+            try await PostgresSQL.textRows(
+                connection,
+                "SELECT max(id)::text FROM "
+                    + store.table("depot_transactions"), logger: store.logger)
+        ).flatMap { Int64($0) }
     }
 
     func start() async throws -> (token: Int64?, issued: Int64, records: RecordSet) {
@@ -42,17 +47,21 @@ struct PostgresFeedSource: ResultFeedSource {
         try await snapshot { connection in
             try await store.checkHistory(connection, after: after)
             return try await records(connection).rows.map { row in
-                Identifier(query.entity.identifier.map { name in row[query.fields.firstIndex { $0.name == name }!] }).json
+                Identifier(query.entity.identifier.map { name in row[query.fields.firstIndex { $0.name == name }!] })
+                    .json
             }
         }
     }
 
-    func changes(after: Int64, live: Bool) async throws -> (token: Int64, touched: ResultFeed.Touched?, whole: RecordSet?) {
+    func changes(after: Int64, live: Bool) async throws -> (
+        token: Int64, touched: ResultFeed.Touched?, whole: RecordSet?
+    ) {
         try await snapshot { connection in
             try await store.checkHistory(connection, after: after)
             let token = try await newest(connection) ?? after
             let logger = store.logger
-            let changes = "SELECT identifier, kind, fields, span::text FROM \(store.table("depot_changes")) "
+            let changes =
+                "SELECT identifier, kind, fields, span::text FROM \(store.table("depot_changes")) "
                 + "WHERE txn > $1 AND entity = $2 ORDER BY txn, id"
             // A change to a record that a key path reads can change any
             // record's membership or values: the result is read again whole.
@@ -70,9 +79,13 @@ struct PostgresFeedSource: ResultFeedSource {
             var collected = ResultFeed.TouchedChanges()
             for row in try await PostgresSQL.textRows(connection, changes, binds, logger: logger) {
                 // A run of new records holds their identifiers one a line.
-                let identifiers = (row[3].flatMap { Int($0) } ?? 1) > 1
-                    ? (row[0] ?? "").utf8.split(separator: UInt8(ascii: "\n")).map { String(Substring($0)) } : [row[0] ?? ""]
-                for identifier in identifiers { collected.add(identifier: identifier, kind: row[1] ?? "", fields: row[2]) }
+                let identifiers =
+                    (row[3].flatMap { Int($0) } ?? 1) > 1
+                    ? (row[0] ?? "").utf8.split(separator: UInt8(ascii: "\n")).map { String(Substring($0)) }
+                    : [row[0] ?? ""]
+                for identifier in identifiers {
+                    collected.add(identifier: identifier, kind: row[1] ?? "", fields: row[2])
+                }
             }
             // Each touched record looked up again with the predicate, with
             // the records it embeds.
@@ -92,8 +105,10 @@ struct PostgresFeedSource: ResultFeedSource {
                     position = found.rows.count
                     found = found.rows.isEmpty ? one : found.appending(one)
                 }
-                records.append(ResultFeed.TouchedRecord(id: id, identifier: identifier, change: collected.changes[id]!,
-                                                        row: position))
+                records.append(
+                    ResultFeed.TouchedRecord(
+                        id: id, identifier: identifier, change: collected.changes[id]!,
+                        row: position))
             }
             return (token, ResultFeed.Touched(records: records, found: found), nil)
         }

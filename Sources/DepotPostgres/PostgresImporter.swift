@@ -24,16 +24,20 @@ public enum PostgresImporter {
     ///   changed input, a conflict under `fail`, too many rejects, a file of
     ///   which nothing could be read; a server error as
     ///   ``DepotError/Code/database``.
-    public static func run(_ request: ImportRequest, into store: PostgresStore,
-                           progress: (@Sendable (ImportProgress) -> Void)? = nil) async throws -> ImportProgress {
+    public static func run(
+        _ request: ImportRequest, into store: PostgresStore,
+        progress: (@Sendable (ImportProgress) -> Void)? = nil
+    ) async throws -> ImportProgress {
         let entity = try store.entity(request.entity)
         let configuration = store.configuration
         let deferReferences = request.options.deferReferences
         // A record that may refer to another of the same entity must be
         // written after it, as in the file: no sorted runs then.
-        let selfReferring = !deferReferences && entity.relationships.contains {
-            if case .toOne = $0.kind { $0.target == entity.name } else { false }
-        }
+        let selfReferring =
+            !deferReferences
+            && entity.relationships.contains {
+                if case .toOne = $0.kind { $0.target == entity.name } else { false }
+            }
         // Runs as long as a save (not an SQLite store's 65,536): each batch
         // is then a narrow band of the identifier's order, and the inserts
         // of a save sweep the key's index once instead of once a batch. A
@@ -70,10 +74,12 @@ public enum PostgresImporter {
         // made ready one after the other, so each sees the keys of those before.
         let keys = JobKeys()
         @Sendable func ready(_ save: ImportSave) -> Task<(ImportChunk, PreparedBatch), any Error> {
+            // Detached: the next batch is read ahead while the save writes this one; the save awaits it.
             Task.detached {
                 let chunk = try await save.takeWaiting()
-                var prepared = try store.prepare(chunk.batch, policy: policy, supersede: supersede,
-                                                 deferReferences: deferReferences)
+                var prepared = try store.prepare(
+                    chunk.batch, policy: policy, supersede: supersede,
+                    deferReferences: deferReferences)
                 prepared.guessNew(keys)
                 return (chunk, prepared)
             }
@@ -101,6 +107,7 @@ public enum PostgresImporter {
     }
 
     /// The chunk being taken and made ready ahead of the save that writes it.
+    // @unchecked: set and taken by the import's one save loop, one save at a time.
     private final class Ahead: @unchecked Sendable {
         // Used by one save at a time, one after the other.
         var task: Task<(ImportChunk, PreparedBatch), any Error>?

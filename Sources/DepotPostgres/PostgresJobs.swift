@@ -29,7 +29,8 @@ extension PostgresStore {
     /// Queues a job, or replaces its record when it exists (a job's record
     /// changes as it runs; its claim stays).
     public nonisolated func putJob(id: String, record: String) async throws {
-        let sql = "INSERT INTO \(table("depot_jobs"))(id, record, state) VALUES ($1, $2, 'queued') "
+        let sql =
+            "INSERT INTO \(table("depot_jobs"))(id, record, state) VALUES ($1, $2, 'queued') "
             + "ON CONFLICT (id) DO UPDATE SET record = excluded.record"
         try await read { connection in
             var binds = PostgresBindings()
@@ -43,7 +44,8 @@ extension PostgresStore {
     /// `host`, under a lease of `lease`; nil when there is none free.
     public nonisolated func claimJob(host: String, lease: Duration) async throws -> ClaimedJob? {
         let jobs = table("depot_jobs")
-        let sql = "UPDATE \(jobs) SET state = 'running', owner = $1, lease_until = clock_timestamp() + $2 * interval '1 millisecond' "
+        let sql =
+            "UPDATE \(jobs) SET state = 'running', owner = $1, lease_until = clock_timestamp() + $2 * interval '1 millisecond' "
             + "WHERE id = (SELECT id FROM \(jobs) WHERE state = 'queued' OR (state = 'running' AND lease_until < clock_timestamp()) "
             + "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id, record"
         return try await read { connection in
@@ -76,14 +78,17 @@ extension PostgresStore {
 
     /// Extends `host`'s lease on `job`, and says whether a cancel was asked.
     nonisolated func renew(job: String, host: String, lease: Duration) async throws -> Renewal {
-        let sql = "UPDATE \(table("depot_jobs")) SET lease_until = clock_timestamp() + $3 * interval '1 millisecond' "
+        let sql =
+            "UPDATE \(table("depot_jobs")) SET lease_until = clock_timestamp() + $3 * interval '1 millisecond' "
             + "WHERE id = $1 AND owner = $2 AND state = 'running' RETURNING cancel_requested::text"
         return try await read { connection in
             var binds = PostgresBindings()
             binds.append(job)
             binds.append(host)
             binds.append(Self.milliseconds(lease))
-            guard let row = try await PostgresSQL.textRows(connection, sql, binds, logger: logger).first else { return .lost }
+            guard let row = try await PostgresSQL.textRows(connection, sql, binds, logger: logger).first else {
+                return .lost
+            }
             return row.first == "true" ? .cancelRequested : .held
         }
     }
@@ -94,7 +99,8 @@ extension PostgresStore {
     /// - Returns: whether `host` still held the job.
     @discardableResult
     public nonisolated func finishJob(_ job: String, host: String, record: String, state: String) async throws -> Bool {
-        let sql = "UPDATE \(table("depot_jobs")) SET state = $3, record = $4, lease_until = NULL "
+        let sql =
+            "UPDATE \(table("depot_jobs")) SET state = $3, record = $4, lease_until = NULL "
             + "WHERE id = $1 AND owner = $2 AND state = 'running' RETURNING id"
         return try await read { connection in
             var binds = PostgresBindings()
@@ -108,13 +114,15 @@ extension PostgresStore {
 
     /// The job's state, owner and whether its lease has lapsed.
     public nonisolated func jobClaim(_ job: String) async throws -> (state: String, owner: String?, lapsed: Bool)? {
-        let sql = "SELECT state, owner, (lease_until IS NOT NULL AND lease_until < clock_timestamp())::text "
+        let sql =
+            "SELECT state, owner, (lease_until IS NOT NULL AND lease_until < clock_timestamp())::text "
             + "FROM \(table("depot_jobs")) WHERE id = $1"
         return try await read { connection in
             var binds = PostgresBindings()
             binds.append(job)
             guard let row = try await PostgresSQL.textRows(connection, sql, binds, logger: logger).first,
-                  let state = row[0] else { return nil }
+                let state = row[0]
+            else { return nil }
             return (state, row[1], row[2] == "true")
         }
     }
@@ -126,8 +134,11 @@ extension PostgresStore {
     /// Runs `body` while renewing `host`'s lease on `job` every third of
     /// `lease`; when a renewal finds the job held by another host, `body`'s
     /// task is cancelled (the other host resumes it from its checkpoint).
-    public nonisolated func withLease<T: Sendable>(on job: String, host: String, lease: Duration,
-                                                   _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    public nonisolated func withLease<T: Sendable>(
+        on job: String, host: String, lease: Duration,
+        _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        // Unstructured: the work and its lease renewal race; whichever fails first cancels the other.
         let work = Task { try await body() }
         let renewer = Task {
             while !Task.isCancelled {

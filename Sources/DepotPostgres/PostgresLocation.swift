@@ -32,8 +32,11 @@ public struct PostgresLocation: Sendable, Hashable {
     ///   with the URL, or why the password file cannot be read.
     public init(url text: String, schema: String, passwordFile: String? = nil) throws {
         func bad(_ why: String) -> DepotError {
-            DepotError(.invalidArgument, "PostgreSQL URL \(String(reflecting: text)): \(why); "
-                + "write it as postgresql://USER@/DATABASE?host=/run/postgresql or postgresql://USER@HOST:PORT/DATABASE")
+            DepotError(
+                .invalidArgument,
+                "PostgreSQL URL \(String(reflecting: text)): \(why); "
+                    + "write it as postgresql://USER@/DATABASE?host=/run/postgresql or postgresql://USER@HOST:PORT/DATABASE"
+            )
         }
         guard let components = URLComponents(string: text) else { throw bad("not a URL") }
         guard components.scheme == "postgresql" || components.scheme == "postgres" else {
@@ -67,14 +70,18 @@ public struct PostgresLocation: Sendable, Hashable {
         var password = components.password.flatMap { $0.removingPercentEncoding }
         if password == nil, let passwordFile {
             guard let contents = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
-                throw DepotError(.invalidArgument, "password_file \(String(reflecting: passwordFile)) cannot be read; "
-                    + "check that it exists and that the daemon's user may read it")
+                throw DepotError(
+                    .invalidArgument,
+                    "password_file \(String(reflecting: passwordFile)) cannot be read; "
+                        + "check that it exists and that the daemon's user may read it")
             }
             password = contents.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
         }
         guard !schema.isEmpty, schema.utf8.count <= 57, !schema.contains("\""), !schema.contains("\0") else {
-            throw DepotError(.invalidArgument, "schema \(String(reflecting: schema)) must have 1 to 57 bytes and no "
-                + "double quote (its commits are announced on the channel depot:SCHEMA, at most 63 bytes)")
+            throw DepotError(
+                .invalidArgument,
+                "schema \(String(reflecting: schema)) must have 1 to 57 bytes and no "
+                    + "double quote (its commits are announced on the channel depot:SCHEMA, at most 63 bytes)")
         }
         self.socketFolder = socketFolder
         self.host = socketFolder == nil ? host : nil
@@ -99,11 +106,13 @@ public struct PostgresLocation: Sendable, Hashable {
     var clientConfiguration: PostgresClient.Configuration {
         var configuration: PostgresClient.Configuration
         if let socketFolder {
-            configuration = PostgresClient.Configuration(unixSocketPath: "\(socketFolder)/.s.PGSQL.\(port)",
-                                                         username: user, password: password, database: database)
+            configuration = PostgresClient.Configuration(
+                unixSocketPath: "\(socketFolder)/.s.PGSQL.\(port)",
+                username: user, password: password, database: database)
         } else {
-            configuration = PostgresClient.Configuration(host: host ?? "localhost", port: port, username: user,
-                                                         password: password, database: database, tls: .disable)
+            configuration = PostgresClient.Configuration(
+                host: host ?? "localhost", port: port, username: user,
+                password: password, database: database, tls: .disable)
         }
         configuration.options.maximumConnections = 8
         configuration.options.connectTimeout = .seconds(10)

@@ -27,8 +27,12 @@ enum PostgresMigrator {
     /// default, pglz, took three times as long as the whole COPY of the
     /// history of an import of a million records (BENCHMARKS.md, "PostgreSQL").
     static func changesStorage(_ connection: PostgresConnection, store: PostgresStore) async throws -> String {
-        let lz4 = try await PostgresSQL.textRows(connection, "SELECT 1::text FROM pg_settings "
-            + "WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)", logger: store.logger).isEmpty == false
+        let lz4 =
+            try await PostgresSQL.textRows(
+                connection,
+                "SELECT 1::text FROM pg_settings "
+                    + "WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)", logger: store.logger
+            ).isEmpty == false
         let how = lz4 ? "SET COMPRESSION lz4" : "SET STORAGE EXTERNAL"
         return "ALTER TABLE \(store.table("depot_changes")) ALTER COLUMN identifier \(how), ALTER COLUMN new \(how)"
     }
@@ -44,85 +48,112 @@ enum PostgresMigrator {
         try await PostgresSQL.lock(connection, "depot:" + location.schema, logger: logger)
         try await run("CREATE SCHEMA IF NOT EXISTS \(PostgresSQL.quote(location.schema))")
         try await run("CREATE TABLE IF NOT EXISTS \(table("depot_meta"))(key text PRIMARY KEY, value text)")
-        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_schema"))(entity text PRIMARY KEY, definition text NOT NULL)")
-        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_transactions"))(id bigserial PRIMARY KEY, "
-            + "timestamp text NOT NULL, author text NOT NULL, job text)")
+        try await run(
+            "CREATE TABLE IF NOT EXISTS \(table("depot_schema"))(entity text PRIMARY KEY, definition text NOT NULL)")
+        try await run(
+            "CREATE TABLE IF NOT EXISTS \(table("depot_transactions"))(id bigserial PRIMARY KEY, "
+                + "timestamp text NOT NULL, author text NOT NULL, job text)")
         // Whether the store was there before this open (its system version
         // is read below, once depot_changes has been made if it was not).
-        let older = try await PostgresSQL.textRows(connection, "SELECT 1::text FROM information_schema.tables "
-            + "WHERE table_schema = \(PostgresSQL.literal(location.schema)) AND table_name = 'depot_changes'", logger: logger)
+        let older =
+            try await PostgresSQL.textRows(
+                connection,
+                "SELECT 1::text FROM information_schema.tables "
+                    + "WHERE table_schema = \(PostgresSQL.literal(location.schema)) AND table_name = 'depot_changes'",
+                logger: logger
+            )
             .isEmpty == false
         // A row is a change of a save's history transaction, or a run of
         // `span` new records (changes id, id + 1, …): their identifiers and
         // their values one a line, as PostgresSaveContext writes them. The
         // place in the transaction (id) is given by the save, so the only
         // index is the key, which also gives the order of the changes.
-        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_changes"))(id bigint NOT NULL, "
-            + "txn bigint NOT NULL, entity text NOT NULL, identifier text NOT NULL, kind text NOT NULL, "
-            + "fields text, tombstone text, old text, new text, layout bigint, span integer, PRIMARY KEY (txn, id))")
+        try await run(
+            "CREATE TABLE IF NOT EXISTS \(table("depot_changes"))(id bigint NOT NULL, "
+                + "txn bigint NOT NULL, entity text NOT NULL, identifier text NOT NULL, kind text NOT NULL, "
+                + "fields text, tombstone text, old text, new text, layout bigint, span integer, PRIMARY KEY (txn, id))"
+        )
         // The field names of compact values (an insert's, a delete's).
-        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_layouts"))(id bigserial PRIMARY KEY, "
-            + "entity text NOT NULL, fields text NOT NULL, UNIQUE (entity, fields))")
+        try await run(
+            "CREATE TABLE IF NOT EXISTS \(table("depot_layouts"))(id bigserial PRIMARY KEY, "
+                + "entity text NOT NULL, fields text NOT NULL, UNIQUE (entity, fields))")
         // How its long texts are stored: set when the table is made or
         // migrated, not at each open (it locks the table).
         var storage = !older
         if older {
-            let version = PostgresSQL.scalar(try await PostgresSQL.textRows(connection,
-                "SELECT value FROM \(table("depot_meta")) WHERE key = 'system_version'", logger: logger))
+            let version = PostgresSQL.scalar(
+                try await PostgresSQL.textRows(
+                    connection,
+                    "SELECT value FROM \(table("depot_meta")) WHERE key = 'system_version'", logger: logger))
             if version == "1" {
                 // Version 1's changes: a serial id for key and an index on txn.
                 try await run("ALTER TABLE \(table("depot_changes")) ADD COLUMN IF NOT EXISTS layout bigint")
-                try await run("ALTER TABLE \(table("depot_changes")) DROP CONSTRAINT depot_changes_pkey, "
-                    + "ADD PRIMARY KEY (txn, id)")
+                try await run(
+                    "ALTER TABLE \(table("depot_changes")) DROP CONSTRAINT depot_changes_pkey, "
+                        + "ADD PRIMARY KEY (txn, id)")
                 try await run("ALTER TABLE \(table("depot_changes")) ALTER COLUMN id DROP DEFAULT")
                 try await run("DROP INDEX IF EXISTS \(store.prefix)depot_changes_txn")
             }
             if let version, let number = Int(version), number > systemVersion {
-                throw DepotError(.migrationRefused, "store \(JSONText.quoted(store.name)) was written by a newer Depot "
-                    + "(its engine tables are at version \(number); this depotd knows versions up to \(systemVersion)); "
-                    + "run the newer depotd, or restore a copy made before the upgrade")
+                throw DepotError(
+                    .migrationRefused,
+                    "store \(JSONText.quoted(store.name)) was written by a newer Depot "
+                        + "(its engine tables are at version \(number); this depotd knows versions up to \(systemVersion)); "
+                        + "run the newer depotd, or restore a copy made before the upgrade")
             }
             if version == "1" || version == "2" {
                 try await run("ALTER TABLE \(table("depot_changes")) ADD COLUMN IF NOT EXISTS span integer")
-                try await run("UPDATE \(table("depot_meta")) SET value = '\(systemVersion)' WHERE key = 'system_version'")
+                try await run(
+                    "UPDATE \(table("depot_meta")) SET value = '\(systemVersion)' WHERE key = 'system_version'")
                 storage = true
             }
         }
         if storage { try await run(try await changesStorage(connection, store: store)) }
-        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_checkpoints"))(job text PRIMARY KEY, "
-            + "data bytea NOT NULL, updated text NOT NULL)")
+        try await run(
+            "CREATE TABLE IF NOT EXISTS \(table("depot_checkpoints"))(job text PRIMARY KEY, "
+                + "data bytea NOT NULL, updated text NOT NULL)")
         // Jobs, claimed by one host at a time under a lease (PostgresJobs).
-        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_jobs"))(seq bigserial, id text PRIMARY KEY, "
-            + "record text NOT NULL, state text NOT NULL, owner text, lease_until timestamptz)")
+        try await run(
+            "CREATE TABLE IF NOT EXISTS \(table("depot_jobs"))(seq bigserial, id text PRIMARY KEY, "
+                + "record text NOT NULL, state text NOT NULL, owner text, lease_until timestamptz)")
         // A cancel asked through a host that does not run the job; the
         // running host's lease renewal hears it.
-        try await run("ALTER TABLE \(table("depot_jobs")) ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL "
-            + "DEFAULT false")
-        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_imported_files"))(hash text PRIMARY KEY, "
-            + "path text NOT NULL, job text NOT NULL, imported text NOT NULL)")
-        try await run("CREATE TABLE IF NOT EXISTS \(table("depot_consumers"))(name text PRIMARY KEY, token bigint NOT NULL, "
-            + "state text NOT NULL, created text NOT NULL, acknowledged_at text NOT NULL)")
-        try await run("CREATE INDEX IF NOT EXISTS depot_jobs_claimable ON \(table("depot_jobs"))(seq) "
-            + "WHERE state IN ('queued', 'running')")
+        try await run(
+            "ALTER TABLE \(table("depot_jobs")) ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL "
+                + "DEFAULT false")
+        try await run(
+            "CREATE TABLE IF NOT EXISTS \(table("depot_imported_files"))(hash text PRIMARY KEY, "
+                + "path text NOT NULL, job text NOT NULL, imported text NOT NULL)")
+        try await run(
+            "CREATE TABLE IF NOT EXISTS \(table("depot_consumers"))(name text PRIMARY KEY, token bigint NOT NULL, "
+                + "state text NOT NULL, created text NOT NULL, acknowledged_at text NOT NULL)")
+        try await run(
+            "CREATE INDEX IF NOT EXISTS depot_jobs_claimable ON \(table("depot_jobs"))(seq) "
+                + "WHERE state IN ('queued', 'running')")
         try await run(try await foldFunction(connection, store: store))
         var versionBinds = PostgresBindings()
         versionBinds.append(String(systemVersion))
-        try await run("INSERT INTO \(table("depot_meta"))(key, value) VALUES ('system_version', $1) "
-            + "ON CONFLICT (key) DO NOTHING", versionBinds)
+        try await run(
+            "INSERT INTO \(table("depot_meta"))(key, value) VALUES ('system_version', $1) "
+                + "ON CONFLICT (key) DO NOTHING", versionBinds)
 
         var problems: [String] = []
         var work: [() async throws -> Void] = []
         for entity in store.configuration.entities {
             var binds = PostgresBindings()
             binds.append(entity.name)
-            let stored = PostgresSQL.scalar(try await PostgresSQL.textRows(connection,
-                "SELECT definition FROM \(table("depot_schema")) WHERE entity = $1", binds, logger: logger))
+            let stored = PostgresSQL.scalar(
+                try await PostgresSQL.textRows(
+                    connection,
+                    "SELECT definition FROM \(table("depot_schema")) WHERE entity = $1", binds, logger: logger))
             guard let stored else {
                 var exists = PostgresBindings()
                 exists.append(location.schema)
                 exists.append(entity.name)
-                let found = try await PostgresSQL.textRows(connection, "SELECT 1::text FROM information_schema.tables "
-                    + "WHERE table_schema = $1 AND table_name = $2", exists, logger: logger)
+                let found = try await PostgresSQL.textRows(
+                    connection,
+                    "SELECT 1::text FROM information_schema.tables "
+                        + "WHERE table_schema = $1 AND table_name = $2", exists, logger: logger)
                 if !found.isEmpty {
                     problems.append(MigrationRules.foreignTable(entity))
                     continue
@@ -134,29 +165,35 @@ enum PostgresMigrator {
                 continue
             }
             guard let old = try? JSONDecoder().decode(Definition.self, from: Data(stored.utf8)) else {
-                problems.append("entity \(JSONText.quoted(entity.name)): the stored schema is unreadable; "
-                    + "the store may be damaged")
+                problems.append(
+                    "entity \(JSONText.quoted(entity.name)): the stored schema is unreadable; "
+                        + "the store may be damaged")
                 continue
             }
             var nulls: [String: Int] = [:]
             for name in MigrationRules.fieldsBecomingRequired(entity, stored: old) {
-                let rows = try await PostgresSQL.textRows(connection, "SELECT count(*)::text FROM "
-                    + "\(table(entity.name)) WHERE \(PostgresSQL.quote(name)) IS NULL", logger: logger)
+                let rows = try await PostgresSQL.textRows(
+                    connection,
+                    "SELECT count(*)::text FROM "
+                        + "\(table(entity.name)) WHERE \(PostgresSQL.quote(name)) IS NULL", logger: logger)
                 nulls[name] = PostgresSQL.scalar(rows).flatMap { Int($0) } ?? 0
             }
             let outcome = MigrationRules.check(entity, stored: old, nulls: nulls)
             problems += outcome.problems
             for field in outcome.added {
                 work.append {
-                    try await run("ALTER TABLE \(table(entity.name)) ADD COLUMN "
-                        + "\(PostgresSQL.quote(field.name)) \(PostgresSQL.type(field.type))")
+                    try await run(
+                        "ALTER TABLE \(table(entity.name)) ADD COLUMN "
+                            + "\(PostgresSQL.quote(field.name)) \(PostgresSQL.type(field.type))")
                 }
             }
             work.append { try await syncIndexes(connection, store, entity) }
         }
         guard problems.isEmpty else {
-            throw DepotError(.migrationRefused, "store \(JSONText.quoted(store.name)) cannot open with this "
-                + "configuration: " + problems.joined(separator: "; "))
+            throw DepotError(
+                .migrationRefused,
+                "store \(JSONText.quoted(store.name)) cannot open with this "
+                    + "configuration: " + problems.joined(separator: "; "))
         }
         for step in work { try await step() }
         for entity in store.configuration.entities {
@@ -165,17 +202,23 @@ enum PostgresMigrator {
             var layout = PostgresBindings()
             layout.append(entity.name)
             layout.append(JSONText.array(entity.fields.map(\.name)))
-            try await run("INSERT INTO \(table("depot_layouts"))(entity, fields) VALUES ($1, $2) "
-                + "ON CONFLICT (entity, fields) DO NOTHING", layout)
-            let id = PostgresSQL.scalar(try await PostgresSQL.textRows(connection, "SELECT id::text FROM "
-                + "\(table("depot_layouts")) WHERE entity = $1 AND fields = $2", layout, logger: logger)).flatMap { Int64($0) }
+            try await run(
+                "INSERT INTO \(table("depot_layouts"))(entity, fields) VALUES ($1, $2) "
+                    + "ON CONFLICT (entity, fields) DO NOTHING", layout)
+            let id = PostgresSQL.scalar(
+                try await PostgresSQL.textRows(
+                    connection,
+                    "SELECT id::text FROM "
+                        + "\(table("depot_layouts")) WHERE entity = $1 AND fields = $2", layout, logger: logger)
+            ).flatMap { Int64($0) }
             store.layouts.withLock { $0[entity.name] = id }
             let text = String(decoding: try JSONEncoder().encode(Definition(entity)), as: UTF8.self)
             var binds = PostgresBindings()
             binds.append(entity.name)
             binds.append(text)
-            try await run("INSERT INTO \(table("depot_schema"))(entity, definition) VALUES ($1, $2) "
-                + "ON CONFLICT (entity) DO UPDATE SET definition = excluded.definition", binds)
+            try await run(
+                "INSERT INTO \(table("depot_schema"))(entity, definition) VALUES ($1, $2) "
+                    + "ON CONFLICT (entity) DO UPDATE SET definition = excluded.definition", binds)
         }
     }
 
@@ -186,8 +229,10 @@ enum PostgresMigrator {
     /// case is ICU's full lowercase mapping where the server has ICU, the
     /// database's `lower()` otherwise.
     static func foldFunction(_ connection: PostgresConnection, store: PostgresStore) async throws -> String {
-        let icu = try await PostgresSQL.textRows(connection, "SELECT 1::text FROM pg_collation "
-            + "WHERE collname = 'und-x-icu' LIMIT 1", logger: store.logger)
+        let icu = try await PostgresSQL.textRows(
+            connection,
+            "SELECT 1::text FROM pg_collation "
+                + "WHERE collname = 'und-x-icu' LIMIT 1", logger: store.logger)
         let lower = icu.isEmpty ? "lower(d)" : "lower(d COLLATE \"und-x-icu\")"
         return "CREATE OR REPLACE FUNCTION \(store.prefix)depot_fold(t text, flags integer) RETURNS text "
             + "LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $depot$ "
@@ -218,14 +263,17 @@ enum PostgresMigrator {
         return out + "]"
     }()
 
-    private static func create(_ connection: PostgresConnection, _ store: PostgresStore, _ entity: EntitySchema) async throws {
+    private static func create(_ connection: PostgresConnection, _ store: PostgresStore, _ entity: EntitySchema)
+        async throws
+    {
         var columns = entity.fields.map { field in
             "\(PostgresSQL.quote(field.name)) \(PostgresSQL.type(field.type))"
                 + (field.isOptional && !entity.identifier.contains(field.name) ? "" : " NOT NULL")
         }
         columns.append("PRIMARY KEY (" + entity.identifier.map(PostgresSQL.quote).joined(separator: ", ") + ")")
-        try await PostgresSQL.execute(connection, "CREATE TABLE \(store.table(entity.name)) (\(columns.joined(separator: ", ")))",
-                                      logger: store.logger)
+        try await PostgresSQL.execute(
+            connection, "CREATE TABLE \(store.table(entity.name)) (\(columns.joined(separator: ", ")))",
+            logger: store.logger)
     }
 
     /// The name of an index, as an SQLite store names it; past the 63
@@ -241,21 +289,31 @@ enum PostgresMigrator {
         return "depot_idx_" + String(hash, radix: 16)
     }
 
-    private static func syncIndexes(_ connection: PostgresConnection, _ store: PostgresStore,
-                                    _ entity: EntitySchema) async throws {
+    private static func syncIndexes(
+        _ connection: PostgresConnection, _ store: PostgresStore,
+        _ entity: EntitySchema
+    ) async throws {
         let wanted = Dictionary(entity.indexes.map { (indexName(entity, $0), $0) }, uniquingKeysWith: { a, _ in a })
         var binds = PostgresBindings()
         binds.append(store.configuration.location.schema)
         binds.append(entity.name)
-        let existing = try await PostgresSQL.textRows(connection, "SELECT indexname::text FROM pg_indexes "
-            + "WHERE schemaname = $1 AND tablename = $2 AND indexname LIKE 'depot\\_idx\\_%'", binds, logger: store.logger)
-            .compactMap { $0.first ?? nil }
+        let existing = try await PostgresSQL.textRows(
+            connection,
+            "SELECT indexname::text FROM pg_indexes "
+                + "WHERE schemaname = $1 AND tablename = $2 AND indexname LIKE 'depot\\_idx\\_%'", binds,
+            logger: store.logger
+        )
+        .compactMap { $0.first ?? nil }
         for name in existing where wanted[name] == nil {
-            try await PostgresSQL.execute(connection, "DROP INDEX \(store.prefix)\(PostgresSQL.quote(name))", logger: store.logger)
+            try await PostgresSQL.execute(
+                connection, "DROP INDEX \(store.prefix)\(PostgresSQL.quote(name))", logger: store.logger)
         }
         for (name, fields) in wanted where !existing.contains(name) {
-            try await PostgresSQL.execute(connection, "CREATE INDEX \(PostgresSQL.quote(name)) ON \(store.table(entity.name))("
-                + fields.map { PostgresSQL.quote($0) + PostgresSQL.byteOrder(entity, $0) }.joined(separator: ", ") + ")",
+            try await PostgresSQL.execute(
+                connection,
+                "CREATE INDEX \(PostgresSQL.quote(name)) ON \(store.table(entity.name))("
+                    + fields.map { PostgresSQL.quote($0) + PostgresSQL.byteOrder(entity, $0) }.joined(separator: ", ")
+                    + ")",
                 logger: store.logger)
         }
     }

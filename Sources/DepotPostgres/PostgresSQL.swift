@@ -84,8 +84,10 @@ enum PostgresSQL {
 
     /// Runs `sql`; every row's cells as text (nil for null). The query's
     /// columns must be of a text-like type (cast with `::text`).
-    static func textRows(_ connection: PostgresConnection, _ sql: String, _ binds: PostgresBindings = PostgresBindings(),
-                         logger: Logger) async throws -> [[String?]] {
+    static func textRows(
+        _ connection: PostgresConnection, _ sql: String, _ binds: PostgresBindings = PostgresBindings(),
+        logger: Logger
+    ) async throws -> [[String?]] {
         let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
         var out: [[String?]] = []
         for try await row in rows {
@@ -111,8 +113,10 @@ enum PostgresSQL {
     }
 
     /// Runs `sql`, which returns no rows that matter.
-    static func execute(_ connection: PostgresConnection, _ sql: String, _ binds: PostgresBindings = PostgresBindings(),
-                        logger: Logger) async throws {
+    static func execute(
+        _ connection: PostgresConnection, _ sql: String, _ binds: PostgresBindings = PostgresBindings(),
+        logger: Logger
+    ) async throws {
         try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
     }
 

@@ -14,6 +14,7 @@ import PostgresNIO
 /// `UPDATE … FROM` apply the batch and one `COPY` logs its history. The
 /// counters, the rejections' reasons and the history's text are the same
 /// as an SQLite store's for the same batches (DepotPostgresTests checks it).
+// @unchecked: used inside one transaction by the task that runs it; Sendable to reach the save's body.
 public final class PostgresSaveContext: @unchecked Sendable {
     // Used by one task at a time: the save's body, then the store.
     let store: PostgresStore
@@ -42,17 +43,20 @@ public final class PostgresSaveContext: @unchecked Sendable {
         binds.append(job)
         binds.append(Data(data).base64EncodedString())
         binds.append(Timestamp.now())
-        try await PostgresSQL.execute(connection, "INSERT INTO \(store.table("depot_checkpoints"))(job, data, updated) "
-            + "VALUES ($1, decode($2, 'base64'), $3) ON CONFLICT (job) DO UPDATE SET data = excluded.data, "
-            + "updated = excluded.updated", binds, logger: store.logger)
+        try await PostgresSQL.execute(
+            connection,
+            "INSERT INTO \(store.table("depot_checkpoints"))(job, data, updated) "
+                + "VALUES ($1, decode($2, 'base64'), $3) ON CONFLICT (job) DO UPDATE SET data = excluded.data, "
+                + "updated = excluded.updated", binds, logger: store.logger)
     }
 
     /// Removes a job's checkpoint in this save's transaction.
     public func removeCheckpoint(job: String) async throws {
         var binds = PostgresBindings()
         binds.append(job)
-        try await PostgresSQL.execute(connection, "DELETE FROM \(store.table("depot_checkpoints")) WHERE job = $1",
-                                      binds, logger: store.logger)
+        try await PostgresSQL.execute(
+            connection, "DELETE FROM \(store.table("depot_checkpoints")) WHERE job = $1",
+            binds, logger: store.logger)
     }
 
     /// Writes a batch of records under a conflict policy.
@@ -69,8 +73,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
     ///   for a batch that does not fit the schema.
     /// - Parameter deferReferences: keep references to records that do not
     ///   exist yet (an import with `references = "defer"`), as an SQLite store does.
-    public func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool = false,
-                      deferReferences: Bool = false) async throws -> WriteCounts {
+    public func write(
+        _ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool = false,
+        deferReferences: Bool = false
+    ) async throws -> WriteCounts {
         try await write(store.prepare(batch, policy: policy, supersede: supersede, deferReferences: deferReferences))
     }
 
@@ -126,8 +132,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
     /// only the rows marked are looked up, the others taken for new records
     /// and copied under a savepoint; a unique violation there rolls back to
     /// it and throws ``GuessedWrong``, the round's history not yet written.
-    private func write(_ round: PreparedBatch.Round, of prepared: PreparedBatch, plan: BatchPlan,
-                       counts: inout WriteCounts, maybeStored: [Bool]?) async throws {
+    private func write(
+        _ round: PreparedBatch.Round, of prepared: PreparedBatch, plan: BatchPlan,
+        counts: inout WriteCounts, maybeStored: [Bool]?
+    ) async throws {
         let logger = store.logger
         let (batch, rows) = (prepared.batch, round.rows)
         let entity = plan.entity
@@ -151,8 +159,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
         } else {
             keys = try await stageTable(for: plan, columns: prepared.keyColumns)
             try await PostgresSQL.execute(connection, "TRUNCATE \(keys)", logger: logger)
-            try await connection.copyFrom(table: String(keys.dropFirst().dropLast()),
-                                          columns: ["seq"] + prepared.keyColumns.map { "c\($0)" }, logger: logger) { writer in
+            try await connection.copyFrom(
+                table: String(keys.dropFirst().dropLast()),
+                columns: ["seq"] + prepared.keyColumns.map { "c\($0)" }, logger: logger
+            ) { writer in
                 try await writer.write(round.keys)
             }
         }
@@ -166,13 +176,16 @@ public final class PostgresSaveContext: @unchecked Sendable {
             let link = zip(target.identifier, positions).map { "t.\(PostgresSQL.quote($0)) = s.c\($1)" }
                 .joined(separator: " AND ")
             // OFFSET 0: a probe of the target's key per row (see the lookup below).
-            var sql = "SELECT s.seq::text FROM \(keys) s WHERE \(given) AND NOT EXISTS "
+            var sql =
+                "SELECT s.seq::text FROM \(keys) s WHERE \(given) AND NOT EXISTS "
                 + "(SELECT 1 FROM \(store.table(target.name)) t WHERE \(link) OFFSET 0)"
             if target.name == entity.name {
                 // An SQLite store writes a batch row by row: a reference to
                 // a record earlier in the batch finds it.
-                sql += " AND NOT EXISTS (SELECT 1 FROM \(keys) e WHERE e.seq < s.seq AND "
-                    + zip(plan.identifierColumns, positions).map { "e.c\($0) = s.c\($1)" }.joined(separator: " AND ") + ")"
+                sql +=
+                    " AND NOT EXISTS (SELECT 1 FROM \(keys) e WHERE e.seq < s.seq AND "
+                    + zip(plan.identifierColumns, positions).map { "e.c\($0) = s.c\($1)" }.joined(separator: " AND ")
+                    + ")"
             }
             for row in try await PostgresSQL.textRows(connection, sql, logger: logger) {
                 guard let seq = row[0].flatMap({ Int($0) }), refused[seq] == nil else { continue }
@@ -191,7 +204,9 @@ public final class PostgresSaveContext: @unchecked Sendable {
             "t.\(PostgresSQL.quote(name)) = s.c\(plan.identifierColumns[k])"
         }.joined(separator: " AND ")
         let source = prepared.keysAsArrays ? "\(keys) AS s(seq, c\(plan.identifierColumns[0]))" : "\(keys) s"
-        let lookup = "SELECT s.seq::text, " + entity.fields.map { PostgresSQL.selectText($0, table: "t") }.joined(separator: ", ")
+        let lookup =
+            "SELECT s.seq::text, "
+            + entity.fields.map { PostgresSQL.selectText($0, table: "t") }.joined(separator: ", ")
             + " FROM \(source) CROSS JOIN LATERAL (SELECT * FROM \(store.table(entity.name)) t WHERE \(join) OFFSET 0) t"
         var stored: [Int: [Value]] = [:]
         for row in lookedUp ? try await PostgresSQL.textRows(connection, lookup, keyBinds, logger: logger) : [] {
@@ -211,8 +226,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
             }
             guard let old = stored[r] else {
                 if let field = plan.missingRequired.first {
-                    counts.rejected.append(Rejection(row: r, field: field,
-                        reason: "new record lacks required field \(JSONText.quoted(field))"))
+                    counts.rejected.append(
+                        Rejection(
+                            row: r, field: field,
+                            reason: "new record lacks required field \(JSONText.quoted(field))"))
                     continue
                 }
                 inserts.append(k)
@@ -226,8 +243,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
                 counts.skipped += 1
                 continue
             case .fail:
-                throw DepotError(.conflict, "record \(plan.identifierJSON(batch, row: r)) of \(JSONText.quoted(entity.name)) "
-                    + "already exists and the conflict policy is fail; nothing of this save was kept")
+                throw DepotError(
+                    .conflict,
+                    "record \(plan.identifierJSON(batch, row: r)) of \(JSONText.quoted(entity.name)) "
+                        + "already exists and the conflict policy is fail; nothing of this save was kept")
             case .upsert:
                 for c in plan.valueColumns {
                     let f = plan.columnPositions[c]
@@ -235,8 +254,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
                 }
             case .replace:
                 if let field = plan.missingRequired.first {
-                    counts.rejected.append(Rejection(row: r, field: field,
-                        reason: "a replacing record lacks required field \(JSONText.quoted(field))"))
+                    counts.rejected.append(
+                        Rejection(
+                            row: r, field: field,
+                            reason: "a replacing record lacks required field \(JSONText.quoted(field))"))
                     continue
                 }
                 for f in entity.fields.indices where !entity.identifierIndexes.contains(f) {
@@ -261,6 +282,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
             let first = changes + 1
             changes += Int64(logs.count)
             let layout = plan.keepsValues ? String(try store.layout(of: entity)) : nil
+            // Detached: the history's COPY text is built while the batch is written; the save awaits it.
             history = Task.detached {
                 var out = ByteBuffer()
                 var run: [Int] = []
@@ -270,30 +292,39 @@ public final class PostgresSaveContext: @unchecked Sendable {
                     case .insert(let k):
                         if run.isEmpty { runStart = first + Int64(n) }
                         if round.alone.contains(k) {
-                            Self.appendInserts(run, of: round, to: &out, txn: txn, id: runStart, entity: entity.name, layout: layout)
-                            Self.appendInserts([k], of: round, to: &out, txn: txn, id: first + Int64(n), entity: entity.name,
-                                               layout: layout)
+                            Self.appendInserts(
+                                run, of: round, to: &out, txn: txn, id: runStart, entity: entity.name, layout: layout)
+                            Self.appendInserts(
+                                [k], of: round, to: &out, txn: txn, id: first + Int64(n), entity: entity.name,
+                                layout: layout)
                             run.removeAll(keepingCapacity: true)
                             continue
                         }
                         run.append(k)
                         if run.count == Self.insertRun {
-                            Self.appendInserts(run, of: round, to: &out, txn: txn, id: runStart, entity: entity.name, layout: layout)
+                            Self.appendInserts(
+                                run, of: round, to: &out, txn: txn, id: runStart, entity: entity.name, layout: layout)
                             run.removeAll(keepingCapacity: true)
                         }
                     case .update(let r, let changed, let old):
-                        Self.appendInserts(run, of: round, to: &out, txn: txn, id: runStart, entity: entity.name, layout: layout)
+                        Self.appendInserts(
+                            run, of: round, to: &out, txn: txn, id: runStart, entity: entity.name, layout: layout)
                         run.removeAll(keepingCapacity: true)
                         let row = batch.values[(r * width)..<((r + 1) * width)]
-                        func given(_ f: Int) -> Value { plan.fieldToColumn[f].map { row[row.startIndex + $0] } ?? .null }
-                        let fields = "[" + changed.map { JSONText.quoted(entity.fields[$0].name) }.joined(separator: ",") + "]"
-                        Self.appendChange(&out, txn: txn, id: first + Int64(n), entity: entity.name,
-                                          identifier: plan.identifierJSON(batch, row: r), kind: .update, fields: fields,
-                                          old: plan.keepsValues ? plan.object(changed) { old[$0] } : nil,
-                                          new: plan.keepsValues ? plan.object(changed, given) : nil)
+                        func given(_ f: Int) -> Value {
+                            plan.fieldToColumn[f].map { row[row.startIndex + $0] } ?? .null
+                        }
+                        let fields =
+                            "[" + changed.map { JSONText.quoted(entity.fields[$0].name) }.joined(separator: ",") + "]"
+                        Self.appendChange(
+                            &out, txn: txn, id: first + Int64(n), entity: entity.name,
+                            identifier: plan.identifierJSON(batch, row: r), kind: .update, fields: fields,
+                            old: plan.keepsValues ? plan.object(changed) { old[$0] } : nil,
+                            new: plan.keepsValues ? plan.object(changed, given) : nil)
                     }
                 }
-                Self.appendInserts(run, of: round, to: &out, txn: txn, id: runStart, entity: entity.name, layout: layout)
+                Self.appendInserts(
+                    run, of: round, to: &out, txn: txn, id: runStart, entity: entity.name, layout: layout)
                 return out
             }
         }
@@ -302,17 +333,21 @@ public final class PostgresSaveContext: @unchecked Sendable {
             // order, their lines as made with the batch, in runs.
             let lines = round.lines
             let copy = { [connection] in
-                try await connection.copyFrom(table: PostgresSQL.copyName(entity.name),
-                                              columns: batch.columns.map(PostgresSQL.copyName), logger: logger) { writer in
+                try await connection.copyFrom(
+                    table: PostgresSQL.copyName(entity.name),
+                    columns: batch.columns.map(PostgresSQL.copyName), logger: logger
+                ) { writer in
                     var i = 0
                     while i < inserts.count {
                         var j = i + 1
                         while j < inserts.count, inserts[j] == inserts[j - 1] + 1,
-                              lines.end[inserts[j]] - lines.start(inserts[i]) < 1 << 20 {
+                            lines.end[inserts[j]] - lines.start(inserts[i]) < 1 << 20
+                        {
                             j += 1
                         }
                         let from = lines.start(inserts[i])
-                        try await writer.write(lines.buffer.getSlice(at: from, length: lines.end[inserts[j - 1]] - from)!)
+                        try await writer.write(
+                            lines.buffer.getSlice(at: from, length: lines.end[inserts[j - 1]] - from)!)
                         i = j
                     }
                 }
@@ -338,15 +373,19 @@ public final class PostgresSaveContext: @unchecked Sendable {
             try await PostgresSQL.execute(connection, "TRUNCATE \(stage)", logger: logger)
             var staged = ByteBuffer()
             PreparedBatch.appendKeys(updates, of: batch, columns: all, to: &staged)
-            try await connection.copyFrom(table: String(stage.dropFirst().dropLast()),
-                                          columns: ["seq"] + all.map { "c\($0)" }, logger: logger) { writer in
+            try await connection.copyFrom(
+                table: String(stage.dropFirst().dropLast()),
+                columns: ["seq"] + all.map { "c\($0)" }, logger: logger
+            ) { writer in
                 try await writer.write(staged)
             }
             let set = plan.updatedFields.map { f in
                 "\(PostgresSQL.quote(entity.fields[f].name)) = " + (plan.fieldToColumn[f].map { "s.c\($0)" } ?? "NULL")
             }.joined(separator: ", ")
-            try await PostgresSQL.execute(connection, "UPDATE \(store.table(entity.name)) t SET \(set) "
-                + "FROM \(stage) s WHERE \(join)", logger: logger)
+            try await PostgresSQL.execute(
+                connection,
+                "UPDATE \(store.table(entity.name)) t SET \(set) "
+                    + "FROM \(stage) s WHERE \(join)", logger: logger)
         }
         if let history { try await copyChanges(await history.value) }
     }
@@ -371,8 +410,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
     /// history transaction `txn`: their identifiers one a line, their
     /// values one a line under `layout` (nil when the entity keeps none),
     /// and `span`, their number. Nothing for an empty run.
-    static func appendInserts(_ run: [Int], of round: PreparedBatch.Round, to out: inout ByteBuffer, txn: Int64, id: Int64,
-                              entity: String, layout: String?) {
+    static func appendInserts(
+        _ run: [Int], of round: PreparedBatch.Round, to out: inout ByteBuffer, txn: Int64, id: Int64,
+        entity: String, layout: String?
+    ) {
         guard !run.isEmpty else { return }
         out.writeString("\(txn)\t\(id)\t")
         PostgresSQL.appendCopyField(.string(entity), to: &out)
@@ -398,8 +439,13 @@ public final class PostgresSaveContext: @unchecked Sendable {
     /// and ``appendInserts(_:of:to:txn:id:entity:layout:)`` into the store's
     /// own `depot_changes` (the save set search_path to its schema).
     func copyChanges(_ changes: ByteBuffer) async throws {
-        try await connection.copyFrom(table: "depot_changes", columns: ["txn", "id", "entity", "identifier", "kind",
-                                      "fields", "tombstone", "old", "new", "layout", "span"], logger: store.logger) { writer in
+        try await connection.copyFrom(
+            table: "depot_changes",
+            columns: [
+                "txn", "id", "entity", "identifier", "kind",
+                "fields", "tombstone", "old", "new", "layout", "span"
+            ], logger: store.logger
+        ) { writer in
             try await writer.write(changes)
         }
     }
@@ -407,25 +453,32 @@ public final class PostgresSaveContext: @unchecked Sendable {
     /// Appends one change of `entity` to `out`, rows of a COPY into
     /// `depot_changes`, in this save's history transaction (created on the
     /// first change).
-    func logChange(_ out: inout ByteBuffer, entity: String, identifier: String, kind: ChangeKind, fields: String?,
-                   tombstone: String? = nil, old: String?, new: String?) async throws {
+    func logChange(
+        _ out: inout ByteBuffer, entity: String, identifier: String, kind: ChangeKind, fields: String?,
+        tombstone: String? = nil, old: String?, new: String?
+    ) async throws {
         let txn = try await historyTransaction()
         changes += 1
-        Self.appendChange(&out, txn: txn, id: changes, entity: entity, identifier: identifier, kind: kind, fields: fields,
-                          tombstone: tombstone, old: old, new: new)
+        Self.appendChange(
+            &out, txn: txn, id: changes, entity: entity, identifier: identifier, kind: kind, fields: fields,
+            tombstone: tombstone, old: old, new: new)
     }
 
     /// Appends the row of change `id` of history transaction `txn` to
     /// `out`, a row of a COPY into `depot_changes` (``copyChanges(_:)``);
     /// values as objects, under no layout, a change to the row.
-    static func appendChange(_ out: inout ByteBuffer, txn: Int64, id: Int64, entity: String, identifier: String,
-                             kind: ChangeKind, fields: String?, tombstone: String? = nil, old: String?, new: String?) {
+    static func appendChange(
+        _ out: inout ByteBuffer, txn: Int64, id: Int64, entity: String, identifier: String,
+        kind: ChangeKind, fields: String?, tombstone: String? = nil, old: String?, new: String?
+    ) {
         out.writeString(String(txn))
         out.writeInteger(UInt8(ascii: "\t"))
         out.writeString(String(id))
-        for value in [Value.string(entity), .string(identifier),
-                      .string(kind.rawValue), fields.map(Value.string) ?? .null, tombstone.map(Value.string) ?? .null,
-                      old.map(Value.string) ?? .null, new.map(Value.string) ?? .null] {
+        for value in [
+            Value.string(entity), .string(identifier),
+            .string(kind.rawValue), fields.map(Value.string) ?? .null, tombstone.map(Value.string) ?? .null,
+            old.map(Value.string) ?? .null, new.map(Value.string) ?? .null
+        ] {
             out.writeInteger(UInt8(ascii: "\t"))
             PostgresSQL.appendCopyField(value, to: &out)
         }
@@ -439,8 +492,10 @@ public final class PostgresSaveContext: @unchecked Sendable {
         binds.append(Timestamp.now())
         binds.append(author)
         binds.append(job)
-        let rows = try await PostgresSQL.textRows(connection, "INSERT INTO \(store.table("depot_transactions"))"
-            + "(timestamp, author, job) VALUES ($1, $2, $3) RETURNING id::text", binds, logger: store.logger)
+        let rows = try await PostgresSQL.textRows(
+            connection,
+            "INSERT INTO \(store.table("depot_transactions"))"
+                + "(timestamp, author, job) VALUES ($1, $2, $3) RETURNING id::text", binds, logger: store.logger)
         guard let id = PostgresSQL.scalar(rows).flatMap({ Int64($0) }) else {
             throw DepotError(.database, "the server did not return the new history transaction's id")
         }
@@ -453,14 +508,19 @@ public final class PostgresSaveContext: @unchecked Sendable {
     /// after `seq`, the row: a temporary table, dropped at the end of the
     /// transaction.
     private func stageTable(for plan: BatchPlan, columns: [Int]) async throws -> String {
-        let key = plan.entity.name + "\u{0}" + columns.map {
-            "\($0)\u{0}" + plan.columns[$0] + "\u{0}" + plan.columnFields[$0].type.rawValue
-        }.joined(separator: "\u{0}")
+        let key =
+            plan.entity.name + "\u{0}"
+            + columns.map {
+                "\($0)\u{0}" + plan.columns[$0] + "\u{0}" + plan.columnFields[$0].type.rawValue
+            }.joined(separator: "\u{0}")
         if let name = stages[key] { return name }
         let name = PostgresSQL.quote("depot_stage_\(stages.count)")
-        let definitions = ["seq integer NOT NULL"] + columns.map { "c\($0) \(PostgresSQL.type(plan.columnFields[$0].type))" }
-        try await PostgresSQL.execute(connection, "CREATE TEMPORARY TABLE \(name) (\(definitions.joined(separator: ", "))) "
-            + "ON COMMIT DROP", logger: store.logger)
+        let definitions =
+            ["seq integer NOT NULL"] + columns.map { "c\($0) \(PostgresSQL.type(plan.columnFields[$0].type))" }
+        try await PostgresSQL.execute(
+            connection,
+            "CREATE TEMPORARY TABLE \(name) (\(definitions.joined(separator: ", "))) "
+                + "ON COMMIT DROP", logger: store.logger)
         stages[key] = name
         return name
     }
@@ -470,6 +530,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
     /// the store's channel, which every host's store hears when it commits.
     func finish() async throws {
         guard let transactionID else { return }
+        store.signal.announce(transactionID)
         var binds = PostgresBindings()
         binds.append(store.channel)
         binds.append(String(transactionID))

@@ -11,7 +11,8 @@ extension PostgresStore: StoreBackend {
     public nonisolated var reads: any StoreReading { PostgresReader(store: self) }
 
     public nonisolated func ping() async throws {
-        _ = try await read { connection in try await PostgresSQL.textRows(connection, "SELECT 1::text", logger: logger) }
+        _ = try await read { connection in try await PostgresSQL.textRows(connection, "SELECT 1::text", logger: logger)
+        }
     }
 
     public nonisolated func jobs() async throws -> [(id: String, record: [UInt8])] {
@@ -35,7 +36,8 @@ extension PostgresStore: StoreBackend {
         let object = (try? JSONSerialization.jsonObject(with: Data(record))) as? [String: Any]
         let state = (object?["state"] as? String).flatMap { Self.finalStates.contains($0) ? $0 : nil } ?? "queued"
         let jobs = table("depot_jobs")
-        let sql = "INSERT INTO \(jobs) AS j (id, record, state) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET "
+        let sql =
+            "INSERT INTO \(jobs) AS j (id, record, state) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET "
             + "record = excluded.record, "
             + "state = CASE WHEN excluded.state = 'queued' THEN j.state ELSE excluded.state END, "
             + "owner = CASE WHEN excluded.state = 'queued' THEN j.owner END, "
@@ -55,7 +57,8 @@ extension PostgresStore: StoreBackend {
     public nonisolated func requestCancel(_ id: String) async throws -> Bool {
         var binds = PostgresBindings()
         binds.append(id)
-        let sql = "UPDATE \(table("depot_jobs")) SET cancel_requested = true WHERE id = $1 "
+        let sql =
+            "UPDATE \(table("depot_jobs")) SET cancel_requested = true WHERE id = $1 "
             + "AND state NOT IN ('succeeded', 'failed', 'cancelled', 'done') RETURNING id"
         return try await read { [binds] connection in
             !(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).isEmpty
@@ -63,7 +66,8 @@ extension PostgresStore: StoreBackend {
     }
 
     public nonisolated func claimableJobs() async throws -> [(id: String, record: [UInt8])] {
-        let sql = "SELECT id, record FROM \(table("depot_jobs")) WHERE state = 'queued' "
+        let sql =
+            "SELECT id, record FROM \(table("depot_jobs")) WHERE state = 'queued' "
             + "OR (state = 'running' AND lease_until < clock_timestamp()) ORDER BY seq"
         return try await read { connection in
             try await PostgresSQL.textRows(connection, sql, logger: logger).compactMap { row in
@@ -78,7 +82,9 @@ extension PostgresStore: StoreBackend {
         binds.append(id)
         let sql = "SELECT record FROM \(table("depot_jobs")) WHERE id = $1"
         return try await read { [binds] connection in
-            PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).map { Array($0.utf8) }
+            PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).map {
+                Array($0.utf8)
+            }
         }
     }
 
@@ -86,10 +92,12 @@ extension PostgresStore: StoreBackend {
     /// under a lapsed lease), then runs `body` under a renewed lease; while
     /// another host holds it, checks again every third of a lease.
     public nonisolated func runJob<T: Sendable>(_ id: String, _ body: @escaping @Sendable () async throws -> T)
-        async throws -> T? {
+        async throws -> T?
+    {
         let host = configuration.host, lease = configuration.lease
         let jobs = table("depot_jobs")
-        let claim = "UPDATE \(jobs) SET state = 'running', owner = $2, "
+        let claim =
+            "UPDATE \(jobs) SET state = 'running', owner = $2, "
             + "lease_until = clock_timestamp() + $3 * interval '1 millisecond' WHERE id = $1 AND (state = 'queued' "
             + "OR (state = 'running' AND (owner = $2 OR lease_until < clock_timestamp()))) RETURNING id"
         var binds = PostgresBindings()
@@ -107,8 +115,10 @@ extension PostgresStore: StoreBackend {
         }
     }
 
-    public nonisolated func importFile(_ request: ImportRequest,
-                                       progress: @escaping @Sendable (ImportProgress) -> Void) async throws -> ImportProgress {
+    public nonisolated func importFile(
+        _ request: ImportRequest,
+        progress: @escaping @Sendable (ImportProgress) -> Void
+    ) async throws -> ImportProgress {
         try await PostgresImporter.run(request, into: self, progress: progress)
     }
 
@@ -127,7 +137,8 @@ extension PostgresStore: StoreBackend {
         binds.append(path)
         binds.append(job)
         binds.append(Timestamp.now())
-        let sql = "INSERT INTO \(table("depot_imported_files"))(hash, path, job, imported) VALUES ($1, $2, $3, $4) "
+        let sql =
+            "INSERT INTO \(table("depot_imported_files"))(hash, path, job, imported) VALUES ($1, $2, $3, $4) "
             + "ON CONFLICT (hash) DO NOTHING"
         try await read { [binds] connection in try await PostgresSQL.execute(connection, sql, binds, logger: logger) }
     }
@@ -145,13 +156,16 @@ struct PostgresReader: StoreReading {
     }
 
     func count(_ descriptor: FetchDescriptor) async throws -> Int { try await store.count(descriptor) }
-    func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] { try await store.identifiers(descriptor) }
+    func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] {
+        try await store.identifiers(descriptor)
+    }
     func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet { try await store.fetch(descriptor) }
     func fetchJSONBytes(_ descriptor: FetchDescriptor) async throws -> [UInt8] {
         Array(try await store.fetch(descriptor).jsonArray().utf8)
     }
     func fetchJSON(_ descriptor: FetchDescriptor, write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void)
-        async throws {
+        async throws
+    {
         try await store.fetchJSON(descriptor, write: write)
     }
     func fetchSections(_ descriptor: FetchDescriptor) async throws -> [RecordSection] {
@@ -161,11 +175,15 @@ struct PostgresReader: StoreReading {
         return try await store.fetch(descriptor).sections(by: field)
     }
     func resultFeed(_ descriptor: FetchDescriptor) throws -> ResultFeed {
-        try ResultFeed(schema: store.schema, dialect: .postgresql, descriptor) { PostgresFeedSource(store: store, query: $0) }
+        try ResultFeed(schema: store.schema, dialect: .postgresql, descriptor) {
+            PostgresFeedSource(store: store, query: $0)
+        }
     }
-    func export(_ descriptor: FetchDescriptor, as format: RecordFormat,
-                write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,
-                progress: @escaping @Sendable (Int) -> Void) async throws -> Int {
+    func export(
+        _ descriptor: FetchDescriptor, as format: RecordFormat,
+        write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,
+        progress: @escaping @Sendable (Int) -> Void
+    ) async throws -> Int {
         try await store.export(descriptor, as: format, write: write, progress: progress)
     }
     /// Pages in the descriptor's order (ties by identifier), `after` being
@@ -182,36 +200,48 @@ struct PostgresReader: StoreReading {
         }
     }
     func aggregate(_ request: AggregateRequest) async throws -> AggregateResult { try await store.aggregate(request) }
-    func checkDuplicates(entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
-                         limit: Int?) throws {
+    func checkDuplicates(
+        entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
+        limit: Int?
+    ) throws {
         _ = try store.duplicateQuery(entity: entity, by: fields, where: predicate, arguments: arguments, limit: limit)
     }
-    func checkUpdate(entity: String, where predicate: String?, arguments: [String: Value],
-                     set values: [String: Value]) throws {
+    func checkUpdate(
+        entity: String, where predicate: String?, arguments: [String: Value],
+        set values: [String: Value]
+    ) throws {
         try store.checkUpdate(entity: entity, where: predicate, arguments: arguments, set: values)
     }
-    func duplicates(entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
-                    limit: Int?, _ body: @escaping @Sendable (DuplicateGroup) throws -> Void) async throws {
-        try await store.duplicates(entity: entity, by: fields, where: predicate, arguments: arguments, limit: limit, body)
+    func duplicates(
+        entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
+        limit: Int?, _ body: @escaping @Sendable (DuplicateGroup) throws -> Void
+    ) async throws {
+        try await store.duplicates(
+            entity: entity, by: fields, where: predicate, arguments: arguments, limit: limit, body)
     }
-    func danglingReferences(limit: Int) async throws -> ReferenceCheck { try await store.danglingReferences(limit: limit) }
+    func danglingReferences(limit: Int) async throws -> ReferenceCheck {
+        try await store.danglingReferences(limit: limit)
+    }
 
     var commitCount: UInt64 { store.commitCount }
     func waitForCommit(after version: UInt64) async -> Bool { await store.waitForCommit(after: version) }
     func latestToken() async throws -> HistoryToken? { try await store.latestToken() }
     func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
-        -> [HistoryTransaction] {
+        -> [HistoryTransaction]
+    {
         try await store.history(after: token, entity: entity, author: author, limit: limit, maxChanges: maxChanges)
     }
     func history(consumer name: String, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
-        -> [HistoryTransaction] {
+        -> [HistoryTransaction]
+    {
         try await store.history(consumer: name, entity: entity, author: author, limit: limit, maxChanges: maxChanges)
     }
     func followHistory(after token: HistoryToken?, entity: String?, author: String?) -> HistoryFollower {
         let store = store
         return HistoryFollower(after: token, signal: store.signal) { after, _ in
-            try await store.history(after: after, entity: entity, author: author, limit: 100,
-                                    maxChanges: HistoryFollower.pageChanges)
+            try await store.history(
+                after: after, entity: entity, author: author, limit: 100,
+                maxChanges: HistoryFollower.pageChanges)
         }
     }
     func consumers() async throws -> [Consumer] { try await store.consumers() }

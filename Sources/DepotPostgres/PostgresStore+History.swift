@@ -25,14 +25,16 @@ extension PostgresStore {
     /// Where the kept history starts: transactions up to it were pruned.
     nonisolated func prunedThrough(_ connection: PostgresConnection) async throws -> Int64 {
         let sql = "SELECT value FROM \(table("depot_meta")) WHERE key = 'history_pruned_through'"
-        return PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, logger: logger)).flatMap { Int64($0) } ?? 0
+        return PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, logger: logger)).flatMap { Int64($0) }
+            ?? 0
     }
 
     /// The last token the store issued (its transactions' sequence), 0 for none.
     nonisolated func lastIssued(_ connection: PostgresConnection) async throws -> Int64 {
         var binds = PostgresBindings()
         binds.append(configuration.location.schema)
-        let sql = "SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("
+        let sql =
+            "SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("
             + "quote_ident($1) || '.depot_transactions', 'id')), 0)::text"
         return PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, binds, logger: logger))
             .flatMap { Int64($0) } ?? 0
@@ -63,7 +65,8 @@ extension PostgresStore {
     /// Every consumer (or the one called `name`), by name, with its lag.
     nonisolated func consumers(_ connection: PostgresConnection, name: String? = nil) async throws -> [Consumer] {
         let transactions = table("depot_transactions")
-        var sql = "SELECT c.name, c.token::text, c.acknowledged_at, c.state, "
+        var sql =
+            "SELECT c.name, c.token::text, c.acknowledged_at, c.state, "
             + "(SELECT count(*) FROM \(transactions) t WHERE t.id > c.token)::text, "
             + "coalesce((SELECT extract(epoch FROM clock_timestamp() - t.timestamp::timestamptz) FROM \(transactions) t "
             + "WHERE t.id > c.token ORDER BY t.id LIMIT 1), 0)::text FROM \(table("depot_consumers")) c"
@@ -74,18 +77,21 @@ extension PostgresStore {
         }
         sql += " ORDER BY c.name COLLATE \"C\""
         return try await PostgresSQL.textRows(connection, sql, binds, logger: logger).map { row in
-            Consumer(name: row[0] ?? "", token: HistoryToken(row[1].flatMap { Int64($0) } ?? 0),
-                     lagTransactions: row[4].flatMap { Int($0) } ?? 0,
-                     lagSeconds: max(0, row[5].flatMap { Double($0) } ?? 0), acknowledgedAt: row[2] ?? "",
-                     state: row[3].flatMap(Consumer.State.init(rawValue:)) ?? .active)
+            Consumer(
+                name: row[0] ?? "", token: HistoryToken(row[1].flatMap { Int64($0) } ?? 0),
+                lagTransactions: row[4].flatMap { Int($0) } ?? 0,
+                lagSeconds: max(0, row[5].flatMap { Double($0) } ?? 0), acknowledgedAt: row[2] ?? "",
+                state: row[3].flatMap(Consumer.State.init(rawValue:)) ?? .active)
         }
     }
 
     /// The consumer called `name`, or ``DepotError/Code/unknownConsumer``.
     nonisolated func consumer(_ connection: PostgresConnection, name: String) async throws -> Consumer {
         if let consumer = try await consumers(connection, name: name).first { return consumer }
-        let names = try await PostgresSQL.textRows(connection, "SELECT name FROM \(table("depot_consumers")) ORDER BY name",
-                                                   logger: logger).compactMap { $0[0] }
+        let names = try await PostgresSQL.textRows(
+            connection, "SELECT name FROM \(table("depot_consumers")) ORDER BY name",
+            logger: logger
+        ).compactMap { $0[0] }
         throw HistoryErrors.unknownConsumer(store: self.name, name: name, names: names)
     }
 
@@ -101,7 +107,8 @@ extension PostgresStore {
 
     /// Runs `body` in a transaction holding the history lock, translating errors.
     private nonisolated func historyTransaction<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T)
-        async throws -> T {
+        async throws -> T
+    {
         do {
             return try await transaction { connection in
                 try await lockHistory(connection)
@@ -123,9 +130,11 @@ extension PostgresStore {
             binds.append(name)
             binds.append(token)
             binds.append(Timestamp.now())
-            let inserted = try await PostgresSQL.textRows(connection, "INSERT INTO \(table("depot_consumers"))"
-                + "(name, token, state, created, acknowledged_at) VALUES ($1, $2, 'active', $3, $3) "
-                + "ON CONFLICT (name) DO NOTHING RETURNING name", binds, logger: logger)
+            let inserted = try await PostgresSQL.textRows(
+                connection,
+                "INSERT INTO \(table("depot_consumers"))"
+                    + "(name, token, state, created, acknowledged_at) VALUES ($1, $2, 'active', $3, $3) "
+                    + "ON CONFLICT (name) DO NOTHING RETURNING name", binds, logger: logger)
             guard !inserted.isEmpty else { throw HistoryErrors.consumerExists(store: store, name: name) }
             return try await consumer(connection, name: name)
         }
@@ -148,8 +157,10 @@ extension PostgresStore {
             binds.append(token.id)
             binds.append(Timestamp.now())
             binds.append(name)
-            try await PostgresSQL.execute(connection, "UPDATE \(table("depot_consumers")) SET token = $1, "
-                + "acknowledged_at = $2 WHERE name = $3", binds, logger: logger)
+            try await PostgresSQL.execute(
+                connection,
+                "UPDATE \(table("depot_consumers")) SET token = $1, "
+                    + "acknowledged_at = $2 WHERE name = $3", binds, logger: logger)
             return try await self.consumer(connection, name: name)
         }
     }
@@ -163,8 +174,10 @@ extension PostgresStore {
             binds.append(try await token(connection, for: start))
             binds.append(Timestamp.now())
             binds.append(name)
-            try await PostgresSQL.execute(connection, "UPDATE \(table("depot_consumers")) SET token = $1, "
-                + "state = 'active', acknowledged_at = $2 WHERE name = $3", binds, logger: logger)
+            try await PostgresSQL.execute(
+                connection,
+                "UPDATE \(table("depot_consumers")) SET token = $1, "
+                    + "state = 'active', acknowledged_at = $2 WHERE name = $3", binds, logger: logger)
             return try await consumer(connection, name: name)
         }
     }
@@ -175,18 +188,22 @@ extension PostgresStore {
             _ = try await consumer(connection, name: name)
             var binds = PostgresBindings()
             binds.append(name)
-            try await PostgresSQL.execute(connection, "DELETE FROM \(table("depot_consumers")) WHERE name = $1", binds,
-                                          logger: logger)
+            try await PostgresSQL.execute(
+                connection, "DELETE FROM \(table("depot_consumers")) WHERE name = $1", binds,
+                logger: logger)
         }
     }
 
     /// The transactions after consumer `name`'s token, oldest first.
-    public nonisolated func history(consumer name: String, entity: String? = nil, author: String? = nil,
-                                    limit: Int = 100, maxChanges: Int = .max) async throws -> [HistoryTransaction] {
+    public nonisolated func history(
+        consumer name: String, entity: String? = nil, author: String? = nil,
+        limit: Int = 100, maxChanges: Int = .max
+    ) async throws -> [HistoryTransaction] {
         let consumer = try await self.consumer(name)
         if consumer.state == .lost { throw HistoryErrors.lost(consumer: name, store: self.name) }
-        return try await history(after: consumer.token, entity: entity, author: author, limit: limit,
-                                 maxChanges: maxChanges)
+        return try await history(
+            after: consumer.token, entity: entity, author: author, limit: limit,
+            maxChanges: maxChanges)
     }
 
     // MARK: - Pruning
@@ -230,7 +247,8 @@ extension PostgresStore {
     /// `historyPruneStep` changes, each in a transaction of its own that
     /// moves `history_pruned_through` (as an SQLite store prunes).
     private nonisolated func prune(through: @escaping @Sendable (PostgresConnection) async throws -> Int64) async throws
-        -> PruneOutcome {
+        -> PruneOutcome
+    {
         let cutoff = configuration.historyMaxRetention.map(Timestamp.ago)
         let step = Int64(max(1, configuration.historyPruneStep))
         let (consumersTable, transactions, changes, meta) =
@@ -242,10 +260,13 @@ extension PostgresStore {
                 var binds = PostgresBindings()
                 binds.append(target)
                 binds.append(cutoff)
-                outcome.lost = try await PostgresSQL.textRows(connection, "UPDATE \(consumersTable) c SET state = 'lost' "
-                    + "WHERE c.state = 'active' AND c.token < $1 AND (SELECT t.timestamp FROM \(transactions) t "
-                    + "WHERE t.id > c.token ORDER BY t.id LIMIT 1) < $2 RETURNING c.name", binds, logger: logger)
-                    .compactMap { $0[0] }.sorted()
+                outcome.lost = try await PostgresSQL.textRows(
+                    connection,
+                    "UPDATE \(consumersTable) c SET state = 'lost' "
+                        + "WHERE c.state = 'active' AND c.token < $1 AND (SELECT t.timestamp FROM \(transactions) t "
+                        + "WHERE t.id > c.token ORDER BY t.id LIMIT 1) < $2 RETURNING c.name", binds, logger: logger
+                )
+                .compactMap { $0[0] }.sorted()
             }
             return (outcome, target)
         }
@@ -254,8 +275,11 @@ extension PostgresStore {
             let (deleted, holder) = try await historyTransaction { connection -> (Int?, PruneOutcome.HeldBack?) in
                 var last = frozenTarget
                 var heldBack: PruneOutcome.HeldBack?
-                let oldest = try await PostgresSQL.textRows(connection, "SELECT name, token::text AS \"\u{1}\" FROM \(consumersTable) "
-                    + "WHERE state = 'active' ORDER BY token, name COLLATE \"C\" LIMIT 1", logger: logger).first
+                let oldest = try await PostgresSQL.textRows(
+                    connection,
+                    "SELECT name, token::text AS \"\u{1}\" FROM \(consumersTable) "
+                        + "WHERE state = 'active' ORDER BY token, name COLLATE \"C\" LIMIT 1", logger: logger
+                ).first
                 if let oldest, let name = oldest[0], let token = oldest[1].flatMap({ Int64($0) }), token < last {
                     last = token
                     heldBack = PruneOutcome.HeldBack(consumer: name, token: HistoryToken(token))
@@ -272,22 +296,33 @@ extension PostgresStore {
                 // transactions hold it, if any: the scan reads no further.
                 // When they hold fewer changes (ids a failed save took), the
                 // step ends after them.
-                let boundary = PostgresSQL.scalar(try await PostgresSQL.textRows(connection, "SELECT txn::text AS \"\u{1}\" FROM "
-                    + "(SELECT txn, sum(coalesce(span, 1)) OVER (ORDER BY txn, id) AS n FROM \(changes) "
-                    + "WHERE txn > $1 AND txn <= $1 + $3) c WHERE n > $2 ORDER BY txn LIMIT 1", binds, logger: logger))
-                    .flatMap { Int64($0) }
+                let boundary = PostgresSQL.scalar(
+                    try await PostgresSQL.textRows(
+                        connection,
+                        "SELECT txn::text AS \"\u{1}\" FROM "
+                            + "(SELECT txn, sum(coalesce(span, 1)) OVER (ORDER BY txn, id) AS n FROM \(changes) "
+                            + "WHERE txn > $1 AND txn <= $1 + $3) c WHERE n > $2 ORDER BY txn LIMIT 1", binds,
+                        logger: logger)
+                )
+                .flatMap { Int64($0) }
                 let upTo = min(last, boundary ?? (already + step))
                 var range = PostgresBindings()
                 range.append(already)
                 range.append(upTo)
-                try await PostgresSQL.execute(connection, "DELETE FROM \(changes) WHERE txn > $1 AND txn <= $2", range,
-                                              logger: logger)
-                let gone = try await PostgresSQL.textRows(connection, "WITH gone AS (DELETE FROM \(transactions) "
-                    + "WHERE id > $1 AND id <= $2 RETURNING 1) SELECT count(*)::text FROM gone", range, logger: logger)
+                try await PostgresSQL.execute(
+                    connection, "DELETE FROM \(changes) WHERE txn > $1 AND txn <= $2", range,
+                    logger: logger)
+                let gone = try await PostgresSQL.textRows(
+                    connection,
+                    "WITH gone AS (DELETE FROM \(transactions) "
+                        + "WHERE id > $1 AND id <= $2 RETURNING 1) SELECT count(*)::text FROM gone", range,
+                    logger: logger)
                 var mark = PostgresBindings()
                 mark.append(String(upTo))
-                try await PostgresSQL.execute(connection, "INSERT INTO \(meta)(key, value) VALUES "
-                    + "('history_pruned_through', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value", mark,
+                try await PostgresSQL.execute(
+                    connection,
+                    "INSERT INTO \(meta)(key, value) VALUES "
+                        + "('history_pruned_through', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value", mark,
                     logger: logger)
                 return (PostgresSQL.scalar(gone).flatMap { Int($0) } ?? 0, heldBack)
             }

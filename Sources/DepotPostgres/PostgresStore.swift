@@ -27,8 +27,10 @@ public struct PostgresStoreConfiguration: Sendable {
     /// a host that dies leaves its job to the others after at most this.
     public var lease: Duration = .seconds(10)
 
-    public init(name: String, location: PostgresLocation, entities: [EntitySchema],
-                saveEvery: Int = 200_000, saveInterval: Duration = .seconds(2), historyRetention: Duration? = nil) {
+    public init(
+        name: String, location: PostgresLocation, entities: [EntitySchema],
+        saveEvery: Int = 200_000, saveInterval: Duration = .seconds(2), historyRetention: Duration? = nil
+    ) {
         self.historyRetention = historyRetention
         self.name = name
         self.location = location
@@ -79,8 +81,10 @@ public actor PostgresStore {
 
     public nonisolated var name: String { configuration.name }
 
-    private init(configuration: PostgresStoreConfiguration, client: PostgresClient, runner: Task<Void, Never>,
-                 logger: Logger) {
+    private init(
+        configuration: PostgresStoreConfiguration, client: PostgresClient, runner: Task<Void, Never>,
+        logger: Logger
+    ) {
         self.configuration = configuration
         self.client = client
         self.runner = runner
@@ -100,6 +104,7 @@ public actor PostgresStore {
         var logger = Logger(label: "depot.postgres.\(configuration.name)")
         logger.logLevel = .critical
         let client = PostgresClient(configuration: configuration.location.clientConfiguration, backgroundLogger: logger)
+        // Unstructured: PostgresNIO's client runs for the store's life; close() cancels it.
         let runner = Task { await client.run() }
         let store = PostgresStore(configuration: configuration, client: client, runner: runner, logger: logger)
         do {
@@ -134,6 +139,7 @@ public actor PostgresStore {
     private func startListening() async throws {
         let (ready, readyContinuation) = AsyncStream<(any Error)?>.makeStream()
         let client = client, channel = channel, signal = signal
+        // Unstructured: the LISTEN connection lives as long as the store; close() cancels it.
         listener = Task {
             var first = true
             while !Task.isCancelled {
@@ -144,9 +150,9 @@ public actor PostgresStore {
                                 first = false
                                 readyContinuation.yield(nil)
                             } else {
-                                signal.bump()
+                                signal.heard(nil)
                             }
-                            for try await _ in notifications { signal.bump() }
+                            for try await notification in notifications { signal.heard(Int64(notification.payload)) }
                         }
                     }
                 } catch {
@@ -168,6 +174,9 @@ public actor PostgresStore {
     /// The number of commits of the store heard so far, from any host.
     public nonisolated var commitCount: UInt64 { signal.version }
 
+    /// The newest history token of a commit heard so far, from any host.
+    public nonisolated var heardToken: HistoryToken? { signal.token }
+
     /// Waits until a commit of the store, from any host, is heard after
     /// ``commitCount`` was `version`.
     ///
@@ -188,8 +197,11 @@ public actor PostgresStore {
     /// The entity called `name`.
     nonisolated func entity(_ name: String) throws -> EntitySchema {
         guard let entity = entities[name] else {
-            throw DepotError(.unknownEntity, "store \(JSONText.quoted(configuration.name)) has no entity "
-                + "\(JSONText.quoted(name))" + DepotError.suggestion(for: name, in: configuration.entities.map(\.name)))
+            throw DepotError(
+                .unknownEntity,
+                "store \(JSONText.quoted(configuration.name)) has no entity "
+                    + "\(JSONText.quoted(name))"
+                    + DepotError.suggestion(for: name, in: configuration.entities.map(\.name)))
         }
         return entity
     }
@@ -198,7 +210,8 @@ public actor PostgresStore {
     /// are written under.
     nonisolated func layout(of entity: EntitySchema) throws -> Int64 {
         guard let id = layouts.withLock({ $0[entity.name] }) else {
-            throw DepotError(.database, "store \(JSONText.quoted(name)) has no layout of entity \(JSONText.quoted(entity.name))")
+            throw DepotError(
+                .database, "store \(JSONText.quoted(name)) has no layout of entity \(JSONText.quoted(entity.name))")
         }
         return id
     }
@@ -211,9 +224,12 @@ public actor PostgresStore {
     ///
     /// - Returns: `body`'s result and the token of the save's history
     ///   transaction, nil when it changed nothing.
-    public func save<T: Sendable>(author: String, job: String? = nil,
-                                  _ body: @Sendable (PostgresSaveContext) async throws -> T)
-        async throws -> (value: T, token: HistoryToken?) {
+    public func save<T: Sendable>(
+        author: String, job: String? = nil,
+        _ body: @Sendable (PostgresSaveContext) async throws -> T
+    )
+        async throws -> (value: T, token: HistoryToken?)
+    {
         guard !isClosed else { throw DepotError(.storeClosed, "store \(JSONText.quoted(name)) is closed") }
         do {
             let saved: (value: T, token: HistoryToken?) = try await transaction { connection in
@@ -229,15 +245,18 @@ public actor PostgresStore {
                 // running them.
                 var settings = PostgresBindings()
                 settings.append(PostgresSQL.quote(configuration.location.schema))
-                try await PostgresSQL.execute(connection, "SELECT set_config('search_path', $1, true), "
-                    + "set_config('jit', 'off', true)", settings, logger: logger)
+                try await PostgresSQL.execute(
+                    connection,
+                    "SELECT set_config('search_path', $1, true), "
+                        + "set_config('jit', 'off', true)", settings, logger: logger)
                 let context = PostgresSaveContext(store: self, connection: connection, author: author, job: job)
                 let value = try await body(context)
                 try await context.finish()
                 return (value, context.transactionID.map(HistoryToken.init))
             }
-            // Heard at once here; other hosts hear it by the channel.
-            if saved.token != nil { signal.bump() }
+            // Heard at once here (its own announcement, heard later, does
+            // not count it again); other hosts hear it by the channel.
+            if let token = saved.token { signal.bump(token: token.id) }
             return saved
         } catch {
             throw translate(error)
@@ -245,7 +264,9 @@ public actor PostgresStore {
     }
 
     /// Runs `body` in a transaction of one of the client's connections.
-    nonisolated func transaction<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    nonisolated func transaction<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws
+        -> T
+    {
         try await client.withConnection { connection in
             try await connection.query("BEGIN", logger: logger)
             do {
@@ -283,9 +304,11 @@ public actor PostgresStore {
     /// by identifier (as SQLite orders text: by bytes).
     public nonisolated func records(_ entity: String) async throws -> [[Value]] {
         let entity = try self.entity(entity)
-        let sql = "SELECT " + entity.fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+        let sql =
+            "SELECT " + entity.fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
             + " FROM \(table(entity.name)) ORDER BY "
-            + entity.identifier.map { PostgresSQL.quote($0) + PostgresSQL.byteOrder(entity, $0) }.joined(separator: ", ")
+            + entity.identifier.map { PostgresSQL.quote($0) + PostgresSQL.byteOrder(entity, $0) }.joined(
+                separator: ", ")
         return try await read { connection in
             try await PostgresSQL.textRows(connection, sql, logger: logger).map { row in
                 zip(entity.fields, row).map { PostgresSQL.value($1, as: $0.type) }
@@ -312,8 +335,9 @@ public actor PostgresStore {
         // The records and those they embed in one snapshot.
         do {
             return try await transaction { connection in
-                try await PostgresSQL.execute(connection, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY",
-                                              logger: logger)
+                try await PostgresSQL.execute(
+                    connection, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                    logger: logger)
                 return try await records(query, tail: paging, on: connection)
             }
         } catch {
@@ -326,11 +350,15 @@ public actor PostgresStore {
         let query = try FetchQuery(descriptor, schema: schema, dialect: .postgresql)
         let from = "FROM \(table(query.entity.name)) WHERE \(query.predicate.sql)"
         let paging = paging(query)
-        let sql = paging.isEmpty ? "SELECT count(*)::text \(from)"
+        let sql =
+            paging.isEmpty
+            ? "SELECT count(*)::text \(from)"
             : "SELECT count(*)::text FROM (SELECT 1 \(from) ORDER BY \(query.orderBy)\(paging)) AS page"
         let binds = PostgresSQL.bindings(query.predicate.arguments)
         return try await read { connection in
-            PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).flatMap { Int($0) } ?? 0
+            PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).flatMap {
+                Int($0)
+            } ?? 0
         }
     }
 
@@ -338,7 +366,8 @@ public actor PostgresStore {
     public nonisolated func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] {
         let query = try FetchQuery(descriptor, schema: schema, dialect: .postgresql)
         let idFields = query.entity.identifierIndexes.map { query.entity.fields[$0] }
-        let sql = "SELECT " + idFields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+        let sql =
+            "SELECT " + idFields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
             + " FROM \(table(query.entity.name)) WHERE \(query.predicate.sql) ORDER BY \(query.orderBy)" + paging(query)
         let binds = PostgresSQL.bindings(query.predicate.arguments)
         return try await read { connection in
@@ -367,11 +396,14 @@ public actor PostgresStore {
     /// The history after `token` (from the start when nil), oldest first,
     /// at most `limit` transactions; with `entity`, only its changes and
     /// the transactions that have some; with `author`, only theirs.
-    public nonisolated func history(after token: HistoryToken? = nil, entity: String? = nil, author: String? = nil,
-                                    limit: Int = 100, maxChanges: Int = .max) async throws -> [HistoryTransaction] {
+    public nonisolated func history(
+        after token: HistoryToken? = nil, entity: String? = nil, author: String? = nil,
+        limit: Int = 100, maxChanges: Int = .max
+    ) async throws -> [HistoryTransaction] {
         if let entity { _ = try self.entity(entity) }
         guard limit > 0 else { throw DepotError(.invalidArgument, "limit must be at least 1") }
-        var transactions = "SELECT id::text, timestamp, author, job FROM \(table("depot_transactions")) t "
+        var transactions =
+            "SELECT id::text, timestamp, author, job FROM \(table("depot_transactions")) t "
             + "WHERE id > $1"
         // The rows not wholly read before (a token inside transaction $4
         // read $5 of its changes: a row of a run holds `span` of them), and
@@ -379,7 +411,8 @@ public actor PostgresStore {
         // may have no span): each row's changes
         // counted from the first (`running`), past at most the 1,023 of a
         // run read before (issue #35: memory holds a page, not the history).
-        let changes = "WITH rest AS (SELECT txn, id, entity, identifier, kind, fields, tombstone, old, new, layout, "
+        let changes =
+            "WITH rest AS (SELECT txn, id, entity, identifier, kind, fields, tombstone, old, new, layout, "
             + "coalesce(span, 1) AS span, sum(coalesce(span, 1)) OVER (PARTITION BY txn ORDER BY id) AS upto "
             + "FROM \(table("depot_changes")) "
             + "WHERE txn > $1 AND txn <= $2 AND ($3::text IS NULL OR entity = $3)), "
@@ -396,7 +429,8 @@ public actor PostgresStore {
         }
         if let entity {
             binds.append(entity)
-            transactions += " AND EXISTS (SELECT 1 FROM \(table("depot_changes")) c WHERE c.txn = t.id AND c.entity = $\(binds.count))"
+            transactions +=
+                " AND EXISTS (SELECT 1 FROM \(table("depot_changes")) c WHERE c.txn = t.id AND c.entity = $\(binds.count))"
         }
         binds.append(Int64(min(limit, 100_000)))
         // t.id: a bare id would sort by the output column id::text ("10" before "9").
@@ -416,17 +450,23 @@ public actor PostgresStore {
             changeBinds.append(Int64(min(maxChanges, Int(Int32.max)) + 1_024))
             let rows = try await PostgresSQL.textRows(connection, changesSQL, changeBinds, logger: logger)
             // Of the first row left of the resumed transaction, the changes read before.
-            let skip = resumed.flatMap { t in
-                rows.first { $0[0].flatMap { Int64($0) } == t.id }.map { t.change - ($0[10].flatMap { Int($0) } ?? 0) }
-            } ?? 0
-            var page = HistoryPage(heads: heads.compactMap { head -> HistoryTransaction? in
-                guard let id = head[0].flatMap({ Int64($0) }) else { return nil }
-                return HistoryTransaction(token: HistoryToken(id), timestamp: head[1] ?? "", author: head[2] ?? "",
-                                          job: head[3], changes: [])
-            }, after: token, skip: skip, maxChanges: maxChanges)
+            let skip =
+                resumed.flatMap { t in
+                    rows.first { $0[0].flatMap { Int64($0) } == t.id }.map {
+                        t.change - ($0[10].flatMap { Int($0) } ?? 0)
+                    }
+                } ?? 0
+            var page = HistoryPage(
+                heads: heads.compactMap { head -> HistoryTransaction? in
+                    guard let id = head[0].flatMap({ Int64($0) }) else { return nil }
+                    return HistoryTransaction(
+                        token: HistoryToken(id), timestamp: head[1] ?? "", author: head[2] ?? "",
+                        job: head[3], changes: [])
+                }, after: token, skip: skip, maxChanges: maxChanges)
             var layouts: [Int64: [String]] = [:]
             reading: for row in rows {
-                guard let txn = row[0].flatMap({ Int64($0) }), let kind = row[3].flatMap(ChangeKind.init(rawValue:)) else {
+                guard let txn = row[0].flatMap({ Int64($0) }), let kind = row[3].flatMap(ChangeKind.init(rawValue:))
+                else {
                     continue
                 }
                 let fields = row[4].flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }
@@ -435,8 +475,10 @@ public actor PostgresStore {
                     if layouts[layout] == nil {
                         var binds = PostgresBindings()
                         binds.append(layout)
-                        let text = PostgresSQL.scalar(try await PostgresSQL.textRows(connection, layoutSQL, binds, logger: logger))
-                        layouts[layout] = text.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
+                        let text = PostgresSQL.scalar(
+                            try await PostgresSQL.textRows(connection, layoutSQL, binds, logger: logger))
+                        layouts[layout] =
+                            text.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
                     }
                     names = layouts[layout] ?? []
                 }
@@ -444,24 +486,31 @@ public actor PostgresStore {
                 // names, as an SQLite store reads them.
                 func object(_ text: Substring?) -> String? {
                     guard let text else { return nil }
-                    return text.utf8.first == UInt8(ascii: "[") && row[8] != nil ? CompactValues.object(String(text), names: names)
+                    return text.utf8.first == UInt8(ascii: "[") && row[8] != nil
+                        ? CompactValues.object(String(text), names: names)
                         : String(text)
                 }
                 // A run of new records: their identifiers, and values, one a line.
                 let span = row[9].flatMap { Int($0) } ?? 1
                 let split = { (text: String?) -> [Substring?] in
                     guard let text else { return Array(repeating: nil, count: span) }
-                    return span == 1 ? [text[...]]
-                        : text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { Substring($0) }
+                    return span == 1
+                        ? [text[...]]
+                        : text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
+                            Substring($0)
+                        }
                 }
                 let (identifiers, olds, news) = (split(row[2]), split(row[6]), split(row[7]))
                 guard identifiers.count == span, olds.count == span, news.count == span else {
-                    throw DepotError(.database, "store \(JSONText.quoted(name)): a row of history transaction \(txn) "
-                        + "holds \(span) changes but not as many identifiers or values")
+                    throw DepotError(
+                        .database,
+                        "store \(JSONText.quoted(name)): a row of history transaction \(txn) "
+                            + "holds \(span) changes but not as many identifiers or values")
                 }
                 for k in 0..<span {
                     let change = HistoryChange(
-                        entity: row[1] ?? "", identifier: identifiers[k].map(String.init) ?? "", kind: kind, fields: fields,
+                        entity: row[1] ?? "", identifier: identifiers[k].map(String.init) ?? "", kind: kind,
+                        fields: fields,
                         tombstone: row[5], old: object(olds[k]), new: object(news[k]))
                     guard page.add(change, to: txn) else { break reading }
                 }
@@ -477,11 +526,14 @@ public actor PostgresStore {
         var logger = Logger(label: "depot.postgres.drop")
         logger.logLevel = .critical
         let client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
+        // Unstructured: the client runs while the schema is dropped; cancelled on the way out.
         let runner = Task { await client.run() }
         defer { runner.cancel() }
         try await client.withConnection { connection in
-            try await PostgresSQL.execute(connection, "DROP SCHEMA IF EXISTS " + PostgresSQL.quote(location.schema)
-                + " CASCADE", logger: logger)
+            try await PostgresSQL.execute(
+                connection,
+                "DROP SCHEMA IF EXISTS " + PostgresSQL.quote(location.schema)
+                    + " CASCADE", logger: logger)
         }
     }
 
@@ -493,10 +545,14 @@ public actor PostgresStore {
         if error is DepotError || error is CancellationError { return error }
         // 53100 disk_full: the client's to know, as SQLite's SQLITE_FULL.
         if let error = error as? PSQLError, error.serverInfo?[.sqlState] == "53100" {
-            return DepotError(.diskFull, "store \(JSONText.quoted(name)) (\(configuration.location.description)): "
-                + PostgresSQL.describe(error) + "; the server's disk is full: free space, then retry")
+            return DepotError(
+                .diskFull,
+                "store \(JSONText.quoted(name)) (\(configuration.location.description)): "
+                    + PostgresSQL.describe(error) + "; the server's disk is full: free space, then retry")
         }
-        return DepotError(.database, "store \(JSONText.quoted(name)) (\(configuration.location.description)): "
-            + PostgresSQL.describe(error))
+        return DepotError(
+            .database,
+            "store \(JSONText.quoted(name)) (\(configuration.location.description)): "
+                + PostgresSQL.describe(error))
     }
 }

@@ -81,12 +81,16 @@ public struct PreparedBatch: Sendable {
         keysAsArrays = false
     }
 
-    init(_ batch: RecordBatch, plan: BatchPlan, supersede: Bool, checked: [(relationship: Relationship, positions: [Int])]) {
+    init(
+        _ batch: RecordBatch, plan: BatchPlan, supersede: Bool,
+        checked: [(relationship: Relationship, positions: [Int])]
+    ) {
         self.batch = batch
         self.plan = plan
         self.checked = checked
         keyColumns = Array(Set(plan.identifierColumns + checked.flatMap(\.positions))).sorted()
-        keysAsArrays = checked.isEmpty && plan.identifierColumns.count == 1
+        keysAsArrays =
+            checked.isEmpty && plan.identifierColumns.count == 1
             && plan.columnFields[plan.identifierColumns[0]].type != .json
         var counts = WriteCounts()
         let width = batch.columns.count
@@ -96,8 +100,10 @@ public struct PreparedBatch: Sendable {
         rows: for r in 0..<batch.count {
             for c in 0..<width where batch.values[r * width + c].isNull && !plan.columnFields[c].isOptional {
                 let what = plan.identifierColumns.contains(c) ? "identifier field" : "required field"
-                counts.rejected.append(Rejection(row: r, field: batch.columns[c],
-                                                 reason: "\(what) \(JSONText.quoted(batch.columns[c])) is null"))
+                counts.rejected.append(
+                    Rejection(
+                        row: r, field: batch.columns[c],
+                        reason: "\(what) \(JSONText.quoted(batch.columns[c])) is null"))
                 continue rows
             }
             live.append(r)
@@ -137,11 +143,15 @@ public struct PreparedBatch: Sendable {
         }
         self.counts = counts
         let (keyColumns, keysAsArrays) = (keyColumns, keysAsArrays)
-        self.rounds = rounds.map { Self.round($0, of: batch, plan: plan, keyColumns: keyColumns, keysAsArrays: keysAsArrays) }
+        self.rounds = rounds.map {
+            Self.round($0, of: batch, plan: plan, keyColumns: keyColumns, keysAsArrays: keysAsArrays)
+        }
     }
 
-    private static func round(_ rows: [Int], of batch: RecordBatch, plan: BatchPlan, keyColumns: [Int],
-                              keysAsArrays: Bool) -> Round {
+    private static func round(
+        _ rows: [Int], of batch: RecordBatch, plan: BatchPlan, keyColumns: [Int],
+        keysAsArrays: Bool
+    ) -> Round {
         let width = batch.columns.count
         let entity = plan.entity
         var round = Round(rows: rows)
@@ -176,8 +186,9 @@ public struct PreparedBatch: Sendable {
                 bytes.append(UInt8(ascii: "["))
                 for f in entity.fields.indices {
                     if f > 0 { bytes.append(UInt8(ascii: ",")) }
-                    JSONBytes.append(plan.fieldToColumn[f].map { batch.values[base + $0] } ?? .null,
-                                     rawJSON: entity.fields[f].type == .json, to: &bytes)
+                    JSONBytes.append(
+                        plan.fieldToColumn[f].map { batch.values[base + $0] } ?? .null,
+                        rawJSON: entity.fields[f].type == .json, to: &bytes)
                 }
                 bytes.append(UInt8(ascii: "]"))
                 bytes.withUnsafeBytes { PostgresSQL.appendCopyText($0, to: &round.values.buffer) }
@@ -195,7 +206,9 @@ public struct PreparedBatch: Sendable {
     /// without some required field (a new record of it is refused, not
     /// copied, so that the COPY could not tell a wrong guess).
     mutating func guessNew(_ keys: JobKeys) {
-        guard keysAsArrays, plan?.missingRequired.isEmpty == true, let first = rounds.first, !keys.conflicted else { return }
+        guard keysAsArrays, plan?.missingRequired.isEmpty == true, let first = rounds.first, !keys.conflicted else {
+            return
+        }
         fresh = (keys, keys.check(first.keyTexts))
     }
 
@@ -219,8 +232,10 @@ extension PostgresStore {
     ///
     /// - Throws: ``DepotError/Code/unknownEntity`` or
     ///   ``DepotError/Code/unknownField`` for a batch that does not fit the schema.
-    public nonisolated func prepare(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool = false,
-                                    deferReferences: Bool = false) throws -> PreparedBatch {
+    public nonisolated func prepare(
+        _ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool = false,
+        deferReferences: Bool = false
+    ) throws -> PreparedBatch {
         guard !batch.isEmpty else { return PreparedBatch(empty: batch) }
         let entity = try entity(batch.entity)
         let plan = try BatchPlan(entity: entity, columns: batch.columns, policy: policy)

@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -33,8 +33,10 @@ struct Check: DepotCommand {
         } else {
             var counts = Table(["ENTITY", "RELATIONSHIP", "TO", "DANGLING"], rightAligned: [3])
             for r in result["relationships"]?.array ?? [] {
-                counts.add([r["entity"]?.display ?? "", r["relationship"]?.display ?? "", r["to"]?.display ?? "",
-                            Format.grouped(r["dangling"]?.int ?? 0)])
+                counts.add([
+                    r["entity"]?.display ?? "", r["relationship"]?.display ?? "", r["to"]?.display ?? "",
+                    Format.grouped(r["dangling"]?.int ?? 0)
+                ])
             }
             Out.line(counts.rows.isEmpty ? Terminal.dim("store \(store) has no relationships") : counts.render())
             let dangling = result["dangling"]?.array ?? []
@@ -42,11 +44,15 @@ struct Check: DepotCommand {
                 Out.line()
                 var list = Table(["ENTITY", "IDENTIFIER", "RELATIONSHIP", "POINTS AT"])
                 for d in dangling {
-                    list.add([d["entity"]?.display ?? "", d["identifier"]?.display ?? "", d["relationship"]?.display ?? "",
-                              "no \(d["to"]?.display ?? "") \(d["reference"]?.text ?? "")"])
+                    list.add([
+                        d["entity"]?.display ?? "", d["identifier"]?.display ?? "", d["relationship"]?.display ?? "",
+                        "no \(d["to"]?.display ?? "") \(d["reference"]?.text ?? "")"
+                    ])
                 }
                 Out.line(list.render())
-                if dangling.count < total { Out.line(Terminal.dim("… and \(Format.grouped(total - dangling.count)) more")) }
+                if dangling.count < total {
+                    Out.line(Terminal.dim("… and \(Format.grouped(total - dangling.count)) more"))
+                }
             }
         }
         if total > 0 { throw ExitCode(1) }

@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -19,8 +19,9 @@ struct ConsumerAck: DepotCommand {
     @Argument(help: ArgumentHelp("The last token it processed.", valueName: "token")) var token: String
 
     func execute(_ client: DaemonClient) async throws {
-        let bytes = try await client.call(.POST, "/v1/stores/\(store.encoded)/consumers/\(name.encoded)/ack",
-                                          json: ["token": .string(token)])
+        let bytes = try await client.call(
+            .POST, "/v1/stores/\(store.encoded)/consumers/\(name.encoded)/ack",
+            json: ["token": .string(token)])
         try showConsumer(bytes, json: global.json, "acknowledged")
     }
 }

@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -22,8 +22,10 @@ struct ConsumerCommand: AsyncParsableCommand {
 
 /// `--from now|beginning|TOKEN`, shared by create and reset.
 struct ConsumerStart: ParsableArguments {
-    @Option(help: ArgumentHelp("Where it starts: now (only what commits from now on), beginning (all the history kept) or a token to read after.",
-                               valueName: "now|beginning|token"))
+    @Option(
+        help: ArgumentHelp(
+            "Where it starts: now (only what commits from now on), beginning (all the history kept) or a token to read after.",
+            valueName: "now|beginning|token"))
     var from = "now"
 }
 
@@ -32,6 +34,7 @@ func showConsumer(_ bytes: [UInt8], json: Bool, _ verb: String) throws {
     if json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
     let c = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
     let lag = c["lag_transactions"]?.int ?? 0
-    Out.line("\(verb) consumer \(c["name"]?.string ?? "") at token \(c["token"]?.string ?? "?"): "
-        + "\(Format.grouped(lag)) transaction\(lag == 1 ? "" : "s") to read")
+    Out.line(
+        "\(verb) consumer \(c["name"]?.string ?? "") at token \(c["token"]?.string ?? "?"): "
+            + "\(Format.grouped(lag)) transaction\(lag == 1 ? "" : "s") to read")
 }

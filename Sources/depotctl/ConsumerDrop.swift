@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 

@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -18,8 +18,9 @@ struct ConsumerReset: DepotCommand {
     @OptionGroup var start: ConsumerStart
 
     func execute(_ client: DaemonClient) async throws {
-        let bytes = try await client.call(.POST, "/v1/stores/\(store.encoded)/consumers/\(name.encoded)/reset",
-                                          json: ["from": .string(start.from)])
+        let bytes = try await client.call(
+            .POST, "/v1/stores/\(store.encoded)/consumers/\(name.encoded)/reset",
+            json: ["from": .string(start.from)])
         try showConsumer(bytes, json: global.json, "reset")
     }
 }

@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -35,12 +35,15 @@ struct Consumers: DepotCommand {
     }
 
     static func row(_ c: JSONValue) -> [String] {
-        let age: Double = switch c["lag_seconds"] {
-        case .double(let d)?: d
-        case .int(let i)?: Double(i)
-        default: 0
-        }
-        return [c["name"]?.string ?? "", c["token"]?.string ?? "", c["lag_transactions"]?.display ?? "",
-                Format.duration(age), Format.date(c["acknowledged_at"]?.string), c["state"]?.string ?? ""]
+        let age: Double =
+            switch c["lag_seconds"] {
+            case .double(let d)?: d
+            case .int(let i)?: Double(i)
+            default: 0
+            }
+        return [
+            c["name"]?.string ?? "", c["token"]?.string ?? "", c["lag_transactions"]?.display ?? "",
+            Format.duration(age), Format.date(c["acknowledged_at"]?.string), c["state"]?.string ?? ""
+        ]
     }
 }

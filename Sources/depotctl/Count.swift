@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 
 struct Count: DepotCommand {
@@ -14,7 +14,9 @@ struct Count: DepotCommand {
     @OptionGroup var global: Global
     @Argument(help: ArgumentHelp("The store to read.", valueName: "store")) var store: String
     @Argument(help: ArgumentHelp("The entity whose records to count.", valueName: "entity")) var entity: String
-    @Option(name: .customLong("where"), help: "Only count the records for which this predicate holds, such as \"budget > 1000\".")
+    @Option(
+        name: .customLong("where"),
+        help: "Only count the records for which this predicate holds, such as \"budget > 1000\".")
     var predicateText: String?
     var predicate: String? { predicateText }
 

@@ -7,8 +7,9 @@ func entitySchema(_ client: DaemonClient, store: String, entity: String) async t
     let s = try await client.json(StoreList.Store.self, .GET, "/v1/stores/\(store.encoded)")
     if let e = s.entities.first(where: { $0.name == entity }) { return e }
     // The daemon names the closest entity in its error.
-    _ = try await client.call(.POST, "/v1/stores/\(store.encoded)/entities/\(entity.encoded)/fetch",
-                              body: .bytes(Array(#"{"result":"count"}"#.utf8), contentType: "application/json"))
+    _ = try await client.call(
+        .POST, "/v1/stores/\(store.encoded)/entities/\(entity.encoded)/fetch",
+        body: .bytes(Array(#"{"result":"count"}"#.utf8), contentType: "application/json"))
     throw Failure("store \(store) has no entity \(entity)")
 }
 

@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 
 /// A command that talks to the daemon: its failures become one line on

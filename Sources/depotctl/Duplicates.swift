@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 
 struct Duplicates: DepotCommand {
@@ -31,20 +31,30 @@ struct Duplicates: DepotCommand {
     func execute(_ client: DaemonClient) async throws {
         let fields = commaList(by) ?? []
         if let resolve {
-            let accepted = try await JobFlow.submit(client, ["kind": .string("dedupe"), "store": .string(store), "entity": .string(entity),
-                                                           "by": .array(fields.map(JSONValue.string)), "keep": .string(resolve)])
+            let accepted = try await JobFlow.submit(
+                client,
+                [
+                    "kind": .string("dedupe"), "store": .string(store), "entity": .string(entity),
+                    "by": .array(fields.map(JSONValue.string)), "keep": .string(resolve)
+                ])
             let (last, text) = try await JobFlow.follow(client, try Job.decode(accepted).id, quiet: global.json)
-            try JobFlow.finish(last, text: text, json: global.json) { "deleted \(RecordPrinter.plural($0.deleted, "duplicate")), kept the \(resolve == "keep-first" ? "first" : "last") of each group" }
+            try JobFlow.finish(last, text: text, json: global.json) {
+                "deleted \(RecordPrinter.plural($0.deleted, "duplicate")), kept the \(resolve == "keep-first" ? "first" : "last") of each group"
+            }
             return
         }
-        let bytes = try await post(client, dataPath(store, entity, "duplicates"), ["by": .array(fields.map(JSONValue.string))])
+        let bytes = try await post(
+            client, dataPath(store, entity, "duplicates"), ["by": .array(fields.map(JSONValue.string))])
         if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
         let groups = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["groups"]?.array ?? []
         var table = Table(fields + ["COUNT", "IDENTIFIERS"], rightAligned: [fields.count])
         for g in groups {
             let values = g["values"]?.array ?? []
             let ids = g["identifiers"]?.array ?? []
-            table.add(values.map(\.display) + [Format.grouped(ids.count), ids.map { $0.string ?? $0.text }.joined(separator: ", ")])
+            table.add(
+                values.map(\.display) + [
+                    Format.grouped(ids.count), ids.map { $0.string ?? $0.text }.joined(separator: ", ")
+                ])
         }
         Out.line(groups.isEmpty ? "no duplicates by \(fields.joined(separator: ", "))" : table.render())
     }

@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -23,14 +23,18 @@ struct Export: DepotCommand {
     @OptionGroup var global: Global
     @Argument(help: ArgumentHelp("The store to read.", valueName: "store")) var store: String
     @Argument(help: ArgumentHelp("The entity whose records to export.", valueName: "entity")) var entity: String
-    @Option(name: .customLong("where"), help: "Only the records for which this predicate holds.") var predicateText: String?
+    @Option(name: .customLong("where"), help: "Only the records for which this predicate holds.") var predicateText:
+        String?
     @Option(help: "csv, or ndjson (one JSON object per line, the default).") var format = "ndjson"
     @Option(help: "Embed the records of these relationships in each record, comma-separated.") var prefetch: String?
-    @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file instead of stdout.", valueName: "file")) var output: String?
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file instead of stdout.", valueName: "file"))
+    var output: String?
     var predicate: String? { predicateText }
 
     func validate() throws {
-        if !["csv", "ndjson"].contains(format) { throw ValidationError("--format must be csv or ndjson, not \"\(format)\".") }
+        if !["csv", "ndjson"].contains(format) {
+            throw ValidationError("--format must be csv or ndjson, not \"\(format)\".")
+        }
     }
 
     func execute(_ client: DaemonClient) async throws {
@@ -53,8 +57,11 @@ struct Export: DepotCommand {
                 unlink(temporary)
                 throw Failure("cannot write \(output): \(String(cString: strerror(errno)))")
             }
-            if global.json { Out.line(JSONValue.object(["exported": .int(Int64(exported)), "file": .string(output)]).text) }
-            else { Out.line("exported \(RecordPrinter.plural(exported, "record")) of \(store).\(entity) to \(output)") }
+            if global.json {
+                Out.line(JSONValue.object(["exported": .int(Int64(exported)), "file": .string(output)]).text)
+            } else {
+                Out.line("exported \(RecordPrinter.plural(exported, "record")) of \(store).\(entity) to \(output)")
+            }
         }
     }
 
@@ -64,7 +71,8 @@ struct Export: DepotCommand {
         if let predicateText { body["where"] = .string(predicateText) }
         let trailers = try await client.exchange(
             .POST, dataPath(store, entity, "export"),
-            body: .json(body)) { chunk in
+            body: .json(body)
+        ) { chunk in
             try Self.write(chunk, to: fd)
         }
         guard let count = trailers?.first(name: "Depot-Records").flatMap({ Int($0) }) else {
@@ -75,13 +83,16 @@ struct Export: DepotCommand {
 
     /// An export job, whose output is then copied from the daemon.
     func job(_ client: DaemonClient, to fd: Int32) async throws -> Int {
-        var body: [String: JSONValue] = ["kind": .string("export"), "store": .string(store), "entity": .string(entity),
-                                         "format": .string(format)]
+        var body: [String: JSONValue] = [
+            "kind": .string("export"), "store": .string(store), "entity": .string(entity),
+            "format": .string(format)
+        ]
         if let predicateText { body["where"] = .string(predicateText) }
         if let p = commaList(prefetch) { body["prefetch"] = .array(p.map(JSONValue.string)) }
         let accepted = try await JobFlow.submit(client, body)
         // With the data on stdout, no progress bar there.
-        let (last, _) = try await JobFlow.follow(client, try Job.decode(accepted).id, quiet: output == nil || global.json)
+        let (last, _) = try await JobFlow.follow(
+            client, try Job.decode(accepted).id, quiet: output == nil || global.json)
         guard last.state == "succeeded" else {
             throw Failure("job \(last.id) \(last.state): \(last.error ?? "no reason given")")
         }
@@ -91,7 +102,9 @@ struct Export: DepotCommand {
 
     /// Writes a chunk of the export to `fd`; true, to go on receiving.
     static func write(_ chunk: [UInt8], to fd: Int32) throws -> Bool {
-        guard Out.write(fd, chunk) else { throw Failure("cannot write the export: \(String(cString: strerror(errno)))") }
+        guard Out.write(fd, chunk) else {
+            throw Failure("cannot write the export: \(String(cString: strerror(errno)))")
+        }
         return true
     }
 }

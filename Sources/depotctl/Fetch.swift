@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -34,11 +34,14 @@ struct Fetch: DepotCommand {
     @Argument(help: ArgumentHelp("The store to read.", valueName: "store")) var store: String
     @Argument(help: ArgumentHelp("The entity whose records to fetch.", valueName: "entity")) var entity: String
 
-    @Option(name: .customLong("where"), help: "Only the records for which this predicate holds, such as \"budget > 1000 AND isFavorite == true\".")
+    @Option(
+        name: .customLong("where"),
+        help: "Only the records for which this predicate holds, such as \"budget > 1000 AND isFavorite == true\".")
     var predicateText: String?
 
-    @Option(parsing: .unconditional,
-            help: "The fields to sort by, comma-separated; a leading - sorts that field descending, as in -budget,name.")
+    @Option(
+        parsing: .unconditional,
+        help: "The fields to sort by, comma-separated; a leading - sorts that field descending, as in -budget,name.")
     var sort: String?
 
     @Option(help: "At most this many records.") var limit: Int?
@@ -46,7 +49,10 @@ struct Fetch: DepotCommand {
     @Option(help: "Only these fields, comma-separated, in this order; customer.name names a field of a related record.")
     var fields: String?
 
-    @Option(help: "Embed the records of these relationships in each record, comma-separated (lines, or lines.product for nested).")
+    @Option(
+        help:
+            "Embed the records of these relationships in each record, comma-separated (lines, or lines.product for nested)."
+    )
     var prefetch: String?
 
     @Option(name: .customLong("section-by"), help: "Group the records by this field's value, one section per value.")
@@ -58,8 +64,10 @@ struct Fetch: DepotCommand {
     @Flag(help: "With --watch: print the records that entered, changed or left the result, not the whole result again.")
     var changes = false
 
-    @Option(help: ArgumentHelp("With --changes: resume after this token, printing what changed since, not the result.",
-                               valueName: "token"))
+    @Option(
+        help: ArgumentHelp(
+            "With --changes: resume after this token, printing what changed since, not the result.",
+            valueName: "token"))
     var since: String?
 
     @Option(help: "How to print: table (the default), json, ndjson (one record per line) or csv.")
@@ -74,12 +82,16 @@ struct Fetch: DepotCommand {
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more.") }
         if let offset, offset < 0 { throw ValidationError("--offset must be 0 or more.") }
         if changes, !watch { throw ValidationError("--changes follows a live fetch: give --watch with it.") }
-        if since != nil, !changes { throw ValidationError("--since resumes a live fetch with changes: give --watch --changes with it.") }
+        if since != nil, !changes {
+            throw ValidationError("--since resumes a live fetch with changes: give --watch --changes with it.")
+        }
         if changes, format == "csv" {
-            throw ValidationError("--changes prints events: use the table (the default), --json or --format ndjson, not csv.")
+            throw ValidationError(
+                "--changes prints events: use the table (the default), --json or --format ndjson, not csv.")
         }
         if changes, limit != nil || offset != nil || sectionBy != nil {
-            throw ValidationError("--changes cannot take --limit, --offset or --section-by: a change would move records across them.")
+            throw ValidationError(
+                "--changes cannot take --limit, --offset or --section-by: a change would move records across them.")
         }
     }
 
@@ -114,7 +126,9 @@ struct Fetch: DepotCommand {
             // Records carry their identifier, shown first in the tables.
             let schema = format == "table" ? try await entitySchema(client, store: store, entity: entity) : nil
             if let schema {
-                order = commaList(fields) == nil ? withPrefetched(schema.columns) : schema.identifier.filter { !order.contains($0) } + order
+                order =
+                    commaList(fields) == nil
+                    ? withPrefetched(schema.columns) : schema.identifier.filter { !order.contains($0) } + order
             }
             try await client.lines(.POST, path, body: .json(body)) { line in
                 // JSON and NDJSON: the events as they come, one line each.
@@ -137,7 +151,10 @@ struct Fetch: DepotCommand {
                 }
                 if format == "table" {
                     if !first { Out.line() }
-                    Out.line(Terminal.dim("token \(event["token"]?.string ?? "-") at \(Format.date(ISO8601DateFormatter().string(from: Date())))"))
+                    Out.line(
+                        Terminal.dim(
+                            "token \(event["token"]?.string ?? "-") at \(Format.date(ISO8601DateFormatter().string(from: Date())))"
+                        ))
                 }
                 first = false
                 RecordPrinter(format: format, fields: order).print(event["result"] ?? .null)
@@ -147,7 +164,9 @@ struct Fetch: DepotCommand {
         }
         let bytes = try await post(client, path, body)
         if format == "json" { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
-        if commaList(fields) == nil { order = withPrefetched(try await entitySchema(client, store: store, entity: entity).columns) }
+        if commaList(fields) == nil {
+            order = withPrefetched(try await entitySchema(client, store: store, entity: entity).columns)
+        }
         RecordPrinter(format: format, fields: order).print(try JSONDecoder().decode(JSONValue.self, from: Data(bytes)))
     }
 
@@ -163,7 +182,9 @@ struct Fetch: DepotCommand {
             let inserted = event["inserted"]?.array ?? [], updated = event["updated"]?.array ?? []
             let deleted = event["deleted"]?.array ?? []
             if format == "table" {
-                Out.line(Terminal.dim("token \(token): \(inserted.count) entered, \(updated.count) changed, \(deleted.count) left"))
+                Out.line(
+                    Terminal.dim(
+                        "token \(token): \(inserted.count) entered, \(updated.count) changed, \(deleted.count) left"))
             }
             if !inserted.isEmpty { printer.print(.object(["records": .array(inserted)])) }
             if !updated.isEmpty { printer.print(.object(["records": .array(updated)])) }

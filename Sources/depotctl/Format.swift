@@ -21,7 +21,10 @@ enum Format {
         let whole = Int(rounded.magnitude)
         let cents = Int(((rounded.magnitude - Double(whole)) * 100).rounded())
         let sign = rounded < 0 ? "-" : ""
-        return sign + grouped(whole) + (cents == 0 ? "" : String(format: ".%02d", cents).replacingOccurrences(of: "0$", with: "", options: .regularExpression))
+        return sign + grouped(whole)
+            + (cents == 0
+                ? ""
+                : String(format: ".%02d", cents).replacingOccurrences(of: "0$", with: "", options: .regularExpression))
     }
 
     /// "2026-11-21T07:35:15.341Z" → "2026-11-21 08:35:15" in local time.

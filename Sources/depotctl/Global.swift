@@ -1,13 +1,14 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import DepotVersion
 import Foundation
 
 /// Options every command takes.
 struct Global: ParsableArguments {
-    @Option(help: ArgumentHelp(
-        "The path of the daemon's control socket; without it, $DEPOT_SOCKET, else /run/depot/depot.sock.",
-        valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "The path of the daemon's control socket; without it, $DEPOT_SOCKET, else /run/depot/depot.sock.",
+            valueName: "path"))
     var socket: String?
 
     @Flag(help: "Print JSON for scripts instead of tables: one document, or one object per line for streams.")

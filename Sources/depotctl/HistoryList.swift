@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -21,9 +21,12 @@ struct HistoryList: DepotCommand {
             """)
     @OptionGroup var global: Global
     @Argument(help: ArgumentHelp("The store whose history to read.", valueName: "store")) var store: String
-    @Option(help: ArgumentHelp("Start after this token: the last one of the page before.", valueName: "token")) var after: String?
-    @Option(help: ArgumentHelp("Start after this consumer's acknowledged token (reading does not move it).",
-                               valueName: "name")) var consumer: String?
+    @Option(help: ArgumentHelp("Start after this token: the last one of the page before.", valueName: "token"))
+    var after: String?
+    @Option(
+        help: ArgumentHelp(
+            "Start after this consumer's acknowledged token (reading does not move it).",
+            valueName: "name")) var consumer: String?
     @Option(help: "Only the changes to this entity.") var entity: String?
     @Option(help: "At most this many transactions (default 100).") var limit: Int?
     @Flag(help: "Keep running and print new transactions as they commit, until Ctrl-C.") var follow = false
@@ -46,7 +49,9 @@ struct HistoryList: DepotCommand {
         if follow {
             Interrupt.onInterrupt {}
             try await client.lines(.GET, path) { line in
-                if global.json { Out.line(line) } else {
+                if global.json {
+                    Out.line(line)
+                } else {
                     Self.show(try JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)))
                 }
                 return true
@@ -57,13 +62,16 @@ struct HistoryList: DepotCommand {
         if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
         let transactions = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["transactions"]?.array ?? []
         if transactions.isEmpty {
-            Out.line(consumer.map { "consumer \($0) has read everything" }
-                ?? (after == nil ? "no history yet" : "nothing after token \(after!)"))
+            Out.line(
+                consumer.map { "consumer \($0) has read everything" }
+                    ?? (after == nil ? "no history yet" : "nothing after token \(after!)"))
             return
         }
         for t in transactions { Self.show(t) }
         if transactions.count == (limit ?? 100), let last = transactions.last?["token"]?.string {
-            let next = consumer == nil ? "depotctl history \(store) --after \(last)"
+            let next =
+                consumer == nil
+                ? "depotctl history \(store) --after \(last)"
                 : "depotctl consumer ack \(store) \(consumer!) \(last), then depotctl history \(store) --consumer \(consumer!)"
             Out.line(Terminal.dim("next page: " + next + (limit.map { " --limit \($0)" } ?? "")))
         }
@@ -80,19 +88,25 @@ struct HistoryList: DepotCommand {
     /// One transaction: its head line, then its changes (a long one summed up).
     static func show(_ t: JSONValue) {
         let changes = t["changes"]?.array ?? []
-        var head = "\(Terminal.bold(t["token"]?.string ?? "?"))  \(Format.date(t["timestamp"]?.string))  \(t["author"]?.string ?? "")"
+        var head =
+            "\(Terminal.bold(t["token"]?.string ?? "?"))  \(Format.date(t["timestamp"]?.string))  \(t["author"]?.string ?? "")"
         if let job = t["job"]?.string { head += Terminal.dim("  job \(job)") }
         Out.line(head + "  \(Format.grouped(changes.count)) change" + (changes.count == 1 ? "" : "s"))
         let shown = changes.count > 10 ? Array(changes.prefix(8)) : changes
         for c in shown {
             let id = c["identifier"].map { $0.string ?? $0.text } ?? ""
-            Out.line("  \((c["kind"]?.string ?? "").padding(toLength: 6, withPad: " ", startingAt: 0))  \(c["entity"]?.string ?? "")  \(id)"
-                + values(c))
+            Out.line(
+                "  \((c["kind"]?.string ?? "").padding(toLength: 6, withPad: " ", startingAt: 0))  \(c["entity"]?.string ?? "")  \(id)"
+                    + values(c))
         }
         if shown.count < changes.count {
             var kinds: [String: Int] = [:]
             for c in changes.dropFirst(shown.count) { kinds[c["kind"]?.string ?? "?", default: 0] += 1 }
-            Out.line(Terminal.dim("  … and " + kinds.sorted { $0.key < $1.key }.map { "\(Format.grouped($0.value)) \($0.key)" }.joined(separator: ", ")))
+            Out.line(
+                Terminal.dim(
+                    "  … and "
+                        + kinds.sorted { $0.key < $1.key }.map { "\(Format.grouped($0.value)) \($0.key)" }.joined(
+                            separator: ", ")))
         }
     }
 }

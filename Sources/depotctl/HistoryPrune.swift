@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -19,13 +19,15 @@ struct HistoryPrune: DepotCommand {
     @OptionGroup var global: Global
     @Argument(help: ArgumentHelp("The store whose history to prune.", valueName: "store")) var store: String
     @Option(help: ArgumentHelp("Drop the transactions before this token.", valueName: "token")) var before: String?
-    @Option(name: .customLong("older-than"),
-            help: ArgumentHelp("Drop the transactions older than this: 7d, 12h, 30m.", valueName: "duration"))
+    @Option(
+        name: .customLong("older-than"),
+        help: ArgumentHelp("Drop the transactions older than this: 7d, 12h, 30m.", valueName: "duration"))
     var olderThan: String?
 
     func validate() throws {
         if (before == nil) == (olderThan == nil) {
-            throw ValidationError("say which history to drop: --before TOKEN or --older-than DURATION (one of the two).")
+            throw ValidationError(
+                "say which history to drop: --before TOKEN or --older-than DURATION (one of the two).")
         }
     }
 
@@ -37,12 +39,14 @@ struct HistoryPrune: DepotCommand {
         let pruned = answer["pruned"]?.int ?? 0
         Out.line("pruned \(Format.grouped(pruned)) transaction\(pruned == 1 ? "" : "s") from \(store)'s history")
         if let held = answer["held_back_by"] {
-            Out.line("stopped at token \(held["token"]?.string ?? "?"): consumer \(held["consumer"]?.string ?? "?") "
-                + "has not acknowledged what follows (depotctl consumers \(store))")
+            Out.line(
+                "stopped at token \(held["token"]?.string ?? "?"): consumer \(held["consumer"]?.string ?? "?") "
+                    + "has not acknowledged what follows (depotctl consumers \(store))")
         }
         for lost in answer["lost"]?.array ?? [] {
-            Out.line("consumer \(lost.string ?? "?") is lost: history_max_retention pruned what it had not "
-                + "acknowledged; reset it with depotctl consumer reset \(store) \(lost.string ?? "?")")
+            Out.line(
+                "consumer \(lost.string ?? "?") is lost: history_max_retention pruned what it had not "
+                    + "acknowledged; reset it with depotctl consumer reset \(store) \(lost.string ?? "?")")
         }
     }
 }

@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 
 struct IDs: DepotCommand {
@@ -15,8 +15,11 @@ struct IDs: DepotCommand {
     @OptionGroup var global: Global
     @Argument(help: ArgumentHelp("The store to read.", valueName: "store")) var store: String
     @Argument(help: ArgumentHelp("The entity whose identifiers to print.", valueName: "entity")) var entity: String
-    @Option(name: .customLong("where"), help: "Only the records for which this predicate holds.") var predicateText: String?
-    @Option(parsing: .unconditional, help: "The fields to sort by, comma-separated; a leading - sorts descending, as in -budget,id.")
+    @Option(name: .customLong("where"), help: "Only the records for which this predicate holds.") var predicateText:
+        String?
+    @Option(
+        parsing: .unconditional,
+        help: "The fields to sort by, comma-separated; a leading - sorts descending, as in -budget,id.")
     var sort: String?
     @Option(help: "At most this many identifiers.") var limit: Int?
     var predicate: String? { predicateText }

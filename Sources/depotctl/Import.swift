@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -31,22 +31,34 @@ struct Import: DepotCommand {
     @Option(help: "The file's format: csv, tsv, ndjson or json. Without it, the file's extension decides.")
     var format: String?
 
-    @Option(name: .customLong("on-conflict"),
-            help: "What a record whose identifier is stored already does: upsert (merge, the default), replace, skip, or fail the job.")
+    @Option(
+        name: .customLong("on-conflict"),
+        help:
+            "What a record whose identifier is stored already does: upsert (merge, the default), replace, skip, or fail the job."
+    )
     var onConflict: String?
 
-    @Option(name: .customLong("max-rejects"),
-            help: "How many rejected records fail the job: a count (1000, the default), a fraction (0.01) or a percentage (1%).")
+    @Option(
+        name: .customLong("max-rejects"),
+        help:
+            "How many rejected records fail the job: a count (1000, the default), a fraction (0.01) or a percentage (1%)."
+    )
     var maxRejects: String?
 
-    @Option(help: "A reference to a record that does not exist: check (reject the row, the default) or defer (keep it; depotctl check lists those that stay dangling).")
+    @Option(
+        help:
+            "A reference to a record that does not exist: check (reject the row, the default) or defer (keep it; depotctl check lists those that stay dangling)."
+    )
     var references: String?
 
     @Flag(help: "Print the job's id and return at once instead of following it.")
     var detach = false
 
-    @Flag(name: .customLong("by-path"),
-          help: "Let the daemon read the file where it lies instead of sending it; the file must be under the daemon's import_roots.")
+    @Flag(
+        name: .customLong("by-path"),
+        help:
+            "Let the daemon read the file where it lies instead of sending it; the file must be under the daemon's import_roots."
+    )
     var byPath = false
 
     func validate() throws {
@@ -68,14 +80,20 @@ struct Import: DepotCommand {
             throw Failure("\(file) is not a file depotctl can find; check the path")
         }
         let ext = url.pathExtension.lowercased()
-        guard let format = format.map({ $0 == "jsonl" ? "ndjson" : $0 })
-                ?? ["csv": "csv", "tsv": "tsv", "tab": "tsv", "ndjson": "ndjson", "jsonl": "ndjson", "json": "json"][ext] else {
-            throw Failure("cannot tell the format of \(file) from its extension; pass --format csv, tsv, ndjson or json")
+        guard
+            let format = format.map({ $0 == "jsonl" ? "ndjson" : $0 })
+                ?? ["csv": "csv", "tsv": "tsv", "tab": "tsv", "ndjson": "ndjson", "jsonl": "ndjson", "json": "json"][
+                    ext]
+        else {
+            throw Failure(
+                "cannot tell the format of \(file) from its extension; pass --format csv, tsv, ndjson or json")
         }
         let accepted: String
         if byPath {
-            var body: [String: JSONValue] = ["kind": .string("import"), "store": .string(store), "entity": .string(entity),
-                                             "path": .string(url.standardizedFileURL.path), "format": .string(format)]
+            var body: [String: JSONValue] = [
+                "kind": .string("import"), "store": .string(store), "entity": .string(entity),
+                "path": .string(url.standardizedFileURL.path), "format": .string(format)
+            ]
             if let onConflict { body["on_conflict"] = .string(onConflict) }
             if let maxRejects { body["max_rejects"] = .string(maxRejects) }
             if let references { body["references"] = .string(references) }
@@ -85,14 +103,18 @@ struct Import: DepotCommand {
             if let onConflict { query += "&on_conflict=\(onConflict.encoded)" }
             if let maxRejects { query += "&max_rejects=\(maxRejects.encoded)" }
             if let references { query += "&references=\(references.encoded)" }
-            let type = format == "csv" ? "text/csv" : format == "tsv" ? "text/tab-separated-values" : "application/x-ndjson"
-            let bytes = try await client.call(.POST, "/v1/stores/\(store.encoded)/entities/\(entity.encoded)/import?\(query)",
-                                              body: .file(path: url.path, contentType: type))
+            let type =
+                format == "csv" ? "text/csv" : format == "tsv" ? "text/tab-separated-values" : "application/x-ndjson"
+            let bytes = try await client.call(
+                .POST, "/v1/stores/\(store.encoded)/entities/\(entity.encoded)/import?\(query)",
+                body: .file(path: url.path, contentType: type))
             accepted = String(decoding: bytes, as: UTF8.self).trimmed
         }
         let job = try Job.decode(accepted)
         if detach {
-            if global.json { Out.line(accepted) } else {
+            if global.json {
+                Out.line(accepted)
+            } else {
                 Out.line(job.id)
                 if Terminal.isTTY { Out.error("follow it with: depotctl follow \(job.id)") }
             }
@@ -101,13 +123,17 @@ struct Import: DepotCommand {
         let id = job.id
         Interrupt.onInterrupt(status: 130) {
             if Terminal.isTTY { Out.write(1, "\r\u{1B}[K") }
-            Out.error("depotctl: stopped following; job \(id) carries on in the daemon (depotctl follow \(id), depotctl cancel \(id))")
+            Out.error(
+                "depotctl: stopped following; job \(id) carries on in the daemon (depotctl follow \(id), depotctl cancel \(id))"
+            )
         }
         let (last, text) = try await JobFlow.follow(client, id, quiet: global.json)
         try JobFlow.finish(last, text: text, json: global.json) { job in
             var line = "imported \(url.lastPathComponent) into \(store).\(entity): \(job.summary)"
             if job.rate > 0 { line += " (\(Format.grouped(Int(min(job.rate, 1e15)))) rows/s)" }
-            if job.rejected > 0 { line += "\nthe rejected records, with their lines and reasons: depotctl job \(job.id) --rejects" }
+            if job.rejected > 0 {
+                line += "\nthe rejected records, with their lines and reasons: depotctl job \(job.id) --rejects"
+            }
             return line
         }
     }

@@ -9,7 +9,8 @@ extension JSONValue {
         case .int(let i): return Format.grouped(Int(i))
         case .double(let d): return Format.decimal(d)
         // A to-many's values (lines.sku): one after the other.
-        case .array(let items) where items.allSatisfy({ if case .object = $0 { false } else if case .array = $0 { false } else { true } }):
+        case .array(let items)
+        where items.allSatisfy({ if case .object = $0 { false } else if case .array = $0 { false } else { true } }):
             return items.map(\.display).joined(separator: ", ")
         default: return text
         }

@@ -39,8 +39,11 @@ struct Job: Decodable {
         var parts: [String] = []
         switch kind {
         case "import":
-            parts = ["\(Format.grouped(read)) read", "\(Format.grouped(inserted)) inserted", "\(Format.grouped(updated)) updated",
-                     "\(Format.grouped(unchanged)) unchanged"]
+            parts = [
+                "\(Format.grouped(read)) read", "\(Format.grouped(inserted)) inserted",
+                "\(Format.grouped(updated)) updated",
+                "\(Format.grouped(unchanged)) unchanged"
+            ]
             if skipped > 0 { parts.append("\(Format.grouped(skipped)) skipped") }
             if duplicates > 0 { parts.append("\(Format.grouped(duplicates)) repeated in the file") }
             parts.append("\(Format.grouped(rejected)) rejected")

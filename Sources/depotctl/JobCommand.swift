@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -31,8 +31,10 @@ struct JobCommand: DepotCommand {
                 count += 1
                 if global.json { Out.line(line); return true }
                 let r = (try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))) ?? .null
-                table.add([r["line"]?.int.map(String.init) ?? "", r["field"]?.string ?? "", r["reason"]?.string ?? "",
-                           r["value"]?.string ?? ""])
+                table.add([
+                    r["line"]?.int.map(String.init) ?? "", r["field"]?.string ?? "", r["reason"]?.string ?? "",
+                    r["value"]?.string ?? ""
+                ])
                 return true
             }
             if !global.json { Out.line(count == 0 ? "job \(id) rejected no records" : table.render()) }
@@ -41,19 +43,27 @@ struct JobCommand: DepotCommand {
         let text = String(decoding: try await client.call(.GET, "/v1/jobs/\(id.encoded)"), as: UTF8.self).trimmed
         if global.json { Out.line(text); return }
         let j = try Job.decode(text)
-        var rows: [(String, String)] = [("id", j.id), ("kind", j.kind), ("store", j.store + (j.entity.map { ".\($0)" } ?? "")),
-                                        ("state", Terminal.state(j.state)), ("author", j.author), ("created", Format.date(j.created))]
+        var rows: [(String, String)] = [
+            ("id", j.id), ("kind", j.kind), ("store", j.store + (j.entity.map { ".\($0)" } ?? "")),
+            ("state", Terminal.state(j.state)), ("author", j.author), ("created", Format.date(j.created))
+        ]
         if let s = j.started { rows.append(("started", Format.date(s))) }
         if let f = j.finished { rows.append(("finished", Format.date(f))) }
         if let p = j.path { rows.append(("file", p)) }
         rows.append(("did", j.summary))
         if j.kind == "import", j.bytesTotal > 0 {
-            rows.append(("read", "\(Format.grouped(j.bytesRead)) of \(Format.grouped(j.bytesTotal)) bytes, \(RecordPrinter.plural(j.saves, "save"))"))
+            rows.append(
+                (
+                    "read",
+                    "\(Format.grouped(j.bytesRead)) of \(Format.grouped(j.bytesTotal)) bytes, \(RecordPrinter.plural(j.saves, "save"))"
+                ))
         }
         if j.rate > 0 { rows.append(("rate", "\(Format.grouped(Int(min(j.rate, 1e15)))) rows/s")) }
         if let e = j.error { rows.append(("error", e)) }
         if let r = j.rejects { rows.append(("rejects", "\(r) (depotctl job \(j.id) --rejects)")) }
         let width = rows.map(\.0.count).max() ?? 0
-        for (k, v) in rows { Out.line(Terminal.bold(k.padding(toLength: width, withPad: " ", startingAt: 0)) + "  " + v) }
+        for (k, v) in rows {
+            Out.line(Terminal.bold(k.padding(toLength: width, withPad: " ", startingAt: 0)) + "  " + v)
+        }
     }
 }

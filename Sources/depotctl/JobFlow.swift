@@ -6,16 +6,19 @@ import NIOHTTP1
 enum JobFlow {
     /// Submits a job; returns its record's JSON text.
     static func submit(_ client: DaemonClient, _ body: [String: JSONValue]) async throws -> String {
-        let bytes = try await client.call(.POST, "/v1/jobs",
-                                          body: .json(body))
+        let bytes = try await client.call(
+            .POST, "/v1/jobs",
+            body: .json(body))
         return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Follows a job's events to its end; shows progress unless `quiet`.
     /// Every event goes to `onEvent` (for NDJSON output). Returns the last
     /// record and its JSON text.
-    static func follow(_ client: DaemonClient, _ id: String, quiet: Bool,
-                       onEvent: ((String) -> Void)? = nil) async throws -> (Job, String) {
+    static func follow(
+        _ client: DaemonClient, _ id: String, quiet: Bool,
+        onEvent: ((String) -> Void)? = nil
+    ) async throws -> (Job, String) {
         let display = quiet ? nil : ProgressDisplay()
         var last: (Job, String)?
         try await client.lines(.GET, "/v1/jobs/\(id)/events") { line in
@@ -27,8 +30,12 @@ enum JobFlow {
             return true
         }
         display?.clear()
-        guard let last else { throw Failure("the daemon ended job \(id)'s events without its end; see depotctl job \(id)") }
-        guard last.0.isFinal else { throw Failure("the daemon stopped before job \(id) ended; it resumes when the daemon starts again") }
+        guard let last else {
+            throw Failure("the daemon ended job \(id)'s events without its end; see depotctl job \(id)")
+        }
+        guard last.0.isFinal else {
+            throw Failure("the daemon stopped before job \(id) ended; it resumes when the daemon starts again")
+        }
         return last
     }
 

@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -21,12 +21,15 @@ struct Jobs: DepotCommand {
         if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
         struct List: Decodable { var jobs: [JSONValue] }
         let jobs = try JSONDecoder().decode(List.self, from: Data(bytes)).jobs.map { try Job.decode($0.text) }
-        var table = Table(["ID", "KIND", "STORE", "ENTITY", "STATE", "ROWS", "REJECTED", "CREATED", "SOURCE"], rightAligned: [5, 6])
+        var table = Table(
+            ["ID", "KIND", "STORE", "ENTITY", "STATE", "ROWS", "REJECTED", "CREATED", "SOURCE"], rightAligned: [5, 6])
         for j in jobs {
             let rows = j.kind == "import" ? j.read : j.deleted + j.updated + j.exported
-            table.add([j.id, j.kind, j.store, j.entity ?? "", Terminal.state(j.state), Format.grouped(rows),
-                       j.kind == "import" ? Format.grouped(j.rejected) : "", Format.date(j.created),
-                       j.watchFile.map { URL(fileURLWithPath: $0).lastPathComponent } ?? j.author])
+            table.add([
+                j.id, j.kind, j.store, j.entity ?? "", Terminal.state(j.state), Format.grouped(rows),
+                j.kind == "import" ? Format.grouped(j.rejected) : "", Format.date(j.created),
+                j.watchFile.map { URL(fileURLWithPath: $0).lastPathComponent } ?? j.author
+            ])
         }
         Out.line(jobs.isEmpty ? "no jobs yet" : table.render())
     }

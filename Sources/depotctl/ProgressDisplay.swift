@@ -16,21 +16,24 @@ final class ProgressDisplay {
         if job.rate > 0 { parts.append("\(Format.grouped(Int(min(job.rate, 1e15)))) rows/s") }
         if let eta = job.eta, job.state == "running", eta > 0 { parts.append("ETA \(Format.duration(eta))") }
         if job.kind == "import" { parts.append("\(Format.grouped(job.rejected)) rejected") }
-        let percent: Int? = job.bytesTotal > 0 ? Int(100 * min(max(Double(job.bytesRead) / Double(job.bytesTotal), 0), 1)) : nil
+        let percent: Int? =
+            job.bytesTotal > 0 ? Int(100 * min(max(Double(job.bytesRead) / Double(job.bytesTotal), 0), 1)) : nil
         if tty {
             let text = (percent.map { String(format: "%3d%%  ", $0) } ?? "") + parts.joined(separator: "  ")
             let room = max(10, min(30, Terminal.width - 75))
             var bar = ""
             if let percent, room >= 10 {
                 let filled = room * percent / 100
-                bar = "[" + String(repeating: "=", count: filled) + (filled < room ? ">" : "")
+                bar =
+                    "[" + String(repeating: "=", count: filled) + (filled < room ? ">" : "")
                     + String(repeating: " ", count: max(0, room - filled - 1)) + "] "
             }
             Out.write(1, "\r\u{1B}[K" + bar + text)
             drawn = true
         } else if Date().timeIntervalSince(lastPlain) >= 1 || job.isFinal {
             lastPlain = Date()
-            Out.line("job \(job.id) \(job.state)" + (percent.map { " \($0)%" } ?? "") + ": " + parts.joined(separator: ", "))
+            Out.line(
+                "job \(job.id) \(job.state)" + (percent.map { " \($0)%" } ?? "") + ": " + parts.joined(separator: ", "))
         }
     }
 

@@ -11,7 +11,9 @@ struct RecordPrinter {
             for (i, section) in sections.enumerated() {
                 if format == "table" {
                     if i > 0 { Out.line() }
-                    Out.line(Terminal.bold("\(section["key"].map(\.display).map { $0.isEmpty ? "(none)" : $0 } ?? "")") + Terminal.dim("  " + Self.plural(section["records"]?.array?.count ?? 0, "record")))
+                    Out.line(
+                        Terminal.bold("\(section["key"].map(\.display).map { $0.isEmpty ? "(none)" : $0 } ?? "")")
+                            + Terminal.dim("  " + Self.plural(section["records"]?.array?.count ?? 0, "record")))
                 }
                 printRecords(section["records"]?.array ?? [], header: i == 0 || format == "table")
             }
@@ -29,17 +31,19 @@ struct RecordPrinter {
         case "csv":
             if header { Out.line(fields.map(Format.csvField).joined(separator: ",")) }
             for r in records {
-                Out.line(fields.map { f in
-                    guard let v = r.value(at: f) else { return "" }
-                    if case .string(let s) = v { return Format.csvField(s) }
-                    return v == .null ? "" : Format.csvField(v.text)
-                }.joined(separator: ","))
+                Out.line(
+                    fields.map { f in
+                        guard let v = r.value(at: f) else { return "" }
+                        if case .string(let s) = v { return Format.csvField(s) }
+                        return v == .null ? "" : Format.csvField(v.text)
+                    }.joined(separator: ","))
             }
         default:
             var table = Table(fields)
             // Embedded records show as JSON; a key path (customer.name) picks out their values.
             for r in records { table.add(fields.map { r.value(at: $0)?.display ?? "" }) }
-            for (i, f) in fields.enumerated() where records.contains(where: {
+            for (i, f) in fields.enumerated()
+            where records.contains(where: {
                 if case .int = $0.value(at: f) ?? .null { return true }
                 if case .double = $0.value(at: f) ?? .null { return true }
                 return false

@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -20,7 +20,9 @@ struct Status: DepotCommand {
         let health = String(decoding: try await client.call(.GET, "/v1/health"), as: UTF8.self)
         let storesText = String(decoding: try await client.call(.GET, "/v1/stores"), as: UTF8.self)
         if global.json {
-            Out.line("{\"socket\":\(JSONValue.quoted(global.socketPath)),\"health\":\(health.trimmed),\"stores\":\(storesText.trimmed)}")
+            Out.line(
+                "{\"socket\":\(JSONValue.quoted(global.socketPath)),\"health\":\(health.trimmed),\"stores\":\(storesText.trimmed)}"
+            )
             return
         }
         struct Health: Decodable {

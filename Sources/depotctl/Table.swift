@@ -39,7 +39,8 @@ struct Table {
 
     /// The text without its colour codes.
     static func plain(_ s: String) -> String {
-        s.contains("\u{1B}") ? s.replacingOccurrences(of: "\u{1B}\\[[0-9;]*m", with: "", options: .regularExpression) : s
+        s.contains("\u{1B}")
+            ? s.replacingOccurrences(of: "\u{1B}\\[[0-9;]*m", with: "", options: .regularExpression) : s
     }
 
     /// How many columns the text takes on a terminal.
@@ -47,6 +48,7 @@ struct Table {
 
     /// A cell shows on one line.
     static func flat(_ s: String) -> String {
-        s.contains(where: \.isNewline) ? s.replacingOccurrences(of: "\r\n", with: "⏎").replacingOccurrences(of: "\n", with: "⏎") : s
+        s.contains(where: \.isNewline)
+            ? s.replacingOccurrences(of: "\r\n", with: "⏎").replacingOccurrences(of: "\n", with: "⏎") : s
     }
 }

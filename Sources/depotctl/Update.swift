@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 
 struct Update: DepotCommand {
@@ -16,8 +16,11 @@ struct Update: DepotCommand {
     @OptionGroup var global: Global
     @Argument(help: ArgumentHelp("The store to change.", valueName: "store")) var store: String
     @Argument(help: ArgumentHelp("The entity whose records to update.", valueName: "entity")) var entity: String
-    @Option(name: .customLong("where"), help: "Update the records for which this predicate holds.") var predicateText: String
-    @Option(help: ArgumentHelp("A field and its new value, as field=value; repeat for more fields.", valueName: "field=value"))
+    @Option(name: .customLong("where"), help: "Update the records for which this predicate holds.") var predicateText:
+        String
+    @Option(
+        help: ArgumentHelp(
+            "A field and its new value, as field=value; repeat for more fields.", valueName: "field=value"))
     var set: [String]
     var predicate: String? { predicateText }
 
@@ -41,10 +44,16 @@ struct Update: DepotCommand {
             }
             values[name] = try Self.value(text, type: field.type, field: name)
         }
-        let accepted = try await JobFlow.submit(client, ["kind": .string("update"), "store": .string(store), "entity": .string(entity),
-                                                       "where": .string(predicateText), "set": .object(values)])
+        let accepted = try await JobFlow.submit(
+            client,
+            [
+                "kind": .string("update"), "store": .string(store), "entity": .string(entity),
+                "where": .string(predicateText), "set": .object(values)
+            ])
         let (last, text) = try await JobFlow.follow(client, try Job.decode(accepted).id, quiet: global.json)
-        try JobFlow.finish(last, text: text, json: global.json) { "updated \(RecordPrinter.plural($0.updated, "record")) of \(store).\(entity) (\(Format.grouped($0.unchanged)) already so)" }
+        try JobFlow.finish(last, text: text, json: global.json) {
+            "updated \(RecordPrinter.plural($0.updated, "record")) of \(store).\(entity) (\(Format.grouped($0.unchanged)) already so)"
+        }
     }
 
     /// A command-line value as the field's type.
@@ -62,7 +71,10 @@ struct Update: DepotCommand {
             guard let d = Double(text) else { throw Failure("\(field) is a double; \"\(text)\" is not a number") }
             return .double(d)
         case "bool":
-            guard let b = ["true": true, "false": false, "yes": true, "no": false, "1": true, "0": false][text.lowercased()] else {
+            guard
+                let b = ["true": true, "false": false, "yes": true, "no": false, "1": true, "0": false][
+                    text.lowercased()]
+            else {
                 throw Failure("\(field) is a bool; use true or false, not \"\(text)\"")
             }
             return .bool(b)

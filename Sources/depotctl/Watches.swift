@@ -1,5 +1,5 @@
-import DepotClient
 import ArgumentParser
+import DepotClient
 import Foundation
 import NIOHTTP1
 
@@ -20,12 +20,16 @@ struct Watches: DepotCommand {
         let bytes = try await client.call(.GET, "/v1/watches")
         if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
         let watches = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["watches"]?.array ?? []
-        var table = Table(["FOLDER", "FEEDS", "FORMAT", "ON CONFLICT", "WAITING", "DONE", "FAILED"], rightAligned: [4, 5, 6])
+        var table = Table(
+            ["FOLDER", "FEEDS", "FORMAT", "ON CONFLICT", "WAITING", "DONE", "FAILED"], rightAligned: [4, 5, 6])
         for w in watches {
-            table.add([w["path"]?.string ?? "", "\(w["store"]?.string ?? "").\(w["entity"]?.string ?? "")",
-                       w["format"]?.string ?? "", w["on_conflict"]?.string ?? "", w["pending"]?.display ?? "",
-                       w["done"]?.display ?? "", w["failed"]?.display ?? ""])
+            table.add([
+                w["path"]?.string ?? "", "\(w["store"]?.string ?? "").\(w["entity"]?.string ?? "")",
+                w["format"]?.string ?? "", w["on_conflict"]?.string ?? "", w["pending"]?.display ?? "",
+                w["done"]?.display ?? "", w["failed"]?.display ?? ""
+            ])
         }
-        Out.line(watches.isEmpty ? "no watched folders ([[watch]] in the daemon's configuration adds one)" : table.render())
+        Out.line(
+            watches.isEmpty ? "no watched folders ([[watch]] in the daemon's configuration adds one)" : table.render())
     }
 }

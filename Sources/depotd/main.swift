@@ -38,7 +38,7 @@ struct DepotD: AsyncParsableCommand {
                 for w in c.watches { print("  watch \(w.path) -> \(w.store).\(w.entity)") }
             } catch {
                 FileHandle.standardError.write(Data("\(error)\n".utf8))
-                throw ExitCode(78) // EX_CONFIG
+                throw ExitCode(78)  // EX_CONFIG
             }
             return
         }

@@ -10,8 +10,9 @@ public final class ChildProcess {
 
     /// The executable `name`, built by `swift build`/`swift test` next to the test binary.
     public static func executable(_ name: String) -> URL {
-        let testBinary = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0])
+        let testBinary = URL(
+            fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0])
         var folder = testBinary.deletingLastPathComponent()
         // On Linux the tests run from `.build/<triple>/debug/DepotPackageTests.xctest`.
         if folder.lastPathComponent.hasSuffix(".xctest") { folder.deleteLastPathComponent() }
@@ -33,7 +34,7 @@ public final class ChildProcess {
                 pending.removeSubrange(pending.startIndex...newline)
                 return line
             }
-            let chunk = output.fileHandleForReading.availableData   // blocks until data or EOF
+            let chunk = output.fileHandleForReading.availableData  // blocks until data or EOF
             if chunk.isEmpty { return nil }
             pending.append(chunk)
         }

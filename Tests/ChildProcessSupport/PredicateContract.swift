@@ -6,7 +6,9 @@ public import DepotEngine
 /// same table.
 public enum PredicateContract {
     /// Trip's columns in ``sampleTrips``: ``TestEntities/trip(values:)`` without `meta`.
-    public static let tripColumns = ["id", "name", "destination", "startDate", "endDate", "budget", "isFavorite", "notes"]
+    public static let tripColumns = [
+        "id", "name", "destination", "startDate", "endDate", "budget", "isFavorite", "notes"
+    ]
 
     /// Sorts, limits and offsets over ``sampleTrips``, with the ids in the
     /// order they give, worked out by hand: text sorts by its bytes
@@ -15,13 +17,19 @@ public enum PredicateContract {
     public static let orders: [(sort: [SortDescriptor], limit: Int?, offset: Int?, ids: [String])] = [
         ([SortDescriptor("budget", descending: true)], nil, nil, ["t5", "t1", "t6", "t2", "t3", "t4"]),
         ([SortDescriptor("destination"), SortDescriptor("id")], nil, nil, ["t4", "t1", "t5", "t3", "t2", "t6"]),
-        ([SortDescriptor("destination", nulls: .last), SortDescriptor("id")], nil, nil, ["t1", "t5", "t3", "t2", "t6", "t4"]),
+        (
+            [SortDescriptor("destination", nulls: .last), SortDescriptor("id")], nil, nil,
+            ["t1", "t5", "t3", "t2", "t6", "t4"]
+        ),
         ([SortDescriptor("name")], nil, nil, ["t1", "t5", "t3", "t4", "t6", "t2"]),
-        ([SortDescriptor("endDate", descending: true), SortDescriptor("id")], nil, nil, ["t5", "t1", "t2", "t3", "t4", "t6"]),
+        (
+            [SortDescriptor("endDate", descending: true), SortDescriptor("id")], nil, nil,
+            ["t5", "t1", "t2", "t3", "t4", "t6"]
+        ),
         ([SortDescriptor("isFavorite"), SortDescriptor("budget")], nil, nil, ["t4", "t2", "t5", "t3", "t6", "t1"]),
         ([SortDescriptor("startDate")], 2, 1, ["t2", "t1"]),
         ([SortDescriptor("budget")], nil, 4, ["t1", "t5"]),
-        ([SortDescriptor("budget")], 0, nil, []),
+        ([SortDescriptor("budget")], 0, nil, [])
     ]
 
     public static let sampleTrips: [[Value]] = [
@@ -30,7 +38,7 @@ public enum PredicateContract {
         ["t3", "Rome weekend", "Rome", "2025-05-02", nil, 700.0, true, "Colosseum, \"Trevi\""],
         ["t4", "Test trip", nil, "2024-12-31", nil, 0.0, false, nil],
         ["t5", "Road trip", "Paris", "2025-07-14", "2025-07-30", 2500.5, false, "car"],
-        ["t6", "ZURICH again", "zurich", "2026-01-05", nil, 1000.0, true, ""],
+        ["t6", "ZURICH again", "zurich", "2026-01-05", nil, 1000.0, true, ""]
     ]
 
     /// Each predicate with the sample trips it selects, computed by hand from
@@ -90,7 +98,7 @@ public enum PredicateContract {
         (#"name == "Robert'); DROP TABLE Trip; --""#, []),
         ("!(budget > 0)", ["t4"]),
         (#"destination in {"Rome"} and budget between {0, 800}"#, ["t3"]),
-        (#"(budget > 2000 OR budget < 100) AND NOT isFavorite == true"#, ["t4", "t5"]),
+        (#"(budget > 2000 OR budget < 100) AND NOT isFavorite == true"#, ["t4", "t5"])
     ]
 
     /// Predicates that must be refused: the code, the 1-based position, and a
@@ -118,6 +126,6 @@ public enum PredicateContract {
         ("name == 'x' & budget > 1", .invalidPredicate, 13, "did you mean &&"),
         ("`unterminated", .invalidPredicate, 1, "closing ` is missing"),
         ("endDate > budget", .typeMismatch, 1, "cannot be compared"),
-        ("budget == 1.2.3", .invalidPredicate, 11, "is not a number"),
+        ("budget == 1.2.3", .invalidPredicate, 11, "is not a number")
     ]
 }

@@ -13,7 +13,7 @@ public enum TestEntities {
                 Field(name: "destination", type: .string, isOptional: true), Field(name: "startDate", type: .date),
                 Field(name: "endDate", type: .date, isOptional: true), Field(name: "budget", type: .double),
                 Field(name: "isFavorite", type: .bool), Field(name: "notes", type: .string, isOptional: true),
-                Field(name: "meta", type: .json, isOptional: true),
+                Field(name: "meta", type: .json, isOptional: true)
             ],
             identifier: ["id"], indexes: [["destination"], ["startDate"]], preserveOnDelete: ["name"],
             history: values ? .values : .fields)

@@ -1,6 +1,7 @@
-@testable import DepotDaemon
 import DepotEngine
 import Testing
+
+@testable import DepotDaemon
 
 /// The CSV cells of exports that embed related records (the others go
 /// through the engine's RowEncoder, which ExportTests checks).

@@ -7,9 +7,11 @@ import Testing
 struct ChangeFeedTests {
     /// The test configuration, Trip keeping values, with `store` settings added.
     static func config(store: String = "") -> String {
-        DaemonProcess.config().replacingOccurrences(of: "preserve_on_delete = [\"name\"]",
-                                                    with: "preserve_on_delete = [\"name\"]\n  history = \"values\"")
-            .replacingOccurrences(of: "save_interval = \"1h\"", with: "save_interval = \"1h\"\n" + store)
+        DaemonProcess.config().replacingOccurrences(
+            of: "preserve_on_delete = [\"name\"]",
+            with: "preserve_on_delete = [\"name\"]\n  history = \"values\""
+        )
+        .replacingOccurrences(of: "save_interval = \"1h\"", with: "save_interval = \"1h\"\n" + store)
     }
 
     /// Runs a job to its end; its last record.
@@ -45,14 +47,18 @@ struct ChangeFeedTests {
         let d = try DaemonProcess(config: Self.config())
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         #expect(try Self.importTrips(d, tripsCSV(2), name: "a.csv")["inserted"] as? Int == 2)
-        _ = try Self.job(d, #"{"kind":"update","store":"travel","entity":"Trip","where":"id == 't1'","set":{"budget":950.0}}"#)
+        _ = try Self.job(
+            d, #"{"kind":"update","store":"travel","entity":"Trip","where":"id == 't1'","set":{"budget":950.0}}"#)
         _ = try Self.job(d, #"{"kind":"delete","store":"travel","entity":"Trip","where":"id == 't0'"}"#)
         let changes = Self.changes(try d.request("GET", "/v1/stores/travel/history").body)
         #expect(changes.map { $0["kind"] as? String } == ["insert", "insert", "update", "delete"])
         let inserted = changes[0]["new"] as? [String: Any]
         #expect(inserted?["id"] as? String == "t0" && inserted?["destination"] as? String == "City 0")
-        #expect(inserted?.keys.sorted() == ["budget", "destination", "endDate", "id", "isFavorite", "name", "notes",
-                                            "startDate"])
+        #expect(
+            inserted?.keys.sorted() == [
+                "budget", "destination", "endDate", "id", "isFavorite", "name", "notes",
+                "startDate"
+            ])
         #expect(changes[0]["old"] == nil)
         #expect(changes[2]["fields"] as? [String] == ["budget"])
         #expect((changes[2]["old"] as? [String: Any])?["budget"] as? Double == 1.5)
@@ -71,24 +77,30 @@ struct ChangeFeedTests {
         let all = Self.tokens(try d.request("GET", "/v1/stores/travel/history").body)
         #expect(all.count == 3)
 
-        let created = try d.request("POST", "/v1/stores/travel/consumers", body: #"{"name":"indexer","from":"beginning"}"#)
+        let created = try d.request(
+            "POST", "/v1/stores/travel/consumers", body: #"{"name":"indexer","from":"beginning"}"#)
         #expect(created.status == 201, "\(created.body)")
         #expect(created.object["lag_transactions"] as? Int == 3 && created.object["state"] as? String == "active")
         let now = try d.request("POST", "/v1/stores/travel/consumers", body: #"{"name":"audit"}"#)
         #expect(now.object["token"] as? String == all[2] && now.object["lag_transactions"] as? Int == 0)
-        #expect(Self.code(try d.request("POST", "/v1/stores/travel/consumers", body: #"{"name":"audit"}"#)) == "conflict")
+        #expect(
+            Self.code(try d.request("POST", "/v1/stores/travel/consumers", body: #"{"name":"audit"}"#)) == "conflict")
         #expect(try d.request("POST", "/v1/stores/travel/consumers", body: #"{"name":"audit"}"#).status == 409)
         #expect(try d.request("POST", "/v1/stores/travel/consumers", body: #"{"from":"now"}"#).status == 400)
-        #expect(Self.code(try d.request("POST", "/v1/stores/travel/consumers",
-                                        body: #"{"name":"x","from":"yesterday"}"#)) == "invalid_token")
+        #expect(
+            Self.code(
+                try d.request(
+                    "POST", "/v1/stores/travel/consumers",
+                    body: #"{"name":"x","from":"yesterday"}"#)) == "invalid_token")
 
         let listed = try d.request("GET", "/v1/stores/travel/consumers").object["consumers"] as? [[String: Any]] ?? []
         #expect(listed.map { $0["name"] as? String } == ["audit", "indexer"])
         #expect(listed.allSatisfy { $0["acknowledged_at"] is String && $0["lag_seconds"] is Double })
 
         // Reading after the consumer's token; reading does not move it.
-        #expect(Self.tokens(try d.request("GET", "/v1/stores/travel/history?consumer=indexer&limit=2").body)
-            == Array(all[0...1]))
+        #expect(
+            Self.tokens(try d.request("GET", "/v1/stores/travel/history?consumer=indexer&limit=2").body)
+                == Array(all[0...1]))
         #expect(Self.tokens(try d.request("GET", "/v1/stores/travel/history?consumer=indexer").body) == all)
         #expect(try d.request("GET", "/v1/stores/travel/history?consumer=indexer&after=1").status == 400)
         let unknown = try d.request("GET", "/v1/stores/travel/history?consumer=indexr")
@@ -100,7 +112,8 @@ struct ChangeFeedTests {
         #expect((held.object["held_back_by"] as? [String: Any])?["consumer"] as? String == "indexer")
         let acked = try d.request("POST", "/v1/stores/travel/consumers/indexer/ack", body: "{\"token\":\"\(all[0])\"}")
         #expect(acked.status == 200 && acked.object["lag_transactions"] as? Int == 2)
-        #expect(try d.request("POST", "/v1/stores/travel/consumers/indexer/ack", body: #"{"token":"999"}"#).status == 400)
+        #expect(
+            try d.request("POST", "/v1/stores/travel/consumers/indexer/ack", body: #"{"token":"999"}"#).status == 400)
         let prune = try Self.job(d, "{\"kind\":\"prune\",\"store\":\"travel\",\"before\":\"\(all[2])\"}")
         #expect(prune["deleted"] as? Int == 1)
         #expect((prune["held_back_by"] as? [String: Any])?["token"] as? String == all[0])
@@ -116,14 +129,16 @@ struct ChangeFeedTests {
         defer { d.stop() }
         let again = try d.request("GET", "/v1/stores/travel/consumers").object["consumers"] as? [[String: Any]] ?? []
         #expect(again.map { $0["token"] as? String } == [all[2], all[0]])
-        #expect(Self.tokens(try d.request("GET", "/v1/stores/travel/history?consumer=indexer").body) == Array(all[1...]))
+        #expect(
+            Self.tokens(try d.request("GET", "/v1/stores/travel/history?consumer=indexer").body) == Array(all[1...]))
 
         let reset = try d.request("POST", "/v1/stores/travel/consumers/indexer/reset", body: #"{"from":"now"}"#)
         #expect(reset.object["token"] as? String == all[2])
         #expect(try d.request("DELETE", "/v1/stores/travel/consumers/indexer").status == 200)
         #expect(try d.request("DELETE", "/v1/stores/travel/consumers/indexer").status == 404)
-        #expect(try d.request("POST", "/v1/stores/travel/consumers/indexer/ack", body: "{\"token\":\"\(all[2])\"}")
-            .status == 404)
+        #expect(
+            try d.request("POST", "/v1/stores/travel/consumers/indexer/ack", body: "{\"token\":\"\(all[2])\"}")
+                .status == 404)
     }
 
     @Test("history_retention runs as the daemon starts, held back by a consumer, which the log and STATUS= say")
@@ -148,27 +163,32 @@ struct ChangeFeedTests {
         #expect(d.log.contains("<6>history pruned PRUNED=0") == false)
     }
 
-    @Test("a live fetch with changes: a result, then records entering and leaving; since resumes across a restart or says history_expired")
+    @Test(
+        "a live fetch with changes: a result, then records entering and leaving; since resumes across a restart or says history_expired"
+    )
     func liveChanges() throws {
         let folder = try DaemonProcess.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         var d = try DaemonProcess(folder: folder, config: DaemonProcess.config())
-        _ = try Self.importTrips(d, tripsCSV(3), name: "three.csv")   // t0, t1, t2 in City 0, 1, 2
+        _ = try Self.importTrips(d, tripsCSV(3), name: "three.csv")  // t0, t1, t2 in City 0, 1, 2
         let fetch = "/v1/stores/travel/entities/Trip/fetch"
         let watch = #"{"where":"destination == 'City 1'","fields":["destination"],"watch":true,"changes":true"#
         func update(_ id: String, _ city: String) {
-            _ = try? Self.job(d, "{\"kind\":\"update\",\"store\":\"travel\",\"entity\":\"Trip\","
-                + "\"where\":\"id == '\(id)'\",\"set\":{\"destination\":\"\(city)\"}}")
+            _ = try? Self.job(
+                d,
+                "{\"kind\":\"update\",\"store\":\"travel\",\"entity\":\"Trip\","
+                    + "\"where\":\"id == '\(id)'\",\"set\":{\"destination\":\"\(city)\"}}")
         }
         var events: [[String: Any]] = []
         _ = try UnixHTTP.stream(socket: d.socket, method: "POST", path: fetch, body: watch + "}") { line in
             events.append(json(line))
             switch events.count {
-            case 1: update("t0", "City 1")      // enters
+            case 1: update("t0", "City 1")  // enters
             case 2: _ = try? Self.job(d, #"{"kind":"delete","store":"travel","entity":"Trip","where":"id == 't1'"}"#)
-            case 3: update("t0", "City 1")      // unchanged: no event; then a change elsewhere, none either
-                    update("t2", "City 9")
-                    update("t0", "City 7")      // leaves
+            case 3:
+                update("t0", "City 1")  // unchanged: no event; then a change elsewhere, none either
+                update("t2", "City 9")
+                update("t0", "City 7")  // leaves
             default: break
             }
             return events.count == 4
@@ -184,10 +204,12 @@ struct ChangeFeedTests {
         #expect(tokens.count == 4 && tokens == tokens.sorted { Int($0)! < Int($1)! })
 
         // Refused combinations: 400 before any stream.
-        for body in [#"{"changes":true}"#, #"{"since":"1","watch":true}"#, #"{"watch":true,"changes":true,"limit":5}"#,
-                     #"{"watch":true,"changes":true,"section_by":"destination"}"#,
-                     #"{"watch":true,"changes":true,"result":"count"}"#, #"{"watch":true,"changes":true,"since":"x"}"#,
-                     #"{"watch":true,"changes":true,"since":"999"}"#] {
+        for body in [
+            #"{"changes":true}"#, #"{"since":"1","watch":true}"#, #"{"watch":true,"changes":true,"limit":5}"#,
+            #"{"watch":true,"changes":true,"section_by":"destination"}"#,
+            #"{"watch":true,"changes":true,"result":"count"}"#, #"{"watch":true,"changes":true,"since":"x"}"#,
+            #"{"watch":true,"changes":true,"since":"999"}"#
+        ] {
             #expect(try d.request("POST", fetch, body: body).status == 400, "\(body)")
         }
 
@@ -195,8 +217,10 @@ struct ChangeFeedTests {
         #expect(d.stop() == 0)
         d = try DaemonProcess(folder: folder)
         var resumed: [[String: Any]] = []
-        _ = try UnixHTTP.stream(socket: d.socket, method: "POST", path: fetch,
-                                body: watch + ",\"since\":\"\(tokens[1])\"}") { line in
+        _ = try UnixHTTP.stream(
+            socket: d.socket, method: "POST", path: fetch,
+            body: watch + ",\"since\":\"\(tokens[1])\"}"
+        ) { line in
             resumed.append(json(line))
             if resumed.count == 1 { update("t2", "City 1") }
             return resumed.count == 2
@@ -210,8 +234,10 @@ struct ChangeFeedTests {
         // Once pruned, since says history_expired and the stream ends.
         let latest = Self.tokens(try d.request("GET", "/v1/stores/travel/history?limit=1000").body).last ?? ""
         #expect(try d.request("DELETE", "/v1/stores/travel/history?before=\(latest)").status == 200)
-        let expired = try UnixHTTP.stream(socket: d.socket, method: "POST", path: fetch,
-                                          body: watch + ",\"since\":\"\(tokens[1])\"}") { _ in false }
+        let expired = try UnixHTTP.stream(
+            socket: d.socket, method: "POST", path: fetch,
+            body: watch + ",\"since\":\"\(tokens[1])\"}"
+        ) { _ in false }
         #expect(expired.count == 1 && json(expired[0])["type"] as? String == "history_expired")
         d.stop()
     }
@@ -219,13 +245,15 @@ struct ChangeFeedTests {
     /// Issue #35 (1,000 live fetches): streams that open on one fetch with
     /// no commit between share the first read; each then follows on its
     /// own, and a stream opened after a commit reads the result again.
-    @Test("live fetches opened together share their first result and then see the same changes; after a commit a new one reads afresh")
+    @Test(
+        "live fetches opened together share their first result and then see the same changes; after a commit a new one reads afresh"
+    )
     func sharedFirstResult() throws {
         let folder = try DaemonProcess.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let d = try DaemonProcess(folder: folder, config: DaemonProcess.config())
         defer { d.stop() }
-        _ = try Self.importTrips(d, tripsCSV(12), name: "twelve.csv")   // City 1: t1, t10
+        _ = try Self.importTrips(d, tripsCSV(12), name: "twelve.csv")  // City 1: t1, t10
         let fetch = "/v1/stores/travel/entities/Trip/fetch"
         let watch = #"{"where":"destination == 'City 1'","watch":true,"changes":true}"#
         func shared() throws -> Int? {
@@ -241,7 +269,10 @@ struct ChangeFeedTests {
                 _ = try? UnixHTTP.stream(socket: d.socket, method: "POST", path: fetch, body: watch) { line in
                     second.append(json(line))
                     if second.count == 1 {
-                        _ = try? Self.job(d, #"{"kind":"update","store":"travel","entity":"Trip","where":"id == 't2'","set":{"destination":"City 1"}}"#)
+                        _ = try? Self.job(
+                            d,
+                            #"{"kind":"update","store":"travel","entity":"Trip","where":"id == 't2'","set":{"destination":"City 1"}}"#
+                        )
                     }
                     return second.count == 2
                 }
@@ -256,9 +287,11 @@ struct ChangeFeedTests {
         #expect((first[1]["inserted"] as? [[String: Any]])?.map { $0["id"] as? String } == ["t2"])
 
         // After that commit, a new stream reads the result again: t2 in it, the newer token.
-        let third = try UnixHTTP.stream(socket: d.socket, method: "POST", path: fetch, body: watch) { _ in true }.map(json)
+        let third = try UnixHTTP.stream(socket: d.socket, method: "POST", path: fetch, body: watch) { _ in true }.map(
+            json)
         #expect(try shared() == 1)
-        #expect((third.first?["records"] as? [[String: Any]])?.compactMap { $0["id"] as? String }.sorted()
+        #expect(
+            (third.first?["records"] as? [[String: Any]])?.compactMap { $0["id"] as? String }.sorted()
                 == ["t1", "t10", "t2"])
         #expect(third.first?["token"] as? String == first[1]["token"] as? String)
     }
@@ -270,16 +303,22 @@ struct ChangeFeedTests {
         _ = try Self.importTrips(d, tripsCSV(3), name: "three.csv")
         #expect(try d.streamsOpen() == 0)
         let requests = [
-            ("POST", "/v1/stores/travel/entities/Trip/fetch", #"{"where":"destination == 'City 1'","watch":true,"changes":true}"#),
+            (
+                "POST", "/v1/stores/travel/entities/Trip/fetch",
+                #"{"where":"destination == 'City 1'","watch":true,"changes":true}"#
+            ),
             ("POST", "/v1/stores/travel/entities/Trip/fetch", #"{"result":"count","watch":true}"#),
             ("GET", "/v1/stores/travel/history?follow=true", ""),
-            ("GET", "/v1/events", ""),
+            ("GET", "/v1/events", "")
         ]
         var sockets: [Int32] = []
         for (method, path, body) in requests {
             let fd = try UnixHTTP.connect(d.socket)
-            UnixHTTP.send(fd, Data(("\(method) \(path) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n"
-                + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body).utf8))
+            UnixHTTP.send(
+                fd,
+                Data(
+                    ("\(method) \(path) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n"
+                        + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body).utf8))
             sockets.append(fd)
         }
         try d.waitForStreams(requests.count)
@@ -287,17 +326,21 @@ struct ChangeFeedTests {
         // No commit comes: before the fix, each stream lingered until its next write.
         try d.waitForStreams(0)
         // The daemon still serves streams afterwards.
-        let follow = try UnixHTTP.stream(socket: d.socket, path: "/v1/stores/travel/history?follow=true&limit=1") { _ in true }
+        let follow = try UnixHTTP.stream(socket: d.socket, path: "/v1/stores/travel/history?follow=true&limit=1") { _ in
+            true
+        }
         #expect(follow.count == 1)
     }
 
     /// Issue 35, item 8: a page of ten transactions held a whole import's
     /// save (170 MB); pages hold at most max_changes changes.
-    @Test("a history page holds at most 10,000 changes; a large transaction comes in parts that add up, for consumers too")
+    @Test(
+        "a history page holds at most 10,000 changes; a large transaction comes in parts that add up, for consumers too"
+    )
     func pagesByChanges() throws {
         let d = try DaemonProcess(config: DaemonProcess.config())
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
-        _ = try Self.importTrips(d, tripsCSV(100_000), name: "many.csv")   // one save: one transaction
+        _ = try Self.importTrips(d, tripsCSV(100_000), name: "many.csv")  // one save: one transaction
         let history = "/v1/stores/travel/history"
         var after: String?
         var tokens: [String] = []
@@ -315,7 +358,9 @@ struct ChangeFeedTests {
         #expect(tokens == (1...9).map { "1.\($0 * 10_000)+" } + ["1"], "\(tokens)")
         #expect(ids.count == 100_000)
         // A follower gets it in the same parts, one a line.
-        let lines = try UnixHTTP.stream(socket: d.socket, path: history + "?follow=true") { json($0)["token"] as? String == "1" }
+        let lines = try UnixHTTP.stream(socket: d.socket, path: history + "?follow=true") {
+            json($0)["token"] as? String == "1"
+        }
         #expect(lines.map { json($0)["token"] as? String ?? "" } == (1...9).map { "1.\($0 * 10_000)" } + ["1"])
         #expect(lines.allSatisfy { (json($0)["changes"] as? [Any])?.count == 10_000 })
         let small = try d.request("GET", history + "?max_changes=3")
@@ -323,11 +368,17 @@ struct ChangeFeedTests {
         #expect(try d.request("GET", history + "?max_changes=0").status == 400)
 
         // A consumer reads it in parts too, and acknowledges the whole.
-        #expect(try d.request("POST", "/v1/stores/travel/consumers", body: #"{"name":"indexer","from":"beginning"}"#).status == 201)
-        let first = try d.request("GET", history + "?consumer=indexer&max_changes=40000").object["transactions"] as? [[String: Any]]
+        #expect(
+            try d.request("POST", "/v1/stores/travel/consumers", body: #"{"name":"indexer","from":"beginning"}"#).status
+                == 201)
+        let first =
+            try d.request("GET", history + "?consumer=indexer&max_changes=40000").object["transactions"]
+            as? [[String: Any]]
         #expect(first?.last?["token"] as? String == "1.40000")
         let next = try d.request("GET", history + "?consumer=indexer&after=1.40000&max_changes=40000")
-        #expect((next.object["transactions"] as? [[String: Any]])?.last?["token"] as? String == "1.80000", "\(next.body.prefix(200))")
+        #expect(
+            (next.object["transactions"] as? [[String: Any]])?.last?["token"] as? String == "1.80000",
+            "\(next.body.prefix(200))")
         let part = try d.request("POST", "/v1/stores/travel/consumers/indexer/ack", body: #"{"token":"1.40000"}"#)
         #expect(part.status == 400 && Self.code(part) == "invalid_token", "\(part.body)")
         #expect(try d.request("POST", "/v1/stores/travel/consumers/indexer/ack", body: #"{"token":"1"}"#).status == 200)

@@ -7,14 +7,16 @@ import Testing
 @Suite("depotd: connections", .serialized, .timeLimit(.minutes(2)))
 struct ConnectionTests {
     static func config() -> String {
-        DaemonProcess.config(socketMode: "0666").replacingOccurrences(of: "[daemon]\n", with: """
-            [daemon]
-            max_connections = 30
-            max_connections_per_client = 20
-            idle_timeout = "3s"
-            body_timeout = "2s"
+        DaemonProcess.config(socketMode: "0666").replacingOccurrences(
+            of: "[daemon]\n",
+            with: """
+                [daemon]
+                max_connections = 30
+                max_connections_per_client = 20
+                idle_timeout = "3s"
+                body_timeout = "2s"
 
-            """)
+                """)
     }
 
     /// A metric of `/v1/metrics`.
@@ -23,8 +25,9 @@ struct ConnectionTests {
             .first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
     }
 
-    @Test("a client over its cap gets 503 at once, logged once; root's health check still gets in",
-          .enabled(if: getuid() == 0, "needs root to act as another uid"))
+    @Test(
+        "a client over its cap gets 503 at once, logged once; root's health check still gets in",
+        .enabled(if: getuid() == 0, "needs root to act as another uid"))
     func perClientCap() throws {
         let d = try DaemonProcess(config: Self.config())
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
@@ -62,7 +65,9 @@ struct ConnectionTests {
             if chunk.isEmpty { break }
             line += chunk
         }
-        let codes = String(decoding: line, as: UTF8.self).split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let codes = String(decoding: line, as: UTF8.self).split(separator: " ").map {
+            $0.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
         #expect(codes.filter { $0 == "403" }.count == 20, "\(codes)")
         #expect(codes.filter { $0 == "503" }.count == 5, "\(codes)")
         // While all 25 are open: root is answered.
@@ -100,11 +105,13 @@ struct ConnectionTests {
         let d = try DaemonProcess(config: Self.config())
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         // The head: within idle_timeout (3 s) of the connection's start.
-        let head = try Self.trickled(d, head: "", trickle: "GET /v1/health HTTP/1.1\r\nX-Slow: " + String(repeating: "a", count: 100))
+        let head = try Self.trickled(
+            d, head: "", trickle: "GET /v1/health HTTP/1.1\r\nX-Slow: " + String(repeating: "a", count: 100))
         #expect(head != nil && head! <= 5, "\(String(describing: head))")
         // The body: 64 KiB or its end every body_timeout (2 s).
         let body = try Self.trickled(
-            d, head: "POST /v1/stores/travel/entities/Trip/fetch HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\n"
+            d,
+            head: "POST /v1/stores/travel/entities/Trip/fetch HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\n"
                 + "Content-Length: 1000\r\n\r\n", trickle: " ")
         #expect(body != nil && body! <= 4, "\(String(describing: body))")
         #expect(try Self.metric(d, "depot_requests_timed_out_total") == 2)

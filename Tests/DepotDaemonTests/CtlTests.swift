@@ -9,10 +9,12 @@ struct CtlTests {
     func help() throws {
         let golden = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
         let update = ProcessInfo.processInfo.environment["DEPOT_UPDATE_GOLDEN"] == "1"
-        let commands = [[], ["status"], ["import"], ["jobs"], ["job"], ["follow"], ["cancel"], ["fetch"], ["count"], ["ids"],
-                        ["stats"], ["duplicates"], ["delete"], ["update"], ["export"], ["history"], ["history", "list"],
-                        ["history", "prune"], ["consumers"], ["consumer"], ["consumer", "create"], ["consumer", "ack"],
-                        ["consumer", "reset"], ["consumer", "drop"], ["watches"], ["check"]]
+        let commands = [
+            [], ["status"], ["import"], ["jobs"], ["job"], ["follow"], ["cancel"], ["fetch"], ["count"], ["ids"],
+            ["stats"], ["duplicates"], ["delete"], ["update"], ["export"], ["history"], ["history", "list"],
+            ["history", "prune"], ["consumers"], ["consumer"], ["consumer", "create"], ["consumer", "ack"],
+            ["consumer", "reset"], ["consumer", "drop"], ["watches"], ["check"]
+        ]
         for command in commands {
             let result = try Ctl.run(command + ["--help"], socket: nil)
             #expect(result.status == 0)
@@ -21,12 +23,15 @@ struct CtlTests {
             for line in result.out.split(separator: "\n") where line.hasPrefix("  -") && line.count < 26 {
                 Issue.record("\(command): option \(line) has no explanation")
             }
-            let file = golden.appendingPathComponent("help-" + (command.isEmpty ? "depotctl" : command.joined(separator: "-")) + ".txt")
+            let file = golden.appendingPathComponent(
+                "help-" + (command.isEmpty ? "depotctl" : command.joined(separator: "-")) + ".txt")
             if update {
                 try FileManager.default.createDirectory(at: golden, withIntermediateDirectories: true)
                 try Data(result.out.utf8).write(to: file)
             } else {
-                #expect(result.out == (try String(contentsOf: file, encoding: .utf8)), "\(command) --help differs from \(file.lastPathComponent)")
+                #expect(
+                    result.out == (try String(contentsOf: file, encoding: .utf8)),
+                    "\(command) --help differs from \(file.lastPathComponent)")
             }
         }
     }
@@ -40,7 +45,8 @@ struct CtlTests {
                 #expect(script.out.contains(command), "\(shell) completion lacks \(command)")
             }
             if shell == "bash" {
-                let file = FileManager.default.temporaryDirectory.appendingPathComponent("depotctl-\(UUID().uuidString).bash")
+                let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "depotctl-\(UUID().uuidString).bash")
                 try Data(script.out.utf8).write(to: file)
                 defer { try? FileManager.default.removeItem(at: file) }
                 let check = Process()
@@ -68,13 +74,16 @@ struct CtlTests {
             ["ids", "travel", "Trip"], ["stats", "travel", "Trip", "--field", "budget"],
             ["duplicates", "travel", "Trip", "--by", "name"], ["history", "travel", "--limit", "1"],
             ["history", "list", "travel", "--limit", "1"], ["history", "prune", "travel", "--older-than", "36500d"],
-            ["watches"], ["update", "travel", "Trip", "--where", "id == 't1'", "--set", "budget=5"],
+            ["watches"], ["update", "travel", "Trip", "--where", "id == 't1'", "--set", "budget=5"]
         ]
         for command in commands {
-            for prefix in [["--socket", d.socket], ["--socket=\(d.socket)", "--json"], ["--json", "--socket", d.socket]] {
+            for prefix in [["--socket", d.socket], ["--socket=\(d.socket)", "--json"], ["--json", "--socket", d.socket]]
+            {
                 let r = try ctl(prefix + command)
                 #expect(r.status == 0, "\(prefix + command): \(r.err)")
-                if prefix.contains("--json"), command != ["history", "travel", "--limit", "1"], command != ["history", "list", "travel", "--limit", "1"] {
+                if prefix.contains("--json"), command != ["history", "travel", "--limit", "1"],
+                    command != ["history", "list", "travel", "--limit", "1"]
+                {
                     #expect(!r.json.isEmpty || r.out.hasPrefix("{"), "\(prefix + command): \(r.out)")
                 }
             }
@@ -89,8 +98,11 @@ struct CtlTests {
         let d = try DaemonProcess()
         defer { d.stop() }
         let file = d.folder.appendingPathComponent("inbox/huge.csv")
-        try Data("id,name,startDate,budget,isFavorite\nh1,Huge,2025-01-01,1e300,true\nh2,Low,2025-01-02,-9.5e18,false\n".utf8).write(to: file)
-        #expect(try Ctl.run(["import", file.path, "--store", "travel", "--entity", "Trip"], socket: d.socket).status == 0)
+        try Data(
+            "id,name,startDate,budget,isFavorite\nh1,Huge,2025-01-01,1e300,true\nh2,Low,2025-01-02,-9.5e18,false\n".utf8
+        ).write(to: file)
+        #expect(
+            try Ctl.run(["import", file.path, "--store", "travel", "--entity", "Trip"], socket: d.socket).status == 0)
         let table = try Ctl.run(["fetch", "travel", "Trip", "--fields", "id,budget"], socket: d.socket)
         #expect(table.status == 0, "\(table.err)")
         #expect(table.out.contains("1e+300"), "\(table.out)")
@@ -107,14 +119,20 @@ struct CtlTests {
         defer { d.stop() }
         let file = d.folder.appendingPathComponent("inbox/short.csv")
         try Data(tripsCSV(5).utf8).write(to: file)
-        #expect(try Ctl.run(["import", file.path, "--store", "travel", "--entity", "Trip"], socket: d.socket).status == 0)
+        #expect(
+            try Ctl.run(["import", file.path, "--store", "travel", "--entity", "Trip"], socket: d.socket).status == 0)
         for i in 0..<300 {
-            let r = try Ctl.run(["update", "travel", "Trip", "--where", "id == 't1'", "--set", "budget=\(i + 1)"], socket: d.socket)
+            let r = try Ctl.run(
+                ["update", "travel", "Trip", "--where", "id == 't1'", "--set", "budget=\(i + 1)"], socket: d.socket)
             // (A progress line may come first: jobs print one a second in a pipe.)
-            #expect(r.status == 0 && r.out.hasSuffix("updated 1 record of travel.Trip (0 already so)\n"), "run \(i): \(r.out) \(r.err)")
+            #expect(
+                r.status == 0 && r.out.hasSuffix("updated 1 record of travel.Trip (0 already so)\n"),
+                "run \(i): \(r.out) \(r.err)")
             if r.status != 0 { break }
         }
-        #expect(try Ctl.run(["count", "travel", "Trip", "--where", "budget == 300", "--json"], socket: d.socket).json["count"] as? Int == 1)
+        #expect(
+            try Ctl.run(["count", "travel", "Trip", "--where", "budget == 300", "--json"], socket: d.socket).json[
+                "count"] as? Int == 1)
     }
 
     @Test("consumers and a live fetch with changes: tables for people, NDJSON line by line through a pipe")
@@ -123,32 +141,45 @@ struct CtlTests {
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         let file = d.folder.appendingPathComponent("inbox/feed.csv")
         try Data(tripsCSV(3).utf8).write(to: file)
-        #expect(try Ctl.run(["import", file.path, "--store", "travel", "--entity", "Trip"], socket: d.socket).status == 0)
+        #expect(
+            try Ctl.run(["import", file.path, "--store", "travel", "--entity", "Trip"], socket: d.socket).status == 0)
         let created = try Ctl.run(["consumer", "create", "travel", "indexer", "--from", "beginning"], socket: d.socket)
-        #expect(created.status == 0 && created.out == "created consumer indexer at token 0: 1 transaction to read\n", "\(created.err)")
-        #expect(try Ctl.run(["consumer", "create", "travel", "indexer"], socket: d.socket).err.contains("already has a consumer"))
+        #expect(
+            created.status == 0 && created.out == "created consumer indexer at token 0: 1 transaction to read\n",
+            "\(created.err)")
+        #expect(
+            try Ctl.run(["consumer", "create", "travel", "indexer"], socket: d.socket).err.contains(
+                "already has a consumer"))
         let table = try Ctl.run(["consumers", "travel"], socket: d.socket)
-        #expect(table.lines.first?.split(separator: " ", omittingEmptySubsequences: true)
-            == ["NAME", "TOKEN", "LAG", "AGE", "ACKNOWLEDGED", "STATE"])
+        #expect(
+            table.lines.first?.split(separator: " ", omittingEmptySubsequences: true)
+                == ["NAME", "TOKEN", "LAG", "AGE", "ACKNOWLEDGED", "STATE"])
         #expect(table.lines.count == 2 && table.lines[1].hasPrefix("indexer") && table.lines[1].hasSuffix("active"))
         let history = try Ctl.run(["--json", "history", "travel", "--consumer", "indexer"], socket: d.socket)
         let token = ((history.json["transactions"] as? [[String: Any]])?.first?["token"] as? String) ?? ""
         #expect(!token.isEmpty)
-        #expect(try Ctl.run(["history", "travel", "--consumer", "indexer", "--after", "1"], socket: d.socket).status == 64)
+        #expect(
+            try Ctl.run(["history", "travel", "--consumer", "indexer", "--after", "1"], socket: d.socket).status == 64)
         let acked = try Ctl.run(["consumer", "ack", "travel", "indexer", token], socket: d.socket)
         #expect(acked.out == "acknowledged consumer indexer at token \(token): 0 transactions to read\n")
-        #expect(try Ctl.run(["history", "travel", "--consumer", "indexer"], socket: d.socket).out
-            == "consumer indexer has read everything\n")
+        #expect(
+            try Ctl.run(["history", "travel", "--consumer", "indexer"], socket: d.socket).out
+                == "consumer indexer has read everything\n")
         #expect(try Ctl.run(["--json", "consumers", "travel"], socket: d.socket).json["consumers"] is [Any])
 
         // A live fetch with changes through a pipe: each event is a line as it comes.
         var updated = false
-        let live = try Ctl.live(["fetch", "travel", "Trip", "--where", "destination == 'City 1'", "--watch", "--changes",
-                                 "--json"], socket: d.socket) { line in
+        let live = try Ctl.live(
+            [
+                "fetch", "travel", "Trip", "--where", "destination == 'City 1'", "--watch", "--changes",
+                "--json"
+            ], socket: d.socket
+        ) { line in
             if !updated {
                 updated = true
-                let update = try Ctl.run(["update", "travel", "Trip", "--where", "id == 't0'", "--set", "destination=City 1"],
-                                         socket: d.socket)
+                let update = try Ctl.run(
+                    ["update", "travel", "Trip", "--where", "id == 't0'", "--set", "destination=City 1"],
+                    socket: d.socket)
                 #expect(update.status == 0)
                 return true
             }
@@ -158,18 +189,27 @@ struct CtlTests {
         #expect(json(live.lines[0])["type"] as? String == "result")
         #expect((json(live.lines[1])["inserted"] as? [[String: Any]])?.first?["id"] as? String == "t0")
         #expect(try Ctl.run(["fetch", "travel", "Trip", "--changes"], socket: d.socket).status == 64)
-        #expect(try Ctl.run(["fetch", "travel", "Trip", "--watch", "--changes", "--limit", "3"], socket: d.socket).status == 64)
-        #expect(try Ctl.run(["fetch", "travel", "Trip", "--watch", "--changes", "--format", "csv"], socket: d.socket).status == 64)
+        #expect(
+            try Ctl.run(["fetch", "travel", "Trip", "--watch", "--changes", "--limit", "3"], socket: d.socket).status
+                == 64)
+        #expect(
+            try Ctl.run(["fetch", "travel", "Trip", "--watch", "--changes", "--format", "csv"], socket: d.socket).status
+                == 64)
 
         let prune = try Ctl.run(["history", "prune", "travel", "--older-than", "0s"], socket: d.socket)
-        #expect(prune.lines.count == 2 && prune.lines[1].contains("consumer indexer has not acknowledged"), "\(prune.out)")
+        #expect(
+            prune.lines.count == 2 && prune.lines[1].contains("consumer indexer has not acknowledged"), "\(prune.out)")
         #expect(try Ctl.run(["consumer", "reset", "travel", "indexer", "--from", "now"], socket: d.socket).status == 0)
-        #expect(try Ctl.run(["consumer", "drop", "travel", "indexer"], socket: d.socket).out == "dropped consumer indexer of travel\n")
+        #expect(
+            try Ctl.run(["consumer", "drop", "travel", "indexer"], socket: d.socket).out
+                == "dropped consumer indexer of travel\n")
         let gone = try Ctl.run(["consumer", "drop", "travel", "indexer"], socket: d.socket)
         #expect(gone.status == 1 && gone.err.contains("has no consumer \"indexer\""))
     }
 
-    @Test("the errors: no daemon, unknown names with a suggestion, a predicate with a caret, a usage mistake, a failed job")
+    @Test(
+        "the errors: no daemon, unknown names with a suggestion, a predicate with a caret, a usage mistake, a failed job"
+    )
     func errors() throws {
         let none = try Ctl.run(["count", "travel", "Trip"], socket: "/tmp/no-such-depot.sock")
         #expect(none.status == 1)
@@ -202,7 +242,8 @@ struct CtlTests {
         let badFormat = try Ctl.run(["fetch", "travel", "Trip", "--format", "xml"], socket: d.socket)
         #expect(badFormat.status == 64)
 
-        let missing = try Ctl.run(["import", "/nonexistent.csv", "--store", "travel", "--entity", "Trip"], socket: d.socket)
+        let missing = try Ctl.run(
+            ["import", "/nonexistent.csv", "--store", "travel", "--entity", "Trip"], socket: d.socket)
         #expect(missing.status == 1)
         #expect(missing.err.contains("not a file"))
         let bad = d.folder.appendingPathComponent("bad.csv")
@@ -215,12 +256,15 @@ struct CtlTests {
 
     @Test("access refused by the daemon is one line saying which role is needed", .enabled(if: getuid() == 0))
     func refused() throws {
-        let d = try DaemonProcess(config: DaemonProcess.config(socketMode: "0666", extra: "[access]\nread = [\"uid:65533\"]\n"))
+        let d = try DaemonProcess(
+            config: DaemonProcess.config(socketMode: "0666", extra: "[access]\nread = [\"uid:65533\"]\n"))
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        p.arguments = ["--reuid=65533", "--regid=65533", "--clear-groups", Ctl.executable.path,
-                       "delete", "travel", "Trip", "--where", "TRUEPREDICATE", "--socket", d.socket]
+        p.arguments = [
+            "--reuid=65533", "--regid=65533", "--clear-groups", Ctl.executable.path,
+            "delete", "travel", "Trip", "--where", "TRUEPREDICATE", "--socket", d.socket
+        ]
         let err = Pipe()
         p.standardError = err
         p.standardOutput = FileHandle.nullDevice
@@ -233,7 +277,9 @@ struct CtlTests {
         #expect(text.split(separator: "\n").count == 1)
     }
 
-    @Test("a whole session: import, jobs, queries, statistics, duplicates, changes, export, history, watches; --json shapes")
+    @Test(
+        "a whole session: import, jobs, queries, statistics, duplicates, changes, export, history, watches; --json shapes"
+    )
     func session() throws {
         let d = try DaemonProcess(config: DaemonProcess.config(extra: WatchReloadTests.watch))
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
@@ -280,33 +326,48 @@ struct CtlTests {
         let table = try ctl("fetch", "travel", "Trip", "--where", "budget >= 27", "--sort=-budget")
         #expect(table.lines.first?.hasPrefix("id") == true)
         #expect(table.lines.dropFirst().map { String($0.prefix(3)) } == ["t29", "t28", "t27"])
-        let csv = try ctl("fetch", "travel", "Trip", "--fields", "id,budget", "--sort", "id", "--limit", "2", "--format", "csv")
+        let csv = try ctl(
+            "fetch", "travel", "Trip", "--fields", "id,budget", "--sort", "id", "--limit", "2", "--format", "csv")
         #expect(csv.out == "id,budget\nt0,0.5\nt1,1.5\n")
-        let ndjson = try ctl("fetch", "travel", "Trip", "--fields", "id,name", "--sort", "id", "--limit", "1", "--format", "ndjson")
+        let ndjson = try ctl(
+            "fetch", "travel", "Trip", "--fields", "id,name", "--sort", "id", "--limit", "1", "--format", "ndjson")
         #expect(ndjson.out == "{\"id\":\"t0\",\"name\":\"Trip 0\"}\n")
         #expect((try ctl("fetch", "travel", "Trip", "--limit", "3", "--json").json["records"] as? [Any])?.count == 3)
-        let sections = try ctl("fetch", "travel", "Trip", "--where", "budget < 2", "--section-by", "destination", "--fields", "id")
+        let sections = try ctl(
+            "fetch", "travel", "Trip", "--where", "budget < 2", "--section-by", "destination", "--fields", "id")
         #expect(sections.out.contains("City 0  1 record\n"))
         #expect(try ctl("ids", "travel", "Trip", "--sort", "-budget", "--limit", "2").out == "t29\nt28\n")
         let stats = try ctl("stats", "travel", "Trip", "--field", "budget", "--group-by", "isFavorite")
-        #expect(stats.lines.first?.split(separator: " ").map(String.init) == ["isFavorite", "count", "sum", "avg", "min", "max"])
+        #expect(
+            stats.lines.first?.split(separator: " ").map(String.init) == [
+                "isFavorite", "count", "sum", "avg", "min", "max"
+            ])
         #expect(stats.out.contains("false"))
 
         // Duplicates: t1 takes t0's name, then one of the two goes.
-        #expect(try ctl("update", "travel", "Trip", "--where", "id == 't1'", "--set", "name=Trip 0", "--set", "isFavorite=yes")
+        #expect(
+            try ctl(
+                "update", "travel", "Trip", "--where", "id == 't1'", "--set", "name=Trip 0", "--set", "isFavorite=yes"
+            )
             .out == "updated 1 record of travel.Trip (0 already so)\n")
         let dupes = try ctl("duplicates", "travel", "Trip", "--by", "name")
         #expect(dupes.out.contains("t0, t1"))
-        #expect((try ctl("duplicates", "travel", "Trip", "--by", "name", "--json").json["groups"] as? [Any])?.count == 1)
-        #expect(try ctl("duplicates", "travel", "Trip", "--by", "name", "--resolve", "keep-first").out.contains("deleted 1 duplicate, kept the first"))
-        #expect(try ctl("delete", "travel", "Trip", "--where", "budget < 3").out == "deleted 2 records from travel.Trip\n")
-        let bool = try Ctl.run(["update", "travel", "Trip", "--where", "id == 't5'", "--set", "isFavorite=perhaps"], socket: d.socket)
+        #expect(
+            (try ctl("duplicates", "travel", "Trip", "--by", "name", "--json").json["groups"] as? [Any])?.count == 1)
+        #expect(
+            try ctl("duplicates", "travel", "Trip", "--by", "name", "--resolve", "keep-first").out.contains(
+                "deleted 1 duplicate, kept the first"))
+        #expect(
+            try ctl("delete", "travel", "Trip", "--where", "budget < 3").out == "deleted 2 records from travel.Trip\n")
+        let bool = try Ctl.run(
+            ["update", "travel", "Trip", "--where", "id == 't5'", "--set", "isFavorite=perhaps"], socket: d.socket)
         #expect(bool.status == 1)
         #expect(bool.err.contains("isFavorite is a bool"))
 
         // Export, to a file and to stdout.
         let out = d.folder.appendingPathComponent("out.csv")
-        #expect(try ctl("export", "travel", "Trip", "--format", "csv", "-o", out.path).out.contains("exported 27 records"))
+        #expect(
+            try ctl("export", "travel", "Trip", "--format", "csv", "-o", out.path).out.contains("exported 27 records"))
         #expect(try String(contentsOf: out, encoding: .utf8).split(whereSeparator: \.isNewline).count == 28)
         #expect(try ctl("export", "travel", "Trip", "--where", "id == 't9'").out.split(separator: "\n").count == 1)
 
@@ -315,14 +376,22 @@ struct CtlTests {
         let transactions = page["transactions"] as? [[String: Any]] ?? []
         #expect(transactions.count == 2)
         #expect(transactions.first?["token"] as? String == "1")
-        for key in ["token", "timestamp", "author", "changes"] { #expect(transactions.first?[key] != nil, "a transaction lacks \(key)") }
+        for key in ["token", "timestamp", "author", "changes"] {
+            #expect(transactions.first?[key] != nil, "a transaction lacks \(key)")
+        }
         let change = (transactions.first?["changes"] as? [[String: Any]])?.first ?? [:]
         #expect(Set(change.keys).isSuperset(of: ["entity", "identifier", "kind"]))
-        let next = try ctl("history", "travel", "--after", transactions.last?["token"] as? String ?? "", "--limit", "1", "--json").json
+        let next = try ctl(
+            "history", "travel", "--after", transactions.last?["token"] as? String ?? "", "--limit", "1", "--json"
+        ).json
         let nextToken = Int((next["transactions"] as? [[String: Any]])?.first?["token"] as? String ?? "") ?? 0
         #expect(nextToken > Int(transactions.last?["token"] as? String ?? "") ?? Int.max)
-        #expect(try ctl("history", "travel", "--limit", "1").out.contains("next page: depotctl history travel --after 1 --limit 1"))
-        #expect(try ctl("history", "prune", "travel", "--before", "2").out == "pruned 1 transaction from travel's history\n")
+        #expect(
+            try ctl("history", "travel", "--limit", "1").out.contains(
+                "next page: depotctl history travel --after 1 --limit 1"))
+        #expect(
+            try ctl("history", "prune", "travel", "--before", "2").out == "pruned 1 transaction from travel's history\n"
+        )
         let expired = try Ctl.run(["history", "travel", "--after", "0"], socket: d.socket)
         #expect(expired.status == 1)
 
@@ -333,26 +402,34 @@ struct CtlTests {
         #expect(try ctl("status", "--json").json["stores"] != nil)
     }
 
-    @Test("live commands stream until Ctrl-C and exit 0: follow, fetch --watch, history --follow; cancel stops a queued job")
+    @Test(
+        "live commands stream until Ctrl-C and exit 0: follow, fetch --watch, history --follow; cancel stops a queued job"
+    )
     func live() throws {
         let d = try DaemonProcess()
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         let small = d.folder.appendingPathComponent("small.csv")
         try Data(tripsCSV(10).utf8).write(to: small)
-        #expect(try Ctl.run(["import", small.path, "--store", "travel", "--entity", "Trip"], socket: d.socket).status == 0)
+        #expect(
+            try Ctl.run(["import", small.path, "--store", "travel", "--entity", "Trip"], socket: d.socket).status == 0)
 
         // fetch --watch: the count now, then again after a change made meanwhile.
         var changed = false
-        let watched = try Ctl.live(["fetch", "travel", "Trip", "--where", "isFavorite == true", "--watch", "--json"], socket: d.socket) { line in
+        let watched = try Ctl.live(
+            ["fetch", "travel", "Trip", "--where", "isFavorite == true", "--watch", "--json"], socket: d.socket
+        ) { line in
             if !changed {
                 changed = true
-                _ = try Ctl.run(["update", "travel", "Trip", "--where", "id == 't1'", "--set", "isFavorite=true"], socket: d.socket)
+                _ = try Ctl.run(
+                    ["update", "travel", "Trip", "--where", "id == 't1'", "--set", "isFavorite=true"], socket: d.socket)
                 return true
             }
             return false
         }
         #expect(watched.status == 0)
-        #expect(watched.lines.compactMap { ((json($0)["result"] as? [String: Any])?["records"] as? [Any])?.count } == [5, 6])
+        #expect(
+            watched.lines.compactMap { ((json($0)["result"] as? [String: Any])?["records"] as? [Any])?.count } == [5, 6]
+        )
 
         // history --follow: the past first, then what commits meanwhile.
         var deleted = false
@@ -369,9 +446,11 @@ struct CtlTests {
         // A big import runs; a job queued behind it is cancelled; follow sees the import through.
         let big = d.folder.appendingPathComponent("inbox/big.csv")
         try Data(tripsCSV(150_000, prefix: "b").utf8).write(to: big)
-        let running = try Ctl.run(["import", big.path, "--store", "travel", "--entity", "Trip", "--detach"], socket: d.socket)
+        let running = try Ctl.run(
+            ["import", big.path, "--store", "travel", "--entity", "Trip", "--detach"], socket: d.socket)
         let runningID = running.out.trimmingCharacters(in: .whitespacesAndNewlines)
-        let queued = try d.request("POST", "/v1/jobs", body: #"{"kind":"delete","store":"travel","entity":"Trip","where":"TRUEPREDICATE"}"#)
+        let queued = try d.request(
+            "POST", "/v1/jobs", body: #"{"kind":"delete","store":"travel","entity":"Trip","where":"TRUEPREDICATE"}"#)
         let queuedID = queued.object["id"] as? String ?? ""
         // What cancel says matches how the job ends: queued still, cancelled at
         // once; begun, it stops at its next save (or ends first); ended, as it ended.
@@ -400,8 +479,9 @@ struct CtlTests {
         #expect(events >= 1)
     }
 
-    @Test("on a terminal: a live progress bar and colours; NO_COLOR turns colours off; in a pipe, neither",
-          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+    @Test(
+        "on a terminal: a live progress bar and colours; NO_COLOR turns colours off; in a pipe, neither",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
     func terminal() throws {
         let d = try DaemonProcess()
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
@@ -412,7 +492,10 @@ struct CtlTests {
         // The bar redraws in place: carriage return, erase line, a bar, a percentage, counters.
         let frames = tty.out.components(separatedBy: "\r\u{1B}[K").filter { $0.contains("%") }
         #expect(frames.count >= 1)
-        #expect(frames.contains { $0.hasPrefix("[") && $0.contains("] ") && $0.contains(" rows") && $0.contains("rejected") })
+        #expect(
+            frames.contains {
+                $0.hasPrefix("[") && $0.contains("] ") && $0.contains(" rows") && $0.contains("rejected")
+            })
         #expect(tty.out.contains("imported big.csv into travel.Trip: 200,000 read, 200,000 inserted"))
 
         let colours = try Ctl.onTerminal(["jobs"], socket: d.socket)

@@ -1,19 +1,26 @@
-@testable import DepotDaemon
 import DepotEngine
 import Foundation
 import Testing
+
+@testable import DepotDaemon
 
 extension UnixHTTP {
     /// Reads a streamed response line by line until `done` says so of a
     /// line (or the stream ends); returns the lines up to that one.
     /// `opened` runs once the response head arrived (the daemon has
     /// subscribed the stream by then); returning true ends the reading.
-    static func stream(socket: String, method: String = "GET", path: String, body: String? = nil,
-                       opened: () throws -> Bool = { false }, done: (String) -> Bool) throws -> [String] {
+    static func stream(
+        socket: String, method: String = "GET", path: String, body: String? = nil,
+        opened: () throws -> Bool = { false }, done: (String) -> Bool
+    ) throws -> [String] {
         let fd = try connect(socket)
         defer { close(fd) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n"
-        if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)" } else { head += "\r\n" }
+        if let body {
+            head += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        } else {
+            head += "\r\n"
+        }
         send(fd, Data(head.utf8))
         var raw = Data()
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -32,7 +39,9 @@ extension UnixHTTP {
             let complete = parts.dropLast()
             while checked < complete.count {
                 checked += 1
-                if !complete[checked - 1].isEmpty, done(complete[checked - 1]) { return Array(complete.prefix(checked)) }
+                if !complete[checked - 1].isEmpty, done(complete[checked - 1]) {
+                    return Array(complete.prefix(checked))
+                }
             }
         }
         return parse(raw).body.split(separator: "\n").map(String.init)
@@ -54,7 +63,9 @@ func tripsCSV(_ count: Int, prefix: String = "t") -> String {
 
 @Suite("depotd configuration")
 struct ConfigTests {
-    @Test("a store that sets neither save_every nor save_interval adapts its import saves to its commits; one that sets either saves as it says")
+    @Test(
+        "a store that sets neither save_every nor save_interval adapts its import saves to its commits; one that sets either saves as it says"
+    )
     func adaptiveSaves() throws {
         func store(_ settings: String) throws -> StoreConfiguration {
             let text = """
@@ -106,7 +117,9 @@ struct ConfigTests {
             #expect(d.contains("daemon.log_level: must be one of"))
             #expect(d.contains("daemon.colour: unknown key"))
             #expect(d.contains("store[0].entity[0].fields.id: field \"id\" has type \"text\""))
-            #expect(d.contains("store[0].entity[0].history: must be \"fields\" (the names of changed fields) or \"values\""))
+            #expect(
+                d.contains("store[0].entity[0].history: must be \"fields\" (the names of changed fields) or \"values\"")
+            )
             #expect(d.contains("watch[0].store: no store is named \"t\""))
             #expect(d.contains("watch[0].on_conflict: must be upsert, replace, skip or fail"))
             // ...and the consequence: the entity's identifier names no valid field.
@@ -119,18 +132,27 @@ struct ConfigTests {
     /// toml++ (inside TOMLKit) aborts the process on a table header whose
     /// name starts with a character no key starts with, and on } where an
     /// array expects a value; both found by FuzzConfig.
-    @Test("TOML the library would crash on (a table name no key starts as, } where an array expects a value) is a configuration error; valid TOML still reads")
+    @Test(
+        "TOML the library would crash on (a table name no key starts as, } where an array expects a value) is a configuration error; valid TOML still reads"
+    )
     func tomlHeaders() throws {
         for (text, column) in [("[`daemon]\n", 2), ("a = 1\n[[ `store]]\n", 4), ("[ +x]", 3)] {
-            let error = #expect(throws: DaemonConfig.Problems.self) { try DaemonConfig.parse(text, file: "/etc/depot.toml") }
-            #expect(error?.problems.first?.contains("column \(column): not valid TOML: a table name must be a bare key") == true,
-                    "\(error?.problems ?? [])")
+            let error = #expect(throws: DaemonConfig.Problems.self) {
+                try DaemonConfig.parse(text, file: "/etc/depot.toml")
+            }
+            #expect(
+                error?.problems.first?.contains("column \(column): not valid TOML: a table name must be a bare key")
+                    == true,
+                "\(error?.problems ?? [])")
         }
         // } where an array expects a value: toml++ asserts on it too.
         for (text, column) in [("write = [}\n", 10), ("a = [1, }", 9), ("a = 1\nb = {x = [\n # c\n }]}", 2)] {
-            let error = #expect(throws: DaemonConfig.Problems.self) { try DaemonConfig.parse(text, file: "/etc/depot.toml") }
-            #expect(error?.problems.first?.contains("column \(column): not valid TOML: } where the array expects") == true,
-                    "\(error?.problems ?? [])")
+            let error = #expect(throws: DaemonConfig.Problems.self) {
+                try DaemonConfig.parse(text, file: "/etc/depot.toml")
+            }
+            #expect(
+                error?.problems.first?.contains("column \(column): not valid TOML: } where the array expects") == true,
+                "\(error?.problems ?? [])")
         }
         let valid = #"""
             a = [
@@ -147,7 +169,9 @@ struct ConfigTests {
             [[ 'literal' ]]
             """#
         #expect(TOMLPrecheck.problem(in: valid) == nil)
-        let error = #expect(throws: DaemonConfig.Problems.self) { try DaemonConfig.parse(valid, file: "/etc/depot.toml") }
+        let error = #expect(throws: DaemonConfig.Problems.self) {
+            try DaemonConfig.parse(valid, file: "/etc/depot.toml")
+        }
         #expect(error?.problems.contains { $0.contains("a: unknown key") } == true, "\(error?.problems ?? [])")
     }
 
@@ -158,13 +182,16 @@ struct ConfigTests {
     @Test("toml++ stopping at an assertion is a configuration problem on its line, not the end of depotd")
     func tomlGuard() throws {
         let lines = ["a = 1", "[daemon]", "socket = \"/run/x.sock\""]
-        for (bad, what) in [("[`daemon]", "a table header"), ("write = [}", "an array"),
-                            ("at = 2026-11-26T:10:00", "a date-time")] {
+        for (bad, what) in [
+            ("[`daemon]", "a table header"), ("write = [}", "an array"),
+            ("at = 2026-11-26T:10:00", "a date-time")
+        ] {
             for at in 0...lines.count {
                 var text = lines
                 text.insert(bad, at: at)
-                #expect(TOMLPrecheck.abortingLine(in: text.joined(separator: "\n") + "\n") == at + 1,
-                        "\(what) on line \(at + 1)")
+                #expect(
+                    TOMLPrecheck.abortingLine(in: text.joined(separator: "\n") + "\n") == at + 1,
+                    "\(what) on line \(at + 1)")
             }
         }
         // Read, or refused with a parse error: no abort, no line.
@@ -187,7 +214,9 @@ struct ConfigTests {
         #expect(try DurationText.parse("7d", in: DurationText.retention) == .seconds(604_800))
         #expect(try DurationText.parse(" 1.5m ", in: DurationText.retention) == .seconds(90))
         for bad in ["soon", "1e300s", "-5s", "nan", "inf", "1e3s", "99999999999999d", "", "s", "+5s", "0x10s"] {
-            #expect(throws: DurationText.Invalid.self, "\(bad)") { try DurationText.parse(bad, in: DurationText.retention) }
+            #expect(throws: DurationText.Invalid.self, "\(bad)") {
+                try DurationText.parse(bad, in: DurationText.retention)
+            }
         }
         #expect(throws: DurationText.Invalid.self) { try DurationText.parse("0s", in: DurationText.idleTimeout) }
         #expect(throws: DurationText.Invalid.self) { try DurationText.parse("2d", in: DurationText.saveInterval) }
@@ -224,19 +253,25 @@ struct DaemonAPITests {
         let unknown = try d.request("GET", "/v1/stores/travl")
         #expect(unknown.status == 404)
         #expect((unknown.object["error"] as? [String: Any])?["code"] as? String == "unknown_store")
-        #expect(((unknown.object["error"] as? [String: Any])?["message"] as? String)?.contains("did you mean \"travel\"") == true)
-        let badPredicate = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"where": "budget >"}"#)
+        #expect(
+            ((unknown.object["error"] as? [String: Any])?["message"] as? String)?.contains("did you mean \"travel\"")
+                == true)
+        let badPredicate = try d.request(
+            "POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"where": "budget >"}"#)
         #expect(badPredicate.status == 400)
         #expect((badPredicate.object["error"] as? [String: Any])?["code"] as? String == "invalid_predicate")
         #expect(try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: "{nope").status == 400)
-        #expect(try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"limit": "ten"}"#).body
-            .contains("\\\"limit\\\" must be a whole number") == true)
-        let typeMismatch = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"where": "budget == 'x'"}"#)
+        #expect(
+            try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"limit": "ten"}"#).body
+                .contains("\\\"limit\\\" must be a whole number") == true)
+        let typeMismatch = try d.request(
+            "POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"where": "budget == 'x'"}"#)
         #expect(typeMismatch.status == 400)
         #expect(try d.request("GET", "/v1/no/such/thing").status == 404)
         // Too large a body: 413; a client that sends garbage gets 400 and the daemon carries on.
-        let huge = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch",
-                                 body: "{\"where\": \"" + String(repeating: "a", count: 2 << 20) + "\"}")
+        let huge = try d.request(
+            "POST", "/v1/stores/travel/entities/Trip/fetch",
+            body: "{\"where\": \"" + String(repeating: "a", count: 2 << 20) + "\"}")
         #expect(huge.status == 413)
         let fd = try UnixHTTP.connect(d.socket)
         UnixHTTP.send(fd, Data("GARBAGE\r\n\r\n".utf8))
@@ -245,8 +280,10 @@ struct DaemonAPITests {
         close(fd)
         #expect(String(decoding: buffer[0..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 400"))
         // Headers past the limits (16 KiB for one field, 100 fields): 400, connection closed.
-        for extra in ["X-Big: " + String(repeating: "a", count: 20_000) + "\r\n",
-                      (0..<150).map { "X-H\($0): 1\r\n" }.joined()] {
+        for extra in [
+            "X-Big: " + String(repeating: "a", count: 20_000) + "\r\n",
+            (0..<150).map { "X-H\($0): 1\r\n" }.joined()
+        ] {
             let fd = try UnixHTTP.connect(d.socket)
             UnixHTTP.send(fd, Data("GET /v1/health HTTP/1.1\r\nHost: d\r\n\(extra)\r\n".utf8))
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
@@ -256,35 +293,51 @@ struct DaemonAPITests {
         #expect(try d.request("GET", "/v1/health").status == 200)
 
         // Outside import_roots: refused; inside: imported.
-        let outside = try d.request("POST", "/v1/jobs", body: #"{"kind":"import","store":"travel","entity":"Trip","path":"/etc/passwd"}"#)
+        let outside = try d.request(
+            "POST", "/v1/jobs", body: #"{"kind":"import","store":"travel","entity":"Trip","path":"/etc/passwd"}"#)
         #expect(outside.status == 403)
         let file = d.folder.appendingPathComponent("inbox/trips.csv")
         try Data(tripsCSV(1_000).utf8).write(to: file)
-        let accepted = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
+        let accepted = try d.request(
+            "POST", "/v1/jobs",
+            body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
         #expect(accepted.status == 202)
         let id = accepted.object["id"] as? String ?? ""
-        let events = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(id)/events") { json($0)["state"] as? String == "succeeded" }
+        let events = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(id)/events") {
+            json($0)["state"] as? String == "succeeded"
+        }
         #expect(json(events.last ?? "")["inserted"] as? Int == 1_000)
-        let count = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count","where":"destination == 'City 3'"}"#)
+        let count = try d.request(
+            "POST", "/v1/stores/travel/entities/Trip/fetch",
+            body: #"{"result":"count","where":"destination == 'City 3'"}"#)
         #expect(count.body == "{\"count\":111}\n")
 
         // max_rejects: one bad record past a limit of 0 fails the job, saying why.
         let bad = d.folder.appendingPathComponent("inbox/bad.csv")
         try Data((tripsCSV(3, prefix: "b") + "b9,Bad,Oslo,2025-01-01,cheap,true\n").utf8).write(to: bad)
-        let strict = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(bad.path)\",\"max_rejects\":\"0\"}")
-        let strictEvents = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(strict.object["id"] as? String ?? "")/events") {
+        let strict = try d.request(
+            "POST", "/v1/jobs",
+            body:
+                "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(bad.path)\",\"max_rejects\":\"0\"}"
+        )
+        let strictEvents = try UnixHTTP.stream(
+            socket: d.socket, path: "/v1/jobs/\(strict.object["id"] as? String ?? "")/events"
+        ) {
             ["succeeded", "failed"].contains(json($0)["state"] as? String ?? "")
         }
         #expect(json(strictEvents.last ?? "")["state"] as? String == "failed")
         #expect((json(strictEvents.last ?? "")["error"] as? String)?.contains("more than max_rejects (0)") == true)
 
         // An upload, spooled then imported.
-        let upload = try UnixHTTP.request(socket: d.socket, method: "POST",
-                                          path: "/v1/stores/travel/entities/Trip/import?format=csv",
-                                          body: Data(tripsCSV(10, prefix: "u").utf8), contentType: "text/csv")
+        let upload = try UnixHTTP.request(
+            socket: d.socket, method: "POST",
+            path: "/v1/stores/travel/entities/Trip/import?format=csv",
+            body: Data(tripsCSV(10, prefix: "u").utf8), contentType: "text/csv")
         #expect(upload.status == 202)
         let uploadID = upload.object["id"] as? String ?? ""
-        let uploaded = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(uploadID)/events") { json($0)["state"] as? String == "succeeded" }
+        let uploaded = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(uploadID)/events") {
+            json($0)["state"] as? String == "succeeded"
+        }
         #expect(json(uploaded.last ?? "")["inserted"] as? Int == 10)
 
         // History: oldest first, with changes.
@@ -295,7 +348,9 @@ struct DaemonAPITests {
         // Metrics count what happened.
         let metrics = try d.request("GET", "/v1/metrics").body
         func sample(_ name: String) -> Double? {
-            metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+            metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap {
+                Double($0.split(separator: " ")[1])
+            }
         }
         #expect(sample("depot_rows_imported_total") == 1014)
         // Three imports, at least one save each, each save timed.
@@ -307,7 +362,9 @@ struct DaemonAPITests {
         #expect(d.stop() == 0)
     }
 
-    @Test("every job kind runs through the API; a queued job cancels; aggregate, duplicates, rejects and the live streams answer")
+    @Test(
+        "every job kind runs through the API; a queued job cancels; aggregate, duplicates, rejects and the live streams answer"
+    )
     func jobsAndStreams() throws {
         let d = try DaemonProcess()
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
@@ -321,13 +378,16 @@ struct DaemonAPITests {
             return json(events.last ?? "")
         }
         func count(_ predicate: String) throws -> Int {
-            try d.request("POST", "/v1/stores/travel/entities/Trip/fetch",
-                          body: "{\"result\":\"count\",\"where\":\(JSONText.quoted(predicate))}").object["count"] as? Int ?? -1
+            try d.request(
+                "POST", "/v1/stores/travel/entities/Trip/fetch",
+                body: "{\"result\":\"count\",\"where\":\(JSONText.quoted(predicate))}"
+            ).object["count"] as? Int ?? -1
         }
         let file = d.folder.appendingPathComponent("inbox/trips.csv")
         // 20 trips; t9 has a bad budget (rejected); names repeat every 10 ("Trip 1" twice after the rename below).
         try Data((tripsCSV(20) + "bad,Bad,Oslo,2025-01-01,cheap,true\n").utf8).write(to: file)
-        let imported = try job("{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
+        let imported = try job(
+            "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
         #expect(imported["inserted"] as? Int == 20)
         #expect(imported["rejected"] as? Int == 1)
         let rejects = try d.request("GET", "/v1/jobs/\(imported["id"] as? String ?? "")/rejects")
@@ -335,20 +395,27 @@ struct DaemonAPITests {
 
         // A live count: the first line now, another after the next commit.
         var watched: [Int] = []
-        _ = try UnixHTTP.stream(socket: d.socket, method: "POST", path: "/v1/stores/travel/entities/Trip/fetch",
-                                body: #"{"result":"count","where":"isFavorite == true","watch":true}"#) { line in
-            guard let result = json(line)["result"] as? [String: Any], let n = result["count"] as? Int else { return false }
+        _ = try UnixHTTP.stream(
+            socket: d.socket, method: "POST", path: "/v1/stores/travel/entities/Trip/fetch",
+            body: #"{"result":"count","where":"isFavorite == true","watch":true}"#
+        ) { line in
+            guard let result = json(line)["result"] as? [String: Any], let n = result["count"] as? Int else {
+                return false
+            }
             watched.append(n)
             if watched.count == 1 {
                 // Runs while the stream is open: its commit makes the second line.
-                _ = try? job(#"{"kind":"update","store":"travel","entity":"Trip","where":"id == 't1'","set":{"isFavorite":true,"name":"Trip 0"}}"#)
+                _ = try? job(
+                    #"{"kind":"update","store":"travel","entity":"Trip","where":"id == 't1'","set":{"isFavorite":true,"name":"Trip 0"}}"#
+                )
             }
             return watched.count == 2
         }
         #expect(watched == [10, 11])
 
-        let aggregate = try d.request("POST", "/v1/stores/travel/entities/Trip/aggregate",
-                                      body: #"{"field":"budget","functions":["count","sum"],"group_by":["isFavorite"]}"#)
+        let aggregate = try d.request(
+            "POST", "/v1/stores/travel/entities/Trip/aggregate",
+            body: #"{"field":"budget","functions":["count","sum"],"group_by":["isFavorite"]}"#)
         let rows = aggregate.object["rows"] as? [[String: Any]] ?? []
         #expect(rows.compactMap { $0["count"] as? Int }.reduce(0, +) == 20)
         let duplicates = try d.request("POST", "/v1/stores/travel/entities/Trip/duplicates", body: #"{"by":["name"]}"#)
@@ -368,7 +435,8 @@ struct DaemonAPITests {
         #expect(exportText.split(separator: "\n").count == 15)
 
         // History: follow from the start gives the import's transaction first.
-        let followed = try UnixHTTP.stream(socket: d.socket, path: "/v1/stores/travel/history?follow=true") { _ in true }
+        let followed = try UnixHTTP.stream(socket: d.socket, path: "/v1/stores/travel/history?follow=true") { _ in true
+        }
         #expect(json(followed.first ?? "")["token"] as? String == "1")
         let pruned = try job(#"{"kind":"prune","store":"travel","before":"3"}"#)
         #expect(pruned["state"] as? String == "succeeded")
@@ -377,8 +445,11 @@ struct DaemonAPITests {
         // Cancel: a job queued behind a running one is cancelled at once.
         let big = d.folder.appendingPathComponent("inbox/big.csv")
         try Data(tripsCSV(100_000, prefix: "b").utf8).write(to: big)
-        let running = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(big.path)\"}")
-        let queued = try d.request("POST", "/v1/jobs", body: #"{"kind":"delete","store":"travel","entity":"Trip","where":"TRUEPREDICATE"}"#)
+        let running = try d.request(
+            "POST", "/v1/jobs",
+            body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(big.path)\"}")
+        let queued = try d.request(
+            "POST", "/v1/jobs", body: #"{"kind":"delete","store":"travel","entity":"Trip","where":"TRUEPREDICATE"}"#)
         // Queued still, it is cancelled at once; begun already, it stops at its
         // next save; either way it ends cancelled, unless it had already ended.
         let queuedID = queued.object["id"] as? String ?? ""
@@ -404,10 +475,13 @@ struct DaemonAPITests {
 
     @Test("a client of another uid is refused with 403 saying which role it lacks", .enabled(if: getuid() == 0))
     func access() throws {
-        let d = try DaemonProcess(config: DaemonProcess.config(socketMode: "0666", extra: """
-            [access]
-            read = ["uid:65533"]
-            """))
+        let d = try DaemonProcess(
+            config: DaemonProcess.config(
+                socketMode: "0666",
+                extra: """
+                    [access]
+                    read = ["uid:65533"]
+                    """))
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         func asUser(_ uid: Int, _ method: String, _ path: String) throws -> String {
             try UnixHTTP.asUser(uid, d.socket, method, path)
@@ -422,7 +496,9 @@ struct DaemonAPITests {
         #expect(readerWrites.contains("the write role is needed"))
     }
 
-    @Test("watched folder: a file renamed in is imported and moved to .done; garbage goes to .failed with its reason; the same content again is not imported")
+    @Test(
+        "watched folder: a file renamed in is imported and moved to .done; garbage goes to .failed with its reason; the same content again is not imported"
+    )
     func watchedFolder() throws {
         let d = try DaemonProcess(config: DaemonProcess.config(extra: WatchReloadTests.watch))
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
@@ -457,7 +533,8 @@ struct DaemonAPITests {
         try Data((0..<3_000).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) }).write(to: aside)
         #expect(rename(aside.path, inbox.appendingPathComponent("e.ndjson").path) == 0)
         #expect(try watchJobEnded(d, file: "e.ndjson")["state"] as? String == "failed")
-        let reason = try String(contentsOf: inbox.appendingPathComponent(".failed/e.ndjson.error.json"), encoding: .utf8)
+        let reason = try String(
+            contentsOf: inbox.appendingPathComponent(".failed/e.ndjson.error.json"), encoding: .utf8)
         #expect(reason.contains("could be read: all"), "\(reason)")
     }
 
@@ -465,14 +542,19 @@ struct DaemonAPITests {
     func sigtermAndResume() throws {
         let folder = try DaemonProcess.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        try FileManager.default.createDirectory(at: folder.appendingPathComponent("inbox"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: folder.appendingPathComponent("inbox"), withIntermediateDirectories: true)
         try Data(DaemonProcess.config(saveEvery: 2_000).utf8).write(to: folder.appendingPathComponent("depot.toml"))
         let file = folder.appendingPathComponent("inbox/big.csv")
         try Data(tripsCSV(200_000).utf8).write(to: file)
         let first = try DaemonProcess(folder: folder)
-        let accepted = try first.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
+        let accepted = try first.request(
+            "POST", "/v1/jobs",
+            body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
         let id = accepted.object["id"] as? String ?? ""
-        _ = try UnixHTTP.stream(socket: first.socket, path: "/v1/jobs/\(id)/events") { (json($0)["saves"] as? Int ?? 0) >= 3 }
+        _ = try UnixHTTP.stream(socket: first.socket, path: "/v1/jobs/\(id)/events") {
+            (json($0)["saves"] as? Int ?? 0) >= 3
+        }
         #expect(first.stop() == 0)
         #expect(first.notify.waitFor(prefix: "STOPPING=1", timeout: 5) != nil)
         #expect(first.log.contains("stopping: running jobs finish their current save"))
@@ -501,19 +583,23 @@ struct DaemonAPITests {
         #expect(changes == 200_000)
     }
 
-    @Test("socket activation: depotd serves on the socket systemd-socket-activate hands in, and leaves it in place",
-          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate")))
+    @Test(
+        "socket activation: depotd serves on the socket systemd-socket-activate hands in, and leaves it in place",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate")))
     func socketActivation() throws {
         let folder = try DaemonProcess.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        try FileManager.default.createDirectory(at: folder.appendingPathComponent("inbox"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: folder.appendingPathComponent("inbox"), withIntermediateDirectories: true)
         try Data(DaemonProcess.config().utf8).write(to: folder.appendingPathComponent("depot.toml"))
         let socket = folder.appendingPathComponent("activated.sock").path
         let notify = try NotifySocket(path: folder.appendingPathComponent("notify.sock").path)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
-        p.arguments = ["-l", socket, "-E", "NOTIFY_SOCKET=\(notify.path)", DaemonProcess.executable.path,
-                       "--config", folder.appendingPathComponent("depot.toml").path]
+        p.arguments = [
+            "-l", socket, "-E", "NOTIFY_SOCKET=\(notify.path)", DaemonProcess.executable.path,
+            "--config", folder.appendingPathComponent("depot.toml").path
+        ]
         let err = Pipe()
         p.standardError = err
         try p.run()
@@ -549,8 +635,9 @@ struct DaemonAPITests {
 
 @Suite("systemd units")
 struct UnitTests {
-    @Test("the unit files pass systemd-analyze verify and the service's exposure is 2.0 or lower",
-          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
+    @Test(
+        "the unit files pass systemd-analyze verify and the service's exposure is 2.0 or lower",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
     func verify() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
@@ -559,8 +646,9 @@ struct UnitTests {
         let service = try String(contentsOf: root.appendingPathComponent("systemd/depotd.service"), encoding: .utf8)
             .replacingOccurrences(of: "/usr/local/bin/depotd", with: DaemonProcess.executable.path)
         try Data(service.utf8).write(to: folder.appendingPathComponent("depotd.service"))
-        try FileManager.default.copyItem(at: root.appendingPathComponent("systemd/depotd.socket"),
-                                         to: folder.appendingPathComponent("depotd.socket"))
+        try FileManager.default.copyItem(
+            at: root.appendingPathComponent("systemd/depotd.socket"),
+            to: folder.appendingPathComponent("depotd.socket"))
         func run(_ args: [String]) throws -> (Int32, String) {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
@@ -574,12 +662,16 @@ struct UnitTests {
             p.waitUntilExit()
             return (p.terminationStatus, text)
         }
-        let (verify, text) = try run(["verify", "--man=no", "--recursive-errors=yes",
-                                      folder.appendingPathComponent("depotd.service").path,
-                                      folder.appendingPathComponent("depotd.socket").path])
+        let (verify, text) = try run([
+            "verify", "--man=no", "--recursive-errors=yes",
+            folder.appendingPathComponent("depotd.service").path,
+            folder.appendingPathComponent("depotd.socket").path
+        ])
         #expect(verify == 0, "\(text)")
-        let (security, report) = try run(["security", "--offline=yes", "--threshold=20",
-                                          folder.appendingPathComponent("depotd.service").path])
+        let (security, report) = try run([
+            "security", "--offline=yes", "--threshold=20",
+            folder.appendingPathComponent("depotd.service").path
+        ])
         #expect(security == 0, "\(report)")
         #expect(report.contains("Overall exposure level for depotd.service"))
     }

@@ -42,8 +42,9 @@ struct DepotClientTests {
         let d = try Self.daemon()
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         let client = DepotClient(socketPath: d.socket)
-        let request = FetchRequest(store: "travel", entity: "Trip", where: "destination == $city AND budget > $min",
-                                   arguments: ["city": "City 1", "min": 5], sort: ["-budget"])
+        let request = FetchRequest(
+            store: "travel", entity: "Trip", where: "destination == $city AND budget > $min",
+            arguments: ["city": "City 1", "min": 5], sort: ["-budget"])
         let records = try await client.fetch(request)
         // City 1: t1, t10, t19, t28; budget > 5 leaves t10, t19, t28.
         #expect(records.map { $0["id"]?.string } == ["t28", "t19", "t10"])
@@ -53,7 +54,8 @@ struct DepotClientTests {
         #expect(try records[1].decode(as: Trip.self) == trips[1])
         #expect(try await client.count(request) == 3)
         #expect(try await client.identifiers(request) == ["t28", "t19", "t10"])
-        var page = FetchRequest(store: "travel", entity: "Trip", sort: ["id"], limit: 2, offset: 1, fields: ["id", "budget"])
+        var page = FetchRequest(
+            store: "travel", entity: "Trip", sort: ["id"], limit: 2, offset: 1, fields: ["id", "budget"])
         let two = try await client.fetch(page)
         #expect(two.map(\.fields) == [["id": "t1", "budget": 1.5], ["id": "t10", "budget": 10.5]])
         page.limit = nil
@@ -66,8 +68,9 @@ struct DepotClientTests {
         let d = try Self.daemon()
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         let client = DepotClient(socketPath: d.socket)
-        let rows = try await client.aggregate(store: "travel", entity: "Trip", field: "budget", functions: [.count, .max],
-                                              groupBy: ["destination"], where: "budget < $b", arguments: ["b": 20])
+        let rows = try await client.aggregate(
+            store: "travel", entity: "Trip", field: "budget", functions: [.count, .max],
+            groupBy: ["destination"], where: "budget < $b", arguments: ["b": 20])
         #expect(rows.count == 9)
         #expect(rows[0].group == ["destination": "City 0"])
         #expect(rows[0][.count] == 3 && rows[0][.max] == 18.5 && rows[0][.avg] == nil)
@@ -114,11 +117,15 @@ struct DepotClientTests {
         let duplicates = await failure { _ = try await client.duplicates(store: "travel", entity: "Trip", by: []) }
         #expect(duplicates?.code == .invalidArgument)
         struct Wrong: Decodable { var id: Int }
-        let decoding = await failure { _ = try await client.fetch(FetchRequest(store: "travel", entity: "Trip"), as: Wrong.self) }
+        let decoding = await failure {
+            _ = try await client.fetch(FetchRequest(store: "travel", entity: "Trip"), as: Wrong.self)
+        }
         #expect(decoding?.code == .unexpectedAnswer && decoding?.status == nil)
         let nobody = await failure { _ = try await DepotClient(socketPath: d.folder.path + "/none.sock").stores() }
         #expect(nobody?.code == .unreachable && nobody?.message.contains("no daemon at") == true)
-        let missing = await failure { _ = try await client.upload(file: d.folder.path + "/none.csv", store: "travel", entity: "Trip") }
+        let missing = await failure {
+            _ = try await client.upload(file: d.folder.path + "/none.csv", store: "travel", entity: "Trip")
+        }
         #expect(missing?.code == .localIO && missing?.message.contains("none.csv") == true)
         #expect(missing?.isTransient == false && nobody?.isTransient == true)
 
@@ -147,25 +154,34 @@ struct DepotClientTests {
         // By path, under import_roots.
         let file = d.folder.appendingPathComponent("inbox/more.csv")
         try Data(tripsCSV(5, prefix: "m").utf8).write(to: file)
-        let byPath = try await Self.finish(client, try await client.importFile(file.path, store: "travel", entity: "Trip"))
-        #expect(byPath.state == .succeeded && byPath.inserted == 5 && byPath.kind == "import" && byPath.entity == "Trip")
+        let byPath = try await Self.finish(
+            client, try await client.importFile(file.path, store: "travel", entity: "Trip"))
+        #expect(
+            byPath.state == .succeeded && byPath.inserted == 5 && byPath.kind == "import" && byPath.entity == "Trip")
         // Bytes, with options: one bad row and no rejects allowed fails the job, naming the reason.
         let bad = Array("id,name,startDate,budget,isFavorite\nb1,B,2025-01-01,cheap,true\n".utf8)
-        let failed = try await Self.finish(client, try await client.importData(
-            bad, store: "travel", entity: "Trip", options: ImportOptions(format: .csv, maxRejects: "0")))
+        let failed = try await Self.finish(
+            client,
+            try await client.importData(
+                bad, store: "travel", entity: "Trip", options: ImportOptions(format: .csv, maxRejects: "0")))
         #expect(failed.state == .failed && failed.error?.contains("more than max_rejects (0)") == true, "\(failed)")
         #expect(failed.read == 1 && failed.rejected == 1)
         // An NDJSON file uploaded, the format told by its extension.
         let ndjson = d.folder.appendingPathComponent("up.ndjson")
-        try Data(#"{"id":"u1","name":"U","startDate":"2025-02-02","budget":2,"isFavorite":false}"#.utf8).write(to: ndjson)
-        let uploaded = try await Self.finish(client, try await client.upload(file: ndjson.path, store: "travel", entity: "Trip"))
+        try Data(#"{"id":"u1","name":"U","startDate":"2025-02-02","budget":2,"isFavorite":false}"#.utf8).write(
+            to: ndjson)
+        let uploaded = try await Self.finish(
+            client, try await client.upload(file: ndjson.path, store: "travel", entity: "Trip"))
         #expect(uploaded.state == .succeeded && uploaded.inserted == 1)
         #expect(try await client.count(FetchRequest(store: "travel", entity: "Trip")) == 36)
         // Batch update and delete.
-        let updated = try await Self.finish(client, try await client.update(
-            store: "travel", entity: "Trip", where: "destination == 'City 0'", set: ["isFavorite": false]))
+        let updated = try await Self.finish(
+            client,
+            try await client.update(
+                store: "travel", entity: "Trip", where: "destination == 'City 0'", set: ["isFavorite": false]))
         #expect(updated.state == .succeeded && updated.read == 5 && updated.updated + updated.unchanged == 5)
-        let deleted = try await Self.finish(client, try await client.delete(store: "travel", entity: "Trip", where: "id BEGINSWITH 'm'"))
+        let deleted = try await Self.finish(
+            client, try await client.delete(store: "travel", entity: "Trip", where: "id BEGINSWITH 'm'"))
         #expect(deleted.deleted == 5)
         // The records: the ones listed, each one by id.
         let all = try await client.jobs()
@@ -180,8 +196,9 @@ struct DepotClientTests {
         }
         #expect(try await client.cancel(deleted.id).state == .succeeded)
         // A running import, cancelled, stops at its next save; what it saved stays.
-        let long = try await client.importData(Array(tripsCSV(200_000, prefix: "c").utf8), store: "travel", entity: "Trip",
-                                               options: ImportOptions(format: .csv))
+        let long = try await client.importData(
+            Array(tripsCSV(200_000, prefix: "c").utf8), store: "travel", entity: "Trip",
+            options: ImportOptions(format: .csv))
         var last = long
         for try await state in client.progress(of: long.id) {
             last = state
@@ -189,10 +206,14 @@ struct DepotClientTests {
         }
         #expect(last.state == .cancelled && last.inserted > 0 && last.inserted < 200_000, "\(last)")
         #expect(last.saves > 0 && last.read == last.inserted)
-        #expect(try await client.count(FetchRequest(store: "travel", entity: "Trip", where: "id BEGINSWITH 'c'")) == last.inserted)
+        #expect(
+            try await client.count(FetchRequest(store: "travel", entity: "Trip", where: "id BEGINSWITH 'c'"))
+                == last.inserted)
     }
 
-    @Test("history: pages, follow (cancelling it ends its connection), prune; consumers read after their token and acknowledge")
+    @Test(
+        "history: pages, follow (cancelling it ends its connection), prune; consumers read after their token and acknowledge"
+    )
     func historyAndConsumers() async throws {
         let d = try Self.daemon()
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
@@ -211,8 +232,11 @@ struct DepotClientTests {
         var seen = received.stream.makeAsyncIterator()
         #expect(await seen.next()?.token == first[0].token)
         try d.waitForStreams(1)
-        _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't3'",
-                                                                 set: ["budget": 99.0]))
+        _ = try await Self.finish(
+            client,
+            try await client.update(
+                store: "travel", entity: "Trip", where: "id == 't3'",
+                set: ["budget": 99.0]))
         let next = await seen.next()
         #expect(next?.changes.map(\.kind) == [.update] && next?.changes[0].fields == ["budget"])
         #expect(next?.changes[0].identifier == "t3")
@@ -239,8 +263,9 @@ struct DepotClientTests {
         }
     }
 
-    @Test("a live query keeps its result through a daemon restart: no change missed or doubled, no refetch; cancelling it ends its connection",
-          .timeLimit(.minutes(2)))
+    @Test(
+        "a live query keeps its result through a daemon restart: no change missed or doubled, no refetch; cancelling it ends its connection",
+        .timeLimit(.minutes(2)))
     func liveQuery() async throws {
         let first = try Self.daemon()
         let folder = first.folder
@@ -256,7 +281,7 @@ struct DepotClientTests {
         var next = states.stream.makeAsyncIterator()
         var result: [JSONValue: Record] = [:]
         var results = 0
-        var seen: [String] = []   // "update t1", "delete t19", … in the order they came
+        var seen: [String] = []  // "update t1", "delete t19", … in the order they came
         var failures = 0
         /// Folds states into `result` until `done` holds.
         func fold(until done: () -> Bool) async {
@@ -278,8 +303,11 @@ struct DepotClientTests {
         }
         await fold { results == 1 }
         #expect(Set(result.keys) == ["t1", "t10", "t19", "t28"])
-        _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't1'",
-                                                                 set: ["budget": 1000.0]))
+        _ = try await Self.finish(
+            client,
+            try await client.update(
+                store: "travel", entity: "Trip", where: "id == 't1'",
+                set: ["budget": 1000.0]))
         await fold { result["t1"]?["budget"] == 1000.0 }
 
         // The daemon stops: the live query says so, and tries again.
@@ -297,11 +325,18 @@ struct DepotClientTests {
             }
         }
         #expect(recovered)
-        _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't10'",
-                                                                 set: ["budget": 111.0]))
-        _ = try await Self.finish(client, try await client.delete(store: "travel", entity: "Trip", where: "id == 't19'"))
-        _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't2'",
-                                                                 set: ["destination": "City 1"]))
+        _ = try await Self.finish(
+            client,
+            try await client.update(
+                store: "travel", entity: "Trip", where: "id == 't10'",
+                set: ["budget": 111.0]))
+        _ = try await Self.finish(
+            client, try await client.delete(store: "travel", entity: "Trip", where: "id == 't19'"))
+        _ = try await Self.finish(
+            client,
+            try await client.update(
+                store: "travel", entity: "Trip", where: "id == 't2'",
+                set: ["destination": "City 1"]))
         await fold { result["t10"]?["budget"] == 111.0 && result["t19"] == nil && result["t2"] != nil }
         #expect(Set(result.keys) == ["t1", "t2", "t10", "t28"])
         #expect(results == 1, "a resumed query does not fetch its result again")
@@ -318,16 +353,20 @@ struct DepotClientTests {
         try d.waitForStreams(0)
     }
 
-    @Test("a live query resumed from a token gets what changed since; from a pruned token it fetches the result again",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "a live query resumed from a token gets what changed since; from a pruned token it fetches the result again",
+        .timeLimit(.minutes(1)))
     func liveQueryResumed() async throws {
         let d = try Self.daemon()
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         let client = DepotClient(socketPath: d.socket)
         let request = FetchRequest(store: "travel", entity: "Trip", where: "destination == 'City 1'")
         let token = try #require(try await client.store("travel").token)
-        _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't1'",
-                                                                 set: ["budget": 5.0]))
+        _ = try await Self.finish(
+            client,
+            try await client.update(
+                store: "travel", entity: "Trip", where: "id == 't1'",
+                set: ["budget": 5.0]))
         // Resumed: the change after the token, no result first.
         var resumed = client.live(request, since: token).makeAsyncIterator()
         guard case .changes(let c)? = try await resumed.next() else {
@@ -337,8 +376,11 @@ struct DepotClientTests {
         #expect(c.updated.map { $0["id"] } == ["t1"] && c.inserted.isEmpty && c.deleted.isEmpty)
         #expect(c.token != nil && c.token != token)
         // Once a change after the token is pruned away: loading, then the whole result again.
-        _ = try await Self.finish(client, try await client.update(store: "travel", entity: "Trip", where: "id == 't10'",
-                                                                 set: ["budget": 6.0]))
+        _ = try await Self.finish(
+            client,
+            try await client.update(
+                store: "travel", entity: "Trip", where: "id == 't10'",
+                set: ["budget": 6.0]))
         let latest = try #require(try await client.store("travel").token)
         try await client.pruneHistory(store: "travel", before: latest)
         var expired = client.live(request, since: token).makeAsyncIterator()
@@ -362,10 +404,14 @@ struct DepotClientTests {
 /// run against a real depotd; and the document shows it as it is.
 @Suite("docs/swift-client.md's program", .serialized)
 struct ClientExampleTests {
-    static var executable: URL { DaemonProcess.executable.deletingLastPathComponent().appendingPathComponent("depot-client-example") }
+    static var executable: URL {
+        DaemonProcess.executable.deletingLastPathComponent().appendingPathComponent("depot-client-example")
+    }
 
     /// Runs the example with `arguments`; its output lines, as they come, to `onLine`.
-    static func run(_ arguments: [String], onLine: @escaping @Sendable (String) -> Void = { _ in }) throws -> (status: Int32, out: String) {
+    static func run(_ arguments: [String], onLine: @escaping @Sendable (String) -> Void = { _ in }) throws -> (
+        status: Int32, out: String
+    ) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -394,18 +440,25 @@ struct ClientExampleTests {
         // On a thread of its own: the blocking reads of its output must not
         // hold one of the concurrency pool's few threads while it runs.
         let run = Task {
-            try await withCheckedThrowingContinuation { (done: CheckedContinuation<(status: Int32, out: String), any Error>) in
+            try await withCheckedThrowingContinuation {
+                (done: CheckedContinuation<(status: Int32, out: String), any Error>) in
                 Thread.detachNewThread {
-                    done.resume(with: Result {
-                        try Self.run(["dashboard", "travel", "--socket", socket, "--updates", "2"]) { _ in lineSeen.yield() }
-                    })
+                    done.resume(
+                        with: Result {
+                            try Self.run(["dashboard", "travel", "--socket", socket, "--updates", "2"]) { _ in
+                                lineSeen.yield()
+                            }
+                        })
                 }
             }
         }
         var lines = firstLine.stream.makeAsyncIterator()
         _ = await lines.next()
-        _ = try await DepotClientTests.finish(client, try await client.importData(
-            Array(tripsCSV(5, prefix: "n").utf8), store: "travel", entity: "Trip", options: ImportOptions(format: .csv)))
+        _ = try await DepotClientTests.finish(
+            client,
+            try await client.importData(
+                Array(tripsCSV(5, prefix: "n").utf8), store: "travel", entity: "Trip",
+                options: ImportOptions(format: .csv)))
         let result = try await run.value
         #expect(result.status == 0)
         #expect(result.out == "Trip 30\nTrip 35\n")
@@ -416,17 +469,21 @@ struct ClientExampleTests {
         let d = try DepotClientTests.daemon()
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         let client = DepotClient(socketPath: d.socket)
-        _ = try await DepotClientTests.finish(client, try await client.update(
-            store: "travel", entity: "Trip", where: "id == 't1'", set: ["budget": 7.0]))
+        _ = try await DepotClientTests.finish(
+            client,
+            try await client.update(
+                store: "travel", entity: "Trip", where: "id == 't1'", set: ["budget": 7.0]))
         let first = try Self.run(["consumer", "travel", "audit", "--socket", d.socket, "--transactions", "2"])
         #expect(first.status == 0)
         let lines = first.out.split(separator: "\n")
-        #expect(lines.count == 2 && lines[0].hasSuffix("30 inserted, 0 updated, 0 deleted")
-            && lines[1].hasSuffix("0 inserted, 1 updated, 0 deleted"), "\(first.out)")
+        #expect(
+            lines.count == 2 && lines[0].hasSuffix("30 inserted, 0 updated, 0 deleted")
+                && lines[1].hasSuffix("0 inserted, 1 updated, 0 deleted"), "\(first.out)")
         let audit = try #require(try await client.consumers(store: "travel").first)
         #expect(audit.name == "audit" && audit.lagTransactions == 0)
         // Run again: it goes on after its token, with the next transaction only.
-        _ = try await DepotClientTests.finish(client, try await client.delete(store: "travel", entity: "Trip", where: "id == 't2'"))
+        _ = try await DepotClientTests.finish(
+            client, try await client.delete(store: "travel", entity: "Trip", where: "id == 't2'"))
         let second = try Self.run(["consumer", "travel", "audit", "--socket", d.socket, "--transactions", "1"])
         #expect(second.out.hasSuffix("0 inserted, 0 updated, 1 deleted\n"), "\(second.out)")
         // A store that does not exist: the daemon's message, exit status 1.
@@ -436,8 +493,10 @@ struct ClientExampleTests {
 
     @Test("docs/swift-client.md holds the program as it is in examples/swift-client/main.swift")
     func documented() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let program = try String(contentsOf: root.appendingPathComponent("examples/swift-client/main.swift"), encoding: .utf8)
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let program = try String(
+            contentsOf: root.appendingPathComponent("examples/swift-client/main.swift"), encoding: .utf8)
         let doc = try String(contentsOf: root.appendingPathComponent("docs/swift-client.md"), encoding: .utf8)
         #expect(doc.contains("```swift\n" + program + "```\n"))
     }

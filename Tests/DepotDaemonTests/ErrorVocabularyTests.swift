@@ -42,11 +42,61 @@ struct ErrorVocabularyTests {
         #expect(APIError.answer(to: Strange()).code == .internal)
     }
 
+    /// Issue #30, item 6: a file that cannot be read is an I/O error with
+    /// its cause, not an invalid argument; a path that names no file stays
+    /// the caller's mistake; the job layer refuses without HTTP.
+    @Test(
+        "an unreadable file is io with its POSIX cause; a missing one invalid_argument; job refusals keep their codes")
+    func ioAndRefusals() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("depot-io-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // A socket is a file that open(2) refuses (ENXIO), whoever asks.
+        let socket = folder.appendingPathComponent("s.sock").path
+        let fd = Foundation.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (i, byte) in socket.utf8.enumerated() { buffer[i] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        try #require(bound == 0)
+        let unreadable = #expect(throws: DepotError.self) { try SafeFile.openForReading(socket) }
+        #expect(unreadable?.code == .io)
+        #expect((unreadable?.cause as? POSIXError)?.code == .ENXIO)
+        #expect(unreadable?.message.contains(socket) == true)
+        let answer = APIError.answer(to: unreadable!)
+        #expect(answer.code == .io && answer.statusCode == 500)
+
+        let missing = #expect(throws: DepotError.self) { try SafeFile.openForReading(folder.path + "/nope.csv") }
+        #expect(missing?.code == .invalidArgument && missing?.cause == nil)
+        // The cause is not part of equality: the same report with or without it.
+        #expect(
+            DepotError.io("cannot read x", errno: EIO)
+                == DepotError(.io, "cannot read x: \(String(cString: strerror(EIO)))"))
+
+        for (refusal, code) in [
+            (JobRefusal.stopping, APIError.Code.storeClosed), (.unknownJob("j1"), .unknownJob),
+            (.unknownStore("travle", open: ["travel"]), .unknownStore)
+        ] {
+            let answer = APIError.answer(to: refusal)
+            #expect(answer.code == code && answer.message == refusal.description)
+        }
+        #expect(JobRefusal.unknownStore("travle", open: ["travel"]).description.contains("did you mean \"travel\""))
+    }
+
     @Test("log messages are constants; their data goes in metadata (the journal's fields)")
     func constantLogMessages() throws {
         // A logger call whose message is not one string literal without
         // interpolation: logger.info("job \(id) ..."), logger.error(text).
-        let call = try Regex(#"logger\.(?:trace|debug|info|notice|warning|error|critical|log\(level:[^,]+,)\(?\s*([^)]*)"#, as: (Substring, Substring).self)
+        let call = try Regex(
+            #"logger\.(?:trace|debug|info|notice|warning|error|critical|log\(level:[^,]+,)\(?\s*([^)]*)"#,
+            as: (Substring, Substring).self)
         var offenders: [String] = []
         var calls = 0
         for folder in ["Sources/DepotDaemon", "Sources/depotd"] {
@@ -54,13 +104,16 @@ struct ErrorVocabularyTests {
             let files = FileManager.default.enumerator(atPath: base.path)?.compactMap { $0 as? String } ?? []
             for file in files where file.hasSuffix(".swift") {
                 let text = try String(contentsOf: base.appendingPathComponent(file), encoding: .utf8)
-                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                    guard let match = line.firstMatch(of: call) else { continue }
+                // The message may stand on the line after the call's opening
+                // parenthesis (as swift-format breaks a long call).
+                for match in text.matches(of: call) {
                     calls += 1
                     let argument = String(match.output.1)
                     let literal = argument.hasPrefix("\"") && !argument.hasPrefix("\"\\(")
                     if !literal || argument.prefix(while: { $0 != "," }).contains("\\(") {
-                        offenders.append("\(folder)/\(file):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                        let number = text[..<match.range.lowerBound].filter { $0 == "\n" }.count + 1
+                        let line = text[match.range].prefix { $0 != "\n" }
+                        offenders.append("\(folder)/\(file):\(number): \(line)")
                     }
                 }
             }
@@ -77,9 +130,11 @@ struct ErrorVocabularyTests {
         #expect(unknownRoute.status == 404)
         #expect((unknownRoute.object["error"] as? [String: Any])?["code"] as? String == "not_found")
         // A known path with a method it does not take: 405 with Allow.
-        for (method, path, allow) in [("TRACE", "/v1/health", "GET"), ("PUT", "/v1/jobs", "POST, GET"),
-                                      ("QUERY", "/v1/stores/travel/history", "GET, DELETE"),
-                                      ("GET", "/v1/stores/travel/entities/Trip/fetch", "POST")] {
+        for (method, path, allow) in [
+            ("TRACE", "/v1/health", "GET"), ("PUT", "/v1/jobs", "POST, GET"),
+            ("QUERY", "/v1/stores/travel/history", "GET, DELETE"),
+            ("GET", "/v1/stores/travel/entities/Trip/fetch", "POST")
+        ] {
             let refused = try d.request(method, path)
             #expect(refused.status == 405, "\(method) \(path)")
             #expect(refused.headers["allow"] == allow, "\(method) \(path)")
@@ -93,7 +148,8 @@ struct ErrorVocabularyTests {
         #expect((unknownJob.object["error"] as? [String: Any])?["code"] as? String == "unknown_job")
 
         let output = d.folder.appendingPathComponent("inbox/out.csv").path
-        let accepted = try d.request("POST", "/v1/jobs",
+        let accepted = try d.request(
+            "POST", "/v1/jobs",
             body: #"{"kind":"export","store":"travel","entity":"Trip","format":"csv","path":"\#(output)"}"#)
         let id = accepted.object["id"] as? String ?? ""
         #expect(try d.jobEnded(id)["state"] as? String == "succeeded")

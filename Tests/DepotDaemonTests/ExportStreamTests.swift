@@ -16,7 +16,8 @@ struct ExportStreamTests {
         let d = try DaemonProcess(config: DaemonProcess.config())
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         _ = try ChangeFeedTests.importTrips(d, tripsCSV(2_000), name: "trips.csv")
-        for (format, predicate) in [("csv", nil), ("ndjson", nil), ("csv", "budget > 500"), ("ndjson", "id == 'none'")] {
+        for (format, predicate) in [("csv", nil), ("ndjson", nil), ("csv", "budget > 500"), ("ndjson", "id == 'none'")]
+        {
             var body = "{\"format\":\"\(format)\""
             var spec = "{\"kind\":\"export\",\"store\":\"travel\",\"entity\":\"Trip\",\"format\":\"\(format)\""
             if let predicate {
@@ -25,7 +26,9 @@ struct ExportStreamTests {
             }
             let streamed = try d.request("POST", Self.path, body: body + "}")
             #expect(streamed.status == 200)
-            #expect(streamed.headers["content-type"]?.hasPrefix(format == "csv" ? "text/csv" : "application/x-ndjson") == true)
+            #expect(
+                streamed.headers["content-type"]?.hasPrefix(format == "csv" ? "text/csv" : "application/x-ndjson")
+                    == true)
             let record = try job(d, spec + "}")
             let file = try String(contentsOfFile: record["path"] as? String ?? "", encoding: .utf8)
             #expect(streamed.body == file, "\(format) \(predicate ?? "")")
@@ -75,9 +78,11 @@ struct ExportStreamTests {
         #expect(list.reduce(0) { $0 + (($1["identifiers"] as? [String])?.count ?? 0) } == 150_000)
         #expect(Set(list.flatMap { $0["identifiers"] as? [String] ?? [] }).count == 150_000)
         // Its request errors are statuses, before anything streams.
-        for (body, code) in [(#"{"by":["nope"]}"#, "unknown_field"), (#"{"by":[]}"#, "invalid_argument"),
-                             (#"{"by":["name"],"limit":-1}"#, "invalid_argument"),
-                             (#"{"by":["name"],"where":"budget >"}"#, "invalid_predicate")] {
+        for (body, code) in [
+            (#"{"by":["nope"]}"#, "unknown_field"), (#"{"by":[]}"#, "invalid_argument"),
+            (#"{"by":["name"],"limit":-1}"#, "invalid_argument"),
+            (#"{"by":["name"],"where":"budget >"}"#, "invalid_predicate")
+        ] {
             let r = try d.request("POST", path, body: body)
             #expect(r.status == 400 && ChangeFeedTests.code(r) == code, "\(body): \(r.body)")
         }
@@ -93,8 +98,11 @@ struct ExportStreamTests {
     /// the connection, still open.
     static func post(_ d: DaemonProcess, _ target: String, _ body: String, reading: Int) throws -> Int32 {
         let fd = try UnixHTTP.connect(d.socket)
-        UnixHTTP.send(fd, Data(("POST \(target) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n"
-            + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body).utf8))
+        UnixHTTP.send(
+            fd,
+            Data(
+                ("POST \(target) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body).utf8))
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var received = 0
         while received < reading {
@@ -118,7 +126,8 @@ struct ExportStreamTests {
     /// or history page was answered while they stayed connected.
     @Test("exports that nobody reads hold no reader, end at their write deadline, and a hang-up kills nothing")
     func unreadExports() throws {
-        let config = DaemonProcess.config().replacingOccurrences(of: "[daemon]\n", with: "[daemon]\nstream_write_timeout = \"5s\"\n")
+        let config = DaemonProcess.config().replacingOccurrences(
+            of: "[daemon]\n", with: "[daemon]\nstream_write_timeout = \"5s\"\n")
         let d = try DaemonProcess(config: config)
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         // Far more than the pipe's few chunks and the socket's buffers hold.
@@ -164,7 +173,9 @@ struct ExportStreamTests {
     /// Issue 35, item 8: a fetch without a limit was built whole in memory,
     /// twice: 20 of 100k records took 559 MB. Here ten answers of 200k
     /// records held took 280 MiB before, 60 now.
-    @Test("fetches without a limit stream: ten held by clients that stopped reading stay within 150 MiB; one read whole is exact")
+    @Test(
+        "fetches without a limit stream: ten held by clients that stopped reading stay within 150 MiB; one read whole is exact"
+    )
     func unboundedFetches() throws {
         let d = try DaemonProcess(config: DaemonProcess.config())
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
@@ -176,8 +187,12 @@ struct ExportStreamTests {
         #expect(records.count == 200_000)
         #expect(records.first?["budget"] as? Double == 999.5 && records.last?["budget"] as? Double == 0.5)
         // A page in memory and the same records streamed agree.
-        let paged = try d.request("POST", fetch, body: #"{"sort":["id"],"limit":10000,"offset":3}"#).object["records"] as? [[String: Any]]
-        let streamed = try d.request("POST", fetch, body: #"{"sort":["id"],"limit":20000,"offset":3}"#).object["records"] as? [[String: Any]]
+        let paged =
+            try d.request("POST", fetch, body: #"{"sort":["id"],"limit":10000,"offset":3}"#).object["records"]
+            as? [[String: Any]]
+        let streamed =
+            try d.request("POST", fetch, body: #"{"sort":["id"],"limit":20000,"offset":3}"#).object["records"]
+            as? [[String: Any]]
         #expect(paged?.map { $0["id"] as? String } == streamed?.prefix(10_000).map { $0["id"] as? String })
         let idle = Self.rss(d)
         // Ten clients that read the first bytes of every record, then stop.

@@ -30,8 +30,9 @@ struct FullDiskTests {
         return p.terminationStatus
     }
 
-    @Test("an import that fills the disk fails saying so, keeps its saves and their history; the daemon serves on",
-          .enabled(if: canMount, "needs root to mount a small tmpfs; not run here"))
+    @Test(
+        "an import that fills the disk fails saying so, keeps its saves and their history; the daemon serves on",
+        .enabled(if: canMount, "needs root to mount a small tmpfs; not run here"))
     func importFillsTheDisk() throws {
         let folder = try DaemonProcess.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -39,25 +40,31 @@ struct FullDiskTests {
         try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
         #expect(Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=6m", "tmpfs", small.path]) == 0)
         defer { Self.run("/bin/umount", ["-l", small.path]) }
-        let config = DaemonProcess.config(saveEvery: 5_000).replacingOccurrences(of: "state_dir = \"state\"", with: "state_dir = \"small/state\"")
+        let config = DaemonProcess.config(saveEvery: 5_000).replacingOccurrences(
+            of: "state_dir = \"state\"", with: "state_dir = \"small/state\"")
         let d = try DaemonProcess(folder: folder, config: config)
         defer { d.stop() }
         let file = folder.appendingPathComponent("inbox/big.csv")
         try Data(tripsCSV(300_000).utf8).write(to: file)
-        let accepted = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
+        let accepted = try d.request(
+            "POST", "/v1/jobs",
+            body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
         #expect(accepted.status == 202)
         let last = try d.jobEnded(accepted.object["id"] as? String ?? "")
         #expect(last["state"] as? String == "failed")
         #expect((last["error"] as? String)?.contains("the disk is full") == true, "\(last["error"] ?? "")")
         // Serving on: health, and what was saved is there, each record with its one insert in the history.
         #expect(try d.request("GET", "/v1/health").status == 200)
-        let count = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#).object["count"] as? Int ?? -1
+        let count =
+            try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#).object["count"]
+            as? Int ?? -1
         #expect(count > 0 && count < 300_000, "\(count)")
         #expect(count % 5_000 == 0, "whole saves only: \(count)")
         var inserts = 0
         var after: String?
         while true {
-            let page = try d.request("GET", "/v1/stores/travel/history?limit=1000" + (after.map { "&after=\($0)" } ?? ""))
+            let page = try d.request(
+                "GET", "/v1/stores/travel/history?limit=1000" + (after.map { "&after=\($0)" } ?? ""))
             let transactions = page.object["transactions"] as? [[String: Any]] ?? []
             if transactions.isEmpty { break }
             for t in transactions { inserts += (t["changes"] as? [Any])?.count ?? 0 }
@@ -65,8 +72,9 @@ struct FullDiskTests {
         }
         #expect(inserts == count)
         // An upload that does not fit: 507 disk_full, nothing left in the spool.
-        let upload = try UnixHTTP.request(socket: d.socket, method: "POST", path: "/v1/stores/travel/entities/Trip/import?format=csv",
-                                          body: Data(tripsCSV(100_000, prefix: "u").utf8), contentType: "text/csv")
+        let upload = try UnixHTTP.request(
+            socket: d.socket, method: "POST", path: "/v1/stores/travel/entities/Trip/import?format=csv",
+            body: Data(tripsCSV(100_000, prefix: "u").utf8), contentType: "text/csv")
         #expect(upload.status == 507, "\(upload.body)")
         #expect((upload.object["error"] as? [String: Any])?["code"] as? String == "disk_full")
         let spool = small.appendingPathComponent("state/spool").path

@@ -11,10 +11,14 @@ struct FuzzReplayTests {
 
     @Test("each fuzz target replays its seeds and kept findings clean", arguments: targets)
     func replay(_ target: String) throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Fuzz").standardized
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Fuzz")
+            .standardized
         let p = Process()
         p.executableURL = DaemonProcess.executable.deletingLastPathComponent().appendingPathComponent(target)
-        p.arguments = [root.appendingPathComponent("Regressions/\(target)").path, root.appendingPathComponent("Seeds/\(target)").path]
+        p.arguments = [
+            root.appendingPathComponent("Regressions/\(target)").path,
+            root.appendingPathComponent("Seeds/\(target)").path
+        ]
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err

@@ -1,7 +1,8 @@
-@testable import DepotDaemon
 import DepotEngine
 import Foundation
 import Testing
+
+@testable import DepotDaemon
 
 /// Every way a hostile or careless user once crashed depotd (issue 17), each
 /// tried against a running daemon: each answer is a clear error (or the right
@@ -21,14 +22,17 @@ struct HostileInputTests {
     }
 
     func fetch(_ d: DaemonProcess, where predicate: String, result: String = "count") throws -> HTTPResult {
-        try d.request("POST", "/v1/stores/travel/entities/Trip/fetch",
-                      body: "{\"result\":\"\(result)\",\"where\":\(JSONText.quoted(predicate))}")
+        try d.request(
+            "POST", "/v1/stores/travel/entities/Trip/fetch",
+            body: "{\"result\":\"\(result)\",\"where\":\(JSONText.quoted(predicate))}")
     }
 
     func importTrips(_ d: DaemonProcess, _ count: Int) throws {
         let file = d.folder.appendingPathComponent("inbox/trips.csv")
         try Data(tripsCSV(count).utf8).write(to: file)
-        let accepted = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
+        let accepted = try d.request(
+            "POST", "/v1/jobs",
+            body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
         #expect(try d.jobEnded(accepted.object["id"] as? String ?? "")["inserted"] as? Int == count)
     }
 
@@ -60,20 +64,47 @@ struct HostileInputTests {
         try importTrips(d, 10)
         let file = d.folder.appendingPathComponent("inbox/trips.csv").path
         let refused: [(String, String, String)] = [
-            (#"{"kind":"import","store":"travel","entity":"Trip","path":"\#(file)","on_conflict":"merge"}"#, "invalid_argument", "on_conflict must be"),
-            (#"{"kind":"import","store":"travel","entity":"Trip","path":"\#(file)","max_rejects":"1e300"}"#, "invalid_argument", "max_rejects must be"),
-            (#"{"kind":"import","store":"travel","entity":"Trip","path":"\#(file)","format":"xml"}"#, "invalid_argument", "format must be"),
-            (#"{"kind":"import","store":"travel","entity":"Trap","path":"\#(file)"}"#, "unknown_entity", "did you mean"),
+            (
+                #"{"kind":"import","store":"travel","entity":"Trip","path":"\#(file)","on_conflict":"merge"}"#,
+                "invalid_argument", "on_conflict must be"
+            ),
+            (
+                #"{"kind":"import","store":"travel","entity":"Trip","path":"\#(file)","max_rejects":"1e300"}"#,
+                "invalid_argument", "max_rejects must be"
+            ),
+            (
+                #"{"kind":"import","store":"travel","entity":"Trip","path":"\#(file)","format":"xml"}"#,
+                "invalid_argument", "format must be"
+            ),
+            (
+                #"{"kind":"import","store":"travel","entity":"Trap","path":"\#(file)"}"#, "unknown_entity",
+                "did you mean"
+            ),
             (#"{"kind":"import","store":"travel","entity":"Trip"}"#, "invalid_argument", "names a path"),
-            (#"{"kind":"dedupe","store":"travel","entity":"Trip","by":["name"],"keep":"keep-middle"}"#, "invalid_argument", "keep must be"),
+            (
+                #"{"kind":"dedupe","store":"travel","entity":"Trip","by":["name"],"keep":"keep-middle"}"#,
+                "invalid_argument", "keep must be"
+            ),
             (#"{"kind":"dedupe","store":"travel","entity":"Trip","by":["nam"]}"#, "unknown_field", "did you mean"),
-            (#"{"kind":"delete","store":"travel","entity":"Trip","where":"budget >"}"#, "invalid_predicate", "expected a value"),
-            (#"{"kind":"update","store":"travel","entity":"Trip","where":"id == 't1'","set":{"budget":"lots"}}"#, "type_mismatch", "budget"),
-            (#"{"kind":"update","store":"travel","entity":"Trip","where":"id == 't1'","set":{"id":"x"}}"#, "invalid_argument", "identifier"),
-            (#"{"kind":"export","store":"travel","entity":"Trip","format":"xlsx"}"#, "invalid_argument", "ndjson or csv"),
+            (
+                #"{"kind":"delete","store":"travel","entity":"Trip","where":"budget >"}"#, "invalid_predicate",
+                "expected a value"
+            ),
+            (
+                #"{"kind":"update","store":"travel","entity":"Trip","where":"id == 't1'","set":{"budget":"lots"}}"#,
+                "type_mismatch", "budget"
+            ),
+            (
+                #"{"kind":"update","store":"travel","entity":"Trip","where":"id == 't1'","set":{"id":"x"}}"#,
+                "invalid_argument", "identifier"
+            ),
+            (
+                #"{"kind":"export","store":"travel","entity":"Trip","format":"xlsx"}"#, "invalid_argument",
+                "ndjson or csv"
+            ),
             (#"{"kind":"prune","store":"travel","before":"yesterday"}"#, "invalid_token", "not a history token"),
             (#"{"kind":"prune","store":"travel"}"#, "invalid_argument", "before (a token) or older_than"),
-            (#"{"kind":"launch","store":"travel"}"#, "invalid_argument", "kind must be one of"),
+            (#"{"kind":"launch","store":"travel"}"#, "invalid_argument", "kind must be one of")
         ]
         for (body, code, fragment) in refused {
             let r = try d.request("POST", "/v1/jobs", body: body)
@@ -84,9 +115,10 @@ struct HostileInputTests {
         // Nothing was queued but the first import.
         #expect((try d.request("GET", "/v1/jobs").object["jobs"] as? [Any])?.count == 1)
         // An upload with a bad option is refused before a byte is spooled.
-        let upload = try UnixHTTP.request(socket: d.socket, method: "POST",
-                                          path: "/v1/stores/travel/entities/Trip/import?format=csv&on_conflict=merge",
-                                          body: Data(tripsCSV(5).utf8), contentType: "text/csv")
+        let upload = try UnixHTTP.request(
+            socket: d.socket, method: "POST",
+            path: "/v1/stores/travel/entities/Trip/import?format=csv&on_conflict=merge",
+            body: Data(tripsCSV(5).utf8), contentType: "text/csv")
         #expect(upload.status == 400)
         #expect(error(upload).message.contains("on_conflict must be"))
         let spool = d.folder.appendingPathComponent("state/spool").path
@@ -106,7 +138,8 @@ struct HostileInputTests {
         #expect(bangs.object["count"] as? Int == over)
         healthy(d, "50,000 '!'")
         // 50,000 nested parentheses: refused at the 257th.
-        let parens = try fetch(d, where: String(repeating: "(", count: 50_000) + "budget > 1" + String(repeating: ")", count: 50_000))
+        let parens = try fetch(
+            d, where: String(repeating: "(", count: 50_000) + "budget > 1" + String(repeating: ")", count: 50_000))
         #expect(parens.status == 400)
         #expect(error(parens).code == "invalid_predicate")
         #expect(error(parens).position == 257)
@@ -136,12 +169,16 @@ struct HostileInputTests {
         #expect(error(alternating).code == "invalid_predicate")
         healthy(d, "deep predicates")
         // The same through a batch job and an aggregate.
-        let job = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"delete\",\"store\":\"travel\",\"entity\":\"Trip\",\"where\":"
-            + JSONText.quoted(String(repeating: "(", count: 300) + "budget > 1" + String(repeating: ")", count: 300)) + "}")
+        let job = try d.request(
+            "POST", "/v1/jobs",
+            body: "{\"kind\":\"delete\",\"store\":\"travel\",\"entity\":\"Trip\",\"where\":"
+                + JSONText.quoted(
+                    String(repeating: "(", count: 300) + "budget > 1" + String(repeating: ")", count: 300)) + "}")
         #expect(job.status == 400)
         #expect(error(job).position == 257)
-        let aggregate = try d.request("POST", "/v1/stores/travel/entities/Trip/aggregate",
-                                      body: "{\"field\":\"budget\",\"where\":" + JSONText.quoted(deep) + "}")
+        let aggregate = try d.request(
+            "POST", "/v1/stores/travel/entities/Trip/aggregate",
+            body: "{\"field\":\"budget\",\"where\":" + JSONText.quoted(deep) + "}")
         #expect(aggregate.status == 400)
         healthy(d, "deep predicates in jobs and aggregates")
     }
@@ -150,15 +187,19 @@ struct HostileInputTests {
     func numbers() throws {
         let d = try DaemonProcess()
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
-        for (body, key) in [(#"{"limit": 1e300}"#, "limit"), (#"{"limit": -1}"#, "limit"), (#"{"offset": 1.5}"#, "offset"),
-                            (#"{"limit": 99999999999999999999}"#, "limit")] {
+        for (body, key) in [
+            (#"{"limit": 1e300}"#, "limit"), (#"{"limit": -1}"#, "limit"), (#"{"offset": 1.5}"#, "offset"),
+            (#"{"limit": 99999999999999999999}"#, "limit")
+        ] {
             let r = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: body)
             #expect(r.status == 400)
             #expect(error(r).message.hasPrefix("\"\(key)\" must be a whole number"), "\(body): \(error(r).message)")
         }
-        let dup = try d.request("POST", "/v1/stores/travel/entities/Trip/duplicates", body: #"{"by": ["name"], "limit": 1e300}"#)
+        let dup = try d.request(
+            "POST", "/v1/stores/travel/entities/Trip/duplicates", body: #"{"by": ["name"], "limit": 1e300}"#)
         #expect(error(dup).message.hasPrefix("\"limit\" must be a whole number"))
-        let set = try d.request("POST", "/v1/jobs", body: #"{"kind":"update","store":"travel","entity":"Trip","set":{"budget":1e400}}"#)
+        let set = try d.request(
+            "POST", "/v1/jobs", body: #"{"kind":"update","store":"travel","entity":"Trip","set":{"budget":1e400}}"#)
         #expect(set.status == 400)
         for query in ["limit=1e300", "limit=-1", "limit=0", "after=-1", "after=1e300"] {
             #expect(try d.request("GET", "/v1/stores/travel/history?\(query)").status == 400, "\(query)")
@@ -169,8 +210,10 @@ struct HostileInputTests {
             #expect(error(r).message.hasPrefix("limit must be a whole number"), "\(query): \(error(r).message)")
         }
         // A count past Int.max is "very many", capped like any large one.
-        for path in ["/v1/stores/travel/check?limit=21252279975046170925640712192",
-                     "/v1/stores/travel/history?limit=99999999999999999999999"] {
+        for path in [
+            "/v1/stores/travel/check?limit=21252279975046170925640712192",
+            "/v1/stores/travel/history?limit=99999999999999999999999"
+        ] {
             #expect(try d.request("GET", path).status == 200, "\(path)")
         }
         healthy(d, "out-of-range numbers")
@@ -183,9 +226,10 @@ struct HostileInputTests {
         var d = try DaemonProcess(folder: folder)
         let spool = folder.appendingPathComponent("state/spool")
         func spooled() -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: spool.path)) ?? [] }
-        let upload = try UnixHTTP.request(socket: d.socket, method: "POST",
-                                          path: "/v1/stores/travel/entities/Trip/import?format=csv&max_rejects=0",
-                                          body: Data((0..<2_000).map { _ in UInt8.random(in: 0...255) }), contentType: "text/csv")
+        let upload = try UnixHTTP.request(
+            socket: d.socket, method: "POST",
+            path: "/v1/stores/travel/entities/Trip/import?format=csv&max_rejects=0",
+            body: Data((0..<2_000).map { _ in UInt8.random(in: 0...255) }), contentType: "text/csv")
         #expect(upload.status == 202)
         #expect(try d.jobEnded(upload.object["id"] as? String ?? "")["state"] as? String == "failed")
         #expect(spooled().isEmpty)
@@ -199,14 +243,16 @@ struct HostileInputTests {
         d.stop()
     }
 
-    @Test("a persisted job that cannot run is marked failed on start with its reason; the daemon serves, again and again")
+    @Test(
+        "a persisted job that cannot run is marked failed on start with its reason; the daemon serves, again and again")
     func unrunnablePersistedJobs() throws {
         let folder = try DaemonProcess.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         var d = try DaemonProcess(folder: folder)
         #expect(d.stop() == 0)
         // What an older daemon, or a hand edit, could have left in depot_jobs.
-        let prune = #"{"id":"jprune","kind":"prune","store":"travel","state":"queued","author":"x","#
+        let prune =
+            #"{"id":"jprune","kind":"prune","store":"travel","state":"queued","author":"x","#
             + #""created":"2026-01-01T00:00:00.000Z","older_than":"1e300s"}"#
         let broken = #"{"id":"jbroken","kind":"import","store":"travel","entity":"Trip","state":7}"#
         let store = folder.appendingPathComponent("state/travel.sqlite").path
@@ -248,26 +294,45 @@ struct HostileInputTests {
             ("max_upload_bytes = -1", "daemon.max_upload_bytes", "must be a whole number from 1 to 1099511627776"),
             ("socket_mode = \"+777\"", "daemon.socket_mode", "must be an octal mode"),
             ("socket_mode = \"-0\"", "daemon.socket_mode", "must be an octal mode"),
-            ("socket_mode = \"1777\"", "daemon.socket_mode", "must be an octal mode"),
+            ("socket_mode = \"1777\"", "daemon.socket_mode", "must be an octal mode")
         ]
         let storeCases: [(String, String, String)] = [
             ("save_interval = \"1e300s\"", "store[0].save_interval", "must be a duration from 1ms to 1d"),
-            ("history_retention = \"99999999999999d\"", "store[0].history_retention", "must be a duration from 0s to 36500d"),
-            ("cache_mb = 9223372036854775807", "store[0].cache_mb", "must be a whole number from 1 to 65536"),
+            (
+                "history_retention = \"99999999999999d\"", "store[0].history_retention",
+                "must be a duration from 0s to 36500d"
+            ),
+            ("cache_mb = 9223372036854775807", "store[0].cache_mb", "must be a whole number from 1 to 65536")
         ]
         let base = DaemonProcess.config()
         var texts: [(String, String, String)] = cases.map { line, key, message in
-            (base.replacingOccurrences(of: "[daemon]\n", with: "[daemon]\n\(line)\n")
-                .replacingOccurrences(of: "socket_mode = \"0660\"\n", with: line.hasPrefix("socket_mode") ? "" : "socket_mode = \"0660\"\n"),
-             key, message)
+            (
+                base.replacingOccurrences(of: "[daemon]\n", with: "[daemon]\n\(line)\n")
+                    .replacingOccurrences(
+                        of: "socket_mode = \"0660\"\n",
+                        with: line.hasPrefix("socket_mode") ? "" : "socket_mode = \"0660\"\n"),
+                key, message
+            )
         }
         texts += storeCases.map { line, key, message in
-            (base.replacingOccurrences(of: "save_interval = \"1h\"", with: line.hasPrefix("save_interval") ? line : "save_interval = \"1h\"\n\(line)"),
-             key, message)
+            (
+                base.replacingOccurrences(
+                    of: "save_interval = \"1h\"",
+                    with: line.hasPrefix("save_interval") ? line : "save_interval = \"1h\"\n\(line)"),
+                key, message
+            )
         }
-        texts.append((DaemonProcess.config(saveEvery: 0), "store[0].save_every", "must be a whole number from 1 to 2147483647"))
-        texts.append((base.replacingOccurrences(of: "[[store]]", with: "[[watch]]\npath = \"inbox\"\nstore = \"travel\"\nentity = \"Trip\"\nmax_rejects = \"1e300\"\n[[store]]"),
-                      "watch[0].max_rejects", "must be a count"))
+        texts.append(
+            (DaemonProcess.config(saveEvery: 0), "store[0].save_every", "must be a whole number from 1 to 2147483647"))
+        texts.append(
+            (
+                base.replacingOccurrences(
+                    of: "[[store]]",
+                    with:
+                        "[[watch]]\npath = \"inbox\"\nstore = \"travel\"\nentity = \"Trip\"\nmax_rejects = \"1e300\"\n[[store]]"
+                ),
+                "watch[0].max_rejects", "must be a count"
+            ))
         for (text, key, message) in texts {
             let file = folder.appendingPathComponent("depot.toml")
             try Data(text.utf8).write(to: file)

@@ -1,6 +1,7 @@
-@testable import DepotDaemon
 import Foundation
 import Testing
+
+@testable import DepotDaemon
 
 @Suite("inotify events")
 struct InotifyTests {
@@ -18,15 +19,18 @@ struct InotifyTests {
 
     @Test("a read's events parse by offset, names NUL-padded, overflow seen")
     func parse() {
-        let bytes = Self.event(watch: 3, mask: UInt32(IN_CLOSE_WRITE), name: "trips.csv", padTo: 16)
+        let bytes =
+            Self.event(watch: 3, mask: UInt32(IN_CLOSE_WRITE), name: "trips.csv", padTo: 16)
             + Self.event(watch: 4, mask: UInt32(IN_MOVED_TO), name: "été.ndjson", padTo: 32)
             + Self.event(watch: -1, mask: UInt32(IN_Q_OVERFLOW), name: "", padTo: 0)
         let events = Inotify.Event.parse(bytes)
-        #expect(events == [
-            Inotify.Event(watch: 3, mask: UInt32(IN_CLOSE_WRITE), name: "trips.csv", bytes: Array("trips.csv".utf8)),
-            Inotify.Event(watch: 4, mask: UInt32(IN_MOVED_TO), name: "été.ndjson", bytes: Array("été.ndjson".utf8)),
-            Inotify.Event(watch: -1, mask: UInt32(IN_Q_OVERFLOW), name: "", bytes: []),
-        ])
+        #expect(
+            events == [
+                Inotify.Event(
+                    watch: 3, mask: UInt32(IN_CLOSE_WRITE), name: "trips.csv", bytes: Array("trips.csv".utf8)),
+                Inotify.Event(watch: 4, mask: UInt32(IN_MOVED_TO), name: "été.ndjson", bytes: Array("été.ndjson".utf8)),
+                Inotify.Event(watch: -1, mask: UInt32(IN_Q_OVERFLOW), name: "", bytes: [])
+            ])
         #expect(events.map(\.overflowed) == [false, false, true])
         // A truncated read (never from the kernel) is not read past its end.
         #expect(Inotify.Event.parse(Array(bytes.prefix(20))).count == 1)

@@ -8,7 +8,8 @@ import Testing
 struct JobEndTests {
     /// `Faults/failsync.c`, built once into a shared object to preload.
     static let failSync: String? = {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Faults/failsync.c")
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "Faults/failsync.c")
         let output = "/tmp/depot-failsync-\(getpid()).so"
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -25,7 +26,9 @@ struct JobEndTests {
     func importFailingAfterFirstSave(_ d: DaemonProcess, trigger: String, rows: Int) throws -> [String: Any] {
         let file = d.folder.appendingPathComponent("inbox/big.csv")
         try Data(tripsCSV(rows).utf8).write(to: file)
-        let accepted = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
+        let accepted = try d.request(
+            "POST", "/v1/jobs",
+            body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
         let id = accepted.object["id"] as? String ?? ""
         _ = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(id)/events") { line in
             guard (json(line)["saves"] as? Int ?? 0) >= 1 else { return false }
@@ -36,17 +39,20 @@ struct JobEndTests {
     }
 
     func count(_ d: DaemonProcess) throws -> Int? {
-        try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#).object["count"] as? Int
+        try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#).object["count"]
+            as? Int
     }
 
-    @Test("a failed fsync of a commit fails the job, which does not resume after kill -9 and a restart",
-          .enabled(if: failSync != nil, "needs cc to build the fsync fault"))
+    @Test(
+        "a failed fsync of a commit fails the job, which does not resume after kill -9 and a restart",
+        .enabled(if: failSync != nil, "needs cc to build the fsync fault"))
     func failedSyncFailsTheJob() throws {
         let folder = try DaemonProcess.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let trigger = folder.appendingPathComponent("fail-sync").path
         try Data(Self.config().utf8).write(to: folder.appendingPathComponent("depot.toml"))
-        var d = try DaemonProcess(folder: folder, environment: ["LD_PRELOAD": Self.failSync!, "DEPOT_FAIL_SYNC": trigger])
+        var d = try DaemonProcess(
+            folder: folder, environment: ["LD_PRELOAD": Self.failSync!, "DEPOT_FAIL_SYNC": trigger])
         let ended = try importFailingAfterFirstSave(d, trigger: trigger, rows: 200_000)
         let id = ended["id"] as? String ?? ""
         // Without a sync at each commit (synchronous = NORMAL), it succeeded.
@@ -62,8 +68,9 @@ struct JobEndTests {
         #expect(try count(d) ?? 0 < 200_000)
     }
 
-    @Test("a job whose end a full disk kept out of the store stays failed after kill -9, and never overwrites newer data",
-          .enabled(if: failSync != nil, "needs cc to build the write fault"))
+    @Test(
+        "a job whose end a full disk kept out of the store stays failed after kill -9, and never overwrites newer data",
+        .enabled(if: failSync != nil, "needs cc to build the write fault"))
     func unrecordedEndStaysFailed() throws {
         let folder = try DaemonProcess.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -82,7 +89,9 @@ struct JobEndTests {
         #expect(saved > 0 && saved < 200_000)
         // While the disk is full: 507 disk_full for a new job and a new
         // consumer, not 500 (issue #35, item 12).
-        let job = try d.request("POST", "/v1/jobs", body: ChangeFeedTests.importBodyFor(d.folder.appendingPathComponent("inbox/big.csv").path))
+        let job = try d.request(
+            "POST", "/v1/jobs",
+            body: ChangeFeedTests.importBodyFor(d.folder.appendingPathComponent("inbox/big.csv").path))
         #expect(job.status == 507 && ChangeFeedTests.code(job) == "disk_full", "\(job.body)")
         let consumer = try d.request("POST", "/v1/stores/travel/consumers", body: #"{"name":"indexer"}"#)
         #expect(consumer.status == 507 && ChangeFeedTests.code(consumer) == "disk_full", "\(consumer.body)")
@@ -119,8 +128,11 @@ struct JobEndTests {
         defer { d.stop() }
         record = try d.request("GET", "/v1/jobs/\(secondID)").object
         #expect(record["state"] as? String == "failed")
-        let budgets = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch",
-                                    body: #"{"where":"budget == 0.25","result":"count"}"#).object["count"] as? Int
+        let budgets =
+            try d.request(
+                "POST", "/v1/stores/travel/entities/Trip/fetch",
+                body: #"{"where":"budget == 0.25","result":"count"}"#
+            ).object["count"] as? Int
         #expect(budgets == 20)
         #expect(!d.log.contains("job resumes"))
     }

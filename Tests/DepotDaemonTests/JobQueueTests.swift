@@ -1,5 +1,6 @@
-@testable import DepotDaemon
 import Testing
+
+@testable import DepotDaemon
 
 /// The job queue's state machine, without I/O, on a manual clock.
 @Suite("Job queue")
@@ -11,7 +12,9 @@ struct JobQueueTests {
         var now: String { "2026-01-01T00:00:\(seconds < 10 ? "0" : "")\(seconds).000Z" }
     }
 
-    static func job(_ id: String, _ store: String, state: JobRecord.State = .queued, started: String? = nil) -> JobRecord {
+    static func job(_ id: String, _ store: String, state: JobRecord.State = .queued, started: String? = nil)
+        -> JobRecord
+    {
         var r = JobRecord(id: id, kind: .import, store: store, entity: "Trip", author: "test")
         r.state = state
         r.started = started
@@ -53,7 +56,9 @@ struct JobQueueTests {
         #expect(queue.finished("a1", .succeeded(queue.records["a1"]!)).isEmpty)
     }
 
-    @Test("cancel: a waiting job ends at once; a running one is interrupted once, then ends cancelled and the next starts")
+    @Test(
+        "cancel: a waiting job ends at once; a running one is interrupted once, then ends cancelled and the next starts"
+    )
     func cancel() throws {
         let clock = ManualClock()
         var queue = JobQueue(now: { clock.now })
@@ -72,11 +77,14 @@ struct JobQueueTests {
         #expect(Self.started(effects) == ["a3"])
         // A final job stays as it is; an unknown one is an error.
         #expect(try queue.cancel("a2") == [])
-        let error = #expect(throws: APIError.self) { try queue.cancel("nope") }
-        #expect(error?.code == .unknownJob)
+        let error = #expect(throws: JobRefusal.self) { try queue.cancel("nope") }
+        #expect(error == .unknownJob("nope"))
+        #expect(APIError.answer(to: error!).code == .unknownJob)
     }
 
-    @Test("resume: unfinished jobs of the last run wait again in their order, keep their start time; final ones are listed")
+    @Test(
+        "resume: unfinished jobs of the last run wait again in their order, keep their start time; final ones are listed"
+    )
     func resume() {
         let clock = ManualClock()
         clock.advance(30)
@@ -98,8 +106,9 @@ struct JobQueueTests {
         _ = try queue.submit(Self.job("a2", "A"))
         _ = try queue.submit(Self.job("b1", "B"))
         #expect(queue.stop() == [.interrupt(id: "a1"), .interrupt(id: "b1")])
-        let error = #expect(throws: APIError.self) { try queue.submit(Self.job("c1", "C")) }
-        #expect(error?.code == .storeClosed)
+        let error = #expect(throws: JobRefusal.self) { try queue.submit(Self.job("c1", "C")) }
+        #expect(error == .stopping)
+        #expect(APIError.answer(to: error!).code == .storeClosed)
         #expect(queue.finished("a1", nil).isEmpty)
         #expect(queue.records["a1"]?.state.isFinal == false)
         #expect(queue.records["a1"]?.finished == nil)

@@ -88,17 +88,22 @@ final class Journal {
 
 @Suite("depotd and the journal")
 struct JournalTests {
-    @Test("under a journal stream, log entries reach the journal with PRIORITY, STORE= and JOB_ID= fields",
-          .enabled(if: Journal.available && FileManager.default.isExecutableFile(atPath: "/usr/bin/journalctl")))
+    @Test(
+        "under a journal stream, log entries reach the journal with PRIORITY, STORE= and JOB_ID= fields",
+        .enabled(if: Journal.available && FileManager.default.isExecutableFile(atPath: "/usr/bin/journalctl")))
     func journalFields() throws {
         let journal = try Journal()
         let d = try DaemonProcess(journalStream: true)
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         let file = d.folder.appendingPathComponent("inbox/trips.csv")
         try Data(tripsCSV(10).utf8).write(to: file)
-        let accepted = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
+        let accepted = try d.request(
+            "POST", "/v1/jobs",
+            body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
         let id = accepted.object["id"] as? String ?? ""
-        _ = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(id)/events") { json($0)["state"] as? String == "succeeded" }
+        _ = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(id)/events") {
+            json($0)["state"] as? String == "succeeded"
+        }
         let entries = try journal.entries(pid: d.process.processIdentifier) { found in
             found.contains { $0["JOB_ID"] as? String == id }
         }

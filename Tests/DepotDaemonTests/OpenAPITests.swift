@@ -1,9 +1,10 @@
-@testable import DepotDaemon
 import Foundation
 import Hummingbird
 import Logging
 import Testing
 import Yams
+
+@testable import DepotDaemon
 
 @Suite("docs/openapi.yaml")
 struct OpenAPITests {
@@ -22,7 +23,8 @@ struct OpenAPITests {
         let paths = try document()["paths"] as? [String: Any] ?? [:]
         var operations = Set<String>()
         for (path, item) in paths {
-            for method in (item as? [String: Any] ?? [:]).keys where ["get", "post", "put", "delete", "patch"].contains(method) {
+            for method in (item as? [String: Any] ?? [:]).keys
+            where ["get", "post", "put", "delete", "patch"].contains(method) {
                 operations.insert("\(method.uppercased()) \(path)")
             }
         }
@@ -55,14 +57,17 @@ struct OpenAPITests {
     @Test("documents exactly the routes the daemon serves")
     func matchesRouter() throws {
         let config = try DaemonConfig.parse(DaemonProcess.config(), file: "/tmp/depot.toml")
-        let routes = ControlRoutes(settings: LiveSettings(config), jobs: JobManager(stateDir: "/tmp", logger: Logger(label: "test"), metrics: Metrics()),
-                                   metrics: Metrics(), logger: Logger(label: "test"))
-        let served = Set(routes.router().routes.map { route in
-            let path = route.path.description.split(separator: "/").map { part in
-                part.hasPrefix(":") ? "{\(part.dropFirst())}" : String(part)
-            }
-            return "\(route.method) /" + path.joined(separator: "/")
-        })
+        let routes = ControlRoutes(
+            settings: LiveSettings(config),
+            jobs: JobManager(stateDir: "/tmp", logger: Logger(label: "test"), metrics: Metrics()),
+            metrics: Metrics(), logger: Logger(label: "test"))
+        let served = Set(
+            routes.router().routes.map { route in
+                let path = route.path.description.split(separator: "/").map { part in
+                    part.hasPrefix(":") ? "{\(part.dropFirst())}" : String(part)
+                }
+                return "\(route.method) /" + path.joined(separator: "/")
+            })
         let documented = try Self.documented()
         #expect(served.count >= 17)  // the parse found the routes at all
         #expect(served.subtracting(documented) == [], "served but not documented")

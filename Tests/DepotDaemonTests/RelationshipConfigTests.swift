@@ -1,6 +1,7 @@
-@testable import DepotDaemon
 import DepotEngine
 import Testing
+
+@testable import DepotDaemon
 
 /// `[store.entity.relationships]` in depot.toml (DESIGN §12).
 @Suite("depotd configuration: relationships")
@@ -69,7 +70,8 @@ struct RelationshipConfigTests {
 
     @Test("every mistake is reported at once, at its key, naming the entity and the relationship")
     func mistakes() {
-        let text = Self.store("""
+        let text = Self.store(
+            """
               [[store.entity]]
               name = "Customer"
               identifier = "id"
@@ -98,7 +100,9 @@ struct RelationshipConfigTests {
                 [store.entity.relationships]
                 order = { to = "Order", required = true }
             """)
-        let error = #expect(throws: DaemonConfig.Problems.self) { try DaemonConfig.parse(text, file: "/etc/depot.toml") }
+        let error = #expect(throws: DaemonConfig.Problems.self) {
+            try DaemonConfig.parse(text, file: "/etc/depot.toml")
+        }
         let all = error?.problems ?? []
         func has(_ text: String) { #expect(all.contains { $0.contains(text) }, "\(text) not in \(all)") }
         has(#"store[0].entity[0].relationships.notes.delete: must be cascade, nullify or deny, not "destroy""#)
@@ -108,8 +112,12 @@ struct RelationshipConfigTests {
         has("store[0].entity[0].relationships.flat: must be a table such as")
         has("store[0].entity[1].relationships.customer.required: must be true or false")
         // Between entities.
-        has(#"store[0].entity: relationship "Customer.orders": its inverse "buyer" must be a to-one of "Order" to "Customer""#)
-        has(#"relationship "Customer.mail" points to "Custmer", which is not an entity of the store (did you mean "Customer"?)"#)
+        has(
+            #"store[0].entity: relationship "Customer.orders": its inverse "buyer" must be a to-one of "Order" to "Customer""#
+        )
+        has(
+            #"relationship "Customer.mail" points to "Custmer", which is not an entity of the store (did you mean "Customer"?)"#
+        )
         has(#"relationship "Customer.notes" points to "Note""#)
         has(#"relationship "Order.lines" nullifies "Line.order" on delete, but that reference is required"#)
         #expect(all.count == 10, "\(all)")

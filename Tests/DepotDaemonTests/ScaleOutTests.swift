@@ -89,22 +89,28 @@ struct ScaleOutTests {
             let (a, b) = try Self.twoHosts(schema: schema, shared: shared)
             defer { a.stop(); b.stop() }
             for k in 1...5 {
-                try Data((tripsCSV(1, prefix: "live\(k)-")).utf8).write(to: shared.appendingPathComponent("one-\(k).csv"))
+                try Data((tripsCSV(1, prefix: "live\(k)-")).utf8).write(
+                    to: shared.appendingPathComponent("one-\(k).csv"))
             }
             // Each count B streams, with when it arrived; the next import goes
             // to A once B showed the one before (so that no two coalesce).
             var arrivals: [(count: Int, at: Date)] = []
             let aSocket = a.socket
-            _ = try UnixHTTP.stream(socket: b.socket, method: "POST", path: "/v1/stores/travel/entities/Trip/fetch",
-                                    body: #"{"result":"count","watch":true}"#) { line in
+            _ = try UnixHTTP.stream(
+                socket: b.socket, method: "POST", path: "/v1/stores/travel/entities/Trip/fetch",
+                body: #"{"result":"count","watch":true}"#
+            ) { line in
                 let now = Date()
-                guard let result = json(line)["result"] as? [String: Any], let n = result["count"] as? Int else { return false }
+                guard let result = json(line)["result"] as? [String: Any], let n = result["count"] as? Int else {
+                    return false
+                }
                 arrivals.append((n, now))
                 if n < 5 {
                     let path = shared.appendingPathComponent("one-\(n + 1).csv").path
                     Thread.detachNewThread {
-                        _ = try? UnixHTTP.request(socket: aSocket, method: "POST", path: "/v1/jobs",
-                                                  body: Data(Self.importBody(path).utf8))
+                        _ = try? UnixHTTP.request(
+                            socket: aSocket, method: "POST", path: "/v1/jobs",
+                            body: Data(Self.importBody(path).utf8))
                     }
                 }
                 return n == 5
@@ -132,13 +138,16 @@ struct ScaleOutTests {
             try Data(tripsCSV(2, prefix: "ch").utf8).write(to: file)
             var events: [[String: Any]] = []
             let aSocket = a.socket, body = Self.importBody(file.path)
-            _ = try UnixHTTP.stream(socket: b.socket, method: "POST", path: "/v1/stores/travel/entities/Trip/fetch",
-                                    body: #"{"fields":["name"],"watch":true,"changes":true}"#) { line in
+            _ = try UnixHTTP.stream(
+                socket: b.socket, method: "POST", path: "/v1/stores/travel/entities/Trip/fetch",
+                body: #"{"fields":["name"],"watch":true,"changes":true}"#
+            ) { line in
                 let event = json(line)
                 events.append(event)
                 if events.count == 1 {
                     Thread.detachNewThread {
-                        _ = try? UnixHTTP.request(socket: aSocket, method: "POST", path: "/v1/jobs", body: Data(body.utf8))
+                        _ = try? UnixHTTP.request(
+                            socket: aSocket, method: "POST", path: "/v1/jobs", body: Data(body.utf8))
                     }
                 }
                 return event["type"] as? String == "changes"
@@ -161,7 +170,8 @@ struct ScaleOutTests {
             _ = try UnixHTTP.stream(socket: a.socket, path: "/v1/jobs/\(id)/events") { line in
                 let record = json(line)
                 if cancelled == 0, record["state"] as? String == "running", (record["saves"] as? Int ?? 0) >= 1 {
-                    cancelled = (try? UnixHTTP.request(socket: bSocket, method: "DELETE", path: "/v1/jobs/\(id)").status) ?? -1
+                    cancelled =
+                        (try? UnixHTTP.request(socket: bSocket, method: "DELETE", path: "/v1/jobs/\(id)").status) ?? -1
                 }
                 final = record
                 return ["succeeded", "failed", "cancelled"].contains(record["state"] as? String ?? "")
@@ -191,7 +201,9 @@ struct ScaleOutTests {
                 guard record["state"] as? String == "running", (record["saves"] as? Int ?? 0) >= 1 else { return false }
                 let shown = try? UnixHTTP.request(socket: bSocket, method: "GET", path: "/v1/jobs/\(id)")
                 seen = shown?.object ?? [:]
-                let list = (try? UnixHTTP.request(socket: bSocket, method: "GET", path: "/v1/jobs"))?.object["jobs"] as? [[String: Any]]
+                let list =
+                    (try? UnixHTTP.request(socket: bSocket, method: "GET", path: "/v1/jobs"))?.object["jobs"]
+                    as? [[String: Any]]
                 listed = list?.contains { $0["id"] as? String == id } == true
                 return true
             }
@@ -231,7 +243,8 @@ struct ScaleOutTests {
         var changes: [String] = []
         var after = ""
         while true {
-            let page = try d.request("GET", "/v1/stores/travel/history?limit=50" + (after.isEmpty ? "" : "&after=\(after)"))
+            let page = try d.request(
+                "GET", "/v1/stores/travel/history?limit=50" + (after.isEmpty ? "" : "&after=\(after)"))
             let transactions = page.object["transactions"] as? [[String: Any]] ?? []
             guard let last = transactions.last?["token"] as? String else { break }
             after = last
@@ -247,7 +260,9 @@ struct ScaleOutTests {
 
     static let counters = ["read", "inserted", "updated", "unchanged", "skipped", "duplicates", "rejected"]
 
-    @Test("host A is killed (SIGKILL) mid-import; host B takes the job over once A's lease lapses, and store, history and counters equal a clean run's")
+    @Test(
+        "host A is killed (SIGKILL) mid-import; host B takes the job over once A's lease lapses, and store, history and counters equal a clean run's"
+    )
     func killedHostResumes() async throws {
         let rows = ProcessInfo.processInfo.environment["DEPOT_SCALEOUT_ROWS"].flatMap { Int($0) } ?? 100_000
         let csv = Self.awkwardCSV(rows)
@@ -264,7 +279,8 @@ struct ScaleOutTests {
             let (records, changes) = try Self.contents(c)
             clean = (records, changes, job)
         }
-        #expect((clean.job["inserted"] as? Int ?? 0) > 0 && (clean.job["duplicates"] as? Int ?? 0) > 0
+        #expect(
+            (clean.job["inserted"] as? Int ?? 0) > 0 && (clean.job["duplicates"] as? Int ?? 0) > 0
                 && (clean.job["rejected"] as? Int ?? 0) > 0, "\(clean.job)")
 
         try await Self.withSchema { schema, shared in

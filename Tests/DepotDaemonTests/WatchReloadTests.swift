@@ -11,11 +11,14 @@ func watchJobEnded(_ d: DaemonProcess, file: String) throws -> [String: Any] {
             && ["succeeded", "failed", "cancelled"].contains(job["state"] as? String ?? "")
     }
     var last: [String: Any] = [:]
-    _ = try UnixHTTP.stream(socket: d.socket, path: "/v1/events", opened: {
-        guard let job = try jobList(d).first(where: ended) else { return false }
-        last = job
-        return true
-    }) { line in
+    _ = try UnixHTTP.stream(
+        socket: d.socket, path: "/v1/events",
+        opened: {
+            guard let job = try jobList(d).first(where: ended) else { return false }
+            last = job
+            return true
+        }
+    ) { line in
         let job = json(line)["job"] as? [String: Any] ?? [:]
         guard ended(job) else { return false }
         last = job
@@ -85,7 +88,8 @@ struct WatchReloadTests {
         // means the watcher read the event before it.
         try Data(tripsCSV(5, prefix: "s").utf8).write(to: stuck)
         try FileManager.default.removeItem(at: inbox.appendingPathComponent(".done"))
-        try FileManager.default.createDirectory(at: inbox.appendingPathComponent(".done"), withIntermediateDirectories: false)
+        try FileManager.default.createDirectory(
+            at: inbox.appendingPathComponent(".done"), withIntermediateDirectories: false)
         try Data(tripsCSV(3, prefix: "n").utf8).write(to: inbox.appendingPathComponent("next.csv"))
         #expect(try watchJobEnded(d, file: "next.csv")["state"] as? String == "succeeded")
         func importsOfStuck() throws -> Int {
@@ -100,7 +104,9 @@ struct WatchReloadTests {
         #expect(try jobList(again).filter { ($0["watch_file"] as? String)?.hasSuffix("/stuck.csv") == true }.count == 1)
         #expect(FileManager.default.fileExists(atPath: inbox.appendingPathComponent(".done/stuck.csv").path))
         #expect(!FileManager.default.fileExists(atPath: stuck.path))
-        #expect(try again.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#).object["count"] as? Int == 8)
+        #expect(
+            try again.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#).object[
+                "count"] as? Int == 8)
     }
 
     @Test("files dropped while the daemon was down are imported at start; hidden and partial names are left alone")
@@ -139,27 +145,32 @@ struct WatchReloadTests {
         defer { d.stop() }
         let file = folder.appendingPathComponent("inbox/big.csv")
         try Data(tripsCSV(200_000).utf8).write(to: file)
-        let accepted = try d.request("POST", "/v1/jobs", body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
+        let accepted = try d.request(
+            "POST", "/v1/jobs",
+            body: "{\"kind\":\"import\",\"store\":\"travel\",\"entity\":\"Trip\",\"path\":\"\(file.path)\"}")
         let id = accepted.object["id"] as? String ?? ""
-        _ = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(id)/events") { (json($0)["saves"] as? Int ?? 0) >= 1 }
+        _ = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(id)/events") {
+            (json($0)["saves"] as? Int ?? 0) >= 1
+        }
         #expect(try d.request("GET", "/v1/stores/archive").status == 404)
 
         // A second store and a watch feeding it.
-        let grown = base + """
+        let grown =
+            base + """
 
-            [[store]]
-            name = "archive"
+                [[store]]
+                name = "archive"
 
-              [[store.entity]]
-              name = "Trip"
-              identifier = "id"
-            \(DaemonProcess.tripFields)
+                  [[store.entity]]
+                  name = "Trip"
+                  identifier = "id"
+                \(DaemonProcess.tripFields)
 
-            [[watch]]
-            path = "inbox/archive"
-            store = "archive"
-            entity = "Trip"
-            """
+                [[watch]]
+                path = "inbox/archive"
+                store = "archive"
+                entity = "Trip"
+                """
         try Data(grown.utf8).write(to: folder.appendingPathComponent("depot.toml"))
         kill(d.process.processIdentifier, SIGHUP)
         #expect(d.notify.waitFor(prefix: "RELOADING=1", timeout: 30) != nil)
@@ -175,7 +186,8 @@ struct WatchReloadTests {
         #expect(archived["inserted"] as? Int == 12)
 
         // A broken file: refused whole, the daemon keeps what it runs.
-        try Data((grown + "\n[daemon]\nsave_every = \"many\"\n").utf8).write(to: folder.appendingPathComponent("depot.toml"))
+        try Data((grown + "\n[daemon]\nsave_every = \"many\"\n").utf8).write(
+            to: folder.appendingPathComponent("depot.toml"))
         kill(d.process.processIdentifier, SIGHUP)
         #expect(d.notify.waitFor(prefix: "READY=1", count: 3, timeout: 30) != nil)
         #expect(d.log.contains("configuration not reloaded"))
@@ -204,8 +216,9 @@ struct ReloadAccessTests {
 
     func status(_ answer: String) -> Int { Int(answer.split(separator: " ").dropFirst().first ?? "") ?? 0 }
 
-    @Test("a revoked writer is refused after SIGHUP; a reload that cannot open a store applies nothing, access included",
-          .enabled(if: getuid() == 0, "needs root to act as another uid"))
+    @Test(
+        "a revoked writer is refused after SIGHUP; a reload that cannot open a store applies nothing, access included",
+        .enabled(if: getuid() == 0, "needs root to act as another uid"))
     func accessReloads() throws {
         let access = "[access]\nwrite = [\"uid:65534\"]\n"
         let base = DaemonProcess.config(socketMode: "0666")
@@ -220,17 +233,18 @@ struct ReloadAccessTests {
         #expect(status(refused) == 403 && refused.contains("the write role is needed"), "\(refused)")
 
         // Granted again, with a store that cannot open: nothing applies.
-        let broken = base + "\n" + access + """
+        let broken =
+            base + "\n" + access + """
 
-            [[store]]
-            name = "elsewhere"
-            path = "/proc/depot-cannot/x.sqlite"
+                [[store]]
+                name = "elsewhere"
+                path = "/proc/depot-cannot/x.sqlite"
 
-              [[store.entity]]
-              name = "Trip"
-              identifier = "id"
-            \(DaemonProcess.tripFields)
-            """
+                  [[store.entity]]
+                  name = "Trip"
+                  identifier = "id"
+                \(DaemonProcess.tripFields)
+                """
         try reload(d, broken, 3)
         #expect(status(try UnixHTTP.asUser(65534, d.socket, "DELETE", prune)) == 403)
         #expect(try d.request("GET", "/v1/stores/elsewhere").status == 404)

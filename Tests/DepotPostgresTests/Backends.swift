@@ -1,8 +1,9 @@
 import DepotEngine
-@testable import DepotPostgres
 import Foundation
 import GRDB
 import Testing
+
+@testable import DepotPostgres
 
 /// The PostgreSQL server the tests use: a private cluster that
 /// scripts/test starts (scripts/pg-cluster), named by
@@ -22,7 +23,8 @@ protocol Backend: Sendable {
     var contract: any StoreBackend { get }
     func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool) async throws -> WriteCounts
     /// A save that writes `batch` and then a checkpoint, in one transaction.
-    func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws -> WriteCounts
+    func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws
+        -> WriteCounts
     func checkpoint(job: String) async throws -> [UInt8]?
     /// Every record, its fields in the entity's order, sorted by identifier.
     func records(_ entity: String) async throws -> [[Value]]
@@ -43,8 +45,12 @@ protocol Backend: Sendable {
 
 /// Runs `body` with a progress handler that cancels the running task once
 /// `stop` saves have committed.
-func cancelling(after stop: Int?, _ body: @escaping @Sendable (@escaping @Sendable (ImportProgress) -> Void) async throws -> ImportProgress)
-    async throws -> ImportProgress {
+func cancelling(
+    after stop: Int?,
+    _ body: @escaping @Sendable (@escaping @Sendable (ImportProgress) -> Void) async throws -> ImportProgress
+)
+    async throws -> ImportProgress
+{
     let task = Task {
         try await body { progress in
             if let stop, progress.saves >= stop { withUnsafeCurrentTask { $0?.cancel() } }
@@ -66,13 +72,17 @@ final class SQLiteBackend: Backend {
     var contract: any StoreBackend { store }
 
     init(entities: [EntitySchema], folder: URL? = nil, pruneStep: Int? = nil) async throws {
-        self.folder = try folder ?? {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("depot-pgtest-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            return folder
-        }()
-        var configuration = StoreConfiguration(name: "travel", path: self.folder.appendingPathComponent("s.sqlite").path,
-                                               entities: entities)
+        self.folder =
+            try folder
+            ?? {
+                let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "depot-pgtest-\(UUID().uuidString)")
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                return folder
+            }()
+        var configuration = StoreConfiguration(
+            name: "travel", path: self.folder.appendingPathComponent("s.sqlite").path,
+            entities: entities)
         if let pruneStep { configuration.historyPruneStep = pruneStep }
         store = try await Store.open(configuration)
     }
@@ -80,10 +90,13 @@ final class SQLiteBackend: Backend {
     func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool) async throws -> WriteCounts {
         // An import's source floor: the records stored before it.
         let floor: Int64? = supersede ? Int64.max : nil
-        return try await store.save(author: "test") { try $0.write(batch, policy: policy, sourceRowidFloor: floor) }.value
+        return try await store.save(author: "test") { try $0.write(batch, policy: policy, sourceRowidFloor: floor) }
+            .value
     }
 
-    func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws -> WriteCounts {
+    func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws
+        -> WriteCounts
+    {
         try await store.save(author: "test", job: job) { save in
             let counts = try save.write(batch, policy: policy)
             try save.setCheckpoint(job: job, data: checkpoint)
@@ -95,7 +108,9 @@ final class SQLiteBackend: Backend {
 
     func records(_ entity: String) async throws -> [[Value]] {
         let e = try store.reader.entity(entity)
-        return try await store.reader.fetch(FetchDescriptor(entity: entity, sort: e.identifier.map { SortDescriptor($0) })).rows
+        return try await store.reader.fetch(
+            FetchDescriptor(entity: entity, sort: e.identifier.map { SortDescriptor($0) })
+        ).rows
     }
 
     func history() async throws -> [HistoryTransaction] { try await store.reader.history(limit: 10_000) }
@@ -114,8 +129,10 @@ final class SQLiteBackend: Backend {
         let queue = try DatabaseQueue(path: folder.appendingPathComponent("s.sqlite").path)
         return try await queue.read { db in
             // An entity's table is named as the entity; an index of SQLite's own (a UNIQUE) has no sql.
-            let names = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' "
-                + "AND tbl_name = ? AND sql IS NOT NULL", arguments: [entity])
+            let names = try String.fetchAll(
+                db,
+                sql: "SELECT name FROM sqlite_master WHERE type = 'index' "
+                    + "AND tbl_name = ? AND sql IS NOT NULL", arguments: [entity])
             return try names.map { name in
                 try String.fetchAll(db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [name])
             }.sorted { $0.lexicographicallyPrecedes($1) }
@@ -153,7 +170,9 @@ final class PostgresBackend: Backend {
         try await store.save(author: "test") { try await $0.write(batch, policy: policy, supersede: supersede) }.value
     }
 
-    func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws -> WriteCounts {
+    func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws
+        -> WriteCounts
+    {
         try await store.save(author: "test", job: job) { save in
             let counts = try await save.write(batch, policy: policy)
             try await save.setCheckpoint(job: job, data: checkpoint)
@@ -168,23 +187,30 @@ final class PostgresBackend: Backend {
     func history() async throws -> [HistoryTransaction] { try await store.history(limit: 10_000) }
     func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet { try await store.fetch(descriptor) }
     func count(_ descriptor: FetchDescriptor) async throws -> Int { try await store.count(descriptor) }
-    func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] { try await store.identifiers(descriptor) }
+    func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] {
+        try await store.identifiers(descriptor)
+    }
 
     func importFile(_ request: ImportRequest, cancelAfter: Int?) async throws -> ImportProgress {
         let store = store
-        return try await cancelling(after: cancelAfter) { try await PostgresImporter.run(request, into: store, progress: $0) }
+        return try await cancelling(after: cancelAfter) {
+            try await PostgresImporter.run(request, into: store, progress: $0)
+        }
     }
 
     func indexes(_ entity: String) async throws -> [[String]] {
         func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
-        let sql = "SELECT string_agg(a.attname, ',' ORDER BY k.n) FROM pg_index i "
+        let sql =
+            "SELECT string_agg(a.attname, ',' ORDER BY k.n) FROM pg_index i "
             + "JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace ns ON ns.oid = t.relnamespace "
             + "CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) "
             + "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
             + "WHERE ns.nspname = \(literal(schema)) AND t.relname = \(literal(entity)) "
             + "AND NOT i.indisprimary GROUP BY i.indexrelid"
         let rows = try await store.read { try await PostgresSQL.textRows($0, sql, logger: store.logger) }
-        return rows.map { ($0[0] ?? "").split(separator: ",").map(String.init) }.sorted { $0.lexicographicallyPrecedes($1) }
+        return rows.map { ($0[0] ?? "").split(separator: ",").map(String.init) }.sorted {
+            $0.lexicographicallyPrecedes($1)
+        }
     }
 
     func reopen(entities: [EntitySchema]) async throws -> any Backend {
@@ -205,13 +231,16 @@ enum Backends {
 
     /// A new store of backend `name`; `pruneStep`, its `historyPruneStep`.
     static func open(_ name: String, entities: [EntitySchema], pruneStep: Int? = nil) async throws -> any Backend {
-        name == "sqlite" ? try await SQLiteBackend(entities: entities, pruneStep: pruneStep)
+        name == "sqlite"
+            ? try await SQLiteBackend(entities: entities, pruneStep: pruneStep)
             : try await PostgresBackend(entities: entities, pruneStep: pruneStep)
     }
 
     /// `body`'s answer on a new store of each backend (closed after it), by backend name.
-    static func answers<T>(entities: [EntitySchema], pruneStep: Int? = nil,
-                           _ body: (any Backend) async throws -> T) async throws -> [(String, T)] {
+    static func answers<T>(
+        entities: [EntitySchema], pruneStep: Int? = nil,
+        _ body: (any Backend) async throws -> T
+    ) async throws -> [(String, T)] {
         var answers: [(String, T)] = []
         for name in names {
             let backend = try await open(name, entities: entities, pruneStep: pruneStep)

@@ -44,8 +44,10 @@ struct FetchContractTests {
         try await Self.onEveryBackend { backend in
             for (predicate, expected) in PredicateContract.cases {
                 do {
-                    let ids = try await backend.identifiers(FetchDescriptor(entity: "Trip", where: predicate,
-                                                                            sort: [SortDescriptor("id")]))
+                    let ids = try await backend.identifiers(
+                        FetchDescriptor(
+                            entity: "Trip", where: predicate,
+                            sort: [SortDescriptor("id")]))
                     #expect(Self.strings(ids) == expected, "\(backend.name): \(predicate)")
                     let count = try await backend.count(FetchDescriptor(entity: "Trip", where: predicate))
                     #expect(count == expected.count, "\(backend.name): count of \(predicate)")
@@ -54,9 +56,10 @@ struct FetchContractTests {
                 }
             }
             // Placeholders, bound and type-checked.
-            let ids = try await backend.identifiers(FetchDescriptor(
-                entity: "Trip", where: "startDate >= $from AND endDate < $until",
-                arguments: ["from": "2025-01-01", "until": "2025-05-01"], sort: [SortDescriptor("id")]))
+            let ids = try await backend.identifiers(
+                FetchDescriptor(
+                    entity: "Trip", where: "startDate >= $from AND endDate < $until",
+                    arguments: ["from": "2025-01-01", "until": "2025-05-01"], sort: [SortDescriptor("id")]))
             #expect(Self.strings(ids) == ["t1", "t2"], "\(backend.name)")
         }
     }
@@ -70,7 +73,8 @@ struct FetchContractTests {
                 }
                 #expect(error?.code == code, "\(backend.name): \(predicate)")
                 #expect(error?.position == position, "\(backend.name): \(predicate)")
-                #expect(error?.message.contains(fragment) == true, "\(backend.name): \(predicate): \(error?.message ?? "")")
+                #expect(
+                    error?.message.contains(fragment) == true, "\(backend.name): \(predicate): \(error?.message ?? "")")
             }
         }
     }
@@ -80,16 +84,21 @@ struct FetchContractTests {
         try await Self.onEveryBackend { backend in
             for (sort, limit, offset, expected) in PredicateContract.orders {
                 let d = FetchDescriptor(entity: "Trip", sort: sort, limit: limit, offset: offset)
-                #expect(Self.strings(try await backend.identifiers(d)) == expected, "\(backend.name): \(sort) \(limit ?? -1) \(offset ?? -1)")
+                #expect(
+                    Self.strings(try await backend.identifiers(d)) == expected,
+                    "\(backend.name): \(sort) \(limit ?? -1) \(offset ?? -1)")
                 #expect(try await backend.count(d) == expected.count, "\(backend.name): count \(sort)")
             }
             // Fields fetched, in the order asked, with their types.
-            let set = try await backend.fetch(FetchDescriptor(entity: "Trip", where: "id IN {'t2', 't3'}",
-                                                              sort: [SortDescriptor("id")],
-                                                              fields: ["budget", "id", "isFavorite", "endDate", "notes"]))
+            let set = try await backend.fetch(
+                FetchDescriptor(
+                    entity: "Trip", where: "id IN {'t2', 't3'}",
+                    sort: [SortDescriptor("id")],
+                    fields: ["budget", "id", "isFavorite", "endDate", "notes"]))
             #expect(set.fields.map(\.name) == ["budget", "id", "isFavorite", "endDate", "notes"])
-            #expect(set.rows == [[900.0, "t2", false, "2025-02-12", nil], [700.0, "t3", true, nil, "Colosseum, \"Trevi\""]],
-                    "\(backend.name)")
+            #expect(
+                set.rows == [[900.0, "t2", false, "2025-02-12", nil], [700.0, "t3", true, nil, "Colosseum, \"Trevi\""]],
+                "\(backend.name)")
         }
     }
 
@@ -97,23 +106,36 @@ struct FetchContractTests {
     /// no customer) and their lines.
     static func shop() throws -> [EntitySchema] {
         try EntityDeclaration.resolve([
-            EntityDeclaration(name: "Customer",
-                              fields: [Field(name: "id", type: .string), Field(name: "name", type: .string),
-                                       Field(name: "country", type: .string, isOptional: true)],
-                              identifier: ["id"],
-                              relationships: [Relationship(name: "orders", target: "Order",
-                                                           kind: .toMany(inverse: "customer", delete: .cascade))]),
-            EntityDeclaration(name: "Order",
-                              fields: [Field(name: "id", type: .string), Field(name: "total", type: .double)],
-                              identifier: ["id"],
-                              relationships: [Relationship(name: "customer", target: "Customer", kind: .toOne(required: false)),
-                                              Relationship(name: "lines", target: "OrderLine",
-                                                           kind: .toMany(inverse: "order", delete: .cascade))]),
-            EntityDeclaration(name: "OrderLine",
-                              fields: [Field(name: "line", type: .int), Field(name: "sku", type: .string),
-                                       Field(name: "qty", type: .int), Field(name: "price", type: .double)],
-                              identifier: ["order", "line"],
-                              relationships: [Relationship(name: "order", target: "Order", kind: .toOne(required: true))]),
+            EntityDeclaration(
+                name: "Customer",
+                fields: [
+                    Field(name: "id", type: .string), Field(name: "name", type: .string),
+                    Field(name: "country", type: .string, isOptional: true)
+                ],
+                identifier: ["id"],
+                relationships: [
+                    Relationship(
+                        name: "orders", target: "Order",
+                        kind: .toMany(inverse: "customer", delete: .cascade))
+                ]),
+            EntityDeclaration(
+                name: "Order",
+                fields: [Field(name: "id", type: .string), Field(name: "total", type: .double)],
+                identifier: ["id"],
+                relationships: [
+                    Relationship(name: "customer", target: "Customer", kind: .toOne(required: false)),
+                    Relationship(
+                        name: "lines", target: "OrderLine",
+                        kind: .toMany(inverse: "order", delete: .cascade))
+                ]),
+            EntityDeclaration(
+                name: "OrderLine",
+                fields: [
+                    Field(name: "line", type: .int), Field(name: "sku", type: .string),
+                    Field(name: "qty", type: .int), Field(name: "price", type: .double)
+                ],
+                identifier: ["order", "line"],
+                relationships: [Relationship(name: "order", target: "Order", kind: .toOne(required: true))])
         ])
     }
 
@@ -121,13 +143,19 @@ struct FetchContractTests {
         var customers = RecordBatch(entity: "Customer", columns: ["id", "name", "country"])
         for row: [Value] in [["c1", "Émile", "FR"], ["c2", "anna", "DE"], ["c3", "Bob", nil]] { customers.append(row) }
         var orders = RecordBatch(entity: "Order", columns: ["id", "total", "customer"])
-        for row: [Value] in [["o1", 100.0, "c1"], ["o2", 600.0, "c1"], ["o3", 50.0, "c2"], ["o4", 700.0, nil], ["o6", 10.0, "c3"]] { orders.append(row) }
+        for row: [Value] in [
+            ["o1", 100.0, "c1"], ["o2", 600.0, "c1"], ["o3", 50.0, "c2"], ["o4", 700.0, nil], ["o6", 10.0, "c3"]
+        ] { orders.append(row) }
         var lines = RecordBatch(entity: "OrderLine", columns: ["order", "line", "sku", "qty", "price"])
-        for row: [Value] in [["o1", 1, "A", 3, 2.5], ["o1", 2, "C", 8, 12.0], ["o2", 1, "C", 1, 30.0], ["o2", 2, "C", 9, 0.5],
-                             ["o3", 1, "B", 5, 5.0], ["o6", 1, "B", 3, 40.0]] { lines.append(row) }
+        for row: [Value] in [
+            ["o1", 1, "A", 3, 2.5], ["o1", 2, "C", 8, 12.0], ["o2", 1, "C", 1, 30.0], ["o2", 2, "C", 9, 0.5],
+            ["o3", 1, "B", 5, 5.0], ["o6", 1, "B", 3, 40.0]
+        ] { lines.append(row) }
         for batch in [customers, orders, lines] {
             let counts = try await backend.write(batch)
-            #expect(counts.inserted == batch.values.count / batch.columns.count, "\(backend.name): \(batch.entity) \(counts)")
+            #expect(
+                counts.inserted == batch.values.count / batch.columns.count,
+                "\(backend.name): \(batch.entity) \(counts)")
         }
     }
 
@@ -157,10 +185,12 @@ struct FetchContractTests {
         ("OrderLine", "order.customer.country == 'FR' AND qty >= 5", ["o1/2", "o2/2"]),
         ("Customer", "ANY orders.lines.qty == 9", ["c1"]),
         ("Customer", "orders.@count == 0", []),
-        ("Customer", "orders.@sum.total > 600", ["c1"]),
+        ("Customer", "orders.@sum.total > 600", ["c1"])
     ]
 
-    @Test("key paths, ANY/ALL/NONE, collection operators and SUBQUERY select alike, as worked out by hand; a dangling reference is refused alike")
+    @Test(
+        "key paths, ANY/ALL/NONE, collection operators and SUBQUERY select alike, as worked out by hand; a dangling reference is refused alike"
+    )
     func keyPathPredicates() async throws {
         for name in Backends.names {
             let backend = try await Backends.open(name, entities: try Self.shop())
@@ -175,11 +205,15 @@ struct FetchContractTests {
                     }
                 }
                 // Sorting by a to-one's field and by an aggregate.
-                let byCountry = try await backend.identifiers(FetchDescriptor(
-                    entity: "Order", sort: [SortDescriptor("customer.country", descending: true), SortDescriptor("id")]))
+                let byCountry = try await backend.identifiers(
+                    FetchDescriptor(
+                        entity: "Order",
+                        sort: [SortDescriptor("customer.country", descending: true), SortDescriptor("id")]))
                 #expect(Self.strings(byCountry) == ["o1", "o2", "o3", "o4", "o6"], "\(name)")
-                let byLines = try await backend.identifiers(FetchDescriptor(
-                    entity: "Order", sort: [SortDescriptor("lines.@sum.qty", descending: true), SortDescriptor("id")]))
+                let byLines = try await backend.identifiers(
+                    FetchDescriptor(
+                        entity: "Order",
+                        sort: [SortDescriptor("lines.@sum.qty", descending: true), SortDescriptor("id")]))
                 #expect(Self.strings(byLines) == ["o1", "o2", "o3", "o6", "o4"], "\(name)")
                 // A reference must name a stored record: the row is refused, the rest kept.
                 var dangling = RecordBatch(entity: "Order", columns: ["id", "total", "customer"])
@@ -212,11 +246,13 @@ struct PrefetchContractTests {
 
     static let descriptors: [FetchDescriptor] = [
         prefetching(FetchDescriptor(entity: "Order", sort: [SortDescriptor("id")]), ["customer", "lines"]),
-        FetchDescriptor(entity: "Order", where: "total > 60", sort: [SortDescriptor("total", descending: true)],
-                        fields: ["total", "customer.name", "lines.sku"]),
+        FetchDescriptor(
+            entity: "Order", where: "total > 60", sort: [SortDescriptor("total", descending: true)],
+            fields: ["total", "customer.name", "lines.sku"]),
         prefetching(FetchDescriptor(entity: "Customer", sort: [SortDescriptor("name")]), ["orders.lines"]),
-        FetchDescriptor(entity: "OrderLine", where: "qty > 2", sort: [SortDescriptor("qty")],
-                        fields: ["qty", "order.customer.country"]),
+        FetchDescriptor(
+            entity: "OrderLine", where: "qty > 2", sort: [SortDescriptor("qty")],
+            fields: ["qty", "order.customer.country"])
     ]
 
     @Test("the same JSON on each backend, to-manys by identifier, a missing to-one as null")
@@ -237,14 +273,19 @@ struct PrefetchContractTests {
             return out
         }
         for (name, out) in answers {
-            #expect(out[0].hasPrefix(#"[{"id":"o1","total":100.0,"customer":{"id":"c1","name":"Émile","country":"FR"},"#
-                + #""lines":[{"line":1,"sku":"A","qty":3,"price":2.5,"order":"o1"},"#), "\(name): \(out[0])")
+            #expect(
+                out[0].hasPrefix(
+                    #"[{"id":"o1","total":100.0,"customer":{"id":"c1","name":"Émile","country":"FR"},"#
+                        + #""lines":[{"line":1,"sku":"A","qty":3,"price":2.5,"order":"o1"},"#), "\(name): \(out[0])")
             #expect(out[0].contains(#"{"id":"o4","total":700.0,"customer":null,"lines":[]}"#), "\(name): \(out[0])")
-            #expect(out[1] == #"[{"total":700.0,"customer":null,"lines":[]},"#
-                + #"{"total":600.0,"customer":{"name":"Émile"},"lines":[{"sku":"C"},{"sku":"C"}]},"#
-                + #"{"total":100.0,"customer":{"name":"Émile"},"lines":[{"sku":"A"},{"sku":"C"}]}]"#, "\(name): \(out[1])")
-            #expect(out[4].contains(#""lines":[{"line":1,"sku":"B","qty":5,"price":5.0,"order":"o3"},{"line":2,"sku":"D""#),
-                    "\(name): \(out[4])")
+            #expect(
+                out[1] == #"[{"total":700.0,"customer":null,"lines":[]},"#
+                    + #"{"total":600.0,"customer":{"name":"Émile"},"lines":[{"sku":"C"},{"sku":"C"}]},"#
+                    + #"{"total":100.0,"customer":{"name":"Émile"},"lines":[{"sku":"A"},{"sku":"C"}]}]"#,
+                "\(name): \(out[1])")
+            #expect(
+                out[4].contains(#""lines":[{"line":1,"sku":"B","qty":5,"price":5.0,"order":"o3"},{"line":2,"sku":"D""#),
+                "\(name): \(out[4])")
         }
         for (name, out) in answers.dropFirst() {
             #expect(out == answers[0].1, "\(name) differs from \(answers[0].0)")

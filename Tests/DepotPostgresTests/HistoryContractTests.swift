@@ -65,8 +65,12 @@ struct HistoryContractTests {
         }
         await step("reset a now") { describe(try await store.resetConsumer("a", from: .now)) }
         await step("reset a after 0") { describe(try await store.resetConsumer("a", from: .after(HistoryToken(0)))) }
-        await step("drop a") { try await store.dropConsumer("a"); return "dropped" }
-        await step("drop a again") { try await store.dropConsumer("a"); return "dropped" }
+        await step("drop a") {
+            try await store.dropConsumer("a"); return "dropped"
+        }
+        await step("drop a again") {
+            try await store.dropConsumer("a"); return "dropped"
+        }
         await step("read nobody") {
             "\(try await store.reads.history(consumer: "ab", entity: nil, author: nil, limit: 10).count)"
         }
@@ -83,38 +87,51 @@ struct HistoryContractTests {
 
     /// Issue 35, item 8: one import's save is one transaction, so a page
     /// of ten transactions answered 170 MB; pages are cut by changes too.
-    @Test("pages of at most ten changes cut transactions, go on after a token inside one, and add up to the whole history")
+    @Test(
+        "pages of at most ten changes cut transactions, go on after a token inside one, and add up to the whole history"
+    )
     func pagesByChanges() async throws {
         let answers = try await Backends.answers(entities: [TestEntities.trip(values: true)]) { backend in
             func save(_ ids: [String], budget: Double = 1.0) async throws {
                 var batch = RecordBatch(entity: "Trip", columns: PredicateContract.tripColumns)
-                for id in ids { batch.append([.string(id), "Trip", "Oslo", "2025-01-01", nil, .double(budget), true, nil]) }
+                for id in ids {
+                    batch.append([.string(id), "Trip", "Oslo", "2025-01-01", nil, .double(budget), true, nil])
+                }
                 _ = try await backend.write(batch)
             }
             try await save((0..<3).map { "a\($0)" })
-            try await save((0..<25).map { "b\($0)" })    // one run of new records on PostgreSQL
-            try await save(["a0", "c0", "c1"], budget: 2.0)   // an update, two inserts
+            try await save((0..<25).map { "b\($0)" })  // one run of new records on PostgreSQL
+            try await save(["a0", "c0", "c1"], budget: 2.0)  // an update, two inserts
             let store = backend.contract
             var pages: [String] = []
             var after: HistoryToken?
             var read: [String] = []
             while pages.count < 10 {
-                let page = try await store.reads.history(after: after, entity: nil, author: nil, limit: 10, maxChanges: 10)
+                let page = try await store.reads.history(
+                    after: after, entity: nil, author: nil, limit: 10, maxChanges: 10)
                 guard let last = page.last else { break }
-                pages.append(page.map { "\($0.token)\($0.continues ? "+" : ""):\($0.changes.count)" }.joined(separator: " "))
+                pages.append(
+                    page.map { "\($0.token)\($0.continues ? "+" : ""):\($0.changes.count)" }.joined(separator: " "))
                 read += page.flatMap { $0.changes.map { "\($0.kind.rawValue) \($0.identifier)" } }
                 after = last.token
             }
             let whole = try await store.reads.history(after: nil, entity: nil, author: nil, limit: 10)
                 .flatMap { $0.changes.map { "\($0.kind.rawValue) \($0.identifier)" } }
             // By entity, from inside a transaction.
-            let filtered = try await store.reads.history(after: HistoryToken("2.17"), entity: "Trip", author: nil,
-                                                         limit: 10, maxChanges: 9)
-                .map { "\($0.token)\($0.continues ? "+" : ""):\($0.changes.first?.identifier ?? "")" }.joined(separator: " ")
+            let filtered = try await store.reads.history(
+                after: HistoryToken("2.17"), entity: "Trip", author: nil,
+                limit: 10, maxChanges: 9
+            )
+            .map { "\($0.token)\($0.continues ? "+" : ""):\($0.changes.first?.identifier ?? "")" }.joined(
+                separator: " ")
             var refusals: [String] = []
-            for body in [{ _ = try await store.acknowledge(consumer: "x", token: HistoryToken("2.7")!) },
-                         { _ = try await store.pruneHistory(before: HistoryToken("2.7")!) }] as [() async throws -> Void] {
-                do { try await body(); refusals.append("accepted") } catch let e as DepotError { refusals.append(e.code.description) }
+            for body in [
+                { _ = try await store.acknowledge(consumer: "x", token: HistoryToken("2.7")!) },
+                { _ = try await store.pruneHistory(before: HistoryToken("2.7")!) }
+            ] as [() async throws -> Void] {
+                do { try await body(); refusals.append("accepted") } catch let e as DepotError {
+                    refusals.append(e.code.description)
+                }
             }
             return (pages.joined(separator: " | "), read == whole, whole.count, filtered, refusals)
         }
@@ -130,17 +147,23 @@ struct HistoryContractTests {
         }
     }
 
-    @Test("a prune goes in saves of about historyPruneStep changes on both backends, a save's new records counted one by one")
+    @Test(
+        "a prune goes in saves of about historyPruneStep changes on both backends, a save's new records counted one by one"
+    )
     func pruneInSteps() async throws {
         let answers = try await Backends.answers(entities: [TestEntities.trip(values: true)], pruneStep: 4) { backend in
             // 10 saves of 3 new records (one history row on PostgreSQL).
             for i in 0..<10 {
                 var batch = RecordBatch(entity: "Trip", columns: PredicateContract.tripColumns)
-                for id in ["a\(i)", "b\(i)", "c\(i)"] { batch.append([.string(id), "Trip", "Oslo", "2025-01-01", nil, 1.0, true, nil]) }
+                for id in ["a\(i)", "b\(i)", "c\(i)"] {
+                    batch.append([.string(id), "Trip", "Oslo", "2025-01-01", nil, 1.0, true, nil])
+                }
                 _ = try await backend.write(batch)
             }
             let pruned = try await backend.contract.pruneHistory(before: HistoryToken(10))
-            let kept = try await backend.history().map { "\($0.token): " + $0.changes.map(\.identifier).joined(separator: " ") }
+            let kept = try await backend.history().map {
+                "\($0.token): " + $0.changes.map(\.identifier).joined(separator: " ")
+            }
             return "deleted \(pruned.deleted) in \(pruned.saves) saves, kept \(kept)"
         }
         for (name, answer) in answers {
@@ -153,7 +176,8 @@ struct HistoryContractTests {
     func script() async throws {
         let answers = try await Backends.answers(entities: [TestEntities.trip(values: true)], Self.script)
         for (name, out) in answers {
-            let lines = Dictionary(out.map { ($0.components(separatedBy: ": ")[0], $0) }, uniquingKeysWith: { a, _ in a })
+            let lines = Dictionary(
+                out.map { ($0.components(separatedBy: ": ")[0], $0) }, uniquingKeysWith: { a, _ in a })
             #expect(lines["create a"] == "create a: a@0 lag 0 active", "\(name)")
             #expect(lines["create a again"]?.contains("conflict") == true, "\(name): \(out)")
             #expect(lines["read a"] == "read a: 1:\"h1\" 2:\"h2\" 3:\"h3\"", "\(name): \(out)")

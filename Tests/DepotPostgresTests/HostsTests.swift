@@ -12,8 +12,10 @@ struct HostsTests {
     func commitsHeardAcrossHosts() async throws {
         let a = try await PostgresBackend(entities: [WriteContractTests.trip()])
         let location = a.store.configuration.location
-        let b = try await PostgresStore.open(PostgresStoreConfiguration(name: "travel", location: location,
-                                                                         entities: [WriteContractTests.trip()]))
+        let b = try await PostgresStore.open(
+            PostgresStoreConfiguration(
+                name: "travel", location: location,
+                entities: [WriteContractTests.trip()]))
         do {
             var latencies: [Duration] = []
             var saves: [Duration] = []
@@ -39,8 +41,9 @@ struct HostsTests {
             let history = try await b.history(limit: 100)
             #expect(history.count == 20 && history.allSatisfy { $0.author == "host-a" })
             let sorted = latencies.sorted()
-            print("host A's commit acknowledged to a waiter on host B awake, 20 commits: median \(sorted[10]), "
-                  + "max \(sorted.last!); A's one-record saves: median \(saves.sorted()[10])")
+            print(
+                "host A's commit acknowledged to a waiter on host B awake, 20 commits: median \(sorted[10]), "
+                    + "max \(sorted.last!); A's one-record saves: median \(saves.sorted()[10])")
             // Not a timing test: the figures go to BENCHMARKS.md. What is
             // checked is that each commit woke B (no notification lost).
         } catch {
@@ -52,7 +55,41 @@ struct HostsTests {
         await a.close()
     }
 
-    @Test("a save that changes nothing logs no history transaction (so announces nothing); closing the store ends its waiters")
+    /// Issue #30: a local commit was counted when it returned and again
+    /// when its own NOTIFY came back, so a live fetch woke twice for it.
+    @Test("a commit made here counts once (its own announcement is not counted again); one of another host once too")
+    func localCommitCountsOnce() async throws {
+        let a = try await PostgresBackend(entities: [WriteContractTests.trip()])
+        let b = try await PostgresStore.open(
+            PostgresStoreConfiguration(
+                name: "travel", location: a.store.configuration.location, entities: [WriteContractTests.trip()]))
+        defer {
+            Task {
+                await b.close(); await a.close()
+            }
+        }
+        let before = a.store.commitCount
+        _ = try await a.write(WriteContractTests.batch([WriteContractTests.row("T1")]))
+        // Another host's commit, announced after A's own on the same channel:
+        // once A has heard it, A has heard its own announcement too.
+        let other = try await b.save(author: "host-b") {
+            try await $0.write(WriteContractTests.batch([WriteContractTests.row("T2")]), policy: .upsert)
+        }
+        let otherToken = try #require(other.token)
+        var version = a.store.commitCount
+        while a.store.heardToken.map({ $0 < otherToken }) ?? true {
+            guard await a.store.waitForCommit(after: version) else {
+                Issue.record("host B's commit never heard")
+                return
+            }
+            version = a.store.commitCount
+        }
+        #expect(a.store.commitCount == before + 2)
+    }
+
+    @Test(
+        "a save that changes nothing logs no history transaction (so announces nothing); closing the store ends its waiters"
+    )
     func quietSaves() async throws {
         let a = try await PostgresBackend(entities: [WriteContractTests.trip()])
         _ = try await a.write(WriteContractTests.batch([WriteContractTests.row("T1")]))

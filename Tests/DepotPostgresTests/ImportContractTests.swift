@@ -37,9 +37,12 @@ struct ImportContractTests {
 
     /// `text` imported on backend `name` (cancelled after each of `stops`
     /// saves and run again), into a store where `existing` was saved first.
-    static func run(_ name: String, text: String, saveEvery: Int, cancelAfter stops: [Int],
-                    existing: [[Value]] = []) async throws -> Outcome {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("depot-pgimport-\(UUID().uuidString)")
+    static func run(
+        _ name: String, text: String, saveEvery: Int, cancelAfter stops: [Int],
+        existing: [[Value]] = []
+    ) async throws -> Outcome {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "depot-pgimport-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("in.csv").path
@@ -52,7 +55,9 @@ struct ImportContractTests {
             options.sortRun = 0
             let request = ImportRequest(job: "j", entity: "Trip", path: path, rejectsPath: rejects, options: options)
             for stop in stops {
-                await #expect(throws: CancellationError.self) { _ = try await backend.importFile(request, cancelAfter: stop) }
+                await #expect(throws: CancellationError.self) {
+                    _ = try await backend.importFile(request, cancelAfter: stop)
+                }
             }
             let p = try await backend.importFile(request, cancelAfter: nil)
             let outcome = Outcome(
@@ -88,7 +93,9 @@ struct ImportContractTests {
         }
     }
 
-    @Test("an import into a store that holds some of its records already, late in the file or without a required field: the same outcome on both backends")
+    @Test(
+        "an import into a store that holds some of its records already, late in the file or without a required field: the same outcome on both backends"
+    )
     func storedBefore() async throws {
         // A PostgreSQL import copies the records whose keys the job has not
         // given as new ones, without a lookup: a stored one fails that COPY,
@@ -100,12 +107,16 @@ struct ImportContractTests {
         for (text, updated, rejected) in cases {
             var answers: [(String, Outcome)] = []
             for name in Backends.names {
-                answers.append((name, try await Self.run(name, text: text, saveEvery: 1_000, cancelAfter: [], existing: existing)))
+                answers.append(
+                    (name, try await Self.run(name, text: text, saveEvery: 1_000, cancelAfter: [], existing: existing)))
             }
             // Each stored record is updated (T1500 to the budget it holds:
             // unchanged), none inserted again; X1 lacks a name.
-            #expect(answers[0].1.progress[2] >= updated && answers[0].1.progress[5] >= rejected, "\(answers[0].1.progress)")
-            #expect(answers[0].1.history.dropFirst().joined().filter { $0.kind == .insert && $0.identifier == #""T1500""# }.isEmpty)
+            #expect(
+                answers[0].1.progress[2] >= updated && answers[0].1.progress[5] >= rejected, "\(answers[0].1.progress)")
+            #expect(
+                answers[0].1.history.dropFirst().joined().filter { $0.kind == .insert && $0.identifier == #""T1500""# }
+                    .isEmpty)
             for (name, outcome) in answers.dropFirst() {
                 #expect(outcome.progress == answers[0].1.progress, "\(name)")
                 #expect(outcome.records == answers[0].1.records, "\(name)")

@@ -61,7 +61,9 @@ struct LeaseTests {
         #expect(try await store.jobClaim(aJob)?.owner == "A")
     }
 
-    @Test("a host killed with SIGKILL in an import: another resumes it after the lease lapses; store, history and counters equal a clean run's")
+    @Test(
+        "a host killed with SIGKILL in an import: another resumes it after the lease lapses; store, history and counters equal a clean run's"
+    )
     func killedHostResumed() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("depot-lease-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -115,15 +117,18 @@ struct LeaseTests {
             }
             #expect(try await b.store.finishJob(job.id, host: "B", record: job.record, state: "done"))
             // Exactly once: the same records, history and counters as the clean run.
-            #expect(result.read == cleanResult.read && result.inserted == cleanResult.inserted
-                && result.updated == cleanResult.updated && result.unchanged == cleanResult.unchanged
-                && result.duplicates == cleanResult.duplicates && result.rejected == cleanResult.rejected
-                && result.saves == cleanResult.saves)
+            #expect(
+                result.read == cleanResult.read && result.inserted == cleanResult.inserted
+                    && result.updated == cleanResult.updated && result.unchanged == cleanResult.unchanged
+                    && result.duplicates == cleanResult.duplicates && result.rejected == cleanResult.rejected
+                    && result.saves == cleanResult.saves)
             #expect(try await b.records("Trip") == cleanRecords)
             let history = try await b.history().map(\.changes)
             #expect(history.count == cleanHistory.count)
             #expect(history == cleanHistory)
-            #expect(try String(contentsOfFile: rejects, encoding: .utf8) == String(contentsOfFile: cleanRejects, encoding: .utf8))
+            #expect(
+                try String(contentsOfFile: rejects, encoding: .utf8)
+                    == String(contentsOfFile: cleanRejects, encoding: .utf8))
             let authors = Set(try await b.history().map(\.job))
             #expect(authors == ["lease-job"])
         } catch {

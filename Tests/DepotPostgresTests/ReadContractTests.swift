@@ -13,7 +13,8 @@ struct ReadContractTests {
     /// `body`'s answer on a store of every backend holding the sample
     /// trips, then `extra` rows, in identifier order; by backend name.
     static func onEveryBackend<T: Sendable>(extra: [[Value]] = [], _ body: (any StoreBackend) async throws -> T)
-        async throws -> [(String, T)] {
+        async throws -> [(String, T)]
+    {
         try await Backends.answers(entities: [TestEntities.trip(values: true)]) { backend in
             var batch = RecordBatch(entity: "Trip", columns: PredicateContract.tripColumns)
             for row in PredicateContract.sampleTrips + extra { batch.append(row) }
@@ -27,11 +28,12 @@ struct ReadContractTests {
         AggregateRequest(entity: "Trip", field: "budget"),
         AggregateRequest(entity: "Trip", field: "budget", groupBy: ["destination"]),
         AggregateRequest(entity: "Trip", field: "name", groupBy: ["isFavorite"]),
-        AggregateRequest(entity: "Trip", field: "isFavorite", functions: [.count, .min, .max], groupBy: ["destination"]),
+        AggregateRequest(
+            entity: "Trip", field: "isFavorite", functions: [.count, .min, .max], groupBy: ["destination"]),
         AggregateRequest(entity: "Trip", field: "endDate", where: "budget >= $b", arguments: ["b": 900]),
         AggregateRequest(entity: "Trip", field: "budget", functions: [.sum, .avg], where: "destination == nil"),
         AggregateRequest(entity: "Trip", field: "budget", where: "name BEGINSWITH[c] 'zz'"),
-        AggregateRequest(entity: "Trip", groupBy: ["budget"]),
+        AggregateRequest(entity: "Trip", groupBy: ["budget"])
     ]
 
     /// Issue 35, item 8: a fetch of any size streams a chunk at a time.
@@ -41,16 +43,21 @@ struct ReadContractTests {
         var extra: [[Value]] = []
         for i in 0..<20_000 {
             let destination: Value = i % 3 == 0 ? .null : .string("City \(i % 7)")
-            let row: [Value] = [.string("x\(i)"), .string("Trip \(i)"), destination, .string("2025-04-01"),
-                                .null, .double(Double(i % 500)), .bool(i % 2 == 0), .null]
+            let row: [Value] = [
+                .string("x\(i)"), .string("Trip \(i)"), destination, .string("2025-04-01"),
+                .null, .double(Double(i % 500)), .bool(i % 2 == 0), .null
+            ]
             extra.append(row)
         }
         let descriptors = [
             FetchDescriptor(entity: "Trip"),
-            FetchDescriptor(entity: "Trip", where: "budget > 100", sort: [DepotEngine.SortDescriptor("budget", descending: true), DepotEngine.SortDescriptor("id")],
-                            limit: 15_000, offset: 7),
+            FetchDescriptor(
+                entity: "Trip", where: "budget > 100",
+                sort: [DepotEngine.SortDescriptor("budget", descending: true), DepotEngine.SortDescriptor("id")],
+                limit: 15_000, offset: 7),
             FetchDescriptor(entity: "Trip", where: "id == 'none'"),
-            FetchDescriptor(entity: "Trip", sort: [DepotEngine.SortDescriptor("destination")], fields: ["id", "destination"]),
+            FetchDescriptor(
+                entity: "Trip", sort: [DepotEngine.SortDescriptor("destination")], fields: ["id", "destination"])
         ]
         let answers = try await Self.onEveryBackend(extra: extra) { store in
             var pairs: [(streamed: [UInt8], whole: [UInt8])] = []
@@ -109,10 +116,12 @@ struct ReadContractTests {
     func aggregateRefusals() async throws {
         let answers = try await Self.onEveryBackend { store in
             var errors: [String] = []
-            for request in [AggregateRequest(entity: "Trip", field: "name", functions: [.sum]),
-                            AggregateRequest(entity: "Trip", field: "nope"),
-                            AggregateRequest(entity: "Trip", functions: [.max]),
-                            AggregateRequest(entity: "Trip", field: "budget", where: "budget >")] {
+            for request in [
+                AggregateRequest(entity: "Trip", field: "name", functions: [.sum]),
+                AggregateRequest(entity: "Trip", field: "nope"),
+                AggregateRequest(entity: "Trip", functions: [.max]),
+                AggregateRequest(entity: "Trip", field: "budget", where: "budget >")
+            ] {
                 do {
                     _ = try await store.reads.aggregate(request)
                     errors.append("no error")
@@ -132,9 +141,12 @@ struct ReadContractTests {
     func sortedFetch() async throws {
         let answers = try await Self.onEveryBackend { store in
             var out: [[[Value]]] = []
-            for d in [FetchDescriptor(entity: "Trip", sort: [SortDescriptor("budget", descending: true)]),
-                      FetchDescriptor(entity: "Trip", sort: [SortDescriptor("isFavorite"), SortDescriptor("budget")],
-                                      limit: 3, offset: 1)] {
+            for d in [
+                FetchDescriptor(entity: "Trip", sort: [SortDescriptor("budget", descending: true)]),
+                FetchDescriptor(
+                    entity: "Trip", sort: [SortDescriptor("isFavorite"), SortDescriptor("budget")],
+                    limit: 3, offset: 1)
+            ] {
                 out.append(try await store.reads.fetch(d).rows)
             }
             return out
@@ -153,19 +165,22 @@ struct ReadContractTests {
         ["t7", "Paris in spring", "Paris", "2025-04-01", nil, 10.0, false, nil],
         ["t8", "Rome weekend", "Rome", "2025-05-03", nil, 20.0, true, nil],
         ["t9", "Paris in spring", "Paris", "2026-04-01", nil, 30.0, false, nil],
-        ["u1", "Test trip", nil, "2024-12-31", nil, 0.0, false, nil],
+        ["u1", "Test trip", nil, "2024-12-31", nil, 0.0, false, nil]
     ]
 
     @Test("duplicates: groups in the order of their values, nulls never alike, limits")
     func duplicates() async throws {
         let answers = try await Self.onEveryBackend(extra: Self.twins) { store in
             var out: [[DuplicateGroup]] = []
-            for (by, predicate, limit) in [(["name"], nil, nil), (["name", "destination"], nil, nil),
-                                           (["destination"], "budget < 1000", nil), (["name"], nil, 1),
-                                           (["isFavorite"], nil, nil)] as [([String], String?, Int?)] {
+            for (by, predicate, limit) in [
+                (["name"], nil, nil), (["name", "destination"], nil, nil),
+                (["destination"], "budget < 1000", nil), (["name"], nil, 1),
+                (["isFavorite"], nil, nil)
+            ] as [([String], String?, Int?)] {
                 let groups = Mutex<[DuplicateGroup]>([])
                 try store.reads.checkDuplicates(entity: "Trip", by: by, where: predicate, arguments: [:], limit: limit)
-                try await store.reads.duplicates(entity: "Trip", by: by, where: predicate, arguments: [:], limit: limit) { g in
+                try await store.reads.duplicates(entity: "Trip", by: by, where: predicate, arguments: [:], limit: limit)
+                { g in
                     groups.withLock { $0.append(g) }
                 }
                 out.append(groups.withLock { $0 })
@@ -190,28 +205,44 @@ struct ReadContractTests {
     func export() async throws {
         let answers = try await Self.onEveryBackend { store in
             var out: [String] = []
-            for (format, descriptor) in [(RecordFormat.csv, FetchDescriptor(entity: "Trip")),
-                                         (.ndjson, FetchDescriptor(entity: "Trip")),
-                                         (.csv, FetchDescriptor(entity: "Trip", where: "budget > 800",
-                                                                fields: ["id", "notes", "isFavorite"])),
-                                         (.ndjson, FetchDescriptor(entity: "Trip", where: "destination == nil"))] {
+            for (format, descriptor) in [
+                (RecordFormat.csv, FetchDescriptor(entity: "Trip")),
+                (.ndjson, FetchDescriptor(entity: "Trip")),
+                (
+                    .csv,
+                    FetchDescriptor(
+                        entity: "Trip", where: "budget > 800",
+                        fields: ["id", "notes", "isFavorite"])
+                ),
+                (.ndjson, FetchDescriptor(entity: "Trip", where: "destination == nil"))
+            ] {
                 let bytes = Mutex<[UInt8]>([])
                 let reported = Mutex(0)
-                let count = try await store.reads.export(descriptor, as: format, write: { chunk in
-                    bytes.withLock { $0 += chunk }
-                }, progress: { n in reported.withLock { $0 = n } })
+                let count = try await store.reads.export(
+                    descriptor, as: format,
+                    write: { chunk in
+                        bytes.withLock { $0 += chunk }
+                    }, progress: { n in reported.withLock { $0 = n } })
                 #expect(reported.withLock { $0 } == count)
                 out.append("\(count)\n" + String(decoding: bytes.withLock { $0 }, as: UTF8.self))
             }
             return out
         }
         for (name, texts) in answers {
-            #expect(texts[0].hasPrefix("6\nid,name,destination,startDate,endDate,budget,isFavorite,notes,meta\r\n"
-                + "t1,Paris in spring,Paris,2025-04-01,2025-04-08,1500.0,true,Louvre,\r\n"), "\(name): \(texts[0])")
-            #expect(texts[0].contains("t3,Rome weekend,Rome,2025-05-02,,700.0,true,\"Colosseum, \"\"Trevi\"\"\",\r\n"), "\(name)")
-            #expect(texts[2] == "4\nid,notes,isFavorite\r\nt1,Louvre,true\r\nt2,,false\r\nt5,car,false\r\nt6,\"\",true\r\n",
-                    "\(name): \(texts[2])")
-            #expect(texts[3].hasPrefix("1\n{\"id\":\"t4\",\"name\":\"Test trip\",\"destination\":null,"), "\(name): \(texts[3])")
+            #expect(
+                texts[0].hasPrefix(
+                    "6\nid,name,destination,startDate,endDate,budget,isFavorite,notes,meta\r\n"
+                        + "t1,Paris in spring,Paris,2025-04-01,2025-04-08,1500.0,true,Louvre,\r\n"),
+                "\(name): \(texts[0])")
+            #expect(
+                texts[0].contains("t3,Rome weekend,Rome,2025-05-02,,700.0,true,\"Colosseum, \"\"Trevi\"\"\",\r\n"),
+                "\(name)")
+            #expect(
+                texts[2] == "4\nid,notes,isFavorite\r\nt1,Louvre,true\r\nt2,,false\r\nt5,car,false\r\nt6,\"\",true\r\n",
+                "\(name): \(texts[2])")
+            #expect(
+                texts[3].hasPrefix("1\n{\"id\":\"t4\",\"name\":\"Test trip\",\"destination\":null,"),
+                "\(name): \(texts[3])")
         }
         for (name, texts) in answers.dropFirst() {
             #expect(texts == answers[0].1, "\(name) differs from \(answers[0].0)")
@@ -227,11 +258,13 @@ struct ReadContractTests {
 struct ReferenceContractTests {
     static func shop() throws -> [EntitySchema] {
         try EntityDeclaration.resolve([
-            EntityDeclaration(name: "Customer", fields: [Field(name: "id", type: .string), Field(name: "name", type: .string)],
-                              identifier: ["id"]),
-            EntityDeclaration(name: "Order", fields: [Field(name: "id", type: .string), Field(name: "total", type: .double)],
-                              identifier: ["id"],
-                              relationships: [Relationship(name: "customer", target: "Customer", kind: .toOne(required: false))]),
+            EntityDeclaration(
+                name: "Customer", fields: [Field(name: "id", type: .string), Field(name: "name", type: .string)],
+                identifier: ["id"]),
+            EntityDeclaration(
+                name: "Order", fields: [Field(name: "id", type: .string), Field(name: "total", type: .double)],
+                identifier: ["id"],
+                relationships: [Relationship(name: "customer", target: "Customer", kind: .toOne(required: false))])
         ])
     }
 
@@ -248,7 +281,9 @@ struct ReferenceContractTests {
             }
             let batch = orders
             if let sqlite = backend as? SQLiteBackend {
-                _ = try await sqlite.store.save(author: "test") { try $0.write(batch, policy: .upsert, deferReferences: true) }
+                _ = try await sqlite.store.save(author: "test") {
+                    try $0.write(batch, policy: .upsert, deferReferences: true)
+                }
             } else if let postgres = backend as? PostgresBackend {
                 _ = try await postgres.store.save(author: "test") {
                     try await $0.write(batch, policy: .upsert, deferReferences: true)
@@ -266,9 +301,12 @@ struct ReferenceContractTests {
             return out
         }
         for (name, out) in answers {
-            #expect(out == [#"["Order.customer->Customer: 2"] total 2 "o2"->"c9" "o4"->"c8""#,
-                            #"["Order.customer->Customer: 2"] total 2 "o2"->"c9""#,
-                            #"["Order.customer->Customer: 2"] total 2 "#], "\(name): \(out)")
+            #expect(
+                out == [
+                    #"["Order.customer->Customer: 2"] total 2 "o2"->"c9" "o4"->"c8""#,
+                    #"["Order.customer->Customer: 2"] total 2 "o2"->"c9""#,
+                    #"["Order.customer->Customer: 2"] total 2 "#
+                ], "\(name): \(out)")
         }
     }
 }

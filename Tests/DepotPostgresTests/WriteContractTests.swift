@@ -1,8 +1,9 @@
 import ChildProcessSupport
 import DepotEngine
-@testable import DepotPostgres
 import Foundation
 import Testing
+
+@testable import DepotPostgres
 
 /// The engine's write contract, run on both backends: the same batches give
 /// the same counters, rejections, records and history (text for text) on an
@@ -14,9 +15,11 @@ struct WriteContractTests {
 
     static func trip(values: Bool = true) throws -> EntitySchema { try TestEntities.trip(values: values) }
 
-    static func row(_ id: String, _ name: String = "Trip", budget: Double = 900, favorite: Bool = false,
-                    destination: Value = "Rome", notes: Value = nil, meta: Value = nil,
-                    start: Value = "2025-05-02T00:00:00.000Z") -> [Value] {
+    static func row(
+        _ id: String, _ name: String = "Trip", budget: Double = 900, favorite: Bool = false,
+        destination: Value = "Rome", notes: Value = nil, meta: Value = nil,
+        start: Value = "2025-05-02T00:00:00.000Z"
+    ) -> [Value] {
         [.string(id), .string(name), destination, start, nil, .double(budget), .bool(favorite), notes, meta]
     }
 
@@ -39,7 +42,9 @@ struct WriteContractTests {
         }
     }
 
-    static func transcript(_ backend: any Backend, _ steps: [(RecordBatch, ConflictPolicy, Bool)]) async throws -> Transcript {
+    static func transcript(_ backend: any Backend, _ steps: [(RecordBatch, ConflictPolicy, Bool)]) async throws
+        -> Transcript
+    {
         var t = Transcript()
         for (batch, policy, supersede) in steps {
             do {
@@ -56,7 +61,9 @@ struct WriteContractTests {
     }
 
     /// Runs `steps` on every backend; every transcript must equal SQLite's.
-    static func onEveryBackend(values: Bool = true, _ steps: [(RecordBatch, ConflictPolicy, Bool)]) async throws -> Transcript {
+    static func onEveryBackend(values: Bool = true, _ steps: [(RecordBatch, ConflictPolicy, Bool)]) async throws
+        -> Transcript
+    {
         var first: Transcript?
         for name in Backends.names {
             let backend = try await Backends.open(name, entities: [trip(values: values)])
@@ -79,18 +86,26 @@ struct WriteContractTests {
 
     @Test("the server is there when the suite requires it (scripts/test sets DEPOT_REQUIRE_POSTGRES=1)")
     func serverWhenRequired() {
-        #expect(!TestServer.required || TestServer.available,
-                "DEPOT_REQUIRE_POSTGRES=1 but DEPOT_TEST_POSTGRES_URL is not set: scripts/test starts scripts/pg-cluster")
+        #expect(
+            !TestServer.required || TestServer.available,
+            "DEPOT_REQUIRE_POSTGRES=1 but DEPOT_TEST_POSTGRES_URL is not set: scripts/test starts scripts/pg-cluster")
     }
 
     @Test("upsert: inserts, updates of the changed fields only, unchanged records neither written nor logged")
     func upsert() async throws {
         let t = try await Self.onEveryBackend([
-            (Self.batch([Self.row("T1"), Self.row("T2", meta: #"{"tags": ["a", 1.50]}"#), Self.row("T3")]), .upsert, false),
-            (Self.batch([Self.row("T1", budget: 950, favorite: true), Self.row("T2", meta: #"{"tags": ["a", 1.50]}"#),
-                         Self.row("T4", destination: nil)]), .upsert, false),
+            (
+                Self.batch([Self.row("T1"), Self.row("T2", meta: #"{"tags": ["a", 1.50]}"#), Self.row("T3")]), .upsert,
+                false
+            ),
+            (
+                Self.batch([
+                    Self.row("T1", budget: 950, favorite: true), Self.row("T2", meta: #"{"tags": ["a", 1.50]}"#),
+                    Self.row("T4", destination: nil)
+                ]), .upsert, false
+            ),
             // Only some columns: the others keep their values.
-            (Self.batch([["T3", "a \"quoted\"\ttab\nnewline \\ back ünï"]], columns: ["id", "notes"]), .upsert, false),
+            (Self.batch([["T3", "a \"quoted\"\ttab\nnewline \\ back ünï"]], columns: ["id", "notes"]), .upsert, false)
         ])
         #expect(t.counts.map(\.inserted) == [3, 1, 0])
         #expect(t.counts.map(\.updated) == [0, 1, 1])
@@ -113,17 +128,26 @@ struct WriteContractTests {
             (Self.batch([Self.row("T4"), Self.row("T2", budget: 2)]), .fail, false),
             // Replace: absent optional fields become null; a replacing record
             // without a required field is refused; a new one without it too.
-            (Self.batch([["T1", "R", "2025-01-01T00:00:00.000Z", 5.0, true], ["T9", "N", "2025-01-01T00:00:00.000Z", 1.0, false]],
-                        columns: ["id", "name", "startDate", "budget", "isFavorite"]), .replace, false),
-            (Self.batch([["T2", "no budget"], ["T8", "new"]], columns: ["id", "name"]), .replace, false),
+            (
+                Self.batch(
+                    [
+                        ["T1", "R", "2025-01-01T00:00:00.000Z", 5.0, true],
+                        ["T9", "N", "2025-01-01T00:00:00.000Z", 1.0, false]
+                    ],
+                    columns: ["id", "name", "startDate", "budget", "isFavorite"]), .replace, false
+            ),
+            (Self.batch([["T2", "no budget"], ["T8", "new"]], columns: ["id", "name"]), .replace, false)
         ])
         #expect(t.counts.map(\.skipped) == [0, 1, 0, 0])
         #expect(t.counts[1].inserted == 1)
         #expect(t.errors.count == 1)
         #expect(t.errors.first?.contains("already exists and the conflict policy is fail") == true)
         #expect(t.counts[2].updated == 1 && t.counts[2].inserted == 1)
-        #expect(t.counts[3].rejected.map(\.reason) == [#"a replacing record lacks required field "startDate""#,
-                                                      #"new record lacks required field "startDate""#])
+        #expect(
+            t.counts[3].rejected.map(\.reason) == [
+                #"a replacing record lacks required field "startDate""#,
+                #"new record lacks required field "startDate""#
+            ])
         #expect(t.records.map { $0[0] } == ["T1", "T2", "T3", "T9"])
         #expect(t.records[0][2] == .null && t.records[0][7] == .null && t.records[0][1] == "R")
     }
@@ -131,25 +155,39 @@ struct WriteContractTests {
     @Test("rows refused before writing: a null identifier or required field, with the reason")
     func rejections() async throws {
         let t = try await Self.onEveryBackend([
-            (Self.batch([Self.row("T1"), [nil, "x", nil, "2025-01-01T00:00:00.000Z", nil, 1.0, true, nil, nil],
-                         ["T2", nil, nil, "2025-01-01T00:00:00.000Z", nil, 1.0, true, nil, nil], Self.row("T3")]), .upsert, false),
+            (
+                Self.batch([
+                    Self.row("T1"), [nil, "x", nil, "2025-01-01T00:00:00.000Z", nil, 1.0, true, nil, nil],
+                    ["T2", nil, nil, "2025-01-01T00:00:00.000Z", nil, 1.0, true, nil, nil], Self.row("T3")
+                ]), .upsert, false
+            )
         ])
         #expect(t.counts[0].inserted == 2)
         #expect(t.counts[0].rejected.map(\.row) == [1, 2])
-        #expect(t.counts[0].rejected.map(\.reason) == [#"identifier field "id" is null"#, #"required field "name" is null"#])
+        #expect(
+            t.counts[0].rejected.map(\.reason) == [#"identifier field "id" is null"#, #"required field "name" is null"#]
+        )
     }
 
     @Test("one identifier twice in a batch: in order, the second updates the first; as an import, the last wins")
     func repeatedIdentifiers() async throws {
         let inOrder = try await Self.onEveryBackend([
-            (Self.batch([Self.row("T1", budget: 1), Self.row("T2"), Self.row("T1", budget: 2), Self.row("T1", budget: 2)]),
-             .upsert, false),
+            (
+                Self.batch([
+                    Self.row("T1", budget: 1), Self.row("T2"), Self.row("T1", budget: 2), Self.row("T1", budget: 2)
+                ]),
+                .upsert, false
+            )
         ])
         #expect(inOrder.counts[0].inserted == 2 && inOrder.counts[0].updated == 1 && inOrder.counts[0].unchanged == 1)
         #expect(inOrder.history[0].map(\.kind) == [.insert, .insert, .update])
         let imported = try await Self.onEveryBackend([
-            (Self.batch([Self.row("T1", budget: 1), Self.row("T2"), Self.row("T1", budget: 2), Self.row("T1", budget: 3)]),
-             .upsert, true),
+            (
+                Self.batch([
+                    Self.row("T1", budget: 1), Self.row("T2"), Self.row("T1", budget: 2), Self.row("T1", budget: 3)
+                ]),
+                .upsert, true
+            )
         ])
         #expect(imported.counts[0].inserted == 2 && imported.counts[0].duplicates == 2)
         #expect(imported.records[0][5] == 3.0)
@@ -163,7 +201,7 @@ struct WriteContractTests {
             Self.row("c", "émoji 🚀 ünïcödé", budget: -0.5, notes: "\\N", meta: "[]", start: "2025-03-14T09:30:00.001Z"),
             Self.row("B", "upper case sorts before lower", budget: 123456789.125),
             // A day stays a day: not a midnight.
-            Self.row("d", "a day", start: "2025-05-02"),
+            Self.row("d", "a day", start: "2025-05-02")
         ]
         let t = try await Self.onEveryBackend([(Self.batch(rows), .upsert, false), (Self.batch(rows), .upsert, false)])
         #expect(t.counts[1].unchanged == 5)
@@ -178,8 +216,10 @@ struct WriteContractTests {
     func quotedNames() async throws {
         let odd = try EntitySchema(
             name: #"Odd "entity" \ name"#,
-            fields: [Field(name: #"the "id""#, type: .string), Field(name: "a b", type: .string, isOptional: true),
-                     Field(name: #"c"d"#, type: .int, isOptional: true)],
+            fields: [
+                Field(name: #"the "id""#, type: .string), Field(name: "a b", type: .string, isOptional: true),
+                Field(name: #"c"d"#, type: .int, isOptional: true)
+            ],
             identifier: [#"the "id""#], indexes: [["a b"], [#"c"d"#]], history: .values)
         let columns = [#"the "id""#, "a b", #"c"d"#]
         let answers = try await Backends.answers(entities: [odd]) { backend -> [String] in
@@ -189,29 +229,36 @@ struct WriteContractTests {
             var second = RecordBatch(entity: odd.name, columns: columns)
             second.append(["x", "uno", 1])
             second.append(["z", "three", nil])
-            let counts = [try await backend.write(first, policy: .upsert, supersede: true),
-                          try await backend.write(second, policy: .upsert, supersede: true)]
-            return ["\(counts)", "\(try await backend.records(odd.name))",
-                    "\(try await backend.history().map { $0.changes.map { "\($0.kind) \($0.identifier) \($0.new ?? "-")" } })"]
+            let counts = [
+                try await backend.write(first, policy: .upsert, supersede: true),
+                try await backend.write(second, policy: .upsert, supersede: true)
+            ]
+            return [
+                "\(counts)", "\(try await backend.records(odd.name))",
+                "\(try await backend.history().map { $0.changes.map { "\($0.kind) \($0.identifier) \($0.new ?? "-")" } })"
+            ]
         }
         #expect(answers.first?.1[1] == #"[["x", "uno", 1], ["y", nil, 2], ["z", "three", nil]]"#)
         for (name, answer) in answers.dropFirst() { #expect(answer == answers[0].1, "\(name)") }
     }
 
-    @Test("identifiers of each type, and of two fields: a second write finds each stored record, on both backends alike",
-          arguments: [FieldType.string, .date, .int, .double, .bool])
+    @Test(
+        "identifiers of each type, and of two fields: a second write finds each stored record, on both backends alike",
+        arguments: [FieldType.string, .date, .int, .double, .bool])
     func identifierTypes(_ type: FieldType) async throws {
-        let keys: [Value] = switch type {
-        case .string: ["a", "b\tc", "é"]
-        case .date: ["2025-05-02", "1999-12-31T23:59:59.999Z", "2025-05-03"]
-        case .int: [1, -7, 9_007_199_254_740_993]
-        case .double: [0.1, -2.5e-300, 1e20]
-        case .bool: [true, false]
-        case .json: []
-        }
+        let keys: [Value] =
+            switch type {
+            case .string: ["a", "b\tc", "é"]
+            case .date: ["2025-05-02", "1999-12-31T23:59:59.999Z", "2025-05-03"]
+            case .int: [1, -7, 9_007_199_254_740_993]
+            case .double: [0.1, -2.5e-300, 1e20]
+            case .bool: [true, false]
+            case .json: []
+            }
         for composite in [false, true] {
             let entity = try EntitySchema(
-                name: "Keyed", fields: [Field(name: "k", type: type), Field(name: "n", type: .int), Field(name: "v", type: .string)],
+                name: "Keyed",
+                fields: [Field(name: "k", type: type), Field(name: "n", type: .int), Field(name: "v", type: .string)],
                 identifier: composite ? ["k", "n"] : ["k"], history: .values)
             let answers = try await Backends.answers(entities: [entity]) { backend -> [String] in
                 var first = RecordBatch(entity: "Keyed", columns: ["k", "n", "v"])
@@ -219,22 +266,31 @@ struct WriteContractTests {
                 var second = RecordBatch(entity: "Keyed", columns: ["k", "n", "v"])
                 for key in keys.reversed() { second.append([key, 1, "new"]) }
                 second.append([keys[0], 2, "other"])
-                let counts = [try await backend.write(first, policy: .upsert, supersede: true),
-                              try await backend.write(second, policy: .upsert, supersede: true)]
-                return ["\(counts)", "\(try await backend.records("Keyed"))", "\(try await backend.history().map(\.changes))"]
+                let counts = [
+                    try await backend.write(first, policy: .upsert, supersede: true),
+                    try await backend.write(second, policy: .upsert, supersede: true)
+                ]
+                return [
+                    "\(counts)", "\(try await backend.records("Keyed"))",
+                    "\(try await backend.history().map(\.changes))"
+                ]
             }
             // Every key found again: one update each (or, with two fields, the new line a record).
             #expect(answers[0].1[0].contains("updated: \(keys.count)"), "\(type) \(composite)")
-            for (name, answer) in answers.dropFirst() { #expect(answer == answers[0].1, "\(name) \(type) \(composite)") }
+            for (name, answer) in answers.dropFirst() {
+                #expect(answer == answers[0].1, "\(name) \(type) \(composite)")
+            }
         }
     }
 
     @Test("history of fields only: the changed fields' names, no values")
     func fieldsOnly() async throws {
-        let t = try await Self.onEveryBackend(values: false, [
-            (Self.batch([Self.row("T1")]), .upsert, false),
-            (Self.batch([Self.row("T1", budget: 5)]), .upsert, false),
-        ])
+        let t = try await Self.onEveryBackend(
+            values: false,
+            [
+                (Self.batch([Self.row("T1")]), .upsert, false),
+                (Self.batch([Self.row("T1", budget: 5)]), .upsert, false)
+            ])
         #expect(t.history[1][0].fields == ["budget"])
         #expect(t.history.joined().allSatisfy { $0.old == nil && $0.new == nil })
     }
@@ -248,26 +304,33 @@ struct WriteContractTests {
             let budget = Double(i / 2 * 2)
             second.append(Self.row(String(format: "T%05d", i), budget: budget, favorite: i % 3 == 0))
         }
-        let t = try await Self.onEveryBackend([(Self.batch(first), .upsert, false), (Self.batch(second), .upsert, false)])
+        let t = try await Self.onEveryBackend([
+            (Self.batch(first), .upsert, false), (Self.batch(second), .upsert, false)
+        ])
         #expect(t.counts[1].inserted == 1000)
         #expect(t.counts[1].updated + t.counts[1].unchanged == 3000)
         #expect(t.history[1].count == t.counts[1].inserted + t.counts[1].updated)
     }
 
-    @Test("runs of new records share history rows on PostgreSQL: cut by updates, by their length, by a JSON value with a line break; read back change for change")
+    @Test(
+        "runs of new records share history rows on PostgreSQL: cut by updates, by their length, by a JSON value with a line break; read back change for change"
+    )
     func insertRuns() async throws {
         // 2,500 new records (runs of at most 1,024 a row), two of them with
         // JSON holding line breaks, which take a row of their own.
         var first: [[Value]] = []
         for i in 0..<2500 {
-            let meta: Value = i == 7 || i == 1500 ? .string("{\n  \"line\": \(i)\n}") : i % 10 == 0 ? .string("[\(i)]") : .null
+            let meta: Value =
+                i == 7 || i == 1500 ? .string("{\n  \"line\": \(i)\n}") : i % 10 == 0 ? .string("[\(i)]") : .null
             first.append(Self.row(String(format: "T%05d", i), "name \(i)\twith a tab", budget: Double(i), meta: meta))
         }
         // New records between updates, one at a time and in runs.
         var second: [[Value]] = []
         for i in stride(from: 0, to: 3000, by: 7) { second.append(Self.row(String(format: "T%05d", i), budget: -1)) }
         for i in 0..<5 { second.insert(Self.row("N\(i)"), at: i * 60) }
-        let steps: [(RecordBatch, ConflictPolicy, Bool)] = [(Self.batch(first), .upsert, false), (Self.batch(second), .upsert, false)]
+        let steps: [(RecordBatch, ConflictPolicy, Bool)] = [
+            (Self.batch(first), .upsert, false), (Self.batch(second), .upsert, false)
+        ]
         let t = try await Self.onEveryBackend(steps)
         #expect(t.history[0].count == 2500)
         #expect(t.history[0][7].new?.contains("\n") == true)
@@ -279,11 +342,15 @@ struct WriteContractTests {
         // On PostgreSQL, fewer rows than changes: the runs share them.
         let backend = try await PostgresBackend(entities: [Self.trip()])
         do {
-            for (batch, policy, supersede) in steps { _ = try await backend.write(batch, policy: policy, supersede: supersede) }
+            for (batch, policy, supersede) in steps {
+                _ = try await backend.write(batch, policy: policy, supersede: supersede)
+            }
             let store = backend.store
             let rows = try await store.read {
-                try await PostgresSQL.textRows($0, "SELECT txn::text, count(*)::text, sum(coalesce(span, 1))::text FROM "
-                    + "\(store.table("depot_changes")) GROUP BY txn ORDER BY txn", logger: store.logger)
+                try await PostgresSQL.textRows(
+                    $0,
+                    "SELECT txn::text, count(*)::text, sum(coalesce(span, 1))::text FROM "
+                        + "\(store.table("depot_changes")) GROUP BY txn ORDER BY txn", logger: store.logger)
             }
             // The first save: 2,500 changes in rows of 7, 1 (a line break),
             // 1,024 (the longest run), 468, 1 (a line break) and 999.
@@ -302,11 +369,13 @@ struct WriteContractTests {
         for name in Backends.names {
             let backend = try await Backends.open(name, entities: [Self.trip()])
             do {
-                _ = try await backend.write(Self.batch([Self.row("T1")]), policy: .upsert, checkpoint: [1, 2, 3], job: "j1")
+                _ = try await backend.write(
+                    Self.batch([Self.row("T1")]), policy: .upsert, checkpoint: [1, 2, 3], job: "j1")
                 #expect(try await backend.checkpoint(job: "j1") == [1, 2, 3], "\(name)")
                 await #expect(throws: DepotError.self, "\(name)") {
-                    _ = try await backend.write(Self.batch([Self.row("T2"), Self.row("T1")]), policy: .fail,
-                                                checkpoint: [9], job: "j1")
+                    _ = try await backend.write(
+                        Self.batch([Self.row("T2"), Self.row("T1")]), policy: .fail,
+                        checkpoint: [9], job: "j1")
                 }
                 #expect(try await backend.checkpoint(job: "j1") == [1, 2, 3], "\(name)")
                 #expect(try await backend.records("Trip").count == 1, "\(name)")

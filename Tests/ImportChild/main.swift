@@ -10,7 +10,8 @@ import Foundation
 
 let args = CommandLine.arguments
 guard args.count == 6 || args.count == 7, let format = ImportOptions.Format(rawValue: args[4]),
-      let saveEvery = Int(args[5]), let policy = ConflictPolicy(rawValue: args.count == 7 ? args[6] : "upsert") else {
+    let saveEvery = Int(args[5]), let policy = ConflictPolicy(rawValue: args.count == 7 ? args[6] : "upsert")
+else {
     say("usage: ImportChild STORE INPUT REJECTS FORMAT SAVE_EVERY [ON_CONFLICT]")
     exit(64)
 }
@@ -25,7 +26,7 @@ do {
             Field(name: "endDate", type: .date, isOptional: true),
             Field(name: "budget", type: .double),
             Field(name: "isFavorite", type: .bool),
-            Field(name: "notes", type: .string, isOptional: true),
+            Field(name: "notes", type: .string, isOptional: true)
         ],
         identifier: ["id"], indexes: [["destination"], ["startDate"]], preserveOnDelete: ["name"])
     let store = try await Store.open(StoreConfiguration(name: "travel", path: args[1], entities: [trip]))

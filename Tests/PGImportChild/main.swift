@@ -26,7 +26,8 @@ guard args.count == 5, let leaseMs = Int(args[4]) else {
 do {
     let trip = try TestEntities.trip()
     let location = try PostgresLocation(url: args[1], schema: args[2])
-    let store = try await PostgresStore.open(PostgresStoreConfiguration(name: "travel", location: location, entities: [trip]))
+    let store = try await PostgresStore.open(
+        PostgresStoreConfiguration(name: "travel", location: location, entities: [trip]))
     let host = args[3]
     let lease = Duration.milliseconds(leaseMs)
     guard let job = try await store.claimJob(host: host, lease: lease) else {
@@ -38,7 +39,8 @@ do {
     var options = ImportOptions(format: .csv, saveEvery: spec.saveEvery)
     options.saveInterval = .seconds(3600)
     options.maxRejects = .fraction(0.5)
-    let request = ImportRequest(job: job.id, entity: "Trip", path: spec.path, rejectsPath: spec.rejects, options: options)
+    let request = ImportRequest(
+        job: job.id, entity: "Trip", path: spec.path, rejectsPath: spec.rejects, options: options)
     let result = try await store.withLease(on: job.id, host: host, lease: lease) {
         try await PostgresImporter.run(request, into: store) { progress in say("save \(progress.saves)") }
     }

@@ -72,7 +72,7 @@ package struct APIError: Error, Sendable {
     package var status: HTTPResponse.Status {
         switch code {
         case .badRequest, .invalidArgument, .invalidSchema, .unknownField, .invalidPredicate, .typeMismatch,
-             .invalidToken:
+            .invalidToken:
             .badRequest
         case .forbidden: .forbidden
         case .notFound, .unknownStore, .unknownJob, .unknownEntity, .unknownConsumer: .notFound
@@ -96,6 +96,12 @@ package struct APIError: Error, Sendable {
         switch error {
         case let e as APIError:
             return e
+        case let e as JobRefusal:
+            switch e {
+            case .stopping: return APIError(.storeClosed, e.description)
+            case .unknownStore: return APIError(.unknownStore, e.description)
+            case .unknownJob: return APIError(.unknownJob, e.description)
+            }
         case let e as DepotError:
             guard e.code != .database, let code = Code(rawValue: e.code.description) else { return .unexpected }
             return APIError(code, e.message, position: e.position)

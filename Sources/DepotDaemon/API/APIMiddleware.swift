@@ -9,7 +9,9 @@ struct APIMiddleware: RouterMiddleware {
     let metrics: Metrics
     let logger: Logger
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         let start = ContinuousClock.now
         var context = context
         let response: Response
@@ -21,8 +23,11 @@ struct APIMiddleware: RouterMiddleware {
             if api.code == .internal {
                 // The one log line of an unexpected error; the client sees
                 // the code and a fixed message, never the error's text.
-                logger.error("a request failed", metadata: [
-                    "METHOD": "\(request.method)", "PATH": "\(request.uri.path)", "ERROR": "\(error)"])
+                logger.error(
+                    "a request failed",
+                    metadata: [
+                        LogKey.method: "\(request.method)", LogKey.path: "\(request.uri.path)", LogKey.error: "\(error)"
+                    ])
             }
             var errorResponse = JSONResponse.make(api.body, status: api.status)
             // The rest of a refused body (too large, no room on the disk, a
@@ -32,8 +37,9 @@ struct APIMiddleware: RouterMiddleware {
             response = errorResponse
         }
         let elapsed = ContinuousClock.now - start
-        metrics.request(status: Int(response.status.code),
-                        seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        metrics.request(
+            status: Int(response.status.code),
+            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
         return response
     }
 }

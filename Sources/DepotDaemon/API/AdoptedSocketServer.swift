@@ -22,16 +22,17 @@ struct AdoptedSocketServer: Service {
     func run() async throws {
         let responder = self.responder
         let logger = self.logger
-        let http = HTTP1Channel(responder: { request, responseWriter, channel in
-            let context = DepotRequestContext(source: .init(channel: channel, logger: logger))
-            let response: Response
-            do {
-                response = try await responder.respond(to: request, context: context)
-            } catch {
-                response = Response(status: .internalServerError)
-            }
-            try await responseWriter.write(response: response.head, body: response.body)
-        }, configuration: self.http)
+        let http = HTTP1Channel(
+            responder: { request, responseWriter, channel in
+                let context = DepotRequestContext(source: .init(channel: channel, logger: logger))
+                let response: Response
+                do {
+                    response = try await responder.respond(to: request, context: context)
+                } catch {
+                    response = Response(status: .internalServerError)
+                }
+                try await responseWriter.write(response: response.head, body: response.body)
+            }, configuration: self.http)
         let group = MultiThreadedEventLoopGroup.singleton
         let quiescing = ServerQuiescingHelper(group: group)
         let server = try await ServerBootstrap(group: group)
@@ -42,7 +43,7 @@ struct AdoptedSocketServer: Service {
             }
             .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
             .bind(NIOBSDSocket.Handle(descriptor)) { channel in http.setup(channel: channel, logger: logger) }
-        logger.info("serving the control API on the socket systemd handed in", metadata: ["FD": "\(descriptor)"])
+        logger.info("serving the control API on the socket systemd handed in", metadata: [LogKey.fd: "\(descriptor)"])
         await onRunning()
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { tasks in
@@ -53,7 +54,7 @@ struct AdoptedSocketServer: Service {
                         }
                     }
                 } catch {
-                    logger.error("the control socket failed", metadata: ["ERROR": "\(error)"])
+                    logger.error("the control socket failed", metadata: [LogKey.error: "\(error)"])
                 }
             }
         } onGracefulShutdown: {

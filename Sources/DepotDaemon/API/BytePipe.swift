@@ -76,31 +76,35 @@ extension BytePipe {
     /// answer has no last chunk); check the request before, so that they
     /// are statuses. The response counts as an open stream in the metrics,
     /// unless `countsAsStream` is false (a fetch).
-    static func response(contentType: String, trailer: String? = nil, deadline: StreamDeadline, metrics: Metrics,
-                         countsAsStream: Bool = true,
-                         _ produce: @escaping @Sendable (BytePipe) async throws -> HTTPFields) -> Response {
+    static func response(
+        contentType: String, trailer: String? = nil, deadline: StreamDeadline, metrics: Metrics,
+        countsAsStream: Bool = true,
+        _ produce: @escaping @Sendable (BytePipe) async throws -> HTTPFields
+    ) -> Response {
         var headers: HTTPFields = [.contentType: contentType]
         if let trailer { headers[.trailer] = trailer }
-        return Response(status: .ok, headers: headers, body: ResponseBody { base in
-            var writer = deadline.writer(base)
-            if countsAsStream { metrics.streamOpened() }
-            defer { if countsAsStream { metrics.streamClosed() } }
-            let pipe = BytePipe()
-            // The producer runs beside the writes; when they fail (the client
-            // went), leaving the scope cancels it, and the pipe wakes it.
-            async let produced: HTTPFields = {
-                do {
-                    let trailers = try await produce(pipe)
-                    pipe.finish()
-                    return trailers
-                } catch {
-                    pipe.finish(throwing: error)
-                    throw error
-                }
-            }()
-            try await pipe.drain { try await writer.write($0) }
-            let trailers = try await produced
-            try await writer.finish(trailers.isEmpty ? nil : trailers)
-        })
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { base in
+                var writer = deadline.writer(base)
+                if countsAsStream { metrics.streamOpened() }
+                defer { if countsAsStream { metrics.streamClosed() } }
+                let pipe = BytePipe()
+                // The producer runs beside the writes; when they fail (the client
+                // went), leaving the scope cancels it, and the pipe wakes it.
+                async let produced: HTTPFields = {
+                    do {
+                        let trailers = try await produce(pipe)
+                        pipe.finish()
+                        return trailers
+                    } catch {
+                        pipe.finish(throwing: error)
+                        throw error
+                    }
+                }()
+                try await pipe.drain { try await writer.write($0) }
+                let trailers = try await produced
+                try await writer.finish(trailers.isEmpty ? nil : trailers)
+            })
     }
 }

@@ -47,7 +47,8 @@ final class ConnectionLimits: Sendable {
             if privileged {
                 if s.open >= total + Self.reserve { reason = "the daemon holds its most connections (max_connections)" }
             } else if mine >= perClient {
-                reason = "this client (uid \(uid)) holds its most connections (max_connections_per_client, \(perClient))"
+                reason =
+                    "this client (uid \(uid)) holds its most connections (max_connections_per_client, \(perClient))"
             } else if s.open >= total {
                 reason = "the daemon holds its most connections (max_connections, \(total))"
             }
@@ -153,7 +154,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             refused = true
             metrics.connectionRefused()
             if log {
-                logger.warning("a connection is refused", metadata: ["UID": "\(uid)", "REASON": "\(reason)"])
+                logger.warning("a connection is refused", metadata: [LogKey.uid: "\(uid)", LogKey.reason: "\(reason)"])
             }
             Self.refuse(context, reason: reason)
         }
@@ -186,9 +187,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         timer = context.eventLoop.scheduleTask(in: timeout) {
             metrics.requestTimedOut()
-            logger.notice("a client sent a request too slowly; its connection is closed",
-                          metadata: ["UID": "\(uid.map { "\($0)" } ?? "?")", "PART": "\(what)", "SETTING": "\(setting)",
-                                     "TIMEOUT": "\(timeout.nanoseconds / 1_000_000_000)s"])
+            logger.notice(
+                "a client sent a request too slowly; its connection is closed",
+                metadata: [
+                    LogKey.uid: "\(uid.map { "\($0)" } ?? "?")", LogKey.part: "\(what)", LogKey.setting: "\(setting)",
+                    LogKey.timeout: "\(timeout.nanoseconds / 1_000_000_000)s"
+                ])
             loopBound.value.close(promise: nil)
         }
     }

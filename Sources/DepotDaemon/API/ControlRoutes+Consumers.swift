@@ -14,7 +14,8 @@ extension ControlRoutes {
     static func pruneJSON(_ p: PruneOutcome) -> String {
         var s = "{\"pruned\":\(p.deleted)"
         if let held = p.heldBackBy {
-            s += ",\"held_back_by\":{\"consumer\":\(JSONText.quoted(held.consumer)),"
+            s +=
+                ",\"held_back_by\":{\"consumer\":\(JSONText.quoted(held.consumer)),"
                 + "\"token\":\(JSONText.quoted(held.token.description))}"
         }
         if !p.lost.isEmpty { s += ",\"lost\":[" + p.lost.map(JSONText.quoted).joined(separator: ",") + "]" }
@@ -39,8 +40,9 @@ extension ControlRoutes {
     func acknowledge(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
         let body = try await JSONBody.decode(AckBody.self, from: request, limit: config.maxRequestBytes)
-        let consumer = try await store.acknowledge(consumer: context.parameters.get("name") ?? "",
-                                                   token: try HistoryToken.parseWhole(body.token, for: "an acknowledgement"))
+        let consumer = try await store.acknowledge(
+            consumer: context.parameters.get("name") ?? "",
+            token: try HistoryToken.parseWhole(body.token, for: "an acknowledgement"))
         return JSONResponse.make(Self.consumerJSON(consumer))
     }
 

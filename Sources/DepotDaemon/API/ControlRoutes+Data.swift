@@ -40,9 +40,10 @@ extension ControlRoutes {
             default:
                 if descriptor.sectionBy != nil {
                     let sections = try await store.reads.fetchSections(descriptor)
-                    return "{\"sections\":[" + sections.map { s in
-                        "{\"key\":\(self.value(s.key)),\"records\":" + s.records.jsonArray() + "}"
-                    }.joined(separator: ",") + "]}"
+                    return "{\"sections\":["
+                        + sections.map { s in
+                            "{\"key\":\(self.value(s.key)),\"records\":" + s.records.jsonArray() + "}"
+                        }.joined(separator: ",") + "]}"
                 }
                 return "{\"records\":" + (try await store.reads.fetchJSON(descriptor)) + "}"
             }
@@ -53,8 +54,10 @@ extension ControlRoutes {
                 // connection of its own, so that it holds a few chunks in
                 // memory and no reader of the pool (issue #35).
                 try store.reads.check(descriptor)
-                return BytePipe.response(contentType: "application/json", deadline: deadline(context), metrics: metrics,
-                                         countsAsStream: false) { pipe in
+                return BytePipe.response(
+                    contentType: "application/json", deadline: deadline(context), metrics: metrics,
+                    countsAsStream: false
+                ) { pipe in
                     try pipe.send(Array("{\"records\":".utf8))
                     try await store.reads.fetchJSON(descriptor) { try pipe.send($0) }
                     try pipe.send(Array("}\n".utf8))
@@ -68,43 +71,46 @@ extension ControlRoutes {
                 buffer.writeStaticString("{\"records\":")
                 buffer.writeBytes(records)
                 buffer.writeStaticString("}\n")
-                return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
+                return Response(
+                    status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
             }
             return JSONResponse.make(try await run())
         }
+        // Taken before the first read, so that no commit falls between.
+        let version = store.reads.commitCount
         // Validate first: an error must be a status, not a broken stream.
         let first = try await run()
         return JSONResponse.stream(context, deadline: deadline(context), metrics: metrics) { write in
-            var version = store.reads.commitCount
-            var text = first
             var sent: String?
-            while true {
-                // Only a result that changed goes out (a commit elsewhere in
-                // the store, or of job bookkeeping, may leave it as it was).
-                if text != sent {
-                    let token = try await store.reads.latestToken().map { JSONText.quoted($0.description) } ?? "null"
-                    try await write("{\"token\":\(token),\"result\":\(text)}")
-                    sent = text
-                }
-                // The next result as soon as a commit comes (DESIGN §11: no
-                // fixed pause); the commits that come while it is computed
-                // are coalesced into the one after it.
-                guard await store.reads.waitForCommit(after: version) else { return }
-                version = store.reads.commitCount
-                text = try await run()
+            // Only a result that changed goes out (a commit elsewhere in the
+            // store, or of job bookkeeping, may leave it as it was).
+            func send(_ text: String) async throws {
+                guard text != sent else { return }
+                let token = try await store.reads.latestToken().map { JSONText.quoted($0.description) } ?? "null"
+                try await write("{\"token\":\(token),\"result\":\(text)}")
+                sent = text
             }
+            try await send(first)
+            // The next result as soon as a commit comes (DESIGN §11: no fixed
+            // pause); the commits that come while it is computed are
+            // coalesced into the one after it.
+            for await _ in store.reads.commits(after: version) { try await send(try await run()) }
         }
     }
 
     /// A live fetch with `"changes": true` (DESIGN §11): a `result` event (or,
     /// with `since`, none), then a `changes` event for each batch of commits
     /// that changed the result, computed from the history.
-    func changes(_ body: FetchBody, descriptor: FetchDescriptor, result: String, store: any StoreBackend,
-                 context: DepotRequestContext) async throws -> Response {
+    func changes(
+        _ body: FetchBody, descriptor: FetchDescriptor, result: String, store: any StoreBackend,
+        context: DepotRequestContext
+    ) async throws -> Response {
         guard body.watch == true, body.changes == true else {
-            throw APIError(.invalidArgument, body.changes == true
-                ? "changes streams a live fetch: give \"watch\": true with it"
-                : "since resumes a live fetch with changes: give \"watch\": true and \"changes\": true with it")
+            throw APIError(
+                .invalidArgument,
+                body.changes == true
+                    ? "changes streams a live fetch: give \"watch\": true with it"
+                    : "since resumes a live fetch with changes: give \"watch\": true and \"changes\": true with it")
         }
         guard result == "records" else {
             throw APIError(.invalidArgument, "changes streams records: result must be records (or left out)")
@@ -126,8 +132,9 @@ extension ControlRoutes {
             let (start, shared) = try await liveStarts.start(store: store, descriptor: descriptor, version: version) {
                 let (token, records) = try await feed.start()
                 var line = ByteBuffer()
-                line.writeString("{\"type\":\"result\",\"token\":\(token.map { JSONText.quoted($0.description) } ?? "null"),"
-                    + "\"records\":" + records.jsonArray() + "}\n")
+                line.writeString(
+                    "{\"type\":\"result\",\"token\":\(token.map { JSONText.quoted($0.description) } ?? "null"),"
+                        + "\"records\":" + records.jsonArray() + "}\n")
                 return LiveStarts.Start(state: feed.started!, line: line)
             }
             feed.start(from: start.state)
@@ -136,25 +143,23 @@ extension ControlRoutes {
         }
         let resumed = first == nil
         return JSONResponse.stream(context, head: first, deadline: deadline(context), metrics: metrics) { write in
-            var version = version
-            var pending = resumed  // after since: the changes after the token, at once
-            while true {
-                if !pending {
-                    // As soon as a commit comes; the commits that come while
-                    // an event is computed are coalesced into the next one.
-                    guard await store.reads.waitForCommit(after: version) else { return }
-                    version = store.reads.commitCount
-                }
-                pending = false
-                let changes: ResultChanges
+            /// The changes since the last event, if any; false once the history under it was pruned.
+            func send() async throws -> Bool {
                 do {
-                    changes = try await feed.changes()
+                    let changes = try await feed.changes()
+                    if !changes.isEmpty { try await write(Self.changesJSON(changes)) }
+                    return true
                 } catch let error as DepotError where error.code == .historyExpired {
                     try await write("{\"type\":\"history_expired\",\"message\":\(JSONText.quoted(error.message))}")
-                    return
+                    return false
                 }
-                guard !changes.isEmpty else { continue }
-                try await write(Self.changesJSON(changes))
+            }
+            // After since: the changes after the token, at once.
+            if resumed, try await !send() { return }
+            // As soon as a commit comes; the commits that come while an
+            // event is computed are coalesced into the next one.
+            for await _ in store.reads.commits(after: version) {
+                guard try await send() else { return }
             }
         }
     }
@@ -180,16 +185,21 @@ extension ControlRoutes {
                 return f
             }
         }
-        let result = try await store.reads.aggregate(AggregateRequest(
-            entity: context.parameters.get("entity") ?? "", field: body.field, functions: functions,
-            groupBy: body.groupBy ?? [], where: body.where, arguments: (body.arguments ?? [:]).mapValues(\.value)))
+        let result = try await store.reads.aggregate(
+            AggregateRequest(
+                entity: context.parameters.get("entity") ?? "", field: body.field, functions: functions,
+                groupBy: body.groupBy ?? [], where: body.where, arguments: (body.arguments ?? [:]).mapValues(\.value)))
         let rows = result.rows.map { row -> String in
             var parts: [String] = []
             if !result.groupBy.isEmpty {
-                parts.append("\"group\":{" + zip(result.groupBy, row.groups).map { "\(JSONText.quoted($0)):\(value($1))" }
-                    .joined(separator: ",") + "}")
+                parts.append(
+                    "\"group\":{"
+                        + zip(result.groupBy, row.groups).map { "\(JSONText.quoted($0)):\(value($1))" }
+                        .joined(separator: ",") + "}")
             }
-            for (f, v) in zip(result.functions, row.values) { parts.append("\(JSONText.quoted(f.rawValue)):\(value(v))") }
+            for (f, v) in zip(result.functions, row.values) {
+                parts.append("\(JSONText.quoted(f.rawValue)):\(value(v))")
+            }
             return "{" + parts.joined(separator: ",") + "}"
         }
         return JSONResponse.make("{\"rows\":[\(rows.joined(separator: ","))]}")
@@ -201,14 +211,18 @@ extension ControlRoutes {
         let entity = context.parameters.get("entity") ?? ""
         let arguments = (body.arguments ?? [:]).mapValues(\.value)
         // Errors in the request are statuses, before the stream starts.
-        try store.reads.checkDuplicates(entity: entity, by: body.by, where: body.where, arguments: arguments,
-                                         limit: body.limit?.value)
+        try store.reads.checkDuplicates(
+            entity: entity, by: body.by, where: body.where, arguments: arguments,
+            limit: body.limit?.value)
         // The groups go out as they are found, a megabyte at a time: memory
         // holds a few chunks of the answer, whatever its size.
-        return BytePipe.response(contentType: "application/json", deadline: deadline(context), metrics: metrics) { pipe in
+        return BytePipe.response(contentType: "application/json", deadline: deadline(context), metrics: metrics) {
+            pipe in
             let out = Mutex<(bytes: [UInt8], groups: Int)>((Array("{\"groups\":[".utf8), 0))
-            try await store.reads.duplicates(entity: entity, by: body.by, where: body.where, arguments: arguments,
-                                              limit: body.limit?.value) { g in
+            try await store.reads.duplicates(
+                entity: entity, by: body.by, where: body.where, arguments: arguments,
+                limit: body.limit?.value
+            ) { g in
                 var text = "{\"values\":["
                 for (i, v) in g.values.enumerated() {
                     if i > 0 { text += "," }
@@ -252,7 +266,9 @@ extension ControlRoutes {
         // Errors in the request are statuses, before the stream starts.
         try store.reads.check(descriptor)
         let type = format == .csv ? "text/csv; charset=utf-8" : "application/x-ndjson"
-        return BytePipe.response(contentType: type, trailer: Self.recordsTrailer, deadline: deadline(context), metrics: metrics) { pipe in
+        return BytePipe.response(
+            contentType: type, trailer: Self.recordsTrailer, deadline: deadline(context), metrics: metrics
+        ) { pipe in
             let count = try await store.reads.export(descriptor, as: format, write: { try pipe.send($0) })
             return [HTTPField.Name(Self.recordsTrailer)!: String(count)]
         }
@@ -262,7 +278,8 @@ extension ControlRoutes {
 
     static func transactionJSON(_ t: HistoryTransaction) -> String {
         let changes = t.changes.map { c -> String in
-            var s = "{\"entity\":\(JSONText.quoted(c.entity)),\"identifier\":\(c.identifier),\"kind\":\"\(c.kind.rawValue)\""
+            var s =
+                "{\"entity\":\(JSONText.quoted(c.entity)),\"identifier\":\(c.identifier),\"kind\":\"\(c.kind.rawValue)\""
             if let fields = c.fields { s += ",\"fields\":[" + fields.map(JSONText.quoted).joined(separator: ",") + "]" }
             if let tomb = c.tombstone { s += ",\"tombstone\":\(tomb)" }
             if let old = c.old { s += ",\"old\":\(old)" }
@@ -299,19 +316,26 @@ extension ControlRoutes {
         if let consumer = q.get("consumer").map({ String($0) }) {
             let token = try await store.reads.consumer(consumer).token
             if let after, after.isWhole || after.wholeThrough < token.id {
-                throw APIError(.invalidArgument, "give consumer or after, not both: a consumer reads after its own token "
-                    + "(after only goes on inside a transaction a page cut, with that page's last token)")
+                throw APIError(
+                    .invalidArgument,
+                    "give consumer or after, not both: a consumer reads after its own token "
+                        + "(after only goes on inside a transaction a page cut, with that page's last token)")
             }
             if q.get("follow") != "true" {
-                let page = after == nil
-                    ? try await store.reads.history(consumer: consumer, entity: entity, author: author, limit: limit,
-                                                    maxChanges: maxChanges)
-                    : try await store.reads.history(after: after, entity: entity, author: author, limit: limit,
-                                                    maxChanges: maxChanges)
-                return JSONResponse.make("{\"transactions\":[" + page.map(Self.transactionJSON).joined(separator: ",") + "]}")
+                let page =
+                    after == nil
+                    ? try await store.reads.history(
+                        consumer: consumer, entity: entity, author: author, limit: limit,
+                        maxChanges: maxChanges)
+                    : try await store.reads.history(
+                        after: after, entity: entity, author: author, limit: limit,
+                        maxChanges: maxChanges)
+                return JSONResponse.make(
+                    "{\"transactions\":[" + page.map(Self.transactionJSON).joined(separator: ",") + "]}")
             }
             // Checks that it exists and is not lost, so that errors are statuses.
-            _ = try await store.reads.history(consumer: consumer, entity: entity, author: author, limit: 1, maxChanges: 1)
+            _ = try await store.reads.history(
+                consumer: consumer, entity: entity, author: author, limit: 1, maxChanges: 1)
             after = after ?? token
         }
         if q.get("follow") == "true" {
@@ -323,8 +347,9 @@ extension ControlRoutes {
                 }
             }
         }
-        let page = try await store.reads.history(after: after, entity: entity, author: author, limit: limit,
-                                                 maxChanges: maxChanges)
+        let page = try await store.reads.history(
+            after: after, entity: entity, author: author, limit: limit,
+            maxChanges: maxChanges)
         return JSONResponse.make("{\"transactions\":[" + page.map(Self.transactionJSON).joined(separator: ",") + "]}")
     }
 
@@ -337,9 +362,11 @@ extension ControlRoutes {
     /// and its spec against its store as running it would
     /// (``JobSpec/check(against:)``), so that nothing bad is queued.
     func record(for spec: JobSpec, store name: String, _ context: DepotRequestContext) async throws -> JobRecord {
-        guard let store = await jobs.store(name) else {
-            throw APIError(.unknownStore, "no store is named \(JSONText.quoted(name))"
-                + DepotError.suggestion(for: name, in: await jobs.storeNames))
+        guard let store = jobs.stores.store(name) else {
+            throw APIError(
+                .unknownStore,
+                "no store is named \(JSONText.quoted(name))"
+                    + DepotError.suggestion(for: name, in: jobs.stores.names))
         }
         var spec = spec
         switch spec {
@@ -352,8 +379,9 @@ extension ControlRoutes {
         }
         try spec.check(against: store.reads)
         let peer = context.peer
-        return JobRecord(id: Self.newJobID(), spec: spec, store: name,
-                         author: peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd")
+        return JobRecord(
+            id: Self.newJobID(), spec: spec, store: name,
+            author: peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd")
     }
 
     /// Why an upload could not be spooled: a full disk is the client's to
@@ -361,11 +389,17 @@ extension ControlRoutes {
     /// gets `500 io`, no errno text.
     func spoolFailure(_ code: Int32, path: String) -> APIError {
         if code == ENOSPC || code == EDQUOT {
-            return APIError(.diskFull, "the daemon's disk is full, so the upload was not kept; "
-                + "free space under state_dir and send it again")
+            return APIError(
+                .diskFull,
+                "the daemon's disk is full, so the upload was not kept; "
+                    + "free space under state_dir and send it again")
         }
-        logger.error("an upload cannot be spooled", metadata: ["PATH": "\(path)", "ERRNO": "\(code)",
-                                                               "ERROR": "\(String(cString: strerror(code)))"])
+        logger.error(
+            "an upload cannot be spooled",
+            metadata: [
+                LogKey.path: "\(path)", LogKey.errno: "\(code)",
+                LogKey.error: "\(String(cString: strerror(code)))"
+            ])
         return APIError(.io, "the daemon could not write the upload to its spool; see its log")
     }
 
@@ -390,21 +424,28 @@ extension ControlRoutes {
             throw APIError(.forbidden, "\(path) is a symbolic link to nothing; name the file itself")
         } else {
             let url = URL(fileURLWithPath: path)
-            let folder = Self.realPath(url.deletingLastPathComponent().path)
+            let folder =
+                Self.realPath(url.deletingLastPathComponent().path)
                 ?? url.deletingLastPathComponent().standardizedFileURL.path
             candidate = (folder == "/" ? "" : folder) + "/" + url.lastPathComponent
         }
         let roots = config.importRoots.map { Self.realPath($0) ?? URL(fileURLWithPath: $0).standardizedFileURL.path }
-        guard roots.contains(where: { candidate == $0 || candidate.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
-            throw APIError(.forbidden, "\(path) is not under an import root ("
-                + (config.importRoots.isEmpty ? "none are configured" : config.importRoots.joined(separator: ", "))
-                + (candidate != path ? "; it leads to \(candidate)" : "")
-                + "); upload the file instead, e.g. depotctl import FILE, or add a root to import_roots")
+        guard roots.contains(where: { candidate == $0 || candidate.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") })
+        else {
+            throw APIError(
+                .forbidden,
+                "\(path) is not under an import root ("
+                    + (config.importRoots.isEmpty ? "none are configured" : config.importRoots.joined(separator: ", "))
+                    + (candidate != path ? "; it leads to \(candidate)" : "")
+                    + "); upload the file instead, e.g. depotctl import FILE, or add a root to import_roots")
         }
         if let peer, peer.uid != 0, peer.uid != geteuid(), var status = Optional(stat()), stat(candidate, &status) == 0,
-           !Self.canRead(status, peer: peer) {
-            throw APIError(.forbidden, "\(path) cannot be read by \(peer.description), so the daemon does not read "
-                + "it for them; make it readable to them, or upload it (depotctl import FILE)")
+            !Self.canRead(status, peer: peer)
+        {
+            throw APIError(
+                .forbidden,
+                "\(path) cannot be read by \(peer.description), so the daemon does not read "
+                    + "it for them; make it readable to them, or upload it (depotctl import FILE)")
         }
         return candidate
     }
@@ -435,10 +476,15 @@ extension ControlRoutes {
         let q = request.uri.queryParameters
         // The settings through the readers of every job's (JobSetting).
         var options = ImportOptions()
-        guard let format = try JobSetting.read("format", q.get("format").map { String($0) } ?? "csv",
-                                               JobSetting.importFormat) else {
-            throw APIError(.invalidArgument, "an upload's format must be csv, tsv, ndjson or json: "
-                + "it has no file name to tell it by")
+        guard
+            let format = try JobSetting.read(
+                "format", q.get("format").map { String($0) } ?? "csv",
+                JobSetting.importFormat)
+        else {
+            throw APIError(
+                .invalidArgument,
+                "an upload's format must be csv, tsv, ndjson or json: "
+                    + "it has no file name to tell it by")
         }
         options.format = format
         if let policy = q.get("on_conflict") {
@@ -473,7 +519,8 @@ extension ControlRoutes {
                 }
                 total += Int64(chunk.readableBytes)
                 if total > config.maxUploadBytes {
-                    refusal = APIError(.tooLarge, "the upload is larger than max_upload_bytes (\(config.maxUploadBytes))")
+                    refusal = APIError(
+                        .tooLarge, "the upload is larger than max_upload_bytes (\(config.maxUploadBytes))")
                 } else if let code = chunk.withUnsafeReadableBytes({ FileOutput.write(fd, $0) }) {
                     refusal = spoolFailure(code, path: path)
                 }
@@ -512,7 +559,8 @@ extension ControlRoutes {
                 + "\"relationship\":\(JSONText.quoted(d.relationship)),\"to\":\(JSONText.quoted(d.target)),"
                 + "\"reference\":\(d.reference.json)}"
         }
-        return JSONResponse.make("{\"total\":\(check.total),\"relationships\":[\(relationships.joined(separator: ","))],"
-            + "\"dangling\":[\(dangling.joined(separator: ","))]}")
+        return JSONResponse.make(
+            "{\"total\":\(check.total),\"relationships\":[\(relationships.joined(separator: ","))],"
+                + "\"dangling\":[\(dangling.joined(separator: ","))]}")
     }
 }

@@ -16,7 +16,9 @@ package struct ControlRoutes: Sendable {
     /// First results of live fetches, shared by streams opened together.
     let liveStarts = LiveStarts()
 
-    package init(settings: LiveSettings, jobs: JobManager, metrics: Metrics, logger: Logger, watcher: FolderWatcher? = nil) {
+    package init(
+        settings: LiveSettings, jobs: JobManager, metrics: Metrics, logger: Logger, watcher: FolderWatcher? = nil
+    ) {
         self.settings = settings
         self.jobs = jobs
         self.watcher = watcher
@@ -29,9 +31,11 @@ package struct ControlRoutes: Sendable {
 
     func store(_ context: DepotRequestContext) async throws -> any StoreBackend {
         let name = context.parameters.get("store") ?? ""
-        guard let store = await jobs.store(name) else {
-            throw APIError(.unknownStore, "no store is named \(JSONText.quoted(name))"
-                + DepotError.suggestion(for: name, in: await jobs.storeNames))
+        guard let store = jobs.stores.store(name) else {
+            throw APIError(
+                .unknownStore,
+                "no store is named \(JSONText.quoted(name))"
+                    + DepotError.suggestion(for: name, in: jobs.stores.names))
         }
         return store
     }
@@ -49,43 +53,41 @@ package struct ControlRoutes: Sendable {
         // Each path with the methods it answers; any other method of a known
         // path answers 405 with Allow (MethodNotAllowedMiddleware).
         var methods: [(path: String, method: HTTPRequest.Method)] = []
-        func on(_ method: HTTPRequest.Method, _ path: String,
-                _ handler: @escaping @Sendable (Request, DepotRequestContext) async throws -> Response) {
+        func on(
+            _ method: HTTPRequest.Method, _ path: String,
+            _ handler: @escaping @Sendable (Request, DepotRequestContext) async throws -> Response
+        ) {
             v1.on(RouterPath(path), method: method, use: handler)
             methods.append((path, method))
         }
         on(.get, "health") { _, context in
-            let names = await self.jobs.storeNames
             var stores: [String] = []
-            for name in names {
-                guard let s = await self.jobs.store(name) else { continue }
+            for s in self.jobs.stores.all {
                 do {
                     try await s.ping()
-                    stores.append("{\"name\":\(JSONText.quoted(name)),\"ok\":true}")
+                    stores.append("{\"name\":\(JSONText.quoted(s.name)),\"ok\":true}")
                 } catch {
-                    stores.append("{\"name\":\(JSONText.quoted(name)),\"ok\":false}")
+                    stores.append("{\"name\":\(JSONText.quoted(s.name)),\"ok\":false}")
                 }
             }
             let all = await self.jobs.all()
-            return JSONResponse.make("{\"status\":\"ok\",\"stores\":[\(stores.joined(separator: ","))],"
-                + "\"jobs\":{\"running\":\(all.filter { $0.state == .running }.count),"
-                + "\"queued\":\(all.filter { $0.state == .queued }.count)}}")
+            return JSONResponse.make(
+                "{\"status\":\"ok\",\"stores\":[\(stores.joined(separator: ","))],"
+                    + "\"jobs\":{\"running\":\(all.filter { $0.state == .running }.count),"
+                    + "\"queued\":\(all.filter { $0.state == .queued }.count)}}")
         }
         on(.get, "metrics") { _, context in
             var lag: [(store: String, consumers: [Consumer])] = []
-            for name in await self.jobs.storeNames {
-                if let store = await self.jobs.store(name) { lag.append((name, try await store.reads.consumers())) }
-            }
+            for store in self.jobs.stores.all { lag.append((store.name, try await store.reads.consumers())) }
             var buffer = ByteBuffer()
             buffer.writeString(self.metrics.render() + Metrics.consumerLag(lag))
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                            body: .init(byteBuffer: buffer))
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: buffer))
         }
         on(.get, "stores") { _, context in
             var items: [String] = []
-            for name in await self.jobs.storeNames {
-                if let s = await self.jobs.store(name) { items.append(try await self.describe(s)) }
-            }
+            for s in self.jobs.stores.all { items.append(try await self.describe(s)) }
             return JSONResponse.make("{\"stores\":[\(items.joined(separator: ","))]}")
         }
         on(.get, "stores/:store") { _, context in
@@ -115,11 +117,14 @@ package struct ControlRoutes: Sendable {
         on(.delete, "stores/:store/history") { request, context in
             let store = try await self.store(context)
             let q = request.uri.queryParameters
-            let pruned = switch try JobSpec.Prune(before: q.get("before").map { String($0) },
-                                                  olderThan: q.get("older_than").map { String($0) }) {
-            case .before(let token): try await store.pruneHistory(before: token)
-            case .olderThan(let age): try await store.pruneHistory(olderThan: age)
-            }
+            let pruned =
+                switch try JobSpec.Prune(
+                    before: q.get("before").map { String($0) },
+                    olderThan: q.get("older_than").map { String($0) })
+                {
+                case .before(let token): try await store.pruneHistory(before: token)
+                case .olderThan(let age): try await store.pruneHistory(olderThan: age)
+                }
             return JSONResponse.make(Self.pruneJSON(pruned))
         }
         on(.get, "stores/:store/consumers") { _, context in
@@ -147,14 +152,16 @@ package struct ControlRoutes: Sendable {
             // On a store several hosts serve, the jobs the others run too.
             let known = Set(all.map(\.id))
             var others: [JobRecord] = []
-            for store in await self.jobs.sharedStores {
+            for store in self.jobs.stores.shared {
                 for (id, bytes) in try await store.jobs() where !known.contains(id) {
                     if let record = JobRecord(stored: bytes) { others.append(record) }
                 }
             }
             if !others.isEmpty {
-                all = (all + others).enumerated().sorted { ($0.element.created, $0.offset) < ($1.element.created, $1.offset) }
-                    .map(\.element)
+                all = (all + others).enumerated().sorted {
+                    ($0.element.created, $0.offset) < ($1.element.created, $1.offset)
+                }
+                .map(\.element)
             }
             return try JSONResponse.encode(["jobs": all])
         }
@@ -167,8 +174,9 @@ package struct ControlRoutes: Sendable {
         }
         on(.get, "jobs/:id/events") { _, context in
             let record = try await self.job(context)
-            if await self.jobs.job(record.id) == nil, let store = await self.jobs.store(record.store),
-               let interval = store.jobPollInterval {
+            if await self.jobs.job(record.id) == nil, let store = self.jobs.stores.store(record.store),
+                let interval = store.jobPollInterval
+            {
                 // Another host runs it: its record in the store, as it changes.
                 return JSONResponse.stream(context, deadline: self.deadline(context), metrics: self.metrics) { write in
                     var last = record
@@ -176,7 +184,8 @@ package struct ControlRoutes: Sendable {
                     while !last.state.isFinal {
                         try await Task.sleep(for: min(interval, .seconds(1)))
                         guard let bytes = try await store.job(record.id),
-                              let now = JobRecord(stored: bytes) else { break }
+                            let now = JobRecord(stored: bytes)
+                        else { break }
                         if now != last {
                             last = now
                             try await write(Self.line(now))
@@ -199,8 +208,12 @@ package struct ControlRoutes: Sendable {
                 return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: .init())
             }
             return self.fileResponse(fd, contentType: "application/x-ndjson", context) { errno in
-                self.logger.error("a job's rejects cannot be read", metadata: [
-                    "JOB_ID": "\(record.id)", "PATH": "\(record.rejects ?? "")", "ERROR": "\(String(cString: strerror(errno)))"])
+                self.logger.error(
+                    "a job's rejects cannot be read",
+                    metadata: [
+                        LogKey.jobID: "\(record.id)", LogKey.path: "\(record.rejects ?? "")",
+                        LogKey.error: "\(String(cString: strerror(errno)))"
+                    ])
                 return APIError(.io, "the rejects of job \(record.id) cannot be read; see the daemon's log")
             }
         }
@@ -240,18 +253,27 @@ package struct ControlRoutes: Sendable {
             throw APIError(.conflict, "job \(record.id) is a \(record.kind.rawValue) job; only export jobs have output")
         }
         guard record.state == .succeeded, let path = record.path else {
-            throw APIError(.conflict, "job \(record.id) is \(record.state.rawValue); its output is there once it succeeded")
+            throw APIError(
+                .conflict, "job \(record.id) is \(record.state.rawValue); its output is there once it succeeded")
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            logger.error("an export's output cannot be read", metadata: [
-                "JOB_ID": "\(record.id)", "PATH": "\(path)", "ERROR": "\(String(cString: strerror(errno)))"])
+            logger.error(
+                "an export's output cannot be read",
+                metadata: [
+                    LogKey.jobID: "\(record.id)", LogKey.path: "\(path)",
+                    LogKey.error: "\(String(cString: strerror(errno)))"
+                ])
             throw APIError(.io, "the output of job \(record.id) cannot be read; see the daemon's log")
         }
         let type = if case .export(_, _, .csv, _, _) = record.spec { "text/csv" } else { "application/x-ndjson" }
         return fileResponse(fd, contentType: type, context) { errno in
-            logger.error("an export's output cannot be read", metadata: [
-                "JOB_ID": "\(record.id)", "PATH": "\(path)", "ERROR": "\(String(cString: strerror(errno)))"])
+            logger.error(
+                "an export's output cannot be read",
+                metadata: [
+                    LogKey.jobID: "\(record.id)", LogKey.path: "\(path)",
+                    LogKey.error: "\(String(cString: strerror(errno)))"
+                ])
             return APIError(.io, "the output of job \(record.id) cannot be read; see the daemon's log")
         }
     }
@@ -261,27 +283,31 @@ package struct ControlRoutes: Sendable {
     /// stream's deadline. A failed read ends the response unfinished (with
     /// `failure`'s error), so that the client sees a broken transfer, not a
     /// short file.
-    func fileResponse(_ fd: Int32, contentType: String, _ context: DepotRequestContext,
-                      failure: @escaping @Sendable (Int32) -> APIError) -> Response {
+    func fileResponse(
+        _ fd: Int32, contentType: String, _ context: DepotRequestContext,
+        failure: @escaping @Sendable (Int32) -> APIError
+    ) -> Response {
         let deadline = deadline(context)
-        return Response(status: .ok, headers: [.contentType: contentType], body: ResponseBody { base in
-            defer { close(fd) }
-            var writer = deadline.writer(base)
-            while true {
-                var buffer = ByteBufferAllocator().buffer(capacity: 1 << 20)
-                var error: Int32 = 0
-                let n = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { bytes in
-                    var n: Int
-                    repeat { n = read(fd, bytes.baseAddress, bytes.count) } while n < 0 && errno == EINTR
-                    if n < 0 { error = errno }
-                    return max(n, 0)
+        return Response(
+            status: .ok, headers: [.contentType: contentType],
+            body: ResponseBody { base in
+                defer { close(fd) }
+                var writer = deadline.writer(base)
+                while true {
+                    var buffer = ByteBufferAllocator().buffer(capacity: 1 << 20)
+                    var error: Int32 = 0
+                    let n = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { bytes in
+                        var n: Int
+                        repeat { n = read(fd, bytes.baseAddress, bytes.count) } while n < 0 && errno == EINTR
+                        if n < 0 { error = errno }
+                        return max(n, 0)
+                    }
+                    if error != 0 { throw failure(error) }
+                    if n == 0 { break }
+                    try await writer.write(buffer)
                 }
-                if error != 0 { throw failure(error) }
-                if n == 0 { break }
-                try await writer.write(buffer)
-            }
-            try await writer.finish(nil)
-        })
+                try await writer.finish(nil)
+            })
     }
 
     static func line(_ record: JobRecord) -> String {
@@ -293,7 +319,7 @@ package struct ControlRoutes: Sendable {
         if let record = await jobs.job(id) { return record }
         // A job another host of a shared store runs (issue #35: it was
         // unknown here while it ran).
-        for store in await jobs.sharedStores {
+        for store in jobs.stores.shared {
             if let bytes = try await store.job(id), let record = JobRecord(stored: bytes) {
                 return record
             }
@@ -305,23 +331,28 @@ package struct ControlRoutes: Sendable {
         var entities: [String] = []
         for e in store.reads.entities {
             let count = try await store.reads.count(FetchDescriptor(entity: e.name))
-            let fields = e.fields.map { "{\"name\":\(JSONText.quoted($0.name)),\"type\":\(JSONText.quoted($0.declaration))}" }
+            let fields = e.fields.map {
+                "{\"name\":\(JSONText.quoted($0.name)),\"type\":\(JSONText.quoted($0.declaration))}"
+            }
             let identifier = e.identifier.map(JSONText.quoted).joined(separator: ",")
-            let indexes = e.indexes.map { "[" + $0.map(JSONText.quoted).joined(separator: ",") + "]" }.joined(separator: ",")
+            let indexes = e.indexes.map { "[" + $0.map(JSONText.quoted).joined(separator: ",") + "]" }.joined(
+                separator: ",")
             let relationships = e.relationships.map { r in
                 var o = "{\"name\":\(JSONText.quoted(r.name)),\"to\":\(JSONText.quoted(r.target)),"
                 switch r.kind {
                 case .toOne(let required):
-                    o += "\"kind\":\"to-one\",\"required\":\(required),\"columns\":"
+                    o +=
+                        "\"kind\":\"to-one\",\"required\":\(required),\"columns\":"
                         + JSONText.array(e.relationshipColumns[r.name] ?? [])
                 case .toMany(let inverse, let rule):
                     o += "\"kind\":\"to-many\",\"inverse\":\(JSONText.quoted(inverse)),\"delete\":\"\(rule.rawValue)\""
                 }
                 return o + "}"
             }
-            entities.append("{\"name\":\(JSONText.quoted(e.name)),\"count\":\(count),\"identifier\":[\(identifier)],"
-                + "\"indexes\":[\(indexes)],\"fields\":[\(fields.joined(separator: ","))],"
-                + "\"relationships\":[\(relationships.joined(separator: ","))]}")
+            entities.append(
+                "{\"name\":\(JSONText.quoted(e.name)),\"count\":\(count),\"identifier\":[\(identifier)],"
+                    + "\"indexes\":[\(indexes)],\"fields\":[\(fields.joined(separator: ","))],"
+                    + "\"relationships\":[\(relationships.joined(separator: ","))]}")
         }
         let token = try await store.reads.latestToken().map { JSONText.quoted($0.description) } ?? "null"
         return "{\"name\":\(JSONText.quoted(store.name)),\"path\":\(JSONText.quoted(store.location)),"

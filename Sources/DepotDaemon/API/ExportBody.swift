@@ -12,11 +12,14 @@ struct ExportBody: Decodable {
 
     func descriptor(entity: String) throws -> FetchDescriptor {
         if let prefetch, !prefetch.isEmpty {
-            throw APIError(.invalidArgument, "a streamed export writes each record as it is stored; to embed related "
-                + "records, run an export job: POST /v1/jobs {\"kind\": \"export\", \"prefetch\": [...]}")
+            throw APIError(
+                .invalidArgument,
+                "a streamed export writes each record as it is stored; to embed related "
+                    + "records, run an export job: POST /v1/jobs {\"kind\": \"export\", \"prefetch\": [...]}")
         }
-        return FetchDescriptor(entity: entity, where: self.where, arguments: (arguments ?? [:]).mapValues(\.value),
-                               fields: fields)
+        return FetchDescriptor(
+            entity: entity, where: self.where, arguments: (arguments ?? [:]).mapValues(\.value),
+            fields: fields)
     }
 
     func recordFormat() throws -> RecordFormat {

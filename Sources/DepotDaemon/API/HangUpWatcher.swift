@@ -1,5 +1,5 @@
-import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 
 /// Tells a streamed answer that its client hung up.
 ///
@@ -22,7 +22,7 @@ final class HangUpWatcher: ChannelInboundHandler, RemovableChannelHandler, Senda
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var nextID = 0
     }
-    private let state = NIOLockedValueBox(State())
+    private let state = Mutex(State())
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? ChannelEvent, case .inputClosed = event { hangUp() }
@@ -37,7 +37,7 @@ final class HangUpWatcher: ChannelInboundHandler, RemovableChannelHandler, Senda
     func handlerRemoved(context: ChannelHandlerContext) { hangUp() }
 
     private func hangUp() {
-        let waiters = state.withLockedValue { s in
+        let waiters = state.withLock { s in
             s.hungUp = true
             defer { s.waiters = [:] }
             return s.waiters.values
@@ -47,13 +47,13 @@ final class HangUpWatcher: ChannelInboundHandler, RemovableChannelHandler, Senda
 
     /// Returns when the client has hung up, or when the task is cancelled.
     func wait() async {
-        let id = state.withLockedValue { s in
+        let id = state.withLock { s in
             s.nextID += 1
             return s.nextID
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let now = state.withLockedValue { s in
+                let now = state.withLock { s in
                     if s.hungUp || Task.isCancelled { return true }
                     s.waiters[id] = c
                     return false
@@ -61,7 +61,7 @@ final class HangUpWatcher: ChannelInboundHandler, RemovableChannelHandler, Senda
                 if now { c.resume() }
             }
         } onCancel: {
-            state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
         }
     }
 }

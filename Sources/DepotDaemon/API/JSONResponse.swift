@@ -9,7 +9,11 @@ import Synchronization
 final class HandOver<Value: Sendable>: Sendable {
     private let value: Mutex<Value?>
     init(_ value: Value?) { self.value = Mutex(value) }
-    func take() -> Value? { value.withLock { v in defer { v = nil }; return v } }
+    func take() -> Value? {
+        value.withLock { v in
+            defer { v = nil }; return v
+        }
+    }
 }
 
 enum JSONResponse {
@@ -42,46 +46,49 @@ enum JSONResponse {
     ///
     /// `head`, when given, goes out first, as it is (a line shared by
     /// several streams, ``LiveStarts``), and is not held after.
-    static func stream(_ context: DepotRequestContext, head: ByteBuffer? = nil, deadline: StreamDeadline,
-                       metrics: Metrics,
-                       _ lines: @escaping @Sendable (_ write: (String) async throws -> Void) async throws -> Void) -> Response {
+    static func stream(
+        _ context: DepotRequestContext, head: ByteBuffer? = nil, deadline: StreamDeadline,
+        metrics: Metrics,
+        _ lines: @escaping @Sendable (_ write: (String) async throws -> Void) async throws -> Void
+    ) -> Response {
         let channel = context.channel
         let head = HandOver(head)
-        return Response(status: .ok, headers: [.contentType: "application/x-ndjson", .cacheControl: "no-cache"],
-                        body: ResponseBody { base in
-                            var writer = deadline.writer(base)
-                            metrics.streamOpened()
-                            defer { metrics.streamClosed() }
-                            if let head = head.take() { try await writer.write(head) }
-                            let watcher = try? await channel.pipeline.handler(type: HangUpWatcher.self).get()
-                            let handoff = AsyncThrowingChannel<String, any Error>()
-                            try await withThrowingTaskGroup(of: Void.self) { group in
-                                group.addTask {
-                                    do {
-                                        try await lines { line in
-                                            await handoff.send(line)
-                                            try Task.checkCancellation()
-                                        }
-                                        handoff.finish()
-                                    } catch {
-                                        handoff.fail(error)
-                                    }
-                                }
-                                if let watcher {
-                                    group.addTask {
-                                        await watcher.wait()
-                                        handoff.fail(CancellationError())
-                                    }
-                                }
-                                for try await line in handoff {
-                                    var buffer = ByteBuffer()
-                                    buffer.writeString(line)
-                                    buffer.writeString("\n")
-                                    try await writer.write(buffer)
-                                }
-                                group.cancelAll()
+        return Response(
+            status: .ok, headers: [.contentType: "application/x-ndjson", .cacheControl: "no-cache"],
+            body: ResponseBody { base in
+                var writer = deadline.writer(base)
+                metrics.streamOpened()
+                defer { metrics.streamClosed() }
+                if let head = head.take() { try await writer.write(head) }
+                let watcher = try? await channel.pipeline.handler(type: HangUpWatcher.self).get()
+                let handoff = AsyncThrowingChannel<String, any Error>()
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        do {
+                            try await lines { line in
+                                await handoff.send(line)
+                                try Task.checkCancellation()
                             }
-                            try await writer.finish(nil)
-                        })
+                            handoff.finish()
+                        } catch {
+                            handoff.fail(error)
+                        }
+                    }
+                    if let watcher {
+                        group.addTask {
+                            await watcher.wait()
+                            handoff.fail(CancellationError())
+                        }
+                    }
+                    for try await line in handoff {
+                        var buffer = ByteBuffer()
+                        buffer.writeString(line)
+                        buffer.writeString("\n")
+                        try await writer.write(buffer)
+                    }
+                    group.cancelAll()
+                }
+                try await writer.finish(nil)
+            })
     }
 }

@@ -48,8 +48,10 @@ final class LiveStarts: Sendable {
 
     /// The first result of `descriptor` on `store` at `version`: the one
     /// another stream read at that version (`shared`), or `read`'s.
-    func start(store: any StoreBackend, descriptor: FetchDescriptor, version: UInt64,
-               read: @escaping @Sendable () async throws -> Start) async throws -> (start: Start, shared: Bool) {
+    func start(
+        store: any StoreBackend, descriptor: FetchDescriptor, version: UInt64,
+        read: @escaping @Sendable () async throws -> Start
+    ) async throws -> (start: Start, shared: Bool) {
         let key = Key(store: ObjectIdentifier(store as AnyObject), descriptor: descriptor)
         let (task, shared) = state.withLock { s -> (Task<Start, any Error>, Bool) in
             if let entry = s.entries[key], entry.version == version { return (entry.start, true) }

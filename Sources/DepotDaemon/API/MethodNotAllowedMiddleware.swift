@@ -13,15 +13,19 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         routes = answered.map { ($0.path.split(separator: "/"), $0.method) }
     }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
             let allowed = allowedMethods(request.uri.path)
             guard !allowed.isEmpty, !allowed.contains(request.method) else { throw error }
             let allow = allowed.map(\.rawValue).joined(separator: ", ")
-            let refusal = APIError(.methodNotAllowed, "\(request.method.rawValue) is not a method of \(request.uri.path); "
-                + "it takes \(allow)")
+            let refusal = APIError(
+                .methodNotAllowed,
+                "\(request.method.rawValue) is not a method of \(request.uri.path); "
+                    + "it takes \(allow)")
             var response = JSONResponse.make(refusal.body, status: refusal.status)
             response.headers[.allow] = allow
             return response
@@ -33,7 +37,9 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         let segments = path.split(separator: "/")
         var methods: [HTTPRequest.Method] = []
         for route in routes where route.segments.count == segments.count && !methods.contains(route.method) {
-            if zip(route.segments, segments).allSatisfy({ $0.hasPrefix(":") || $0 == $1 }) { methods.append(route.method) }
+            if zip(route.segments, segments).allSatisfy({ $0.hasPrefix(":") || $0 == $1 }) {
+                methods.append(route.method)
+            }
         }
         return methods
     }

@@ -1,5 +1,5 @@
-import DepotEngine
 import CSystemd
+import DepotEngine
 import Foundation
 import Synchronization
 
@@ -98,6 +98,7 @@ package final class Metrics: Sendable {
             s.trimAtZero = false
             return true
         }
+        // Detached: malloc_trim takes milliseconds, off the thread that closed the stream; nothing awaits it.
         if trim { Task.detached(priority: .background) { _ = malloc_trim(0) } }
     }
     func streamTimedOut() { state.withLock { $0.streamsTimedOut += 1 } }
@@ -110,47 +111,66 @@ package final class Metrics: Sendable {
         let s = state.withLock { $0 }
         var out = ""
         out += "# HELP depot_jobs_submitted_total Jobs submitted, by kind.\n# TYPE depot_jobs_submitted_total counter\n"
-        for (k, v) in s.jobsSubmitted.sorted(by: { $0.key < $1.key }) { out += "depot_jobs_submitted_total{kind=\"\(k)\"} \(v)\n" }
+        for (k, v) in s.jobsSubmitted.sorted(by: { $0.key < $1.key }) {
+            out += "depot_jobs_submitted_total{kind=\"\(k)\"} \(v)\n"
+        }
         out += "# HELP depot_jobs_finished_total Jobs finished, by state.\n# TYPE depot_jobs_finished_total counter\n"
-        for (k, v) in s.jobsFinished.sorted(by: { $0.key < $1.key }) { out += "depot_jobs_finished_total{state=\"\(k)\"} \(v)\n" }
-        out += "# HELP depot_rows_imported_total Records read by imports and saved.\n# TYPE depot_rows_imported_total counter\n"
+        for (k, v) in s.jobsFinished.sorted(by: { $0.key < $1.key }) {
+            out += "depot_jobs_finished_total{state=\"\(k)\"} \(v)\n"
+        }
+        out +=
+            "# HELP depot_rows_imported_total Records read by imports and saved.\n# TYPE depot_rows_imported_total counter\n"
         out += "depot_rows_imported_total \(s.rowsImported)\n"
         out += "# HELP depot_saves_total Saves committed by jobs.\n# TYPE depot_saves_total counter\n"
         out += "depot_saves_total \(s.saves)\n"
-        out += "# HELP depot_save_duration_seconds How long an import's save takes, from its first record to its commit.\n"
+        out +=
+            "# HELP depot_save_duration_seconds How long an import's save takes, from its first record to its commit.\n"
         out += "# TYPE depot_save_duration_seconds histogram\n"
         out += histogram("depot_save_duration_seconds", s.saveBuckets, sum: s.saveSeconds, count: s.saves)
-        out += "# HELP depot_connections_open Control socket connections open now.\n# TYPE depot_connections_open gauge\n"
+        out +=
+            "# HELP depot_connections_open Control socket connections open now.\n# TYPE depot_connections_open gauge\n"
         out += "depot_connections_open \(s.connections)\n"
-        out += "# HELP depot_connections_total Control socket connections accepted.\n# TYPE depot_connections_total counter\n"
+        out +=
+            "# HELP depot_connections_total Control socket connections accepted.\n# TYPE depot_connections_total counter\n"
         out += "depot_connections_total \(s.connectionsTotal)\n"
-        out += "# HELP depot_streams_open Streamed answers being served now: live fetches, history follows, job events.\n"
+        out +=
+            "# HELP depot_streams_open Streamed answers being served now: live fetches, history follows, job events.\n"
         out += "# TYPE depot_streams_open gauge\ndepot_streams_open \(s.streams)\n"
-        out += "# HELP depot_streams_timed_out_total Streamed answers ended because their client read nothing "
+        out +=
+            "# HELP depot_streams_timed_out_total Streamed answers ended because their client read nothing "
             + "for stream_write_timeout.\n# TYPE depot_streams_timed_out_total counter\n"
         out += "depot_streams_timed_out_total \(s.streamsTimedOut)\n"
-        out += "# HELP depot_live_results_shared_total Live fetches with changes whose first result another stream, "
+        out +=
+            "# HELP depot_live_results_shared_total Live fetches with changes whose first result another stream, "
             + "opened on the same fetch with no commit between, had read.\n# TYPE depot_live_results_shared_total counter\n"
         out += "depot_live_results_shared_total \(s.liveResultsShared)\n"
-        out += "# HELP depot_connections_refused_total Connections refused over max_connections or "
+        out +=
+            "# HELP depot_connections_refused_total Connections refused over max_connections or "
             + "max_connections_per_client.\n# TYPE depot_connections_refused_total counter\n"
         out += "depot_connections_refused_total \(s.connectionsRefused)\n"
-        out += "# HELP depot_requests_timed_out_total Connections closed because a request's head or body came "
+        out +=
+            "# HELP depot_requests_timed_out_total Connections closed because a request's head or body came "
             + "too slowly (request_timeout).\n# TYPE depot_requests_timed_out_total counter\n"
         out += "depot_requests_timed_out_total \(s.requestsTimedOut)\n"
         out += "# HELP depot_requests_total HTTP requests, by status.\n# TYPE depot_requests_total counter\n"
-        for (k, v) in s.requests.sorted(by: { $0.key < $1.key }) { out += "depot_requests_total{status=\"\(k)\"} \(v)\n" }
-        out += "# HELP depot_request_duration_seconds HTTP request latency.\n# TYPE depot_request_duration_seconds histogram\n"
-        out += histogram("depot_request_duration_seconds", s.requestBuckets, sum: s.requestSeconds, count: s.requestCount)
+        for (k, v) in s.requests.sorted(by: { $0.key < $1.key }) {
+            out += "depot_requests_total{status=\"\(k)\"} \(v)\n"
+        }
+        out +=
+            "# HELP depot_request_duration_seconds HTTP request latency.\n# TYPE depot_request_duration_seconds histogram\n"
+        out += histogram(
+            "depot_request_duration_seconds", s.requestBuckets, sum: s.requestSeconds, count: s.requestCount)
         return out
     }
 
     /// The consumers' lag gauges (DESIGN §11), from each store's consumers
     /// read at scrape time.
     static func consumerLag(_ stores: [(store: String, consumers: [Consumer])]) -> String {
-        var transactions = "# HELP depot_consumer_lag_transactions Transactions a consumer has not acknowledged.\n"
+        var transactions =
+            "# HELP depot_consumer_lag_transactions Transactions a consumer has not acknowledged.\n"
             + "# TYPE depot_consumer_lag_transactions gauge\n"
-        var seconds = "# HELP depot_consumer_lag_seconds Age of a consumer's oldest unacknowledged transaction.\n"
+        var seconds =
+            "# HELP depot_consumer_lag_seconds Age of a consumer's oldest unacknowledged transaction.\n"
             + "# TYPE depot_consumer_lag_seconds gauge\n"
         for (store, consumers) in stores {
             for c in consumers {

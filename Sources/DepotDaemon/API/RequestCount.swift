@@ -13,8 +13,10 @@ struct RequestCount: Decodable, Sendable, Hashable {
             value = i
             return
         }
-        throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                                                debugDescription: "must be a whole number from 0 to \(Int.max)"))
+        throw DecodingError.dataCorrupted(
+            .init(
+                codingPath: decoder.codingPath,
+                debugDescription: "must be a whole number from 0 to \(Int.max)"))
     }
 }
 
@@ -27,7 +29,8 @@ enum QueryCount {
     /// naming `name`.
     static func parse(_ text: some StringProtocol, name: String, minimum: Int, cap: Int) throws -> Int {
         guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
-            throw APIError(.invalidArgument, "\(name) must be a whole number from \(minimum) up (at most \(cap) are used)")
+            throw APIError(
+                .invalidArgument, "\(name) must be a whole number from \(minimum) up (at most \(cap) are used)")
         }
         var n = 0
         for digit in text.utf8 {
@@ -37,7 +40,8 @@ enum QueryCount {
             n = sum
         }
         guard n >= minimum else {
-            throw APIError(.invalidArgument, "\(name) must be a whole number from \(minimum) up (at most \(cap) are used)")
+            throw APIError(
+                .invalidArgument, "\(name) must be a whole number from \(minimum) up (at most \(cap) are used)")
         }
         return min(n, cap)
     }

@@ -10,7 +10,9 @@ struct RoleMiddleware: RouterMiddleware {
     /// `[access]` as the last reload left it.
     let settings: LiveSettings
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         let role = Self.role(request.method, path: request.uri.path)
         let config = settings.current
         let access = AccessPolicy(read: config.readPrincipals, write: config.writePrincipals)

@@ -29,8 +29,9 @@ struct StreamDeadline: Sendable {
         let (metrics, logger, timeout) = (metrics, logger, timeout)
         let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout / .nanoseconds(1)))) {
             metrics.streamTimedOut()
-            logger.notice("a client read nothing of a streamed answer for stream_write_timeout; its connection is closed",
-                          metadata: ["TIMEOUT": "\(DurationText.format(timeout))"])
+            logger.notice(
+                "a client read nothing of a streamed answer for stream_write_timeout; its connection is closed",
+                metadata: [LogKey.timeout: "\(DurationText.format(timeout))"])
             channel.close(promise: nil)
         }
         defer { timer.cancel() }

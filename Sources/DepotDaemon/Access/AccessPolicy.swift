@@ -36,7 +36,9 @@ package struct AccessPolicy: Sendable {
     /// The message of a refusal: who asked, what was needed, and who has it.
     package func refusal(_ peer: Peer, _ role: Role) -> String {
         let principals = role == .read ? read + write : write
-        let who = principals.isEmpty ? "only root and the daemon's own user"
+        let who =
+            principals.isEmpty
+            ? "only root and the daemon's own user"
             : principals.map(\.description).joined(separator: ", ") + ", root and the daemon's own user"
         return "\(peer.description) may not \(role == .read ? "read" : "write"): the \(role.rawValue) role is needed, "
             + "which [access] gives to \(who)"

@@ -18,7 +18,8 @@ enum PeerCredentials {
         }
         let cred: UCred = try await provider.unsafeGetSocketOption(
             level: NIOBSDSocket.OptionLevel(rawValue: SOL_SOCKET),
-            name: NIOBSDSocket.Option(rawValue: SO_PEERCRED)).get()
+            name: NIOBSDSocket.Option(rawValue: SO_PEERCRED)
+        ).get()
         return Peer(pid: cred.pid, uid: cred.uid, gid: cred.gid)
     }
 }

@@ -14,16 +14,20 @@ package enum Principal: Sendable, Hashable, CustomStringConvertible {
     package init(parsing text: String) throws {
         let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
         guard parts.count == 2, !parts[1].isEmpty else {
-            throw Invalid(description: "\(text.debugDescription) is not a principal; write uid:N, user:NAME or group:NAME")
+            throw Invalid(
+                description: "\(text.debugDescription) is not a principal; write uid:N, user:NAME or group:NAME")
         }
         switch parts[0] {
         case "uid":
-            guard let n = UInt32(parts[1]) else { throw Invalid(description: "\(text.debugDescription): uid must be a number") }
+            guard let n = UInt32(parts[1]) else {
+                throw Invalid(description: "\(text.debugDescription): uid must be a number")
+            }
             self = .uid(n)
         case "user": self = .user(parts[1])
         case "group": self = .group(parts[1])
         default:
-            throw Invalid(description: "\(text.debugDescription) is not a principal; write uid:N, user:NAME or group:NAME")
+            throw Invalid(
+                description: "\(text.debugDescription) is not a principal; write uid:N, user:NAME or group:NAME")
         }
     }
 

@@ -59,8 +59,10 @@ struct ConfigReader {
         return out
     }
 
-    mutating func duration(_ table: TOMLTable, _ name: String, at key: String,
-                           in range: ClosedRange<Duration>) -> Duration? {
+    mutating func duration(
+        _ table: TOMLTable, _ name: String, at key: String,
+        in range: ClosedRange<Duration>
+    ) -> Duration? {
         guard let value = table[name] else { return nil }
         do throws(DurationText.Invalid) {
             if let i = value.tomlValue.int { return try DurationText.seconds(i, in: range) }
@@ -78,16 +80,21 @@ struct ConfigReader {
         unknownKeys(root, ["daemon", "access", "store", "watch"], at: "")
         let daemon = root["daemon"]?.tomlValue.table ?? TOMLTable()
         if root["daemon"] != nil && root["daemon"]?.tomlValue.table == nil { problem("daemon", "must be a table") }
-        unknownKeys(daemon, ["state_dir", "socket", "socket_mode", "socket_group", "import_roots", "log_level",
-                             "max_upload_bytes", "max_request_bytes", "idle_timeout", "stream_write_timeout",
-                             "body_timeout", "max_connections", "max_connections_per_client"],
-                    at: "daemon")
+        unknownKeys(
+            daemon,
+            [
+                "state_dir", "socket", "socket_mode", "socket_group", "import_roots", "log_level",
+                "max_upload_bytes", "max_request_bytes", "idle_timeout", "stream_write_timeout",
+                "body_timeout", "max_connections", "max_connections_per_client"
+            ],
+            at: "daemon")
         let stateDir = resolve(string(daemon, "state_dir", at: "daemon.state_dir") ?? "/var/lib/depot")
         let socket = resolve(string(daemon, "socket", at: "daemon.socket") ?? "/run/depot/depot.sock")
         var socketMode: UInt16 = 0o660
         if let text = string(daemon, "socket_mode", at: "daemon.socket_mode") {
             if (1...4).contains(text.count), text.allSatisfy({ ("0"..."7").contains($0) }),
-               let mode = UInt16(text, radix: 8), mode <= 0o777 {
+                let mode = UInt16(text, radix: 8), mode <= 0o777
+            {
                 socketMode = mode
             } else {
                 problem("daemon.socket_mode", "must be an octal mode such as \"0660\", not \(JSONText.quoted(text))")
@@ -101,18 +108,25 @@ struct ConfigReader {
             problem("daemon.log_level", "must be one of \(levels.joined(separator: ", "))")
         }
         let maxUpload = int(daemon, "max_upload_bytes", at: "daemon.max_upload_bytes", in: 1...(1 << 40)) ?? (8 << 30)
-        let maxRequest = int(daemon, "max_request_bytes", at: "daemon.max_request_bytes", in: 1024...(1 << 30))
+        let maxRequest =
+            int(daemon, "max_request_bytes", at: "daemon.max_request_bytes", in: 1024...(1 << 30))
             ?? (1 << 20)
-        let idle = duration(daemon, "idle_timeout", at: "daemon.idle_timeout", in: DurationText.idleTimeout)
+        let idle =
+            duration(daemon, "idle_timeout", at: "daemon.idle_timeout", in: DurationText.idleTimeout)
             ?? .seconds(60)
-        let streamWrite = duration(daemon, "stream_write_timeout", at: "daemon.stream_write_timeout",
-                                   in: DurationText.idleTimeout) ?? .seconds(30)
-        let bodyTimeout = duration(daemon, "body_timeout", at: "daemon.body_timeout", in: DurationText.idleTimeout)
+        let streamWrite =
+            duration(
+                daemon, "stream_write_timeout", at: "daemon.stream_write_timeout",
+                in: DurationText.idleTimeout) ?? .seconds(30)
+        let bodyTimeout =
+            duration(daemon, "body_timeout", at: "daemon.body_timeout", in: DurationText.idleTimeout)
             ?? .seconds(30)
         // Live fetches are connections: a service may hold thousands.
         let maxConnections = int(daemon, "max_connections", at: "daemon.max_connections", in: 1...1_000_000) ?? 16_384
-        let perClient = int(daemon, "max_connections_per_client", at: "daemon.max_connections_per_client",
-                            in: 1...1_000_000) ?? 4_096
+        let perClient =
+            int(
+                daemon, "max_connections_per_client", at: "daemon.max_connections_per_client",
+                in: 1...1_000_000) ?? 4_096
 
         var read: [Principal] = [], write: [Principal] = []
         if let access = root["access"]?.tomlValue.table {
@@ -146,8 +160,9 @@ struct ConfigReader {
                 }
                 let place = store.postgres.map { "\($0.url) schema \($0.schema)" } ?? store.path
                 if let other = places[place] {
-                    problem(store.postgres == nil ? "\(key).path" : "\(key).schema",
-                            "store \(JSONText.quoted(store.name)) would live where store \(JSONText.quoted(other)) does")
+                    problem(
+                        store.postgres == nil ? "\(key).path" : "\(key).schema",
+                        "store \(JSONText.quoted(store.name)) would live where store \(JSONText.quoted(other)) does")
                 } else {
                     places[place] = store.name
                 }
@@ -163,8 +178,9 @@ struct ConfigReader {
                 problem(key, "must be a table ([[watch]])")
                 continue
             }
-            unknownKeys(table, ["path", "store", "entity", "format", "on_conflict", "after", "max_rejects", "references"],
-                        at: key)
+            unknownKeys(
+                table, ["path", "store", "entity", "format", "on_conflict", "after", "max_rejects", "references"],
+                at: key)
             guard let path = string(table, "path", at: "\(key).path") else {
                 problem("\(key).path", "is required: the folder to watch")
                 continue
@@ -173,40 +189,52 @@ struct ConfigReader {
             let entityName = string(table, "entity", at: "\(key).entity") ?? ""
             if let store = stores.first(where: { $0.name == storeName }) {
                 if !store.entities.contains(where: { $0.name == entityName }) {
-                    problem("\(key).entity", "store \(JSONText.quoted(storeName)) has no entity \(JSONText.quoted(entityName))"
-                        + DepotError.suggestion(for: entityName, in: store.entities.map(\.name)))
+                    problem(
+                        "\(key).entity",
+                        "store \(JSONText.quoted(storeName)) has no entity \(JSONText.quoted(entityName))"
+                            + DepotError.suggestion(for: entityName, in: store.entities.map(\.name)))
                 }
             } else {
-                problem("\(key).store", "no store is named \(JSONText.quoted(storeName))"
-                    + DepotError.suggestion(for: storeName, in: stores.map(\.name)))
+                problem(
+                    "\(key).store",
+                    "no store is named \(JSONText.quoted(storeName))"
+                        + DepotError.suggestion(for: storeName, in: stores.map(\.name)))
             }
             // The same readers as a job's settings (JobSetting).
-            let format = setting(string(table, "format", at: "\(key).format") ?? "auto", at: "\(key).format",
-                                 JobSetting.importFormat) ?? nil
-            let policy = setting(string(table, "on_conflict", at: "\(key).on_conflict") ?? "upsert",
-                                 at: "\(key).on_conflict", JobSetting.conflictPolicy)
+            let format =
+                setting(
+                    string(table, "format", at: "\(key).format") ?? "auto", at: "\(key).format",
+                    JobSetting.importFormat) ?? nil
+            let policy = setting(
+                string(table, "on_conflict", at: "\(key).on_conflict") ?? "upsert",
+                at: "\(key).on_conflict", JobSetting.conflictPolicy)
             let after = string(table, "after", at: "\(key).after") ?? "move"
             if after != "move" && after != "delete" { problem("\(key).after", "must be move or delete") }
             let maxRejects = rejectLimit(table, at: "\(key).max_rejects")
-            let deferReferences = setting(string(table, "references", at: "\(key).references") ?? "check",
-                                          at: "\(key).references", JobSetting.references)
-            watches.append(.init(path: resolve(path), store: storeName, entity: entityName, format: format,
-                                 onConflict: policy ?? .upsert, deleteAfter: after == "delete",
-                                 maxRejects: maxRejects ?? .count(1_000), deferReferences: deferReferences ?? false))
+            let deferReferences = setting(
+                string(table, "references", at: "\(key).references") ?? "check",
+                at: "\(key).references", JobSetting.references)
+            watches.append(
+                .init(
+                    path: resolve(path), store: storeName, entity: entityName, format: format,
+                    onConflict: policy ?? .upsert, deleteAfter: after == "delete",
+                    maxRejects: maxRejects ?? .count(1_000), deferReferences: deferReferences ?? false))
         }
         guard problems.isEmpty else { return nil }
-        return DaemonConfig(file: file, stateDir: stateDir, socket: socket, socketMode: socketMode,
-                            socketGroup: socketGroup, importRoots: roots, logLevel: logLevel,
-                            maxUploadBytes: Int64(maxUpload), maxRequestBytes: maxRequest, idleTimeout: idle,
-                            streamWriteTimeout: streamWrite, bodyTimeout: bodyTimeout,
-                            maxConnections: maxConnections, maxConnectionsPerClient: perClient,
-                            readPrincipals: read, writePrincipals: write, stores: stores, watches: watches)
+        return DaemonConfig(
+            file: file, stateDir: stateDir, socket: socket, socketMode: socketMode,
+            socketGroup: socketGroup, importRoots: roots, logLevel: logLevel,
+            maxUploadBytes: Int64(maxUpload), maxRequestBytes: maxRequest, idleTimeout: idle,
+            streamWriteTimeout: streamWrite, bodyTimeout: bodyTimeout,
+            maxConnections: maxConnections, maxConnectionsPerClient: perClient,
+            readPrincipals: read, writePrincipals: write, stores: stores, watches: watches)
     }
 
     mutating func rejectLimit(_ table: TOMLTable, at key: String) -> ImportOptions.RejectLimit? {
         guard let value = table["max_rejects"] else { return nil }
         // The same reading as a job's max_rejects: a count, a fraction or a percentage.
-        let text = value.tomlValue.int.map(String.init) ?? value.tomlValue.double.map { String($0) }
+        let text =
+            value.tomlValue.int.map(String.init) ?? value.tomlValue.double.map { String($0) }
             ?? value.tomlValue.string
         guard let text else {
             problem(key, "must be a count (1000), a fraction below 1 (0.01) or a percentage (\"1%\")")
@@ -239,8 +267,10 @@ struct ConfigReader {
         for name in table.keys {
             let rkey = "\(key).\(name)"
             guard let r = table[name]?.tomlValue.table else {
-                problem(rkey, "must be a table such as { to = \"Customer\" } (a to-one) or "
-                    + "{ to = \"OrderLine\", inverse = \"order\", delete = \"cascade\" } (a to-many)")
+                problem(
+                    rkey,
+                    "must be a table such as { to = \"Customer\" } (a to-one) or "
+                        + "{ to = \"OrderLine\", inverse = \"order\", delete = \"cascade\" } (a to-many)")
                 continue
             }
             unknownKeys(r, ["to", "required", "inverse", "delete"], at: rkey)
@@ -271,7 +301,11 @@ struct ConfigReader {
                 }
                 var required = false
                 if let value = r["required"] {
-                    if let b = value.tomlValue.bool { required = b } else { problem("\(rkey).required", "must be true or false") }
+                    if let b = value.tomlValue.bool {
+                        required = b
+                    } else {
+                        problem("\(rkey).required", "must be true or false")
+                    }
                 }
                 out.append(Relationship(name: name, target: target, kind: .toOne(required: required)))
             }
@@ -280,9 +314,13 @@ struct ConfigReader {
     }
 
     mutating func readStore(_ table: TOMLTable, at key: String, stateDir: String) -> StoreConfiguration? {
-        unknownKeys(table, ["name", "path", "save_every", "save_interval", "history_retention", "history_max_retention",
-                                "cache_mb", "durability", "entity", "backend", "url", "schema", "password_file", "lease"],
-                    at: key)
+        unknownKeys(
+            table,
+            [
+                "name", "path", "save_every", "save_interval", "history_retention", "history_max_retention",
+                "cache_mb", "durability", "entity", "backend", "url", "schema", "password_file", "lease"
+            ],
+            at: key)
         guard let name = string(table, "name", at: "\(key).name"), !name.isEmpty else {
             problem("\(key).name", "is required")
             return nil
@@ -300,8 +338,9 @@ struct ConfigReader {
                 problem(ekey, "must be a table ([[store.entity]])")
                 continue
             }
-            unknownKeys(e, ["name", "identifier", "indexes", "preserve_on_delete", "history", "fields", "relationships"],
-                        at: ekey)
+            unknownKeys(
+                e, ["name", "identifier", "indexes", "preserve_on_delete", "history", "fields", "relationships"],
+                at: ekey)
             let ename = string(e, "name", at: "\(ekey).name") ?? ""
             var identifier: [String] = []
             if let single = e["identifier"]?.tomlValue.string {
@@ -333,8 +372,10 @@ struct ConfigReader {
                 if let detail = HistoryDetail(rawValue: text) {
                     history = detail
                 } else {
-                    problem("\(ekey).history", "must be \"fields\" (the names of changed fields) or \"values\" "
-                        + "(also their old and new values), not \(JSONText.quoted(text))")
+                    problem(
+                        "\(ekey).history",
+                        "must be \"fields\" (the names of changed fields) or \"values\" "
+                            + "(also their old and new values), not \(JSONText.quoted(text))")
                 }
             }
             var fields: [Field] = []
@@ -354,9 +395,14 @@ struct ConfigReader {
                 problem("\(ekey).fields", "is required: a table of field = \"type\"")
             }
             let relationships = readRelationships(e, at: "\(ekey).relationships")
-            declarations.append((ekey, EntityDeclaration(name: ename, fields: fields, identifier: identifier,
-                                                         indexes: indexes, preserveOnDelete: preserve, history: history,
-                                                         relationships: relationships)))
+            declarations.append(
+                (
+                    ekey,
+                    EntityDeclaration(
+                        name: ename, fields: fields, identifier: identifier,
+                        indexes: indexes, preserveOnDelete: preserve, history: history,
+                        relationships: relationships)
+                ))
         }
         // The relationships are checked between entities, then each entity
         // is built with its to-ones' columns (DESIGN §12).
@@ -364,7 +410,8 @@ struct ConfigReader {
         let between = EntityDeclaration.problems(in: declarations.map(\.declaration))
         for p in between { problem("\(key).entity", p) }
         if between.isEmpty {
-            for (built, (ekey, _)) in zip(EntityDeclaration.resolveEach(declarations.map(\.declaration)), declarations) {
+            for (built, (ekey, _)) in zip(EntityDeclaration.resolveEach(declarations.map(\.declaration)), declarations)
+            {
                 switch built {
                 case .success(let entity): entities.append(entity)
                 case .failure(let error as DepotError): problem(ekey, error.message)
@@ -381,12 +428,16 @@ struct ConfigReader {
         if let interval = duration(table, "save_interval", at: "\(key).save_interval", in: DurationText.saveInterval) {
             config.saveInterval = interval
         }
-        if let retention = duration(table, "history_retention", at: "\(key).history_retention",
-                                    in: DurationText.retention) {
+        if let retention = duration(
+            table, "history_retention", at: "\(key).history_retention",
+            in: DurationText.retention)
+        {
             config.historyRetention = retention
         }
-        if let maximum = duration(table, "history_max_retention", at: "\(key).history_max_retention",
-                                  in: DurationText.retention) {
+        if let maximum = duration(
+            table, "history_max_retention", at: "\(key).history_max_retention",
+            in: DurationText.retention)
+        {
             config.historyMaxRetention = maximum
         }
         // At most 64 GiB: more than this machine class has, and far from overflowing the shift.
@@ -397,8 +448,10 @@ struct ConfigReader {
             if let durability = StoreConfiguration.Durability(rawValue: text) {
                 config.durability = durability
             } else {
-                problem("\(key).durability", "must be full (every answered commit survives a power loss) or normal "
-                    + "(the last commits before a power loss may be lost), not \(JSONText.quoted(text))")
+                problem(
+                    "\(key).durability",
+                    "must be full (every answered commit survives a power loss) or normal "
+                        + "(the last commits before a power loss may be lost), not \(JSONText.quoted(text))")
             }
         }
         return config
@@ -420,16 +473,21 @@ struct ConfigReader {
             }
             if table["cache_mb"] != nil { problem("\(key).cache_mb", "is for an SQLite store") }
             if table["durability"] != nil {
-                problem("\(key).durability", "is for an SQLite store; a store on PostgreSQL has the server's "
-                    + "synchronous_commit")
+                problem(
+                    "\(key).durability",
+                    "is for an SQLite store; a store on PostgreSQL has the server's "
+                        + "synchronous_commit")
             }
             guard let url = string(table, "url", at: "\(key).url") else {
-                problem("\(key).url", "is required for a store on PostgreSQL, such as "
-                    + "\"postgresql://depot@/depot?host=/run/postgresql\"")
+                problem(
+                    "\(key).url",
+                    "is required for a store on PostgreSQL, such as "
+                        + "\"postgresql://depot@/depot?host=/run/postgresql\"")
                 return nil
             }
-            var settings = PostgresSettings(url: url, schema: string(table, "schema", at: "\(key).schema") ?? name,
-                                            passwordFile: string(table, "password_file", at: "\(key).password_file"))
+            var settings = PostgresSettings(
+                url: url, schema: string(table, "schema", at: "\(key).schema") ?? name,
+                passwordFile: string(table, "password_file", at: "\(key).password_file"))
             if let lease = duration(table, "lease", at: "\(key).lease", in: .seconds(1)...(.seconds(3_600))) {
                 settings.lease = lease
             }

@@ -67,7 +67,9 @@ package struct DaemonConfig: Sendable {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw Problems(file: path, problems: ["cannot read the configuration: \(String(describing: error.localizedDescription))"])
+            throw Problems(
+                file: path,
+                problems: ["cannot read the configuration: \(String(describing: error.localizedDescription))"])
         }
         return try parse(text, file: path)
     }
@@ -80,15 +82,23 @@ package struct DaemonConfig: Sendable {
         // Parsed once where an assertion of toml++ cannot abort depotd:
         // TOMLPrecheck names the typos known to reach one, this the rest.
         if let line = TOMLPrecheck.abortingLine(in: text) {
-            throw Problems(file: file, problems: ["line \(line): not valid TOML: the TOML library stops at an "
-                + "internal check on this line (look for a malformed table header, array, inline table or date-time)"])
+            throw Problems(
+                file: file,
+                problems: [
+                    "line \(line): not valid TOML: the TOML library stops at an "
+                        + "internal check on this line (look for a malformed table header, array, inline table or date-time)"
+                ])
         }
         let table: TOMLTable
         do {
             table = try TOMLTable(string: text)
         } catch let error as TOMLParseError {
-            throw Problems(file: file, problems: ["line \(error.source.begin.line), column \(error.source.begin.column): "
-                + "not valid TOML: \(error.description)"])
+            throw Problems(
+                file: file,
+                problems: [
+                    "line \(error.source.begin.line), column \(error.source.begin.column): "
+                        + "not valid TOML: \(error.description)"
+                ])
         }
         let folder = URL(fileURLWithPath: file).deletingLastPathComponent().standardizedFileURL.path
         var reader = ConfigReader(folder: folder)

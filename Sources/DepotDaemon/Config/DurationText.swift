@@ -32,7 +32,7 @@ package enum DurationText {
     package static let idleTimeout: ClosedRange<Duration> = .seconds(1)...(.seconds(86_400))
 
     private static let units: [(suffix: String, seconds: Double)] = [
-        ("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800),
+        ("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800)
     ]
 
     /// Reads `text` as a duration within `range`.
@@ -50,7 +50,8 @@ package enum DurationText {
             break
         }
         guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
-              let value = Double(number), value.isFinite else {
+            let value = Double(number), value.isFinite
+        else {
             throw Invalid(reason: expectation(range))
         }
         return try seconds(value * scale, in: range)
@@ -86,4 +87,3 @@ package enum DurationText {
         return "\(ms)ms"
     }
 }
-

@@ -20,9 +20,9 @@ enum TOMLPrecheck {
         var i = 0
         var line = 1
         var lineStart = 0
-        var open: [UInt8] = []        // the [ and { open inside a value, innermost last
-        var arrayValueNext = false    // after [ or , inside an array: a value (or ]) comes
-        var atLineStart = true        // only spaces so far on this line
+        var open: [UInt8] = []  // the [ and { open inside a value, innermost last
+        var arrayValueNext = false  // after [ or , inside an array: a value (or ]) comes
+        var atLineStart = true  // only spaces so far on this line
         func isKeyStart(_ c: UInt8) -> Bool {
             (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39)
                 || c == 0x5F || c == 0x2D || c == 0x22 || c == 0x27 || c == 0x5D
@@ -33,7 +33,7 @@ enum TOMLPrecheck {
             while i < s.count {
                 let c = s[i]
                 if c == 0x0A {
-                    if !multi { return }   // a broken string: the TOML library reports it
+                    if !multi { return }  // a broken string: the TOML library reports it
                     line += 1
                     lineStart = i + 1
                 }
@@ -62,7 +62,7 @@ enum TOMLPrecheck {
             case 0x20, 0x09, 0x0D:
                 i += 1
                 continue
-            case 0x23:                // a comment, to the end of the line
+            case 0x23:  // a comment, to the end of the line
                 while i < s.count, s[i] != 0x0A { i += 1 }
                 continue
             case 0x7D where arrayValueNext:
@@ -146,7 +146,8 @@ enum TOMLPrecheck {
     /// or a date); `nil` otherwise.
     static func brokenDateTime(_ s: [UInt8], at i: Int) -> Int? {
         func digit(_ k: Int) -> Bool { k < s.count && s[k] >= 0x30 && s[k] <= 0x39 }
-        let shape = digit(i) && digit(i + 1) && digit(i + 2) && digit(i + 3) && i + 10 < s.count && s[i + 4] == 0x2D
+        let shape =
+            digit(i) && digit(i + 1) && digit(i + 2) && digit(i + 3) && i + 10 < s.count && s[i + 4] == 0x2D
             && digit(i + 5) && digit(i + 6) && s[i + 7] == 0x2D && digit(i + 8) && digit(i + 9)
             && (s[i + 10] == 0x54 || s[i + 10] == 0x74)
         guard shape, !digit(i + 11) else { return nil }

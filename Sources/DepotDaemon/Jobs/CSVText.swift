@@ -13,7 +13,11 @@ enum CSVText {
     static func header(_ set: RecordSet, prefix: String = "") -> [String] {
         var out = set.fields.filter { !set.isEmbedded($0) }.map { prefix + $0.name }
         for e in set.embedded {
-            if e.isToMany { out.append(prefix + e.name) } else { out += header(e.records, prefix: prefix + e.name + ".") }
+            if e.isToMany {
+                out.append(prefix + e.name)
+            } else {
+                out += header(e.records, prefix: prefix + e.name + ".")
+            }
         }
         return out
     }
@@ -21,7 +25,9 @@ enum CSVText {
     /// The cells of row `row` of `set` under ``header(_:prefix:)``; a row of
     /// `nil` (a to-one that points at nothing) leaves them empty.
     static func cells(_ set: RecordSet, row: Int?, into out: inout [String]) {
-        for (i, f) in set.fields.enumerated() where !set.isEmbedded(f) { out.append(row.map { field(set.rows[$0][i]) } ?? "") }
+        for (i, f) in set.fields.enumerated() where !set.isEmbedded(f) {
+            out.append(row.map { field(set.rows[$0][i]) } ?? "")
+        }
         for e in set.embedded {
             let members = row.map { e.members[$0] } ?? []
             if e.isToMany {

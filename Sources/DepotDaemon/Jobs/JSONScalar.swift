@@ -7,14 +7,22 @@ package enum JSONScalar: Codable, Sendable, Hashable {
 
     package init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let i = try? c.decode(Int64.self) { self = .int(i) }
-        else if let d = try? c.decode(Double.self), d.isFinite { self = .double(d) }
-        else if let s = try? c.decode(String.self) { self = .string(s) }
-        else {
-            throw DecodingError.typeMismatch(JSONScalar.self, .init(codingPath: decoder.codingPath,
-                debugDescription: "a value must be a string, number, boolean or null"))
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let i = try? c.decode(Int64.self) {
+            self = .int(i)
+        } else if let d = try? c.decode(Double.self), d.isFinite {
+            self = .double(d)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else {
+            throw DecodingError.typeMismatch(
+                JSONScalar.self,
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "a value must be a string, number, boolean or null"))
         }
     }
 

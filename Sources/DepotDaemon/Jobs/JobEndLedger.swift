@@ -46,8 +46,8 @@ final class JobEndLedger: Sendable {
     /// Whether the file could be opened and its space reserved.
     var isUsable: Bool {
         fd.withLock { fd in
-            var st = stat()
-            return fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= off_t(Self.slotSize * Self.slotCount)
+            // Its size (reads and writes are positioned: the offset is free).
+            fd >= 0 && lseek(fd, 0, SEEK_END) >= off_t(Self.slotSize * Self.slotCount)
         }
     }
 
@@ -58,7 +58,9 @@ final class JobEndLedger: Sendable {
             var out: [Entry] = []
             var slot = [UInt8](repeating: 0, count: Self.slotSize)
             for i in 0..<Self.slotCount {
-                let n = slot.withUnsafeMutableBytes { pread(fd, $0.baseAddress, Self.slotSize, off_t(i * Self.slotSize)) }
+                let n = slot.withUnsafeMutableBytes {
+                    pread(fd, $0.baseAddress, Self.slotSize, off_t(i * Self.slotSize))
+                }
                 guard n == Self.slotSize, slot[0] != 0 else { continue }
                 let text = String(decoding: slot.prefix { $0 != 0 }, as: UTF8.self)
                 let parts = text.split(separator: "\t", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
@@ -75,7 +77,9 @@ final class JobEndLedger: Sendable {
 
     /// Writes an entry in a free slot, synced; its slot.
     func record(store: String, id: String, state: String, reason: String) throws -> Int {
-        let clean = { (s: String) in s.replacingOccurrences(of: "\t", with: " ").replacingOccurrences(of: "\0", with: " ") }
+        let clean = { (s: String) in
+            s.replacingOccurrences(of: "\t", with: " ").replacingOccurrences(of: "\0", with: " ")
+        }
         var bytes = Array((clean(store) + "\t" + clean(id) + "\t" + state + "\t").utf8)
         guard bytes.count < Self.slotSize - 1 else { throw Failure(description: "the job's store and id are too long") }
         // The reason, cut to fit on a character boundary.

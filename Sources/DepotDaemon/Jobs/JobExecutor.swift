@@ -8,7 +8,8 @@ struct JobExecutor {
     let metrics: Metrics
     let progress: @Sendable (JobRecord) -> Void
 
-    init(stateDir: String, store: any StoreBackend, metrics: Metrics, progress: @escaping @Sendable (JobRecord) -> Void) {
+    init(stateDir: String, store: any StoreBackend, metrics: Metrics, progress: @escaping @Sendable (JobRecord) -> Void)
+    {
         self.stateDir = stateDir
         self.store = store
         self.metrics = metrics
@@ -29,8 +30,9 @@ struct JobExecutor {
             let folder = Self.jobFolder(stateDir)
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let rejects = "\(folder)/\(record.id).rejects.ndjson"
-            let request = ImportRequest(job: record.id, entity: entity, path: path, rejectsPath: rejects,
-                                        author: author, options: options)
+            let request = ImportRequest(
+                job: record.id, entity: entity, path: path, rejectsPath: rejects,
+                author: author, options: options)
             let metrics = self.metrics
             let result: ImportProgress
             do {
@@ -46,27 +48,37 @@ struct JobExecutor {
                 throw error
             }
             record.apply(result)
-            if result.rejected > 0 { record.rejects = rejects } else { try? FileManager.default.removeItem(atPath: rejects) }
+            if result.rejected > 0 {
+                record.rejects = rejects
+            } else {
+                try? FileManager.default.removeItem(atPath: rejects)
+            }
         case .delete(let entity, let predicate):
-            let counts = try await store.delete(entity: entity, where: predicate, arguments: [:], author: author, job: record.id,
-                                                batchSize: nil) { c in
+            let counts = try await store.delete(
+                entity: entity, where: predicate, arguments: [:], author: author, job: record.id,
+                batchSize: nil
+            ) { c in
                 var r = snapshot
                 r.apply(c)
                 progress(r)
             }
             record.apply(counts)
         case .update(let entity, let predicate, let values):
-            let counts = try await store.update(entity: entity, where: predicate, arguments: [:], set: values,
-                                                author: author, job: record.id, batchSize: nil) { c in
+            let counts = try await store.update(
+                entity: entity, where: predicate, arguments: [:], set: values,
+                author: author, job: record.id, batchSize: nil
+            ) { c in
                 var r = snapshot
                 r.apply(c)
                 progress(r)
             }
             record.apply(counts)
         case .dedupe(let entity, let by, let keep, let predicate):
-            let counts = try await store.resolveDuplicates(entity: entity, by: by, keep: keep, where: predicate,
-                                                           arguments: [:], author: author, job: record.id,
-                                                           batchSize: nil) { c in
+            let counts = try await store.resolveDuplicates(
+                entity: entity, by: by, keep: keep, where: predicate,
+                arguments: [:], author: author, job: record.id,
+                batchSize: nil
+            ) { c in
                 var r = snapshot
                 r.apply(c)
                 progress(r)
@@ -84,8 +96,10 @@ struct JobExecutor {
     /// Writes the entity's records (those matching `where`) to a file, as
     /// NDJSON or CSV, streamed; the file appears complete or not at all.
     /// Prefetched records are embedded (NDJSON) or flattened (CSV, ``CSVText/header(_:)``).
-    func export(_ record: inout JobRecord, entity: String, where predicate: String?, format: JobSpec.ExportFormat,
-                path: String?, prefetch: [String]) async throws {
+    func export(
+        _ record: inout JobRecord, entity: String, where predicate: String?, format: JobSpec.ExportFormat,
+        path: String?, prefetch: [String]
+    ) async throws {
         let folder = stateDir + "/exports"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = path ?? "\(folder)/\(record.id).\(format.rawValue)"
@@ -94,8 +108,10 @@ struct JobExecutor {
         // would write wherever it leads.
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o644)
         guard fd >= 0 else {
-            throw DepotError(.invalidArgument, "cannot write \(temporary): "
-                + (errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))))
+            throw DepotError(
+                .invalidArgument,
+                "cannot write \(temporary): "
+                    + (errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))))
         }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         var descriptor = FetchDescriptor(entity: entity, where: predicate)
@@ -105,13 +121,16 @@ struct JobExecutor {
             // Straight from SQLite's rows to the file, in one snapshot.
             let snapshot = record, progress = self.progress
             let fd = handle.fileDescriptor
-            count = try await store.reads.export(descriptor, as: format == .csv ? .csv : .ndjson, write: { bytes in
-                try Self.writeAll(fd, bytes, path: temporary)
-            }, progress: { n in
-                var r = snapshot
-                r.exported = n
-                progress(r)
-            })
+            count = try await store.reads.export(
+                descriptor, as: format == .csv ? .csv : .ndjson,
+                write: { bytes in
+                    try Self.writeAll(fd, bytes, path: temporary)
+                },
+                progress: { n in
+                    var r = snapshot
+                    r.exported = n
+                    progress(r)
+                })
         } else {
             count = try await exportEmbedding(record, descriptor, format: format, to: handle)
         }
@@ -125,8 +144,10 @@ struct JobExecutor {
 
     /// An export whose records embed related ones: a batch of records at a
     /// time, through ``RecordSet``, which holds them.
-    private func exportEmbedding(_ record: JobRecord, _ descriptor: FetchDescriptor, format: JobSpec.ExportFormat,
-                                 to handle: FileHandle) async throws -> Int {
+    private func exportEmbedding(
+        _ record: JobRecord, _ descriptor: FetchDescriptor, format: JobSpec.ExportFormat,
+        to handle: FileHandle
+    ) async throws -> Int {
         var header = true
         var count = 0
         for try await batch in store.reads.enumerate(descriptor) {

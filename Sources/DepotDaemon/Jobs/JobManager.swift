@@ -16,7 +16,8 @@ package actor JobManager {
         var interrupted: AsyncStream<Void>
     }
 
-    private var stores: [String: any StoreBackend] = [:]
+    /// The open stores, read by requests without waiting on this actor.
+    package nonisolated let stores = StoreRegistry()
     private var queue = JobQueue(now: Timestamp.now)
     /// A job's record as shown while its end is carried out (persisted, its
     /// file moved): the final state shows once that is done.
@@ -66,7 +67,7 @@ package actor JobManager {
     /// unfinished in their store and resume on the next start; ``run()``
     /// returns once they stopped.
     package func shutdown() async {
-        for store in stores.values { await recordUnrecordedEnds(in: store) }
+        for store in stores.all { await recordUnrecordedEnds(in: store) }
         for (_, poller) in pollers { poller.cancel() }
         pollers.removeAll()
         await perform(queue.stop())
@@ -79,9 +80,11 @@ package actor JobManager {
     /// back, or its spec no longer passes ``JobSpec/check(against:)``) is marked failed with
     /// the reason instead of being resumed.
     package func add(store: any StoreBackend) async throws {
-        stores[store.name] = store
+        stores.add(store)
         if !ledger.isUsable {
-            logger.warning("the file that keeps the ends of jobs a store cannot record is not usable; on a full disk, a failed job may resume at the next start", metadata: ["PATH": "\(ledger.path)"])
+            logger.warning(
+                "the file that keeps the ends of jobs a store cannot record is not usable; on a full disk, a failed job may resume at the next start",
+                metadata: [LogKey.path: "\(ledger.path)"])
         }
         // Every job, as on a store only this host serves: one whose file is
         // gone fails saying so when it runs, rather than wait unseen.
@@ -91,6 +94,7 @@ package actor JobManager {
             // to the others, or left by one that died, are taken over here
             // too; a job runs on whichever host claims it (``StoreBackend/runJob(_:_:)``).
             pollers[store.name]?.cancel()
+            // Unstructured: one per shared store, for the store's life; shutdown() cancels them.
             pollers[store.name] = Task { [weak self] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: interval)
@@ -111,7 +115,9 @@ package actor JobManager {
                 await adopt(id, bytes, in: store)
             }
         } catch {
-            logger.warning("cannot look for jobs to take over", metadata: ["STORE": "\(store.name)", "ERROR": "\(error)"])
+            logger.warning(
+                "cannot look for jobs to take over", metadata: [LogKey.store: "\(store.name)", LogKey.error: "\(error)"]
+            )
         }
     }
 
@@ -120,10 +126,11 @@ package actor JobManager {
     /// folder or spool) is left to the hosts that can.
     private func canRun(_ id: String, _ bytes: [UInt8], in store: any StoreBackend) -> Bool {
         guard let record = JobRecord(stored: bytes), !record.state.isFinal,
-              record.kind == .import, let path = record.path, !FileManager.default.isReadableFile(atPath: path)
+            record.kind == .import, let path = record.path, !FileManager.default.isReadableFile(atPath: path)
         else { return true }
-        logger.debug("a job of another host reads a file this host cannot read; left to the others",
-                     metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "PATH": "\(path)"])
+        logger.debug(
+            "a job of another host reads a file this host cannot read; left to the others",
+            metadata: [LogKey.jobID: "\(id)", LogKey.store: "\(store.name)", LogKey.path: "\(path)"])
         return false
     }
 
@@ -134,11 +141,13 @@ package actor JobManager {
             record = try JSONDecoder().decode(JobRecord.self, from: Data(bytes))
         } catch {
             guard var stub = JobRecord(unreadable: bytes, id: id, store: store.name) else {
-                logger.error("a job record cannot be read and is not resumed",
-                             metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "ERROR": "\(error)"])
+                logger.error(
+                    "a job record cannot be read and is not resumed",
+                    metadata: [LogKey.jobID: "\(id)", LogKey.store: "\(store.name)", LogKey.error: "\(error)"])
                 return
             }
-            stub.error = "the job's record could not be read back, so it was not resumed: "
+            stub.error =
+                "the job's record could not be read back, so it was not resumed: "
                 + ((error as? DecodingError).map(JSONBody.describe) ?? (error as? DepotError)?.message ?? "\(error)")
             record = stub
             await persistLogged(record, in: store)
@@ -153,10 +162,14 @@ package actor JobManager {
             // Its end was not recorded in the store: it ended, it does not resume.
             record.state = JobRecord.State(rawValue: end.state).flatMap { $0.isFinal ? $0 : nil } ?? .failed
             record.finished = record.finished ?? Timestamp.now()
-            record.error = (end.reason.isEmpty ? "" : end.reason + "; ")
+            record.error =
+                (end.reason.isEmpty ? "" : end.reason + "; ")
                 + "the store could not record this end when the job ended, so it is recorded now and the job does not resume"
-            logger.error("a job whose end its store could not record is not resumed",
-                         metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "STATE": "\(record.state.rawValue)"])
+            logger.error(
+                "a job whose end its store could not record is not resumed",
+                metadata: [
+                    LogKey.jobID: "\(id)", LogKey.store: "\(store.name)", LogKey.state: "\(record.state.rawValue)"
+                ])
             do {
                 try await persist(record, in: store)
                 ledger.clear(slot: end.slot)
@@ -168,13 +181,16 @@ package actor JobManager {
         if !record.state.isFinal {
             do {
                 try record.spec?.check(against: store.reads)
-                logger.info("job resumes", metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)"])
+                logger.info("job resumes", metadata: [LogKey.jobID: "\(id)", LogKey.store: "\(store.name)"])
             } catch {
                 record.state = .failed
                 record.finished = Timestamp.now()
                 record.error = "the job cannot resume: " + ((error as? DepotError)?.message ?? "\(error)")
-                logger.error("a persisted job cannot resume and is marked failed",
-                             metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)", "ERROR": "\(record.error ?? "")"])
+                logger.error(
+                    "a persisted job cannot resume and is marked failed",
+                    metadata: [
+                        LogKey.jobID: "\(id)", LogKey.store: "\(store.name)", LogKey.error: "\(record.error ?? "")"
+                    ])
                 await persistLogged(record, in: store)
                 removeSpoolFile(of: record)
             }
@@ -196,17 +212,11 @@ package actor JobManager {
     /// An upload's spool file goes once its job ended, however it ended, so
     /// that failed uploads cannot fill `state_dir`.
     private func removeSpoolFile(of record: JobRecord) {
-        if record.kind == .import, record.watchFile == nil, let path = record.path, path.hasPrefix(stateDir + "/spool/") {
+        if record.kind == .import, record.watchFile == nil, let path = record.path, path.hasPrefix(stateDir + "/spool/")
+        {
             unlink(path)
         }
     }
-
-    package func store(_ name: String) -> (any StoreBackend)? { stores[name] }
-
-    /// The stores several hosts serve: their jobs may run on another host,
-    /// unknown here but for their record in the store (issue #35).
-    package var sharedStores: [any StoreBackend] { stores.values.filter { $0.jobPollInterval != nil } }
-    package var storeNames: [String] { stores.keys.sorted() }
 
     package func all() -> [JobRecord] { queue.all.map { ending[$0.id] ?? $0 } }
     package func job(_ id: String) -> JobRecord? { queue.records[id].map { ending[id] ?? $0 } }
@@ -219,10 +229,9 @@ package actor JobManager {
 
     /// Persists and queues a job.
     package func submit(_ record: JobRecord) async throws -> JobRecord {
-        guard !queue.isStopping else { throw APIError(.storeClosed, "the daemon is stopping and takes no new jobs") }
-        guard let store = stores[record.store] else {
-            throw APIError(.unknownStore, "no store is named \(JSONText.quoted(record.store))"
-                + DepotError.suggestion(for: record.store, in: storeNames))
+        guard !queue.isStopping else { throw JobRefusal.stopping }
+        guard let store = stores.store(record.store) else {
+            throw JobRefusal.unknownStore(record.store, open: stores.names)
         }
         submitting.insert(record.id)
         defer { submitting.remove(record.id) }
@@ -241,14 +250,14 @@ package actor JobManager {
     /// this host does not know yet but another runs is found in the store.
     package func cancel(_ id: String) async throws -> JobRecord {
         guard let known = queue.records[id] else {
-            for store in stores.values where try await store.requestCancel(id) {
+            for store in stores.all where try await store.requestCancel(id) {
                 if let bytes = try await store.job(id), let record = JobRecord(stored: bytes) {
                     return record
                 }
             }
-            throw APIError(.unknownJob, "no job has id \(JSONText.quoted(id))")
+            throw JobRefusal.unknownJob(id)
         }
-        if !known.state.isFinal, let store = stores[known.store] { _ = try await store.requestCancel(id) }
+        if !known.state.isFinal, let store = stores.store(known.store) { _ = try await store.requestCancel(id) }
         try await transition(id) { try $0.cancel(id) }
         return job(id)!
     }
@@ -266,6 +275,7 @@ package actor JobManager {
             }
         }
         subscribers[key] = (id, continuation)
+        // Unstructured: onTermination is synchronous and the actor is reached only from a task.
         continuation.onTermination = { _ in Task { await self.unsubscribe(key) } }
         return stream
     }
@@ -302,9 +312,10 @@ package actor JobManager {
         for effect in effects {
             switch effect {
             case .start(let record):
-                guard let store = stores[record.store] else { continue }
+                guard let store = stores.store(record.store) else { continue }
                 publish(record)
-                let (interrupted, interrupt) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+                let (interrupted, interrupt) = AsyncStream.makeStream(
+                    of: Void.self, bufferingPolicy: .bufferingNewest(1))
                 interrupts[record.id] = interrupt
                 launcher.yield(Launch(record: record, store: store, interrupted: interrupted))
             case .interrupt(let id):
@@ -341,6 +352,7 @@ package actor JobManager {
         // newest report replaces one not yet read. The job's end waits for
         // it, so no progress shows after the final state.
         let (progress, reports) = AsyncStream.makeStream(of: JobRecord.self, bufferingPolicy: .bufferingNewest(1))
+        // Unstructured: it runs on this actor (progressed is isolated); the job's end awaits it.
         let reader = Task { for await report in progress { self.progressed(report) } }
         var failure: (any Error)?
         var wasCancelled = false
@@ -370,13 +382,18 @@ package actor JobManager {
         reports.finish()
         await reader.value
         if let other = endedElsewhere {
-            logger.info("job ended on another host", metadata: ["JOB_ID": "\(record.id)", "STORE": "\(record.store)",
-                                                                "STATE": "\(other.state.rawValue)"])
-            let outcome: JobQueue.Outcome = switch other.state {
-            case .succeeded: .succeeded(other)
-            case .cancelled: .cancelled(other)
-            default: .failed(other, reason: other.error ?? "the job failed on another host")
-            }
+            logger.info(
+                "job ended on another host",
+                metadata: [
+                    LogKey.jobID: "\(record.id)", LogKey.store: "\(record.store)",
+                    LogKey.state: "\(other.state.rawValue)"
+                ])
+            let outcome: JobQueue.Outcome =
+                switch other.state {
+                case .succeeded: .succeeded(other)
+                case .cancelled: .cancelled(other)
+                default: .failed(other, reason: other.error ?? "the job failed on another host")
+                }
             await transition(record.id) { $0.finished(record.id, outcome) }
             return
         }
@@ -411,21 +428,26 @@ package actor JobManager {
     /// then shows it, in the job list and as the final event.
     private func announceEnd(_ record: JobRecord) async {
         do {
-            if let store = stores[record.store] { try await persist(record, in: store) }
+            if let store = stores.store(record.store) { try await persist(record, in: store) }
         } catch {
             // The store still says running: the ledger says how it ended,
             // so that it never resumes by itself (issue #35).
-            var metadata: Logger.Metadata = ["JOB_ID": "\(record.id)", "STORE": "\(record.store)", "ERROR": "\(error)"]
+            var metadata: Logger.Metadata = [
+                LogKey.jobID: "\(record.id)", LogKey.store: "\(record.store)", LogKey.error: "\(error)"
+            ]
             do {
-                let slot = try ledger.record(store: record.store, id: record.id, state: record.state.rawValue,
-                                             reason: record.error ?? "")
+                let slot = try ledger.record(
+                    store: record.store, id: record.id, state: record.state.rawValue,
+                    reason: record.error ?? "")
                 unrecordedEnds[record.id] = (record, slot)
-                logger.error("the store cannot record the end of a job; it is kept in the job-ends file and recorded at the store's next write",
-                             metadata: metadata)
+                logger.error(
+                    "the store cannot record the end of a job; it is kept in the job-ends file and recorded at the store's next write",
+                    metadata: metadata)
             } catch let ledgerError {
                 metadata["LEDGER_ERROR"] = "\(ledgerError)"
-                logger.critical("the end of a job can be recorded neither in its store nor in the job-ends file; it may resume at the next start",
-                                metadata: metadata)
+                logger.critical(
+                    "the end of a job can be recorded neither in its store nor in the job-ends file; it may resume at the next start",
+                    metadata: metadata)
             }
         }
         removeSpoolFile(of: record)
@@ -433,8 +455,10 @@ package actor JobManager {
         ending[record.id] = nil
         publish(record)
         metrics.jobFinished(record.state.rawValue)
-        var metadata: Logger.Metadata = ["JOB_ID": "\(record.id)", "STORE": "\(record.store)",
-                                         "STATE": "\(record.state.rawValue)"]
+        var metadata: Logger.Metadata = [
+            LogKey.jobID: "\(record.id)", LogKey.store: "\(record.store)",
+            LogKey.state: "\(record.state.rawValue)"
+        ]
         if let error = record.error { metadata["ERROR"] = "\(error)" }
         logger.log(level: record.state == .failed ? .error : .info, "job finished", metadata: metadata)
     }
@@ -445,8 +469,13 @@ package actor JobManager {
         do {
             try await persist(record, in: store)
         } catch {
-            logger.error("cannot record a job's state", metadata: [
-                "JOB_ID": "\(record.id)", "STORE": "\(store.name)", "STATE": "\(record.state.rawValue)", "ERROR": "\(error)"])
+            logger.error(
+                "cannot record a job's state",
+                metadata: [
+                    LogKey.jobID: "\(record.id)", LogKey.store: "\(store.name)",
+                    LogKey.state: "\(record.state.rawValue)",
+                    LogKey.error: "\(error)"
+                ])
         }
     }
 
@@ -463,8 +492,9 @@ package actor JobManager {
                 try await store.putJob(id: id, record: Array(try JSONEncoder().encode(end.record)))
                 unrecordedEnds[id] = nil
                 ledger.clear(slot: end.slot)
-                logger.notice("the end of a job is recorded in its store at last",
-                              metadata: ["JOB_ID": "\(id)", "STORE": "\(store.name)"])
+                logger.notice(
+                    "the end of a job is recorded in its store at last",
+                    metadata: [LogKey.jobID: "\(id)", LogKey.store: "\(store.name)"])
             } catch {
                 return
             }

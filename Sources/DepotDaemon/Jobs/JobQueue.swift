@@ -52,7 +52,7 @@ struct JobQueue {
 
     /// A new job: it waits behind its store's others, or starts now.
     mutating func submit(_ record: JobRecord) throws -> [Effect] {
-        guard !isStopping else { throw APIError(.storeClosed, "the daemon is stopping and takes no new jobs") }
+        guard !isStopping else { throw JobRefusal.stopping }
         var record = record
         record.state = .queued
         remember(record)
@@ -80,7 +80,7 @@ struct JobQueue {
     /// interrupted and ends when its work stops; a final one stays as it is.
     mutating func cancel(_ id: String) throws -> [Effect] {
         guard var record = records[id] else {
-            throw APIError(.unknownJob, "no job has id \(JSONText.quoted(id))")
+            throw JobRefusal.unknownJob(id)
         }
         switch record.state {
         case .queued:

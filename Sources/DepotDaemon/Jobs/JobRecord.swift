@@ -104,7 +104,9 @@ package struct JobRecord: Codable, Sendable, Hashable {
         // A finished job's settings are only shown: one that no longer
         // reads leaves the record readable, without them.
         spec = state.isFinal ? try? JobSpec(kind: kind, from: decoder) : try JobSpec(kind: kind, from: decoder)
-        entity = try spec?.entity ?? decoder.container(keyedBy: JobSpec.Key.self).decodeIfPresent(String.self, forKey: .entity)
+        entity =
+            try spec?.entity
+            ?? decoder.container(keyedBy: JobSpec.Key.self).decodeIfPresent(String.self, forKey: .entity)
         watchFile = try c.decodeIfPresent(String.self, forKey: .watchFile)
         contentHash = try c.decodeIfPresent(String.self, forKey: .contentHash)
         read = try c.decodeIfPresent(Int.self, forKey: .read) ?? 0
@@ -137,7 +139,9 @@ package struct JobRecord: Codable, Sendable, Hashable {
         try c.encode(created, forKey: .created)
         try c.encodeIfPresent(started, forKey: .started)
         try c.encodeIfPresent(finished, forKey: .finished)
-        if let spec { try spec.encode(to: encoder) } else if let entity {
+        if let spec {
+            try spec.encode(to: encoder)
+        } else if let entity {
             var settings = encoder.container(keyedBy: JobSpec.Key.self)
             try settings.encode(entity, forKey: .entity)
         }
@@ -168,9 +172,11 @@ package struct JobRecord: Codable, Sendable, Hashable {
     /// its kind can be.
     init?(unreadable bytes: [UInt8], id: String, store: String) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
-              let kind = (object["kind"] as? String).flatMap(Kind.init(rawValue:)) else { return nil }
-        self.init(id: id, kind: kind, store: store, entity: object["entity"] as? String,
-                  author: object["author"] as? String ?? "depotd")
+            let kind = (object["kind"] as? String).flatMap(Kind.init(rawValue:))
+        else { return nil }
+        self.init(
+            id: id, kind: kind, store: store, entity: object["entity"] as? String,
+            author: object["author"] as? String ?? "depotd")
         created = object["created"] as? String ?? created
         state = .failed
         finished = Timestamp.now()

@@ -56,7 +56,9 @@ enum JobSetting {
 
     /// `format` of an export.
     static func exportFormat(_ text: String) throws(Invalid) -> JobSpec.ExportFormat {
-        guard let format = JobSpec.ExportFormat(rawValue: text) else { throw Invalid(expectation: "must be ndjson or csv") }
+        guard let format = JobSpec.ExportFormat(rawValue: text) else {
+            throw Invalid(expectation: "must be ndjson or csv")
+        }
         return format
     }
 

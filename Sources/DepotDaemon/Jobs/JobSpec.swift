@@ -43,7 +43,9 @@ package enum JobSpec: Sendable, Hashable {
             case (nil, let age?):
                 self = .olderThan(try JobSetting.read("older_than", age, JobSetting.age))
             case (nil, nil):
-                throw DepotError(.invalidArgument, "say which history to prune: before (a token) or older_than (a duration such as 7d)")
+                throw DepotError(
+                    .invalidArgument,
+                    "say which history to prune: before (a token) or older_than (a duration such as 7d)")
             case (_?, _?):
                 throw DepotError(.invalidArgument, "give before or older_than, not both")
             }
@@ -69,7 +71,7 @@ package enum JobSpec: Sendable, Hashable {
     package var entity: String? {
         switch self {
         case .importFile(let entity, _, _), .delete(let entity, _), .update(let entity, _, _),
-             .dedupe(let entity, _, _, _), .export(let entity, _, _, _, _):
+            .dedupe(let entity, _, _, _), .export(let entity, _, _, _, _):
             entity
         case .prune:
             nil
@@ -146,8 +148,10 @@ extension JobSpec {
         switch kind {
         case .import:
             guard let path = try text(.path), !path.isEmpty else {
-                throw DepotError(.invalidArgument, "an import names a path on the daemon's machine, "
-                    + "or uploads the data to /v1/stores/STORE/entities/ENTITY/import")
+                throw DepotError(
+                    .invalidArgument,
+                    "an import names a path on the daemon's machine, "
+                        + "or uploads the data to /v1/stores/STORE/entities/ENTITY/import")
             }
             let entityName = try entity()
             var options = ImportOptions()
@@ -173,15 +177,19 @@ extension JobSpec {
             self = .update(entity: try entity(), where: try text(.where), set: values)
         case .dedupe:
             guard let by = try c.decodeIfPresent([String].self, forKey: .by), !by.isEmpty else {
-                throw DepotError(.invalidArgument, "a dedupe job needs by: the fields whose equal values make duplicates")
+                throw DepotError(
+                    .invalidArgument, "a dedupe job needs by: the fields whose equal values make duplicates")
             }
-            let keep = try JobSetting.read("keep", try text(.keep) ?? DuplicateResolution.keepFirst.rawValue, JobSetting.keep)
+            let keep = try JobSetting.read(
+                "keep", try text(.keep) ?? DuplicateResolution.keepFirst.rawValue, JobSetting.keep)
             self = .dedupe(entity: try entity(), by: by, keep: keep, where: try text(.where))
         case .export:
-            let format = try JobSetting.read("format", try text(.format) ?? ExportFormat.ndjson.rawValue,
-                                             JobSetting.exportFormat)
-            self = .export(entity: try entity(), where: try text(.where), format: format, path: try text(.path),
-                           prefetch: try c.decodeIfPresent([String].self, forKey: .prefetch) ?? [])
+            let format = try JobSetting.read(
+                "format", try text(.format) ?? ExportFormat.ndjson.rawValue,
+                JobSetting.exportFormat)
+            self = .export(
+                entity: try entity(), where: try text(.where), format: format, path: try text(.path),
+                prefetch: try c.decodeIfPresent([String].self, forKey: .prefetch) ?? [])
         case .prune:
             self = .prune(try Prune(before: try text(.before), olderThan: try text(.olderThan)))
         }

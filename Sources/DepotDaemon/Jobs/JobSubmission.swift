@@ -12,8 +12,11 @@ struct JobSubmission: Decodable {
         let c = try decoder.container(keyedBy: Key.self)
         let kindText = try c.decode(String.self, forKey: .kind)
         guard let kind = JobRecord.Kind(rawValue: kindText) else {
-            throw DepotError(.invalidArgument, "kind must be one of "
-                + JobRecord.Kind.allCases.map(\.rawValue).joined(separator: ", ") + ", not \(JSONText.quoted(kindText))")
+            throw DepotError(
+                .invalidArgument,
+                "kind must be one of "
+                    + JobRecord.Kind.allCases.map(\.rawValue).joined(separator: ", ")
+                    + ", not \(JSONText.quoted(kindText))")
         }
         store = try c.decode(String.self, forKey: .store)
         spec = try JobSpec(kind: kind, from: decoder)

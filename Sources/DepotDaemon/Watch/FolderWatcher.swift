@@ -53,8 +53,11 @@ package actor FolderWatcher: Service {
             do {
                 try FileManager.default.createDirectory(atPath: watch.path + sub, withIntermediateDirectories: true)
             } catch {
-                throw DepotError(.invalidArgument, "cannot create the watched folder \(watch.path + sub): "
-                    + "\((error as NSError).localizedFailureReason ?? error.localizedDescription); create it or fix [[watch]] path")
+                throw DepotError(
+                    .invalidArgument,
+                    "cannot create the watched folder \(watch.path + sub): "
+                        + "\((error as NSError).localizedFailureReason ?? error.localizedDescription); create it or fix [[watch]] path"
+                )
             }
         }
         guard let inotify else { throw inotifyError ?? DepotError(.invalidArgument, "inotify is not available") }
@@ -75,8 +78,11 @@ package actor FolderWatcher: Service {
         for record in await jobs.all() where !record.state.isFinal {
             if let file = record.watchFile { pending.insert(file) }
         }
-        logger.info("watching a folder", metadata: [
-            "PATH": "\(watch.path)", "STORE": "\(watch.store)", "ENTITY": "\(watch.entity)"])
+        logger.info(
+            "watching a folder",
+            metadata: [
+                LogKey.path: "\(watch.path)", LogKey.store: "\(watch.store)", LogKey.entity: "\(watch.entity)"
+            ])
         await scan(wd)
     }
 
@@ -108,8 +114,11 @@ package actor FolderWatcher: Service {
     private func scan(_ wd: Int32) async {
         guard let watch = watches[wd] else { return }
         guard let entries = Self.entries(of: watch.path) else {
-            logger.error("cannot list a watched folder", metadata: [
-                "PATH": "\(watch.path)", "ERROR": "\(String(cString: strerror(errno)))"])
+            logger.error(
+                "cannot list a watched folder",
+                metadata: [
+                    LogKey.path: "\(watch.path)", LogKey.error: "\(String(cString: strerror(errno)))"
+                ])
             return
         }
         for bytes in entries.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
@@ -140,21 +149,27 @@ package actor FolderWatcher: Service {
         let to = folder + Array("/.failed/".utf8) + bytes
         let moved = Self.withPath(from) { f in Self.withPath(to) { t in rename(f, t) == 0 } }
         guard moved else {
-            logger.error("a watched file whose name is not UTF-8 cannot leave its folder",
-                         metadata: ["PATH": "\(watch.path)/\(shown)", "ERROR": "\(String(cString: strerror(errno)))"])
+            logger.error(
+                "a watched file whose name is not UTF-8 cannot leave its folder",
+                metadata: [LogKey.path: "\(watch.path)/\(shown)", LogKey.error: "\(String(cString: strerror(errno)))"])
             return
         }
-        logger.error("a watched file's name is not UTF-8; it is not imported",
-                     metadata: ["PATH": "\(watch.path)/\(shown)"])
-        let body = "{\"file\":\(JSONText.quoted(shown)),\"job\":null,\"error\":"
-            + JSONText.quoted("the file's name is not UTF-8, so it is not imported; give it a UTF-8 name and drop it again")
+        logger.error(
+            "a watched file's name is not UTF-8; it is not imported",
+            metadata: [LogKey.path: "\(watch.path)/\(shown)"])
+        let body =
+            "{\"file\":\(JSONText.quoted(shown)),\"job\":null,\"error\":"
+            + JSONText.quoted(
+                "the file's name is not UTF-8, so it is not imported; give it a UTF-8 name and drop it again")
             + "}\n"
         let error = to + Array(".error.json".utf8)
         _ = Self.withPath(error) { p in
             let fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
             guard fd >= 0 else { return false }
             defer { close(fd) }
-            return body.utf8CString.withUnsafeBytes { FileOutput.writeAll(fd, UnsafeRawBufferPointer(rebasing: $0.dropLast())) == nil }
+            return body.utf8CString.withUnsafeBytes {
+                FileOutput.writeAll(fd, UnsafeRawBufferPointer(rebasing: $0.dropLast())) == nil
+            }
         }
     }
 
@@ -181,28 +196,34 @@ package actor FolderWatcher: Service {
         let path = watch.path + "/" + name
         guard !pending.contains(path), !stranded.contains(path) else { return }
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { return }
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            return
+        }
         pending.insert(path)
         do {
             let hash = try ContentHash.of(path: path)
-            if let store = await jobs.store(watch.store), let job = try await store.importedFile(hash: hash) {
-                logger.info("a file's content was imported already; not importing it again",
-                            metadata: ["PATH": "\(path)", "STORE": "\(watch.store)", "JOB_ID": "\(job)"])
+            if let store = jobs.stores.store(watch.store), let job = try await store.importedFile(hash: hash) {
+                logger.info(
+                    "a file's content was imported already; not importing it again",
+                    metadata: [LogKey.path: "\(path)", LogKey.store: "\(watch.store)", LogKey.jobID: "\(job)"])
                 finish(path, watch: watch, error: nil)
                 pending.remove(path)
                 return
             }
             guard let format = watch.format ?? ImportOptions.Format(fileName: name) else {
                 pending.remove(path)
-                finish(path, watch: watch, error: "cannot tell the format of \(name) from its extension "
-                    + "(.csv, .tsv, .ndjson, .jsonl, .json); set format in [[watch]]")
+                finish(
+                    path, watch: watch,
+                    error: "cannot tell the format of \(name) from its extension "
+                        + "(.csv, .tsv, .ndjson, .jsonl, .json); set format in [[watch]]")
                 return
             }
             var options = ImportOptions(format: format, onConflict: watch.onConflict, maxRejects: watch.maxRejects)
             options.deferReferences = watch.deferReferences
-            var record = JobRecord(id: ControlRoutes.newJobID(),
-                                   spec: .importFile(entity: watch.entity, path: path, options: options),
-                                   store: watch.store, author: "watch:\(watch.path)")
+            var record = JobRecord(
+                id: ControlRoutes.newJobID(),
+                spec: .importFile(entity: watch.entity, path: path, options: options),
+                store: watch.store, author: "watch:\(watch.path)")
             record.watchFile = path
             record.contentHash = hash
             _ = try await jobs.submit(record)
@@ -211,7 +232,7 @@ package actor FolderWatcher: Service {
             // The daemon began to stop while the file was considered (its
             // store closed, no job taken): the file stays for the next start.
             if stopped { return }
-            logger.error("cannot import a watched file", metadata: ["PATH": "\(path)", "ERROR": "\(error)"])
+            logger.error("cannot import a watched file", metadata: [LogKey.path: "\(path)", LogKey.error: "\(error)"])
             finish(path, watch: watch, error: "\(error)")
         }
     }
@@ -224,11 +245,16 @@ package actor FolderWatcher: Service {
         if let error {
             let target = watch.path + "/.failed/" + name
             guard moved(path, to: target, job: job) else { return }
-            let body = "{\"file\":\(JSONText.quoted(name)),\"job\":\(job.map(JSONText.quoted) ?? "null"),"
+            let body =
+                "{\"file\":\(JSONText.quoted(name)),\"job\":\(job.map(JSONText.quoted) ?? "null"),"
                 + "\"error\":\(JSONText.quoted(error))}\n"
             if !FileManager.default.createFile(atPath: target + ".error.json", contents: Data(body.utf8)) {
-                logger.error("cannot write a failed file's reasons", metadata: [
-                    "PATH": "\(target).error.json", "JOB_ID": "\(job ?? "")", "ERROR": "\(String(cString: strerror(errno)))"])
+                logger.error(
+                    "cannot write a failed file's reasons",
+                    metadata: [
+                        LogKey.path: "\(target).error.json", LogKey.jobID: "\(job ?? "")",
+                        LogKey.error: "\(String(cString: strerror(errno)))"
+                    ])
             }
             return
         }
@@ -243,7 +269,9 @@ package actor FolderWatcher: Service {
 
     private func moved(_ path: String, to target: String, job: String?) -> Bool {
         guard rename(path, target) == 0 else {
-            strand(path, job: job, action: "move to \(URL(fileURLWithPath: target).deletingLastPathComponent().lastPathComponent)")
+            strand(
+                path, job: job,
+                action: "move to \(URL(fileURLWithPath: target).deletingLastPathComponent().lastPathComponent)")
             return false
         }
         return true
@@ -252,8 +280,12 @@ package actor FolderWatcher: Service {
     private func strand(_ path: String, job: String?, action: String) {
         let error = String(cString: strerror(errno))
         stranded.insert(path)
-        logger.error("a watched file cannot leave its folder; it stays and is not imported again",
-                     metadata: ["PATH": "\(path)", "ACTION": "\(action)", "JOB_ID": "\(job ?? "")", "ERROR": "\(error)"])
+        logger.error(
+            "a watched file cannot leave its folder; it stays and is not imported again",
+            metadata: [
+                LogKey.path: "\(path)", LogKey.action: "\(action)", LogKey.jobID: "\(job ?? "")",
+                LogKey.error: "\(error)"
+            ])
     }
 
     /// Called when any job ends: files of watched folders move on.
@@ -262,14 +294,17 @@ package actor FolderWatcher: Service {
         defer { pending.remove(file) }
         guard let watch = watches.values.first(where: { file.hasPrefix($0.path + "/") }) else { return }
         if record.state == .succeeded {
-            if let hash = record.contentHash, let store = await jobs.store(record.store) {
+            if let hash = record.contentHash, let store = jobs.stores.store(record.store) {
                 do {
                     try await store.recordImportedFile(hash: hash, path: file, job: record.id)
                 } catch {
                     // The file still moves to .done/, so it is not imported
                     // again; only a copy dropped later would be.
-                    logger.error("cannot record an imported file's content hash", metadata: [
-                        "PATH": "\(file)", "JOB_ID": "\(record.id)", "ERROR": "\(error)"])
+                    logger.error(
+                        "cannot record an imported file's content hash",
+                        metadata: [
+                            LogKey.path: "\(file)", LogKey.jobID: "\(record.id)", LogKey.error: "\(error)"
+                        ])
                 }
             }
             finish(file, watch: watch, error: nil, job: record.id)

@@ -35,8 +35,10 @@ final class Inotify: Sendable {
                 let length = Int(word(offset + 12, UInt32.self))
                 let end = min(bytes.count, offset + 16 + length)
                 let name = bytes[(offset + 16)..<end].prefix { $0 != 0 }
-                events.append(Event(watch: word(offset, Int32.self), mask: word(offset + 4, UInt32.self),
-                                    name: String(decoding: name, as: UTF8.self), bytes: Array(name)))
+                events.append(
+                    Event(
+                        watch: word(offset, Int32.self), mask: word(offset + 4, UInt32.self),
+                        name: String(decoding: name, as: UTF8.self), bytes: Array(name)))
                 offset += 16 + length
             }
             return events

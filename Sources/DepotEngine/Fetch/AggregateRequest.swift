@@ -41,8 +41,10 @@ public struct AggregateRequest: Sendable, Hashable {
     public var arguments: [String: Value]
 
     /// Creates a request; without `functions`, every function that fits the field.
-    public init(entity: String, field: String? = nil, functions: [AggregateFunction]? = nil,
-                groupBy: [String] = [], where predicate: String? = nil, arguments: [String: Value] = [:]) {
+    public init(
+        entity: String, field: String? = nil, functions: [AggregateFunction]? = nil,
+        groupBy: [String] = [], where predicate: String? = nil, arguments: [String: Value] = [:]
+    ) {
         self.entity = entity
         self.field = field
         self.functions = functions ?? (field == nil ? [.count] : [])
@@ -78,7 +80,8 @@ package struct AggregatePlan: Sendable {
         let field = target?.field
         var functions = request.functions
         if functions.isEmpty {
-            functions = field.map { $0.type.isNumeric ? [.count, .sum, .avg, .min, .max] : [.count, .min, .max] }
+            functions =
+                field.map { $0.type.isNumeric ? [.count, .sum, .avg, .min, .max] : [.count, .min, .max] }
                 ?? [.count]
         }
         func column(_ sql: String) -> String { dialect.resultColumn(sql) }
@@ -100,8 +103,10 @@ package struct AggregatePlan: Sendable {
                 resultTypes.append(.int)
             case .sum, .avg:
                 guard field.type.isNumeric else {
-                    throw DepotError(.typeMismatch, "\(function.rawValue) needs a numeric field, but "
-                        + "\(JSONText.quoted(field.name)) is \(field.type.rawValue)")
+                    throw DepotError(
+                        .typeMismatch,
+                        "\(function.rawValue) needs a numeric field, but "
+                            + "\(JSONText.quoted(field.name)) is \(field.type.rawValue)")
                 }
                 selects.append(column(dialect.sumOrAverage(function.rawValue, value)))
                 resultTypes.append(function == .avg ? .double : field.type)
@@ -114,13 +119,16 @@ package struct AggregatePlan: Sendable {
             try PredicateCompiler.expression($0, entity: entity, schema: schema, dialect: dialect)
         }
         groupFields = groups.map(\.field)
-        let filter = try PredicateCompiler.compile(request.predicate, entity: entity, schema: schema,
-                                                  arguments: request.arguments, dialect: dialect)
+        let filter = try PredicateCompiler.compile(
+            request.predicate, entity: entity, schema: schema,
+            arguments: request.arguments, dialect: dialect)
         let groupColumns = groups.map { dialect.groupKey($0.sql, $0.field) }
-        var sql = "SELECT " + (groupColumns.map(column) + selects).joined(separator: ", ")
+        var sql =
+            "SELECT " + (groupColumns.map(column) + selects).joined(separator: ", ")
             + " FROM \(entity.table) WHERE \(filter.sql)"
         if !groupColumns.isEmpty {
-            sql += " GROUP BY " + groupColumns.joined(separator: ", ")
+            sql +=
+                " GROUP BY " + groupColumns.joined(separator: ", ")
                 + " ORDER BY " + groupColumns.map(dialect.nullsFirst).joined(separator: ", ")
         }
         self.sql = sql

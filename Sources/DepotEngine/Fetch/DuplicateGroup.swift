@@ -1,4 +1,3 @@
-
 /// Records that share the values of some fields.
 public struct DuplicateGroup: Sendable, Hashable {
     /// The shared values, one per field of the request.

@@ -15,9 +15,12 @@ extension StoreReader {
     ///
     /// - Parameter limit: at most this many groups.
     /// - Throws: ``DepotError`` for an unknown entity or field or a bad predicate.
-    public func duplicates(entity name: String, by fields: [String], where predicate: String? = nil,
-                           arguments: [String: Value] = [:], limit: Int? = nil) async throws -> [DuplicateGroup] {
-        let query = try DuplicateQuery(entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
+    public func duplicates(
+        entity name: String, by fields: [String], where predicate: String? = nil,
+        arguments: [String: Value] = [:], limit: Int? = nil
+    ) async throws -> [DuplicateGroup] {
+        let query = try DuplicateQuery(
+            entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
         if let limit, limit < 0 { throw DepotError(.invalidArgument, "limit cannot be negative") }
         return try await read { db in try query.groups(db, limit: limit) }
     }
@@ -25,9 +28,12 @@ extension StoreReader {
     /// Checks a duplicates request without running it, as
     /// ``duplicates(entity:by:where:arguments:limit:)`` would: the entity,
     /// the fields, the predicate and its arguments, the limit.
-    public func checkDuplicates(entity name: String, by fields: [String], where predicate: String? = nil,
-                                arguments: [String: Value] = [:], limit: Int? = nil) throws {
-        _ = try DuplicateQuery(entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
+    public func checkDuplicates(
+        entity name: String, by fields: [String], where predicate: String? = nil,
+        arguments: [String: Value] = [:], limit: Int? = nil
+    ) throws {
+        _ = try DuplicateQuery(
+            entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
         if let limit, limit < 0 { throw DepotError(.invalidArgument, "limit cannot be negative") }
     }
 
@@ -42,10 +48,13 @@ extension StoreReader {
     ///     print(group.values, group.identifiers.count)
     /// }
     /// ```
-    public func duplicates(entity name: String, by fields: [String], where predicate: String? = nil,
-                           arguments: [String: Value] = [:], limit: Int? = nil,
-                           _ body: @escaping @Sendable (DuplicateGroup) throws -> Void) async throws {
-        let query = try DuplicateQuery(entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
+    public func duplicates(
+        entity name: String, by fields: [String], where predicate: String? = nil,
+        arguments: [String: Value] = [:], limit: Int? = nil,
+        _ body: @escaping @Sendable (DuplicateGroup) throws -> Void
+    ) async throws {
+        let query = try DuplicateQuery(
+            entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
         if let limit, limit < 0 { throw DepotError(.invalidArgument, "limit cannot be negative") }
         try await streamRead { db in try query.groups(db, limit: limit, body) }
     }
@@ -57,15 +66,18 @@ package struct DuplicateQuery: Sendable {
     package let fields: [Field]
     package let filter: SQLFragment
 
-    package init(entity: EntitySchema, schema: StoreSchema, by names: [String], predicate: String?,
-                 arguments: [String: Value], dialect: any SQLDialect = .sqlite) throws {
+    package init(
+        entity: EntitySchema, schema: StoreSchema, by names: [String], predicate: String?,
+        arguments: [String: Value], dialect: any SQLDialect = .sqlite
+    ) throws {
         guard !names.isEmpty else {
             throw DepotError(.invalidArgument, "duplicates are found by at least one field")
         }
         self.entity = entity
         self.fields = try names.map { try entity.field(named: $0) }
-        let compiled = try PredicateCompiler.compile(predicate, entity: entity, schema: schema, arguments: arguments,
-                                                     dialect: dialect)
+        let compiled = try PredicateCompiler.compile(
+            predicate, entity: entity, schema: schema, arguments: arguments,
+            dialect: dialect)
         let notNull = fields.map { "\(SQL.quote($0.name)) IS NOT NULL" }.joined(separator: " AND ")
         self.filter = SQLFragment(sql: "(\(notNull) AND \(compiled.sql))", arguments: compiled.arguments)
     }
@@ -101,7 +113,8 @@ package struct DuplicateQuery: Sendable {
         var emitted = 0
         while try SQL.step(statement, db) {
             if !current.values.isEmpty,
-               fields.indices.allSatisfy({ SQL.columnEquals(statement, Int32($0), current.values[$0]) }) {
+                fields.indices.allSatisfy({ SQL.columnEquals(statement, Int32($0), current.values[$0]) })
+            {
                 current.identifiers.append(identifier())
                 continue
             }

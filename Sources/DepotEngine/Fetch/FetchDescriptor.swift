@@ -1,5 +1,3 @@
-
-
 /// What to fetch: the `FetchDescriptor` analog.
 ///
 /// For example:
@@ -35,9 +33,11 @@ public struct FetchDescriptor: Sendable, Hashable {
     public var prefetch: [String] = []
 
     /// Creates a descriptor.
-    public init(entity: String, where predicate: String? = nil, arguments: [String: Value] = [:],
-                sort: [SortDescriptor] = [], limit: Int? = nil, offset: Int? = nil,
-                fields: [String]? = nil, sectionBy: String? = nil) {
+    public init(
+        entity: String, where predicate: String? = nil, arguments: [String: Value] = [:],
+        sort: [SortDescriptor] = [], limit: Int? = nil, offset: Int? = nil,
+        fields: [String]? = nil, sectionBy: String? = nil
+    ) {
         self.entity = entity
         self.predicate = predicate
         self.arguments = arguments

@@ -31,7 +31,8 @@ package struct FetchQuery: Sendable {
             throw DepotError(.invalidArgument, "fields is empty; omit it to fetch every field")
         }
         // Plain fields, and the relationships embedded (prefetch, or key paths in fields).
-        let (tree, plain) = try PrefetchPlan.parse(entity: entity, schema: schema, prefetch: d.prefetch, fields: d.fields)
+        let (tree, plain) = try PrefetchPlan.parse(
+            entity: entity, schema: schema, prefetch: d.prefetch, fields: d.fields)
         var fields = plain ?? entity.fields
         var sort = d.sort
         if let section = d.sectionBy {
@@ -43,8 +44,9 @@ package struct FetchQuery: Sendable {
         let (plans, extra) = try PrefetchPlan.build(tree, entity: entity, schema: schema, shown: fields)
         self.prefetch = plans
         self.selected = fields + extra
-        predicate = try PredicateCompiler.compile(d.predicate, entity: entity, schema: schema, arguments: d.arguments,
-                                                  dialect: dialect)
+        predicate = try PredicateCompiler.compile(
+            d.predicate, entity: entity, schema: schema, arguments: d.arguments,
+            dialect: dialect)
         var terms: [String] = []
         var related = predicate.related
         // A prefetched record's change changes the record it is embedded in.
@@ -57,12 +59,14 @@ package struct FetchQuery: Sendable {
         reached(plans)
         for key in sort {
             // A field, or a key path with one value per record (DESIGN §12).
-            let (sql, field, reached) = try PredicateCompiler.expression(key.field, entity: entity, schema: schema,
-                                                                         dialect: dialect)
+            let (sql, field, reached) = try PredicateCompiler.expression(
+                key.field, entity: entity, schema: schema,
+                dialect: dialect)
             related.formUnion(reached)
             let collation = dialect.byteCollation(of: field)
-            terms.append("\(sql)\(collation) \(key.descending ? "DESC" : "ASC") NULLS "
-                + (key.effectiveNulls == .first ? "FIRST" : "LAST"))
+            terms.append(
+                "\(sql)\(collation) \(key.descending ? "DESC" : "ASC") NULLS "
+                    + (key.effectiveNulls == .first ? "FIRST" : "LAST"))
         }
         terms += dialect.tieBreak(entity)
         orderBy = terms.joined(separator: ", ")
@@ -100,8 +104,10 @@ package struct FetchQuery: Sendable {
     func records(_ db: Database) throws -> RecordSet {
         var rows: [[Value]] = []
         let selected = self.selected
-        try run(db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
-                predicate.arguments) { s in
+        try run(
+            db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
+            predicate.arguments
+        ) { s in
             rows.append(selected.indices.map { SQL.column(s, Int32($0), as: selected[$0].type) })
         }
         var set = RecordSet(fields: fields, rows: rows)
@@ -145,13 +151,17 @@ package struct FetchQuery: Sendable {
     /// The records (no embedded ones) as one JSON array appended to `out`,
     /// straight from SQLite's rows (``RowEncoder``); `flush` is called
     /// whenever `out` holds `threshold` bytes or more, and may empty it.
-    private func appendJSONArray(_ db: Database, to out: inout [UInt8], flushingAt threshold: Int,
-                                 _ flush: (inout [UInt8]) throws -> Void) throws {
+    private func appendJSONArray(
+        _ db: Database, to out: inout [UInt8], flushingAt threshold: Int,
+        _ flush: (inout [UInt8]) throws -> Void
+    ) throws {
         let encoder = RowEncoder(fields: fields)
         out.append(UInt8(ascii: "["))
         var first = true
-        try run(db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
-                predicate.arguments) { s in
+        try run(
+            db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
+            predicate.arguments
+        ) { s in
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
             encoder.appendJSON(s, to: &out)
@@ -164,8 +174,11 @@ package struct FetchQuery: Sendable {
         var rows: [[Value]] = []
         var last: Int64?
         let selected = self.selected
-        try run(db, "SELECT rowid, \(columns) FROM \(entity.table) WHERE rowid > ? AND \(predicate.sql) "
-                + "ORDER BY rowid LIMIT \(limit)", [.int(after)] + predicate.arguments) { s in
+        try run(
+            db,
+            "SELECT rowid, \(columns) FROM \(entity.table) WHERE rowid > ? AND \(predicate.sql) "
+                + "ORDER BY rowid LIMIT \(limit)", [.int(after)] + predicate.arguments
+        ) { s in
             last = sqlite3_column_int64(s, 0)
             rows.append(selected.indices.map { SQL.column(s, Int32($0 + 1), as: selected[$0].type) })
         }
@@ -176,7 +189,8 @@ package struct FetchQuery: Sendable {
 
     func count(_ db: Database) throws -> Int {
         var n = 0
-        let sql = paging.isEmpty
+        let sql =
+            paging.isEmpty
             ? "SELECT count(*) FROM \(entity.table) WHERE \(predicate.sql)"
             : "SELECT count(*) FROM (SELECT 1 FROM \(entity.table) WHERE \(predicate.sql)\(paging))"
         try run(db, sql, predicate.arguments) { n = Int(sqlite3_column_int64($0, 0)) }
@@ -187,8 +201,10 @@ package struct FetchQuery: Sendable {
         var ids: [Identifier] = []
         let idFields = entity.identifierIndexes.map { entity.fields[$0] }
         let columns = idFields.map { SQL.quote($0.name) }.joined(separator: ", ")
-        try run(db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
-                predicate.arguments) { s in
+        try run(
+            db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
+            predicate.arguments
+        ) { s in
             ids.append(Identifier(idFields.indices.map { SQL.column(s, Int32($0), as: idFields[$0].type) }))
         }
         return ids

@@ -10,35 +10,43 @@ extension PredicateCompiler {
         }
         if let quantifier = c.quantifier { return try quantified(c, quantifier, nesting: nesting) }
         // A to-one with a compound identifier compared with nil: all its columns.
-        if case .field(let name, let position) = c.lhs, case .literal(.null, _) = c.rhs, c.op == .equal || c.op == .notEqual,
-           let path = try? keyPath(name, from: scopes[0], at: position), case .relationship = path.tail,
-           path.hops.count == 1, let columns = path.hops[0].from.relationshipColumns[path.hops[0].relationship.name] {
+        if case .field(let name, let position) = c.lhs, case .literal(.null, _) = c.rhs,
+            c.op == .equal || c.op == .notEqual,
+            let path = try? keyPath(name, from: scopes[0], at: position), case .relationship = path.tail,
+            path.hops.count == 1, let columns = path.hops[0].from.relationshipColumns[path.hops[0].relationship.name]
+        {
             let refs = columns.map { column($0, of: scopes[0]) }
-            return c.op == .equal ? "(" + refs.map { "\($0) IS NULL" }.joined(separator: " AND ") + ")"
+            return c.op == .equal
+                ? "(" + refs.map { "\($0) IS NULL" }.joined(separator: " AND ") + ")"
                 : "(" + refs.map { "\($0) IS NOT NULL" }.joined(separator: " OR ") + ")"
         }
         guard let (column, field) = try scalar(c.lhs, nesting: nesting) else {
-            throw DepotError(.invalidPredicate, "the left side of \(c.op.rawValue) must be a field name",
-                             position: c.lhs.position)
+            throw DepotError(
+                .invalidPredicate, "the left side of \(c.op.rawValue) must be a field name",
+                position: c.lhs.position)
         }
         return try compare(column, field, c, nesting: nesting)
     }
 
     /// `base` (the SQL of a field or key path holding `field`'s values)
     /// compared as `c` says.
-    mutating func compare(_ base: String, _ field: Field, _ c: PredicateExpression.Comparison,
-                                  nesting: Int) throws -> String {
+    mutating func compare(
+        _ base: String, _ field: Field, _ c: PredicateExpression.Comparison,
+        nesting: Int
+    ) throws -> String {
         let quotedName = JSONText.quoted(field.name)
         var flags = 0
         if c.options.contains("c") { flags |= TextFolding.caseInsensitive }
         if c.options.contains("d") { flags |= TextFolding.diacriticInsensitive }
         if flags != 0, !field.type.isTextual {
-            throw mismatch("[\(c.options)] applies to text fields, but \(quotedName) is \(field.type.rawValue)",
-                           at: c.position)
+            throw mismatch(
+                "[\(c.options)] applies to text fields, but \(quotedName) is \(field.type.rawValue)",
+                at: c.position)
         }
         if c.op.isStringOperator, !field.type.isTextual {
-            throw mismatch("\(c.op.rawValue) applies to text fields, but \(quotedName) is \(field.type.rawValue)",
-                           at: c.position)
+            throw mismatch(
+                "\(c.op.rawValue) applies to text fields, but \(quotedName) is \(field.type.rawValue)",
+                at: c.position)
         }
         if field.type == .bool, ![.equal, .notEqual, .in].contains(c.op) {
             throw mismatch("bool field \(quotedName) can only be compared with ==, != or IN", at: c.position)
@@ -53,8 +61,9 @@ extension PredicateCompiler {
         if isScalar(c.rhs), let (otherBase, other) = try scalar(c.rhs, nesting: nesting) {
             let compatible = field.type == other.type || (field.type.isNumeric && other.type.isNumeric)
             guard compatible else {
-                throw mismatch("\(quotedName) is \(field.type.rawValue) and \(JSONText.quoted(other.name)) is "
-                    + "\(other.type.rawValue): they cannot be compared", at: c.position)
+                throw mismatch(
+                    "\(quotedName) is \(field.type.rawValue) and \(JSONText.quoted(other.name)) is "
+                        + "\(other.type.rawValue): they cannot be compared", at: c.position)
             }
             let otherColumn = flags == 0 ? ordered(otherBase, other) : "depot_fold(\(otherBase), \(flags))" + byteOrder
             switch c.op {
@@ -63,16 +72,18 @@ extension PredicateCompiler {
             case .less, .lessOrEqual, .greater, .greaterOrEqual:
                 return "(\(column) \(c.op.rawValue) \(otherColumn))"
             default:
-                throw DepotError(.invalidPredicate, "\(c.op.rawValue) needs a value on its right, not a field",
-                                 position: c.rhs.position)
+                throw DepotError(
+                    .invalidPredicate, "\(c.op.rawValue) needs a value on its right, not a field",
+                    position: c.rhs.position)
             }
         }
 
         switch c.op {
         case .in, .between:
             guard case .list(let items, let listPosition) = c.rhs else {
-                throw DepotError(.invalidPredicate, "\(c.op.rawValue) needs a list in braces, like {1, 2}",
-                                 position: c.rhs.position)
+                throw DepotError(
+                    .invalidPredicate, "\(c.op.rawValue) needs a list in braces, like {1, 2}",
+                    position: c.rhs.position)
             }
             var values: [Value] = []
             for item in items {
@@ -87,10 +98,12 @@ extension PredicateCompiler {
             }
             if c.op == .between {
                 guard values.count == 2 else {
-                    throw DepotError(.invalidPredicate, "BETWEEN needs exactly two values, like {100, 500}",
-                                     position: listPosition)
+                    throw DepotError(
+                        .invalidPredicate, "BETWEEN needs exactly two values, like {100, 500}",
+                        position: listPosition)
                 }
-                return "(\(column) BETWEEN \(try bind(values[0], at: listPosition)) AND \(try bind(values[1], at: listPosition)))"
+                return
+                    "(\(column) BETWEEN \(try bind(values[0], at: listPosition)) AND \(try bind(values[1], at: listPosition)))"
             }
             if values.isEmpty { return dialect.falseLiteral }
             if values.count > Self.longList {
@@ -104,13 +117,15 @@ extension PredicateCompiler {
                 let list = try bind(.string(json), at: listPosition)
                 return dialect.inJSONArray(column, list, field, folded: flags != 0)
             }
-            return "(\(column) IN (" + (try values.map { try bind($0, at: listPosition) }).joined(separator: ", ") + "))"
+            return "(\(column) IN (" + (try values.map { try bind($0, at: listPosition) }).joined(separator: ", ")
+                + "))"
         default:
             break
         }
         if case .list = c.rhs {
-            throw DepotError(.invalidPredicate, "\(c.op.rawValue) compares with one value, not a list",
-                             position: c.rhs.position)
+            throw DepotError(
+                .invalidPredicate, "\(c.op.rawValue) compares with one value, not a list",
+                position: c.rhs.position)
         }
         let v = folded(try convert(c.rhs, for: field, textual: c.op.isStringOperator))
         if v.isNull {
@@ -125,7 +140,8 @@ extension PredicateCompiler {
         switch c.op {
         case .equal: return "(\(column) = \(try bind(v, at: at)))"
         case .notEqual: return "(\(column) \(dialect.isDistinctFrom) \(try bind(v, at: at)))"
-        case .less, .lessOrEqual, .greater, .greaterOrEqual: return "(\(column) \(c.op.rawValue) \(try bind(v, at: at)))"
+        case .less, .lessOrEqual, .greater, .greaterOrEqual:
+            return "(\(column) \(c.op.rawValue) \(try bind(v, at: at)))"
         case .contains:
             return dialect.contains(column, try bind(v, at: at))
         case .beginsWith:

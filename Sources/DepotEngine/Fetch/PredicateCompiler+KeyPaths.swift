@@ -23,7 +23,7 @@ extension PredicateCompiler {
         enum Tail {
             case field(Field)
             case count
-            case aggregate(String, Field)   // sum, avg, min, max
+            case aggregate(String, Field)  // sum, avg, min, max
             /// The path ends at a relationship.
             case relationship
         }
@@ -48,8 +48,10 @@ extension PredicateCompiler {
             let part = parts[i]
             if part.hasPrefix("@") {
                 guard hops.contains(where: \.isToMany) else {
-                    throw DepotError(.invalidPredicate, "\(part) applies to a to-many relationship, like lines.\(part)"
-                        + (part == "@count" ? "" : ".price"), position: position)
+                    throw DepotError(
+                        .invalidPredicate,
+                        "\(part) applies to a to-many relationship, like lines.\(part)"
+                            + (part == "@count" ? "" : ".price"), position: position)
                 }
                 let op = part.dropFirst().lowercased()
                 switch op {
@@ -61,22 +63,32 @@ extension PredicateCompiler {
                 case "sum", "avg", "min", "max":
                     let fieldName = parts[(i + 1)...].joined(separator: ".")
                     guard let p = current.position(of: fieldName) else {
-                        throw DepotError(.unknownField, "\(part) needs a field of \(JSONText.quoted(current.name)) after it, "
-                            + "like \(parts[..<i].joined(separator: ".")).\(part).\(current.fields.first { $0.type.isNumeric }?.name ?? current.fields[0].name)"
-                            + (fieldName.isEmpty ? "" : "; it has no field \(JSONText.quoted(fieldName))"
-                               + DepotError.suggestion(for: fieldName, in: current.fields.map(\.name))), position: position)
+                        throw DepotError(
+                            .unknownField,
+                            "\(part) needs a field of \(JSONText.quoted(current.name)) after it, "
+                                + "like \(parts[..<i].joined(separator: ".")).\(part).\(current.fields.first { $0.type.isNumeric }?.name ?? current.fields[0].name)"
+                                + (fieldName.isEmpty
+                                    ? ""
+                                    : "; it has no field \(JSONText.quoted(fieldName))"
+                                        + DepotError.suggestion(for: fieldName, in: current.fields.map(\.name))),
+                            position: position)
                     }
                     return KeyPath(name: name, hops: hops, tail: .aggregate(op, current.fields[p]))
                 default:
-                    throw DepotError(.invalidPredicate, "unknown collection operator \(part): use @count, @sum, @avg, @min "
-                        + "or @max", position: position)
+                    throw DepotError(
+                        .invalidPredicate,
+                        "unknown collection operator \(part): use @count, @sum, @avg, @min "
+                            + "or @max", position: position)
                 }
             }
             guard let r = current.relationships.first(where: { $0.name == part }),
-                  let target = try? schema?.entity(r.target) else {
+                let target = try? schema?.entity(r.target)
+            else {
                 if current.position(of: part) != nil {
-                    throw DepotError(.invalidPredicate, "\(JSONText.quoted(part)) is a field of \(JSONText.quoted(current.name)), "
-                        + "not a relationship: a key path cannot go on after it", position: position)
+                    throw DepotError(
+                        .invalidPredicate,
+                        "\(JSONText.quoted(part)) is a field of \(JSONText.quoted(current.name)), "
+                            + "not a relationship: a key path cannot go on after it", position: position)
                 }
                 if hops.isEmpty && parts.count == 1 && current.relationships.isEmpty {
                     // The message of a plain unknown field.
@@ -86,13 +98,17 @@ extension PredicateCompiler {
                     }
                 }
                 let known = current.fields.map(\.name) + current.relationships.map(\.name)
-                throw DepotError(.unknownField, "entity \(JSONText.quoted(current.name)) has no field or relationship "
-                    + "\(JSONText.quoted(hops.isEmpty && parts.count == 1 ? name : part))"
-                    + DepotError.suggestion(for: part, in: known), position: position)
+                throw DepotError(
+                    .unknownField,
+                    "entity \(JSONText.quoted(current.name)) has no field or relationship "
+                        + "\(JSONText.quoted(hops.isEmpty && parts.count == 1 ? name : part))"
+                        + DepotError.suggestion(for: part, in: known), position: position)
             }
             guard hops.count < Self.maxHops else {
-                throw DepotError(.invalidPredicate, "the key path goes through more than \(Self.maxHops) relationships, "
-                    + "more than SQLite joins in one query; shorten it", position: position)
+                throw DepotError(
+                    .invalidPredicate,
+                    "the key path goes through more than \(Self.maxHops) relationships, "
+                        + "more than SQLite joins in one query; shorten it", position: position)
             }
             hops.append(Hop(relationship: r, from: current, to: target))
             current = target
@@ -137,16 +153,20 @@ extension PredicateCompiler {
 
     func checkNesting(_ nesting: Int, at position: Int) throws {
         guard nesting + 2 <= Self.maxNesting else {
-            throw DepotError(.invalidPredicate, "the predicate nests subqueries and AND/OR more than \(Self.maxNesting) "
-                + "levels deep here, more than SQLite can evaluate; simplify it", position: position)
+            throw DepotError(
+                .invalidPredicate,
+                "the predicate nests subqueries and AND/OR more than \(Self.maxNesting) "
+                    + "levels deep here, more than SQLite can evaluate; simplify it", position: position)
         }
     }
 
     func toManyError(_ path: KeyPath, _ hop: Hop, at position: Int) -> DepotError {
         let r = hop.relationship.name
-        return DepotError(.invalidPredicate, "\(JSONText.quoted(r)) is a to-many relationship of "
-            + "\(JSONText.quoted(hop.from.name)): say ANY \(path.name) (or ALL, NONE), or use an aggregate such as "
-            + "\(r).@count", position: position)
+        return DepotError(
+            .invalidPredicate,
+            "\(JSONText.quoted(r)) is a to-many relationship of "
+                + "\(JSONText.quoted(hop.from.name)): say ANY \(path.name) (or ALL, NONE), or use an aggregate such as "
+                + "\(r).@count", position: position)
     }
 
     /// The SQL and field of an operand that reads the records (see
@@ -160,8 +180,10 @@ extension PredicateCompiler {
         case .variable(let name, _):
             guard let (s, rest) = self.scope(ofVariable: name) else { return nil }
             guard !rest.isEmpty else {
-                throw DepotError(.invalidPredicate, "$\(name) is a record of \(JSONText.quoted(s.entity.name)): compare one "
-                    + "of its fields, like $\(name).\(s.entity.fields[0].name)", position: position)
+                throw DepotError(
+                    .invalidPredicate,
+                    "$\(name) is a record of \(JSONText.quoted(s.entity.name)): compare one "
+                        + "of its fields, like $\(name).\(s.entity.fields[0].name)", position: position)
             }
             scope = s
             path = try keyPath(rest, from: s, at: position)
@@ -179,23 +201,29 @@ extension PredicateCompiler {
             subqueries += 1
             defer { subqueries -= 1 }
             let j = join(path.hops, from: scope)
-            return ("(SELECT \(read("\(j.last).\(SQL.quote(f.name))", f)) FROM \(j.from) WHERE \(j.links.joined(separator: " AND ")))",
-                    Field(name: path.name, type: f.type, isOptional: true))
+            return (
+                "(SELECT \(read("\(j.last).\(SQL.quote(f.name))", f)) FROM \(j.from) WHERE \(j.links.joined(separator: " AND ")))",
+                Field(name: path.name, type: f.type, isOptional: true)
+            )
         case .count:
             return try count(path, from: scope, nesting: nesting, at: position)
         case .aggregate(let op, let f):
             return try aggregate(op, of: f, path, from: scope, nesting: nesting, at: position)
         case .relationship:
             let r = path.hops.last!.relationship
-            throw DepotError(.invalidPredicate, "\(JSONText.quoted(path.name)) is a relationship: compare one of its "
-                + "fields, like \(path.name).\(path.hops.last!.to.fields[0].name)"
-                + (r.isToOne ? "" : ", or count it with \(path.name).@count"), position: position)
+            throw DepotError(
+                .invalidPredicate,
+                "\(JSONText.quoted(path.name)) is a relationship: compare one of its "
+                    + "fields, like \(path.name).\(path.hops.last!.to.fields[0].name)"
+                    + (r.isToOne ? "" : ", or count it with \(path.name).@count"), position: position)
         }
     }
 
     /// `ANY`, `ALL` or `NONE` over a to-many key path.
-    mutating func quantified(_ c: PredicateExpression.Comparison, _ quantifier: PredicateExpression.Quantifier,
-                                     nesting: Int) throws -> String {
+    mutating func quantified(
+        _ c: PredicateExpression.Comparison, _ quantifier: PredicateExpression.Quantifier,
+        nesting: Int
+    ) throws -> String {
         let position = c.lhs.position
         let scope: Scope, path: KeyPath
         switch c.lhs {
@@ -207,12 +235,16 @@ extension PredicateCompiler {
             scope = s
             path = try keyPath(rest, from: s, at: position)
         default:
-            throw DepotError(.invalidPredicate, "\(quantifier.rawValue) needs a key path through a to-many relationship, "
-                + "like \(quantifier.rawValue) lines.qty > 5", position: position)
+            throw DepotError(
+                .invalidPredicate,
+                "\(quantifier.rawValue) needs a key path through a to-many relationship, "
+                    + "like \(quantifier.rawValue) lines.qty > 5", position: position)
         }
         guard case .field(let f) = path.tail, path.toMany != nil else {
-            throw DepotError(.invalidPredicate, "\(quantifier.rawValue) needs a key path through a to-many relationship to a "
-                + "field, like \(quantifier.rawValue) lines.qty > 5; \(JSONText.quoted(path.name)) is not one",
+            throw DepotError(
+                .invalidPredicate,
+                "\(quantifier.rawValue) needs a key path through a to-many relationship to a "
+                    + "field, like \(quantifier.rawValue) lines.qty > 5; \(JSONText.quoted(path.name)) is not one",
                 position: position)
         }
         try checkNesting(nesting, at: position)
@@ -237,12 +269,16 @@ extension PredicateCompiler {
     mutating func subquery(_ sq: PredicateExpression.Subquery, nesting: Int) throws -> String {
         let path = try keyPath(sq.collection, from: scopes[0], at: sq.collectionPosition)
         guard case .relationship = path.tail, path.toMany != nil else {
-            throw DepotError(.invalidPredicate, "SUBQUERY goes over a to-many relationship, like SUBQUERY(lines, $l, "
-                + "$l.qty > 2); \(JSONText.quoted(sq.collection)) is not one", position: sq.collectionPosition)
+            throw DepotError(
+                .invalidPredicate,
+                "SUBQUERY goes over a to-many relationship, like SUBQUERY(lines, $l, "
+                    + "$l.qty > 2); \(JSONText.quoted(sq.collection)) is not one", position: sq.collectionPosition)
         }
         if scopes.contains(where: { $0.variable == sq.variable }) {
-            throw DepotError(.invalidPredicate, "$\(sq.variable) is already the variable of an enclosing SUBQUERY; "
-                + "name this one differently", position: sq.position)
+            throw DepotError(
+                .invalidPredicate,
+                "$\(sq.variable) is already the variable of an enclosing SUBQUERY; "
+                    + "name this one differently", position: sq.position)
         }
         try checkNesting(nesting, at: sq.position)
         subqueries += 1

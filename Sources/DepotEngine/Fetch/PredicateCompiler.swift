@@ -74,8 +74,10 @@ package struct PredicateCompiler {
     ///
     /// - Throws: ``DepotError`` with code `invalidPredicate`, `unknownField` or
     ///   `typeMismatch` and the position of the problem.
-    package static func compile(_ text: String?, entity: EntitySchema, schema: StoreSchema? = nil,
-                        arguments: [String: Value] = [:], dialect: any SQLDialect = .sqlite) throws -> SQLFragment {
+    package static func compile(
+        _ text: String?, entity: EntitySchema, schema: StoreSchema? = nil,
+        arguments: [String: Value] = [:], dialect: any SQLDialect = .sqlite
+    ) throws -> SQLFragment {
         guard let text, !text.trimmingWhitespace().isEmpty else {
             return SQLFragment(sql: dialect.trueLiteral, arguments: [])
         }
@@ -90,8 +92,10 @@ package struct PredicateCompiler {
     /// for sorting and grouping, with the field it reads (named `path`).
     ///
     /// - Throws: ``DepotError/Code/unknownField`` or ``DepotError/Code/invalidPredicate``.
-    static func expression(_ path: String, entity: EntitySchema, schema: StoreSchema?,
-                           dialect: any SQLDialect = .sqlite) throws -> (sql: String, field: Field, related: Set<String>) {
+    static func expression(
+        _ path: String, entity: EntitySchema, schema: StoreSchema?,
+        dialect: any SQLDialect = .sqlite
+    ) throws -> (sql: String, field: Field, related: Set<String>) {
         var compiler = PredicateCompiler(entity: entity, schema: schema, variables: [:], dialect: dialect)
         do {
             let (sql, field) = try compiler.scalar(.field(path, position: 1), nesting: 0)!
@@ -134,8 +138,10 @@ package struct PredicateCompiler {
                 levels += 1
             }
             guard nesting + levels <= Self.maxNesting else {
-                throw DepotError(.invalidPredicate, "the predicate nests AND and OR more than \(Self.maxNesting) levels "
-                    + "deep here, more than SQLite can evaluate; simplify it", position: e.position)
+                throw DepotError(
+                    .invalidPredicate,
+                    "the predicate nests AND and OR more than \(Self.maxNesting) levels "
+                        + "deep here, more than SQLite can evaluate; simplify it", position: e.position)
             }
             var parts = try flat.map { try compile($0.0, negated: $0.1, nesting: nesting + levels) }
             let op = isAnd ? " AND " : " OR "
@@ -150,8 +156,10 @@ package struct PredicateCompiler {
 
     /// The terms of a chain: those of nested groups that are, once negated,
     /// the same operator join it; each with whether it is negated.
-    static func collect(_ terms: [PredicateExpression], negated: Bool, isAnd: Bool,
-                                into flat: inout [(PredicateExpression, Bool)]) {
+    static func collect(
+        _ terms: [PredicateExpression], negated: Bool, isAnd: Bool,
+        into flat: inout [(PredicateExpression, Bool)]
+    ) {
         for term in terms {
             var t = term, n = negated
             while case .not(let inner) = t {
@@ -171,15 +179,15 @@ package struct PredicateCompiler {
         DepotError(.typeMismatch, message, position: position)
     }
 
-
     /// The value of a literal or a variable.
     func value(_ operand: PredicateExpression.Operand) throws -> Value {
         switch operand {
         case .literal(let v, _): return v
         case .variable(let name, let position):
             guard let v = variables[name] else {
-                throw DepotError(.invalidPredicate, "no value was given for $\(name); pass it in the arguments",
-                                 position: position)
+                throw DepotError(
+                    .invalidPredicate, "no value was given for $\(name); pass it in the arguments",
+                    position: position)
             }
             return v
         case .field, .list, .subquery:
@@ -196,19 +204,21 @@ package struct PredicateCompiler {
     func convert(_ operand: PredicateExpression.Operand, for field: Field, textual: Bool) throws -> Value {
         let v = try value(operand)
         let name = JSONText.quoted(field.name)
-        let bad = mismatch("field \(name) is \(field.type.rawValue), but \(describe(operand, v)) is compared with it",
-                           at: operand.position)
+        let bad = mismatch(
+            "field \(name) is \(field.type.rawValue), but \(describe(operand, v)) is compared with it",
+            at: operand.position)
         switch (field.type, v) {
         case (_, .null): return .null
         case (.string, .string), (.json, .string), (.int, .int), (.double, .double), (.bool, .bool),
-             (.int, .double):
+            (.int, .double):
             return v
         case (.double, .int(let i)): return .double(Double(i))
         case (.date, .string(let s)):
             if textual { return v }
             guard let canonical = DateValue.canonical(s) else {
-                throw mismatch("\(JSONText.quoted(s)) is not an ISO 8601 date or date-time "
-                    + "(like 2025-03-14 or 2025-03-14T09:30:00Z), so it cannot be compared with date field \(name)",
+                throw mismatch(
+                    "\(JSONText.quoted(s)) is not an ISO 8601 date or date-time "
+                        + "(like 2025-03-14 or 2025-03-14T09:30:00Z), so it cannot be compared with date field \(name)",
                     at: operand.position)
             }
             return .string(canonical)
@@ -220,8 +230,10 @@ package struct PredicateCompiler {
     /// there are too many.
     mutating func bind(_ v: Value, at position: Int) throws -> String {
         guard arguments.count < Self.maxArguments else {
-            throw DepotError(.invalidPredicate, "the predicate holds more than \(Self.maxArguments) values, more than "
-                + "SQLite takes in one query; write a long list of values as field IN {…}, which takes any number",
+            throw DepotError(
+                .invalidPredicate,
+                "the predicate holds more than \(Self.maxArguments) values, more than "
+                    + "SQLite takes in one query; write a long list of values as field IN {…}, which takes any number",
                 position: position)
         }
         arguments.append(v)

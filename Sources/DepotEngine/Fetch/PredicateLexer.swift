@@ -1,14 +1,14 @@
 /// Splits a predicate's text into tokens, each with its 1-based position.
 struct PredicateLexer {
     enum Kind: Equatable {
-        case identifier(String)      // a bare word: field name or keyword
-        case quotedField(String)     // `Organization Name`
+        case identifier(String)  // a bare word: field name or keyword
+        case quotedField(String)  // `Organization Name`
         case string(String)
         case number(String)
-        case variable(String)        // $name
-        case op(String)              // == != < <= > >= && || !
+        case variable(String)  // $name
+        case op(String)  // == != < <= > >= && || !
         case lparen, rparen, lbrace, rbrace, comma
-        case options(String)         // [cd]
+        case options(String)  // [cd]
         case end
     }
 
@@ -125,8 +125,10 @@ struct PredicateLexer {
         var text = ""
         if let c = peek, c == "-" || c == "+" { text.unicodeScalars.append(c); i += 1 }
         var digits = 0
-        while let c = peek, c.isASCII, c.properties.numericType != nil || c == "." || c == "e" || c == "E"
-            || ((c == "-" || c == "+") && (text.last == "e" || text.last == "E")) {
+        while let c = peek, c.isASCII,
+            c.properties.numericType != nil || c == "." || c == "e" || c == "E"
+                || ((c == "-" || c == "+") && (text.last == "e" || text.last == "E"))
+        {
             if c.properties.numericType != nil { digits += 1 }
             text.unicodeScalars.append(c)
             i += 1
@@ -158,13 +160,14 @@ struct PredicateLexer {
             case "\\", "\"", "'": out.append(e)
             case "u":
                 guard i + 4 <= scalars.count,
-                      let v = UInt32(String(String.UnicodeScalarView(scalars[i..<i + 4])), radix: 16)
+                    let v = UInt32(String(String.UnicodeScalarView(scalars[i..<i + 4])), radix: 16)
                 else { throw error("\\u must be followed by four hexadecimal digits", at: i - 2) }
                 i += 4
                 var value = v
                 if (0xD800..<0xDC00).contains(v), i + 6 <= scalars.count, scalars[i] == "\\", scalars[i + 1] == "u",
-                   let lo = UInt32(String(String.UnicodeScalarView(scalars[i + 2..<i + 6])), radix: 16),
-                   (0xDC00..<0xE000).contains(lo) {
+                    let lo = UInt32(String(String.UnicodeScalarView(scalars[i + 2..<i + 6])), radix: 16),
+                    (0xDC00..<0xE000).contains(lo)
+                {
                     value = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00)
                     i += 6
                 }
@@ -173,8 +176,9 @@ struct PredicateLexer {
                 }
                 out.append(s)
             default:
-                throw error("unknown escape \\\(String(e)) in a string: use \\\", \\', \\\\, \\n, \\t or \\uXXXX",
-                            at: i - 2)
+                throw error(
+                    "unknown escape \\\(String(e)) in a string: use \\\", \\', \\\\, \\n, \\t or \\uXXXX",
+                    at: i - 2)
             }
         }
         throw error("unterminated string: a closing \(String(quote)) is missing", at: start)

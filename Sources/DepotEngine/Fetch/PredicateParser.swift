@@ -47,7 +47,7 @@ indirect enum PredicateExpression: Equatable {
     struct Comparison: Equatable {
         var lhs: Operand
         var op: Operator
-        var options: String       // "", "c", "d", "cd"
+        var options: String  // "", "c", "d", "cd"
         var rhs: Operand
         var position: Int
         /// `ANY`/`SOME`, `ALL` or `NONE` before a to-many key path.
@@ -146,7 +146,7 @@ struct PredicateParser {
 
     private static let keywords: Set<String> = [
         "AND", "OR", "NOT", "IN", "BETWEEN", "CONTAINS", "BEGINSWITH", "ENDSWITH", "LIKE",
-        "TRUE", "FALSE", "YES", "NO", "NIL", "NULL", "TRUEPREDICATE", "FALSEPREDICATE",
+        "TRUE", "FALSE", "YES", "NO", "NIL", "NULL", "TRUEPREDICATE", "FALSEPREDICATE"
     ]
 
     /// Parses `text`.
@@ -259,10 +259,12 @@ struct PredicateParser {
             }
             if quantifier != nil { i += 1 }
         }
-        let lhs = try operand(context: quantifier.map { "a key path after \($0.rawValue)" } ?? "a field name, a value or \"(\"")
+        let lhs = try operand(
+            context: quantifier.map { "a key path after \($0.rawValue)" } ?? "a field name, a value or \"(\"")
         let (op, options) = try comparisonOperator()
         let rhs = try operand(context: "a value after \(op.rawValue)")
-        return .comparison(.init(lhs: lhs, op: op, options: options, rhs: rhs, position: position, quantifier: quantifier))
+        return .comparison(
+            .init(lhs: lhs, op: op, options: options, rhs: rhs, position: position, quantifier: quantifier))
     }
 
     /// After SUBQUERY: `(collection, $variable, predicate).@count`.
@@ -280,13 +282,17 @@ struct PredicateParser {
         default: throw error("expected the to-many key path SUBQUERY goes over, found \(describe(current))")
         }
         i += 1
-        guard current.kind == .comma else { throw error("expected \",\" after SUBQUERY's key path, found \(describe(current))") }
+        guard current.kind == .comma else {
+            throw error("expected \",\" after SUBQUERY's key path, found \(describe(current))")
+        }
         i += 1
         guard case .variable(let variable) = current.kind, !variable.contains(".") else {
             throw error("expected SUBQUERY's variable, like $l, found \(describe(current))")
         }
         i += 1
-        guard current.kind == .comma else { throw error("expected \",\" after SUBQUERY's variable, found \(describe(current))") }
+        guard current.kind == .comma else {
+            throw error("expected \",\" after SUBQUERY's variable, found \(describe(current))")
+        }
         i += 1
         let predicate = try expression()
         guard current.kind == .rparen else {
@@ -297,8 +303,10 @@ struct PredicateParser {
             throw error("SUBQUERY(…) is a collection: follow it with .@count, found \(describe(current))")
         }
         i += 1
-        return .subquery(.init(collection: collection, collectionPosition: collectionPosition, variable: variable,
-                               predicate: predicate, position: position), position: position)
+        return .subquery(
+            .init(
+                collection: collection, collectionPosition: collectionPosition, variable: variable,
+                predicate: predicate, position: position), position: position)
     }
 
     private mutating func comparisonOperator() throws -> (PredicateExpression.Operator, String) {
@@ -308,13 +316,15 @@ struct PredicateParser {
             op = PredicateExpression.Operator(rawValue: o)!
         case .identifier(let w):
             guard let o = PredicateExpression.Operator(rawValue: w.uppercased()) else {
-                throw error("expected an operator (==, !=, <, <=, >, >=, CONTAINS, BEGINSWITH, ENDSWITH, LIKE, "
-                    + "IN, BETWEEN), found \(describe(current))")
+                throw error(
+                    "expected an operator (==, !=, <, <=, >, >=, CONTAINS, BEGINSWITH, ENDSWITH, LIKE, "
+                        + "IN, BETWEEN), found \(describe(current))")
             }
             op = o
         default:
-            throw error("expected an operator (==, !=, <, <=, >, >=, CONTAINS, BEGINSWITH, ENDSWITH, LIKE, "
-                + "IN, BETWEEN), found \(describe(current))")
+            throw error(
+                "expected an operator (==, !=, <, <=, >, >=, CONTAINS, BEGINSWITH, ENDSWITH, LIKE, "
+                    + "IN, BETWEEN), found \(describe(current))")
         }
         i += 1
         if case .options(let o) = current.kind {

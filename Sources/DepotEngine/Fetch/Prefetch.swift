@@ -59,8 +59,10 @@ package struct PrefetchPlan: Sendable {
     ///   relationship (or field), with a suggestion;
     ///   ``DepotError/Code/invalidArgument`` for a field named in `prefetch`,
     ///   or a relationship named in `fields`.
-    static func parse(entity: EntitySchema, schema: StoreSchema, prefetch: [String],
-                      fields names: [String]?) throws -> (tree: Tree, fields: [Field]?) {
+    static func parse(
+        entity: EntitySchema, schema: StoreSchema, prefetch: [String],
+        fields names: [String]?
+    ) throws -> (tree: Tree, fields: [Field]?) {
         let root = Tree()
         func walk(_ path: String, endsWithField: Bool) throws {
             var node = root, current = entity
@@ -74,24 +76,31 @@ package struct PrefetchPlan: Sendable {
                     return
                 }
                 guard let r = current.relationships.first(where: { $0.name == parts[i] }),
-                      let target = try? schema.entity(r.target) else {
+                    let target = try? schema.entity(r.target)
+                else {
                     if !endsWithField, current.position(of: rest) != nil {
-                        throw DepotError(.invalidArgument, "prefetch names relationships, and \(JSONText.quoted(path)) "
-                            + "is a field; name it in fields")
+                        throw DepotError(
+                            .invalidArgument,
+                            "prefetch names relationships, and \(JSONText.quoted(path)) "
+                                + "is a field; name it in fields")
                     }
                     let known = current.relationships.map(\.name) + (endsWithField ? current.fields.map(\.name) : [])
-                    throw DepotError(.unknownField, "entity \(JSONText.quoted(current.name)) has no "
-                        + (endsWithField ? "field or relationship " : "relationship ") + JSONText.quoted(parts[i])
-                        + (path.contains(".") ? " (in \(JSONText.quoted(path)))" : "")
-                        + DepotError.suggestion(for: parts[i], in: known))
+                    throw DepotError(
+                        .unknownField,
+                        "entity \(JSONText.quoted(current.name)) has no "
+                            + (endsWithField ? "field or relationship " : "relationship ") + JSONText.quoted(parts[i])
+                            + (path.contains(".") ? " (in \(JSONText.quoted(path)))" : "")
+                            + DepotError.suggestion(for: parts[i], in: known))
                 }
                 node = node.child(r.name)
                 current = target
                 i += 1
             }
             if endsWithField {
-                throw DepotError(.invalidArgument, "fields names \(JSONText.quoted(path)), a relationship: name its "
-                    + "fields (\(path).\(current.fields[0].name)), or prefetch it")
+                throw DepotError(
+                    .invalidArgument,
+                    "fields names \(JSONText.quoted(path)), a relationship: name its "
+                        + "fields (\(path).\(current.fields[0].name)), or prefetch it")
             }
         }
         var plain: [Field]? = nil
@@ -109,8 +118,10 @@ package struct PrefetchPlan: Sendable {
 
     /// The plans of `tree` for rows of `entity` that show `shown`, and the
     /// columns they need beyond those, which the rows select after them.
-    static func build(_ tree: Tree, entity: EntitySchema, schema: StoreSchema,
-                      shown: [Field]) throws -> (plans: [PrefetchPlan], extra: [Field]) {
+    static func build(
+        _ tree: Tree, entity: EntitySchema, schema: StoreSchema,
+        shown: [Field]
+    ) throws -> (plans: [PrefetchPlan], extra: [Field]) {
         var selected = shown
         func position(_ name: String) -> Int {
             if let p = selected.firstIndex(where: { $0.name == name }) { return p }
@@ -132,8 +143,10 @@ package struct PrefetchPlan: Sendable {
             }
             let fields = try child.fields.map { try $0.map { try target.field(named: $0) } } ?? target.fields
             let (children, extra) = try build(child, entity: target, schema: schema, shown: fields)
-            plans.append(PrefetchPlan(name: name, isToMany: !r.isToOne, target: target, keys: keys, matches: matches,
-                                      fields: fields, selected: fields + extra, children: children))
+            plans.append(
+                PrefetchPlan(
+                    name: name, isToMany: !r.isToOne, target: target, keys: keys, matches: matches,
+                    fields: fields, selected: fields + extra, children: children))
         }
         return (plans, Array(selected.dropFirst(shown.count)))
     }
@@ -164,14 +177,16 @@ package struct PrefetchPlan: Sendable {
             }
             json.append("]")
             let matched = matches.map(SQL.quote)
-            let keyed = matched.count == 1
+            let keyed =
+                matched.count == 1
                 ? "\(matched[0]) IN (SELECT value FROM json_each(?1))"
                 : "(" + matched.joined(separator: ", ") + ") IN (SELECT "
                     + matched.indices.map { "json_extract(value, '$[\($0)]')" }.joined(separator: ", ")
                     + " FROM json_each(?1))"
             // To-many arrays in the order of the target's identifier.
             let order = isToMany ? " ORDER BY " + target.identifier.map(SQL.quote).joined(separator: ", ") : ""
-            let sql = "SELECT " + (matched + selected.map { SQL.quote($0.name) }).joined(separator: ", ")
+            let sql =
+                "SELECT " + (matched + selected.map { SQL.quote($0.name) }).joined(separator: ", ")
                 + " FROM \(target.table) WHERE \(keyed)\(order)"
             let statement = try db.cachedStatement(sql: sql)
             let s = statement.sqliteStatement
@@ -180,12 +195,15 @@ package struct PrefetchPlan: Sendable {
             defer { sqlite3_reset(s) }
             let matchFields = matches.map { name in target.fields[target.position(of: name)!] }
             while try SQL.step(s, db) {
-                let key = matchFields.count == 1 ? Key.one(SQL.column(s, 0, as: matchFields[0].type))
+                let key =
+                    matchFields.count == 1
+                    ? Key.one(SQL.column(s, 0, as: matchFields[0].type))
                     : Key.many(matchFields.indices.map { SQL.column(s, Int32($0), as: matchFields[$0].type) })
                 // A to-one's column has the type of the target's identifier,
                 // a to-many's inverse that of the parent's: keys compare equal.
                 byKey[key, default: []].append(found.rows.count)
-                found.rows.append(selected.indices.map { SQL.column(s, Int32(matched.count + $0), as: selected[$0].type) })
+                found.rows.append(
+                    selected.indices.map { SQL.column(s, Int32(matched.count + $0), as: selected[$0].type) })
             }
         }
         for child in children { try child.embed(db, into: &found) }

@@ -1,4 +1,3 @@
-
 /// Batches of records, read by key: see ``StoreReader/enumerate(_:batchSize:)``.
 public struct RecordBatches: AsyncSequence, Sendable {
     /// A batch of records.
@@ -10,7 +9,9 @@ public struct RecordBatches: AsyncSequence, Sendable {
 
     /// Batches read by `page`, `batchSize` records at a time; a backend's
     /// own paging (``StoreReading/enumerate(_:batchSize:)``).
-    package init(batchSize: Int, page: @escaping @Sendable (_ after: Int64, _ size: Int) async throws -> (RecordSet, Int64?)) {
+    package init(
+        batchSize: Int, page: @escaping @Sendable (_ after: Int64, _ size: Int) async throws -> (RecordSet, Int64?)
+    ) {
         self.batchSize = batchSize
         self.page = page
     }

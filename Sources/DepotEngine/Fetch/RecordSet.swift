@@ -1,5 +1,3 @@
-
-
 /// Fetched records: the fields fetched and one row of values per record.
 public struct RecordSet: Sendable, Hashable {
     /// The fields of each row, in order.

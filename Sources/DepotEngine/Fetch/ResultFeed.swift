@@ -32,6 +32,7 @@ import GRDBSQLite
 /// ```
 ///
 /// A feed is used by one task at a time.
+// @unchecked: mutable state, used by one task at a time (its stream's); Sendable to cross into the read.
 public final class ResultFeed: @unchecked Sendable {
     /// Where the feed reads its store: an SQLite store's reader or a
     /// PostgreSQL store (``ResultFeedSource``).
@@ -58,17 +59,25 @@ public final class ResultFeed: @unchecked Sendable {
     /// - Throws: ``DepotError/Code/invalidArgument`` for those;
     ///   as ``StoreReader/fetch(_:)`` for the rest.
     public convenience init(reader: StoreReader, _ descriptor: FetchDescriptor) throws {
-        try self.init(schema: reader.schema, dialect: .sqlite, descriptor) { SQLiteFeedSource(reader: reader, query: $0) }
+        try self.init(schema: reader.schema, dialect: .sqlite, descriptor) {
+            SQLiteFeedSource(reader: reader, query: $0)
+        }
     }
 
     /// A feed of `descriptor` compiled for `dialect`, reading through the
     /// source `source` makes for the compiled query.
-    package init(schema: StoreSchema, dialect: any SQLDialect, _ descriptor: FetchDescriptor,
-                 source: (FetchQuery) -> any ResultFeedSource) throws {
-        for (given, name) in [(descriptor.limit != nil, "limit"), (descriptor.offset != nil, "offset"),
-                              (descriptor.sectionBy != nil, "section_by")] where given {
-            throw DepotError(.invalidArgument, "a live fetch with changes cannot take \(name): a change would move "
-                + "records across it; fetch the whole result, or watch without changes")
+    package init(
+        schema: StoreSchema, dialect: any SQLDialect, _ descriptor: FetchDescriptor,
+        source: (FetchQuery) -> any ResultFeedSource
+    ) throws {
+        for (given, name) in [
+            (descriptor.limit != nil, "limit"), (descriptor.offset != nil, "offset"),
+            (descriptor.sectionBy != nil, "section_by")
+        ] where given {
+            throw DepotError(
+                .invalidArgument,
+                "a live fetch with changes cannot take \(name): a change would move "
+                    + "records across it; fetch the whole result, or watch without changes")
         }
         let entity = try schema.entity(descriptor.entity)
         // Records carry their identifier, which later changes refer to.
@@ -92,9 +101,10 @@ public final class ResultFeed: @unchecked Sendable {
         let positions = identifierPositions
         members = Set(records.rows.map { row in Identifier(positions.map { row[$0] }).json })
         if !query.related.isEmpty {
-            rows = Dictionary(records.rows.indices.map { i in
-                (Identifier(positions.map { records.rows[i][$0] }).json, records.jsonObject(row: i))
-            }, uniquingKeysWith: { a, _ in a })
+            rows = Dictionary(
+                records.rows.indices.map { i in
+                    (Identifier(positions.map { records.rows[i][$0] }).json, records.jsonObject(row: i))
+                }, uniquingKeysWith: { a, _ in a })
         }
         last = token ?? issued
         uncertain = false
@@ -165,9 +175,10 @@ public final class ResultFeed: @unchecked Sendable {
         if let whole { return difference(whole, token: token) }
         let touched = touchedOrNil ?? Touched(records: [], found: RecordSet(fields: query.fields, rows: []))
         var inserted: [Int] = [], updated: [Int] = []
-        var result = ResultChanges(token: token > 0 ? HistoryToken(token) : nil,
-                                   inserted: RecordSet(fields: query.fields, rows: []),
-                                   updated: RecordSet(fields: query.fields, rows: []), deleted: [])
+        var result = ResultChanges(
+            token: token > 0 ? HistoryToken(token) : nil,
+            inserted: RecordSet(fields: query.fields, rows: []),
+            updated: RecordSet(fields: query.fields, rows: []), deleted: [])
         // A change to a column that names an embedded record changes the record too.
         let fetched = Set(query.selected.map(\.name))
         for record in touched.records {
@@ -203,9 +214,10 @@ public final class ResultFeed: @unchecked Sendable {
     /// whole: new identifiers entered, missing ones left, and those whose
     /// values differ changed (all present after a resume, whose rows are unknown).
     private func difference(_ whole: RecordSet, token: Int64) -> ResultChanges {
-        var result = ResultChanges(token: token > 0 ? HistoryToken(token) : nil,
-                                   inserted: RecordSet(fields: query.fields, rows: []),
-                                   updated: RecordSet(fields: query.fields, rows: []), deleted: [])
+        var result = ResultChanges(
+            token: token > 0 ? HistoryToken(token) : nil,
+            inserted: RecordSet(fields: query.fields, rows: []),
+            updated: RecordSet(fields: query.fields, rows: []), deleted: [])
         var now: [String: String] = [:]
         now.reserveCapacity(whole.rows.count)
         var inserted: [Int] = [], updated: [Int] = []
@@ -324,7 +336,8 @@ package struct SQLiteFeedSource: ResultFeedSource {
         self.query = query
         let entity = query.entity
         let idFields = entity.identifierIndexes.map { entity.fields[$0] }
-        self.lookupSQL = "SELECT " + query.selected.map { SQL.quote($0.name) }.joined(separator: ", ")
+        self.lookupSQL =
+            "SELECT " + query.selected.map { SQL.quote($0.name) }.joined(separator: ", ")
             + " FROM \(entity.table) WHERE " + idFields.map { "\(SQL.quote($0.name)) = ?" }.joined(separator: " AND ")
             + " AND (\(query.predicate.sql))"
     }
@@ -345,7 +358,9 @@ package struct SQLiteFeedSource: ResultFeedSource {
         }
     }
 
-    package func changes(after: Int64, live: Bool) async throws -> (token: Int64, touched: ResultFeed.Touched?, whole: RecordSet?) {
+    package func changes(after: Int64, live: Bool) async throws -> (
+        token: Int64, touched: ResultFeed.Touched?, whole: RecordSet?
+    ) {
         let (query, store, lookupSQL) = (self.query, reader.storeName, self.lookupSQL)
         // With the other streams woken by the same commit, in one snapshot
         // (``StoreReader/liveRead(_:)``).
@@ -374,13 +389,16 @@ package struct SQLiteFeedSource: ResultFeedSource {
     /// The changes of one entity after a token. ORDER BY txn, id is the
     /// order of the txn index, so SQLite searches it; ORDER BY id alone made
     /// it scan the whole history on every event (ResultFeedTests checks the plan).
-    package static let changesSQL = "SELECT identifier, kind, fields FROM depot_changes "
+    package static let changesSQL =
+        "SELECT identifier, kind, fields FROM depot_changes "
         + "WHERE txn > ? AND entity = ? ORDER BY txn, id"
 
     /// The changes of the entity after `after`, the touched records looked up
     /// again with the predicate.
-    private static func touched(_ db: Database, query: FetchQuery, lookupSQL: String,
-                                after: Int64) throws -> ResultFeed.Touched {
+    private static func touched(
+        _ db: Database, query: FetchQuery, lookupSQL: String,
+        after: Int64
+    ) throws -> ResultFeed.Touched {
         let entity = query.entity
         var collected = ResultFeed.TouchedChanges()
         let changes = try db.cachedStatement(sql: changesSQL)
@@ -410,7 +428,8 @@ package struct SQLiteFeedSource: ResultFeedSource {
             var row: Int? = nil
             if try SQL.step(statement, db) {
                 row = found.rows.count
-                found.rows.append(query.selected.indices.map { SQL.column(statement, Int32($0), as: query.selected[$0].type) })
+                found.rows.append(
+                    query.selected.indices.map { SQL.column(statement, Int32($0), as: query.selected[$0].type) })
             }
             sqlite3_reset(statement)
             records.append(ResultFeed.TouchedRecord(id: id, identifier: identifier, change: touched[id]!, row: row))

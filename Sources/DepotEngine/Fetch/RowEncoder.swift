@@ -92,8 +92,10 @@ package struct RowEncoder: Sendable {
 
     /// An integer column as ``SQL/column(_:_:as:)`` reads it: a bool, a
     /// double or an int, by the field's type.
-    private static func appendInteger(_ statement: OpaquePointer, _ column: Int32, _ type: FieldType,
-                                      to out: inout [UInt8]) {
+    private static func appendInteger(
+        _ statement: OpaquePointer, _ column: Int32, _ type: FieldType,
+        to out: inout [UInt8]
+    ) {
         let i = sqlite3_column_int64(statement, column)
         switch type {
         case .bool: append(i != 0 ? "true" : "false", to: &out)
@@ -136,8 +138,10 @@ package struct RowEncoder: Sendable {
 
     /// Calls `body` with the column's text as valid UTF-8: SQLite's own
     /// buffer when it is ASCII, else the bytes as `String(decoding:)` repairs them.
-    private static func withText(_ statement: OpaquePointer, _ column: Int32,
-                                 _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+    private static func withText(
+        _ statement: OpaquePointer, _ column: Int32,
+        _ body: (UnsafeBufferPointer<UInt8>) -> Void
+    ) {
         let n = Int(sqlite3_column_bytes(statement, column))
         guard n > 0, let p = sqlite3_column_text(statement, column) else {
             body(UnsafeBufferPointer(start: nil, count: 0))
@@ -270,9 +274,11 @@ extension StoreReader {
     /// - Throws: as ``fetch(_:)``, what `write` throws, `CancellationError`
     ///   when the task is cancelled.
     @discardableResult
-    public func export(_ descriptor: FetchDescriptor, as format: RecordFormat,
-                       write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,
-                       progress: @escaping @Sendable (Int) -> Void = { _ in }) async throws -> Int {
+    public func export(
+        _ descriptor: FetchDescriptor, as format: RecordFormat,
+        write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,
+        progress: @escaping @Sendable (Int) -> Void = { _ in }
+    ) async throws -> Int {
         let query = try FetchQuery(descriptor.wholeSelection, schema: schema)
         guard query.prefetch.isEmpty else {
             throw DepotError(.invalidArgument, "an export that embeds related records is written a batch at a time")
@@ -285,8 +291,10 @@ extension StoreReader {
 
 extension FetchQuery {
     /// See ``StoreReader/export(_:as:write:progress:)``.
-    func write(_ db: Database, format: RecordFormat, write: (UnsafeRawBufferPointer) throws -> Void,
-               progress: (Int) -> Void) throws -> Int {
+    func write(
+        _ db: Database, format: RecordFormat, write: (UnsafeRawBufferPointer) throws -> Void,
+        progress: (Int) -> Void
+    ) throws -> Int {
         let encoder = RowEncoder(fields: fields)
         let threshold = 1 << 20
         var out: [UInt8] = []

@@ -86,8 +86,10 @@ package struct SQLiteDialect: SQLDialect {
     package func like(_ pattern: String, at position: Int) throws -> (operator: String, pattern: String) {
         let glob = Self.glob(fromLike: pattern)
         guard glob.utf8.count <= Self.maxPattern else {
-            throw DepotError(.invalidPredicate, "the LIKE pattern is longer than \(Self.maxPattern) bytes, "
-                + "more than SQLite matches; use CONTAINS, BEGINSWITH or ENDSWITH", position: position)
+            throw DepotError(
+                .invalidPredicate,
+                "the LIKE pattern is longer than \(Self.maxPattern) bytes, "
+                    + "more than SQLite matches; use CONTAINS, BEGINSWITH or ENDSWITH", position: position)
         }
         return ("GLOB", glob)
     }

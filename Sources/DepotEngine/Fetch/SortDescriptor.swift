@@ -1,5 +1,3 @@
-
-
 /// One key of a fetch's order.
 ///
 /// NULLs come first in ascending order and last in descending order unless

@@ -1,4 +1,3 @@
-
 extension StoreReader {
     /// The records a descriptor selects, in its order.
     ///
@@ -38,8 +37,10 @@ extension StoreReader {
     /// any size holds a chunk in memory and no reader of the pool (issue
     /// #35: 20 fetches of 100k records without a limit took 559 MB). A
     /// descriptor that embeds related records is written whole.
-    public func fetchJSON(_ descriptor: FetchDescriptor,
-                          write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void) async throws {
+    public func fetchJSON(
+        _ descriptor: FetchDescriptor,
+        write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void
+    ) async throws {
         let query = try FetchQuery(descriptor, schema: schema)
         guard query.prefetch.isEmpty else {
             let bytes = try await read { db in try query.jsonArray(db) }

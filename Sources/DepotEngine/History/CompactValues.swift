@@ -36,9 +36,13 @@ package enum CompactValues {
         while index != utf8.endIndex {
             let byte = utf8[index]
             if inString {
-                if escaped { escaped = false }
-                else if byte == UInt8(ascii: "\\") { escaped = true }
-                else if byte == UInt8(ascii: "\"") { inString = false }
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
             } else {
                 switch byte {
                 case UInt8(ascii: "\""): inString = true
@@ -69,9 +73,11 @@ package enum CompactValues {
     static func names(_ db: Database, layout id: Int64, cache: inout [Int64: [String]]) throws -> [String] {
         if let names = cache[id] { return names }
         var names: [String] = []
-        if let text = try String.fetchOne(db.cachedStatement(sql: "SELECT fields FROM depot_layouts WHERE id = ?"),
-                                          arguments: [id]),
-           case .array(let items)? = MiniJSON.parse(text) {
+        if let text = try String.fetchOne(
+            db.cachedStatement(sql: "SELECT fields FROM depot_layouts WHERE id = ?"),
+            arguments: [id]),
+            case .array(let items)? = MiniJSON.parse(text)
+        {
             names = items.compactMap { if case .string(let s) = $0 { s } else { nil } }
         }
         cache[id] = names

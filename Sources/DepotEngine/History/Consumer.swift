@@ -30,8 +30,10 @@ public struct Consumer: Sendable, Hashable {
             case "beginning": return .beginning
             default:
                 guard let token = HistoryToken(text) else {
-                    throw DepotError(.invalidToken, "\(JSONText.quoted(text)) is not where a consumer can start: "
-                        + "use \"now\", \"beginning\" or a history token")
+                    throw DepotError(
+                        .invalidToken,
+                        "\(JSONText.quoted(text)) is not where a consumer can start: "
+                            + "use \"now\", \"beginning\" or a history token")
                 }
                 try token.requireWhole(for: "a consumer's start")
                 return .after(token)
@@ -53,8 +55,10 @@ public struct Consumer: Sendable, Hashable {
     /// Whether it still holds the history back.
     public var state: State
 
-    package init(name: String, token: HistoryToken, lagTransactions: Int, lagSeconds: Double, acknowledgedAt: String,
-                 state: State) {
+    package init(
+        name: String, token: HistoryToken, lagTransactions: Int, lagSeconds: Double, acknowledgedAt: String,
+        state: State
+    ) {
         self.name = name
         self.token = token
         self.lagTransactions = lagTransactions

@@ -42,9 +42,10 @@ enum ConsumerQuery {
         }
         sql += " ORDER BY c.name"
         return try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
-            Consumer(name: row[0], token: HistoryToken(row[1]), lagTransactions: row[4],
-                     lagSeconds: max(0, row[5]), acknowledgedAt: row[2],
-                     state: Consumer.State(rawValue: row[3]) ?? .active)
+            Consumer(
+                name: row[0], token: HistoryToken(row[1]), lagTransactions: row[4],
+                lagSeconds: max(0, row[5]), acknowledgedAt: row[2],
+                state: Consumer.State(rawValue: row[3]) ?? .active)
         }
     }
 
@@ -59,12 +60,14 @@ enum ConsumerQuery {
     ///
     /// - Returns: their names.
     static func markLost(_ db: Database, below through: Int64, olderThan cutoff: String) throws -> [String] {
-        let names = try String.fetchAll(db, sql: """
-            SELECT c.name FROM depot_consumers c
-            WHERE c.state = 'active' AND c.token < ?
-              AND (SELECT t.timestamp FROM depot_transactions t WHERE t.id > c.token ORDER BY t.id LIMIT 1) < ?
-            ORDER BY c.name
-            """, arguments: [through, cutoff])
+        let names = try String.fetchAll(
+            db,
+            sql: """
+                SELECT c.name FROM depot_consumers c
+                WHERE c.state = 'active' AND c.token < ?
+                  AND (SELECT t.timestamp FROM depot_transactions t WHERE t.id > c.token ORDER BY t.id LIMIT 1) < ?
+                ORDER BY c.name
+                """, arguments: [through, cutoff])
         for name in names {
             try db.execute(sql: "UPDATE depot_consumers SET state = 'lost' WHERE name = ?", arguments: [name])
         }
@@ -73,7 +76,10 @@ enum ConsumerQuery {
 
     /// The active consumer with the oldest token, if any.
     static func oldestActive(_ db: Database) throws -> (name: String, token: Int64)? {
-        try Row.fetchOne(db, sql: "SELECT name, token FROM depot_consumers WHERE state = 'active' "
-            + "ORDER BY token, name LIMIT 1").map { ($0[0], $0[1]) }
+        try Row.fetchOne(
+            db,
+            sql: "SELECT name, token FROM depot_consumers WHERE state = 'active' "
+                + "ORDER BY token, name LIMIT 1"
+        ).map { ($0[0], $0[1]) }
     }
 }

@@ -1,5 +1,3 @@
-
-
 /// One record touched by a transaction.
 public struct HistoryChange: Sendable, Hashable {
     /// The record's entity.
@@ -19,8 +17,10 @@ public struct HistoryChange: Sendable, Hashable {
     /// object, every field for an insert, the changed fields for an update.
     public var new: String?
 
-    public init(entity: String, identifier: String, kind: ChangeKind, fields: [String]? = nil,
-                tombstone: String? = nil, old: String? = nil, new: String? = nil) {
+    public init(
+        entity: String, identifier: String, kind: ChangeKind, fields: [String]? = nil,
+        tombstone: String? = nil, old: String? = nil, new: String? = nil
+    ) {
         self.entity = entity
         self.identifier = identifier
         self.kind = kind

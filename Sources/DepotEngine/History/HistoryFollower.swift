@@ -18,8 +18,10 @@ public struct HistoryFollower: AsyncSequence, Sendable {
 
     /// A follower of a backend's history: `page` reads up to 100
     /// transactions after a token, `signal` says when a commit was heard.
-    package init(after: HistoryToken?, signal: CommitSignal,
-                 page: @escaping @Sendable (_ after: HistoryToken?, _ caughtUp: Bool) async throws -> [HistoryTransaction]) {
+    package init(
+        after: HistoryToken?, signal: CommitSignal,
+        page: @escaping @Sendable (_ after: HistoryToken?, _ caughtUp: Bool) async throws -> [HistoryTransaction]
+    ) {
         self.after = after
         self.signal = signal
         self.page = page
@@ -29,8 +31,9 @@ public struct HistoryFollower: AsyncSequence, Sendable {
     init(reader: StoreReader, after: HistoryToken?, entity: String?, author: String?) {
         self.init(after: after, signal: reader.signal) { after, caughtUp in
             let read: @Sendable (Database) throws -> [HistoryTransaction] = { db in
-                try HistoryQuery.transactions(db, store: reader.storeName, after: after, entity: entity,
-                                              author: author, limit: 100, maxChanges: Self.pageChanges)
+                try HistoryQuery.transactions(
+                    db, store: reader.storeName, after: after, entity: entity,
+                    author: author, limit: 100, maxChanges: Self.pageChanges)
             }
             return try await caughtUp ? reader.liveRead(read) : reader.read(read)
         }
@@ -62,7 +65,7 @@ public struct HistoryFollower: AsyncSequence, Sendable {
                 let page: [HistoryTransaction]
                 do {
                     page = try await follower.page(last, caughtUp)
-                } catch where follower.signal.isClosed {
+                } catch  where follower.signal.isClosed {
                     return nil  // the store closed under the read
                 }
                 if let newest = page.last {

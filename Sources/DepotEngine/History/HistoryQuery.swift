@@ -3,11 +3,13 @@ import GRDB
 /// The SQL of history reads and pruning.
 enum HistoryQuery {
     static func prunedThrough(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM depot_meta WHERE key = 'history_pruned_through'")) ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM depot_meta WHERE key = 'history_pruned_through'"))
+            ?? 0
     }
 
     static func lastIssued(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM sqlite_sequence WHERE name = 'depot_transactions'")) ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM sqlite_sequence WHERE name = 'depot_transactions'"))
+            ?? 0
     }
 
     /// Throws when the history after `after` cannot be read whole:
@@ -26,8 +28,10 @@ enum HistoryQuery {
 
     /// The page after `token`: at most `limit` transactions and
     /// `maxChanges` changes (``HistoryPage``).
-    static func transactions(_ db: Database, store: String, after token: HistoryToken?, entity: String?,
-                             author: String?, limit: Int, maxChanges: Int = .max) throws -> [HistoryTransaction] {
+    static func transactions(
+        _ db: Database, store: String, after token: HistoryToken?, entity: String?,
+        author: String?, limit: Int, maxChanges: Int = .max
+    ) throws -> [HistoryTransaction] {
         let after = token?.wholeThrough ?? 0
         if token != nil { try check(db, store: store, after: after) }
         var sql = "SELECT id, timestamp, author, job FROM depot_transactions t WHERE id > ?"
@@ -50,11 +54,14 @@ enum HistoryQuery {
         for row in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments)) {
             let id: Int64 = row[0]
             positions[id] = transactions.count
-            transactions.append(HistoryTransaction(token: HistoryToken(id), timestamp: row[1], author: row[2],
-                                                   job: row[3], changes: []))
+            transactions.append(
+                HistoryTransaction(
+                    token: HistoryToken(id), timestamp: row[1], author: row[2],
+                    job: row[3], changes: []))
         }
         guard let first = transactions.first?.token.id, let last = transactions.last?.token.id else { return [] }
-        var changeSQL = "SELECT txn, entity, identifier, kind, fields, tombstone, old, new, layout FROM depot_changes "
+        var changeSQL =
+            "SELECT txn, entity, identifier, kind, fields, tombstone, old, new, layout FROM depot_changes "
             + "WHERE txn BETWEEN ? AND ?"
         var changeArguments: [(any DatabaseValueConvertible)?] = [first, last]
         if let entity {
@@ -64,7 +71,8 @@ enum HistoryQuery {
         if let token, !token.isWhole, token.id == first {
             // Resumed inside a transaction: past the changes read before
             // (the index skips them; none is decoded).
-            changeSQL += " AND (txn > ? OR id > (SELECT id FROM depot_changes WHERE txn = ?"
+            changeSQL +=
+                " AND (txn > ? OR id > (SELECT id FROM depot_changes WHERE txn = ?"
                 + (entity == nil ? "" : " AND entity = ?") + " ORDER BY id LIMIT 1 OFFSET ?))"
             changeArguments += [first, first]
             if let entity { changeArguments.append(entity) }
@@ -72,7 +80,8 @@ enum HistoryQuery {
         }
         var page = HistoryPage(heads: transactions, after: token, maxChanges: maxChanges)
         changeSQL += " ORDER BY txn, id"  // the txn index gives this order: no sort
-        let cursor = try Row.fetchCursor(db.cachedStatement(sql: changeSQL), arguments: StatementArguments(changeArguments))
+        let cursor = try Row.fetchCursor(
+            db.cachedStatement(sql: changeSQL), arguments: StatementArguments(changeArguments))
         var layouts: [Int64: [String]] = [:]
         while let row = try cursor.next() {
             let txn: Int64 = row[0]
@@ -89,13 +98,16 @@ enum HistoryQuery {
             // insert's or a delete's its layout.
             if old?.utf8.first == UInt8(ascii: "[") || new?.utf8.first == UInt8(ascii: "[") {
                 let layout: Int64? = row[8]
-                let names = try kind == .update ? fields ?? []
+                let names =
+                    try kind == .update
+                    ? fields ?? []
                     : layout.map { try CompactValues.names(db, layout: $0, cache: &layouts) } ?? []
                 old = old.map { CompactValues.object($0, names: names) }
                 new = new.map { CompactValues.object($0, names: names) }
             }
-            let change = HistoryChange(entity: row[1], identifier: row[2], kind: kind,
-                                       fields: fields, tombstone: row[5], old: old, new: new)
+            let change = HistoryChange(
+                entity: row[1], identifier: row[2], kind: kind,
+                fields: fields, tombstone: row[5], old: old, new: new)
             guard page.add(change, to: txn) else { break }
         }
         return page.result

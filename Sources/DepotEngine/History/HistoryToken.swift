@@ -77,8 +77,11 @@ public struct HistoryToken: Sendable, Hashable, Comparable, LosslessStringConver
     /// acknowledgement, a prune and a live fetch's `since` take whole ones.
     package func requireWhole(for purpose: String) throws {
         guard isWhole else {
-            throw DepotError(.invalidToken, "\(JSONText.quoted(description)) is a place inside transaction \(id), "
-                + "which a page cut; \(purpose) takes a whole transaction's token, such as \(id) once its last part is read")
+            throw DepotError(
+                .invalidToken,
+                "\(JSONText.quoted(description)) is a place inside transaction \(id), "
+                    + "which a page cut; \(purpose) takes a whole transaction's token, such as \(id) once its last part is read"
+            )
         }
     }
 
@@ -94,8 +97,10 @@ public struct HistoryToken: Sendable, Hashable, Comparable, LosslessStringConver
     /// - Throws: ``DepotError/Code/invalidToken`` saying what a token looks like.
     public static func parse(_ text: String) throws -> HistoryToken {
         guard let token = HistoryToken(text) else {
-            throw DepotError(.invalidToken, "\(JSONText.quoted(text)) is not a history token; use the token "
-                + "of a transaction that the history listing showed")
+            throw DepotError(
+                .invalidToken,
+                "\(JSONText.quoted(text)) is not a history token; use the token "
+                    + "of a transaction that the history listing showed")
         }
         return token
     }

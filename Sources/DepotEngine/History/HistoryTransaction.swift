@@ -1,5 +1,3 @@
-
-
 /// One save that changed data, with its changes: the persistent-history
 /// transaction analog.
 public struct HistoryTransaction: Sendable, Hashable {

@@ -25,8 +25,9 @@ extension Store {
             }
             let token = try ConsumerQuery.token(db, store: store, for: start)
             let now = Timestamp.now()
-            try db.execute(sql: "INSERT INTO depot_consumers(name, token, state, created, acknowledged_at) "
-                + "VALUES (?, ?, 'active', ?, ?)", arguments: [name, token, now, now])
+            try db.execute(
+                sql: "INSERT INTO depot_consumers(name, token, state, created, acknowledged_at) "
+                    + "VALUES (?, ?, 'active', ?, ?)", arguments: [name, token, now, now])
             return try ConsumerQuery.consumer(db, store: store, name: name)
         }
     }
@@ -50,8 +51,9 @@ extension Store {
                 throw HistoryErrors.acknowledgedNeverIssued(store: store, token: token, issued: issued)
             }
             guard token > consumer.token else { return consumer }
-            try db.execute(sql: "UPDATE depot_consumers SET token = ?, acknowledged_at = ? WHERE name = ?",
-                           arguments: [token.id, Timestamp.now(), name])
+            try db.execute(
+                sql: "UPDATE depot_consumers SET token = ?, acknowledged_at = ? WHERE name = ?",
+                arguments: [token.id, Timestamp.now(), name])
             return try ConsumerQuery.consumer(db, store: store, name: name)
         }
     }
@@ -67,8 +69,9 @@ extension Store {
         return try await write { db in
             _ = try ConsumerQuery.consumer(db, store: store, name: name)
             let token = try ConsumerQuery.token(db, store: store, for: start)
-            try db.execute(sql: "UPDATE depot_consumers SET token = ?, state = 'active', acknowledged_at = ? "
-                + "WHERE name = ?", arguments: [token, Timestamp.now(), name])
+            try db.execute(
+                sql: "UPDATE depot_consumers SET token = ?, state = 'active', acknowledged_at = ? "
+                    + "WHERE name = ?", arguments: [token, Timestamp.now(), name])
             return try ConsumerQuery.consumer(db, store: store, name: name)
         }
     }
@@ -92,9 +95,12 @@ extension Store {
                 || b == 0x2E || b == 0x5F || b == 0x2D
         }
         guard allowed, let first = name.utf8.first, first != 0x2E, first != 0x5F, first != 0x2D,
-              name.utf8.count <= 128 else {
-            throw DepotError(.invalidArgument, "\(JSONText.quoted(name)) is not a consumer name: use 1 to 128 "
-                + "letters, digits, '.', '_' or '-', starting with a letter or a digit")
+            name.utf8.count <= 128
+        else {
+            throw DepotError(
+                .invalidArgument,
+                "\(JSONText.quoted(name)) is not a consumer name: use 1 to 128 "
+                    + "letters, digits, '.', '_' or '-', starting with a letter or a digit")
         }
     }
 
@@ -127,16 +133,19 @@ extension StoreReader {
     ///
     /// - Throws: ``DepotError/Code/unknownConsumer``;
     ///   ``DepotError/Code/historyExpired`` naming a lost consumer.
-    public func history(consumer name: String, entity: String? = nil, author: String? = nil,
-                        limit: Int = 100, maxChanges: Int = .max) async throws -> [HistoryTransaction] {
+    public func history(
+        consumer name: String, entity: String? = nil, author: String? = nil,
+        limit: Int = 100, maxChanges: Int = .max
+    ) async throws -> [HistoryTransaction] {
         if let entity { _ = try schema.entity(entity) }
         guard limit > 0 else { throw DepotError(.invalidArgument, "limit must be at least 1") }
         let store = storeName
         return try await read { db in
             let consumer = try ConsumerQuery.consumer(db, store: store, name: name)
             try ConsumerQuery.checkActive(consumer, store: store)
-            return try HistoryQuery.transactions(db, store: store, after: consumer.token, entity: entity,
-                                                 author: author, limit: limit, maxChanges: maxChanges)
+            return try HistoryQuery.transactions(
+                db, store: store, after: consumer.token, entity: entity,
+                author: author, limit: limit, maxChanges: maxChanges)
         }
     }
 }

@@ -33,8 +33,9 @@ extension Store {
     public func pruneHistory(olderThan age: Duration) async throws -> PruneOutcome {
         let cutoff = Timestamp.ago(age)
         return try await prune(store: name) { db in
-            try Int64.fetchOne(db, sql: "SELECT max(id) FROM depot_transactions WHERE timestamp < ?",
-                               arguments: [cutoff]) ?? 0
+            try Int64.fetchOne(
+                db, sql: "SELECT max(id) FROM depot_transactions WHERE timestamp < ?",
+                arguments: [cutoff]) ?? 0
         }
     }
 
@@ -57,7 +58,8 @@ extension Store {
     /// leaves a consistent history. Each save looks at the consumers again:
     /// one created meanwhile stops the rest.
     private func prune(store: String, through: @escaping @Sendable (Database) throws -> Int64) async throws
-        -> PruneOutcome {
+        -> PruneOutcome
+    {
         let cutoff = configuration.historyMaxRetention.map(Timestamp.ago)
         let step = max(1, configuration.historyPruneStep)
         do {
@@ -81,14 +83,19 @@ extension Store {
                     let already = try HistoryQuery.prunedThrough(db)
                     guard last > already else { return (nil, heldBack) }
                     // The transaction that ends this save's share of changes.
-                    let boundary = try Int64.fetchOne(db, sql: "SELECT txn FROM depot_changes WHERE txn > ? "
-                        + "ORDER BY txn LIMIT 1 OFFSET ?", arguments: [already, step - 1])
+                    let boundary = try Int64.fetchOne(
+                        db,
+                        sql: "SELECT txn FROM depot_changes WHERE txn > ? "
+                            + "ORDER BY txn LIMIT 1 OFFSET ?", arguments: [already, step - 1])
                     let upTo = min(last, boundary ?? last)
-                    try db.execute(sql: "DELETE FROM depot_changes WHERE txn > ? AND txn <= ?", arguments: [already, upTo])
-                    try db.execute(sql: "DELETE FROM depot_transactions WHERE id > ? AND id <= ?", arguments: [already, upTo])
+                    try db.execute(
+                        sql: "DELETE FROM depot_changes WHERE txn > ? AND txn <= ?", arguments: [already, upTo])
+                    try db.execute(
+                        sql: "DELETE FROM depot_transactions WHERE id > ? AND id <= ?", arguments: [already, upTo])
                     let deleted = db.changesCount
-                    try db.execute(sql: "INSERT INTO depot_meta(key, value) VALUES ('history_pruned_through', ?) "
-                        + "ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [upTo])
+                    try db.execute(
+                        sql: "INSERT INTO depot_meta(key, value) VALUES ('history_pruned_through', ?) "
+                            + "ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [upTo])
                     return (deleted, heldBack)
                 }
                 if let holder { outcome.heldBackBy = holder; target = min(target, holder.token.id) }

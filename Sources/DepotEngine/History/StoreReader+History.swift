@@ -14,14 +14,17 @@ extension StoreReader {
     ///   `token` were pruned (the client missed changes and must start over);
     ///   ``DepotError/Code/invalidToken`` for a token the store never issued;
     ///   ``DepotError/Code/unknownEntity``.
-    public func history(after token: HistoryToken? = nil, entity: String? = nil, author: String? = nil,
-                        limit: Int = 100, maxChanges: Int = .max) async throws -> [HistoryTransaction] {
+    public func history(
+        after token: HistoryToken? = nil, entity: String? = nil, author: String? = nil,
+        limit: Int = 100, maxChanges: Int = .max
+    ) async throws -> [HistoryTransaction] {
         if let entity { _ = try schema.entity(entity) }
         guard limit > 0 else { throw DepotError(.invalidArgument, "limit must be at least 1") }
         let storeName = schema.name
         return try await read { db in
-            try HistoryQuery.transactions(db, store: storeName, after: token, entity: entity,
-                                          author: author, limit: limit, maxChanges: maxChanges)
+            try HistoryQuery.transactions(
+                db, store: storeName, after: token, entity: entity,
+                author: author, limit: limit, maxChanges: maxChanges)
         }
     }
 
@@ -42,8 +45,10 @@ extension StoreReader {
     ///     print(transaction.token, transaction.changes.count)
     /// }
     /// ```
-    public func followHistory(after token: HistoryToken? = nil, entity: String? = nil,
-                              author: String? = nil) -> HistoryFollower {
+    public func followHistory(
+        after token: HistoryToken? = nil, entity: String? = nil,
+        author: String? = nil
+    ) -> HistoryFollower {
         HistoryFollower(reader: self, after: token, entity: entity, author: author)
     }
 }

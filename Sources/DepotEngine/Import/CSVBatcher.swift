@@ -14,14 +14,18 @@ struct CSVBatcher: RecordBatcher {
 
     init(request: ImportRequest, entity: EntitySchema, from state: ImportCheckpoint) throws {
         let delimiter = request.options.delimiter ?? (request.options.format == .tsv ? 9 : UInt8(ascii: ","))
-        let header = try CSVReader(path: request.path, delimiter: delimiter,
-                                   lenientQuotes: request.options.lenientQuotes)
+        let header = try CSVReader(
+            path: request.path, delimiter: delimiter,
+            lenientQuotes: request.options.lenientQuotes)
         guard let first = try header.next() else {
-            throw DepotError(.invalidArgument, "\(request.path) is empty: a CSV import needs a header row "
-                + "naming the fields")
+            throw DepotError(
+                .invalidArgument,
+                "\(request.path) is empty: a CSV import needs a header row "
+                    + "naming the fields")
         }
         if case .malformed(let line, let reason) = first {
-            throw DepotError(.invalidArgument, "the header row of \(request.path) (line \(line)) is not valid CSV: \(reason)")
+            throw DepotError(
+                .invalidArgument, "the header row of \(request.path) (line \(line)) is not valid CSV: \(reason)")
         }
         var names: [String] = []
         for i in 0..<header.fieldCount { names.append(header.string(i) ?? "") }
@@ -31,8 +35,10 @@ struct CSVBatcher: RecordBatcher {
         var seen: Set<String> = []
         for (i, name) in names.enumerated() {
             guard seen.insert(name).inserted else {
-                throw DepotError(.invalidArgument, "the header of \(request.path) names column "
-                    + "\(JSONText.quoted(name)) twice")
+                throw DepotError(
+                    .invalidArgument,
+                    "the header of \(request.path) names column "
+                        + "\(JSONText.quoted(name)) twice")
             }
             if let p = entity.position(of: name) {
                 columns.append((i, entity.fields[p]))
@@ -44,23 +50,29 @@ struct CSVBatcher: RecordBatcher {
             }
         }
         if !unknown.isEmpty && request.options.refuseUnknownColumns {
-            throw DepotError(.unknownField, "the header of \(request.path) has columns that are not fields of "
-                + "\(JSONText.quoted(entity.name)): " + unknown.map {
-                    JSONText.quoted($0) + DepotError.suggestion(for: $0, in: entity.fields.map(\.name))
-                }.joined(separator: ", "))
+            throw DepotError(
+                .unknownField,
+                "the header of \(request.path) has columns that are not fields of "
+                    + "\(JSONText.quoted(entity.name)): "
+                    + unknown.map {
+                        JSONText.quoted($0) + DepotError.suggestion(for: $0, in: entity.fields.map(\.name))
+                    }.joined(separator: ", "))
         }
         let given = Set(names + references.flatMap { $0.fields.map(\.name) })
         for id in entity.identifier where !given.contains(id) {
-            throw DepotError(.invalidArgument, "the header of \(request.path) has no column for identifier "
-                + "field \(JSONText.quoted(id)) of \(JSONText.quoted(entity.name))")
+            throw DepotError(
+                .invalidArgument,
+                "the header of \(request.path) has no column for identifier "
+                    + "field \(JSONText.quoted(id)) of \(JSONText.quoted(entity.name))")
         }
         self.columns = columns
         self.references = references
         self.headerCount = names.count
         self.entity = entity
         if state.offset > header.offset {
-            reader = try CSVReader(path: request.path, delimiter: delimiter, lenientQuotes: request.options.lenientQuotes,
-                                   offset: state.offset, line: state.line)
+            reader = try CSVReader(
+                path: request.path, delimiter: delimiter, lenientQuotes: request.options.lenientQuotes,
+                offset: state.offset, line: state.line)
         } else {
             reader = header
         }
@@ -68,8 +80,9 @@ struct CSVBatcher: RecordBatcher {
 
     /// Reads up to `max` records.
     mutating func next(max: Int) throws -> ParsedBatch {
-        var batch = RecordBatch(entity: entity.name, columns: columns.map(\.field.name) + references.flatMap { $0.fields.map(\.name) },
-                                reservingCapacity: max)
+        var batch = RecordBatch(
+            entity: entity.name, columns: columns.map(\.field.name) + references.flatMap { $0.fields.map(\.name) },
+            reservingCapacity: max)
         var lines: [Int] = []
         lines.reserveCapacity(max)
         var rejects: [RejectsFile.Entry] = []
@@ -91,8 +104,13 @@ struct CSVBatcher: RecordBatcher {
                 break
             }
             guard reader.fieldCount == headerCount else {
-                rejects.append(.init(line: reader.line, text: RejectsFile.line(reader.line, field: nil,
-                    reason: "the record has \(reader.fieldCount) fields, the header has \(headerCount)", value: nil)))
+                rejects.append(
+                    .init(
+                        line: reader.line,
+                        text: RejectsFile.line(
+                            reader.line, field: nil,
+                            reason: "the record has \(reader.fieldCount) fields, the header has \(headerCount)",
+                            value: nil)))
                 continue
             }
             row.removeAll(keepingCapacity: true)
@@ -100,7 +118,8 @@ struct CSVBatcher: RecordBatcher {
             for (input, field) in columns {
                 if reader.isNull(input) {
                     if !field.isOptional {
-                        failure = RejectsFile.line(reader.line, field: field.name,
+                        failure = RejectsFile.line(
+                            reader.line, field: field.name,
                             reason: "required field \(JSONText.quoted(field.name)) is empty", value: nil)
                         break
                     }
@@ -108,8 +127,9 @@ struct CSVBatcher: RecordBatcher {
                     continue
                 }
                 let parsed = reader.withBytes(input) { bytes -> Result<Value, FieldParser.Failure> in
-                    do throws(FieldParser.Failure) { return .success(try FieldParser.parse(bytes, as: field.type)) }
-                    catch { return .failure(error) }
+                    do throws(FieldParser.Failure) {
+                        return .success(try FieldParser.parse(bytes, as: field.type))
+                    } catch { return .failure(error) }
                 }
                 switch parsed {
                 case .success(let value):
@@ -124,7 +144,8 @@ struct CSVBatcher: RecordBatcher {
                 for (input, name, fields) in references {
                     if reader.isNull(input) {
                         if let f = fields.first(where: { !$0.isOptional }) {
-                            failure = RejectsFile.line(reader.line, field: name,
+                            failure = RejectsFile.line(
+                                reader.line, field: name,
                                 reason: "required field \(JSONText.quoted(f.name)) is empty", value: nil)
                             break
                         }
@@ -135,8 +156,9 @@ struct CSVBatcher: RecordBatcher {
                     do throws(FieldParser.Failure) {
                         row += try FieldParser.compoundReference(text, columns: fields)
                     } catch {
-                        failure = RejectsFile.line(reader.line, field: name, reason: "\(JSONText.quoted(name)) \(error.reason)",
-                                                   value: text)
+                        failure = RejectsFile.line(
+                            reader.line, field: name, reason: "\(JSONText.quoted(name)) \(error.reason)",
+                            value: text)
                         break
                     }
                 }
@@ -148,7 +170,8 @@ struct CSVBatcher: RecordBatcher {
             batch.append(row)
             lines.append(reader.line)
         }
-        return ParsedBatch(batch: batch, lines: lines, rejects: rejects, read: read, endOffset: reader.offset,
-                           endLine: reader.resumeLine, endLineStart: reader.offset, atEnd: atEnd)
+        return ParsedBatch(
+            batch: batch, lines: lines, rejects: rejects, read: read, endOffset: reader.offset,
+            endLine: reader.resumeLine, endLineStart: reader.offset, atEnd: atEnd)
     }
 }

@@ -45,8 +45,8 @@ final class CSVReader {
     /// The longest record read whole; longer ones are malformed.
     let maxRecordBytes: Int
     private var buffer: UnsafeMutableRawBufferPointer
-    private var begin = 0          // first unconsumed byte
-    private var end = 0            // one past the last valid byte
+    private var begin = 0  // first unconsumed byte
+    private var end = 0  // one past the last valid byte
     private var atEOF = false
     private var slots: [Slot] = []
     /// The byte offset in the file of `buffer[0]`.
@@ -73,8 +73,10 @@ final class CSVReader {
     /// With `lenientQuotes`, a quote inside a field that does not start with
     /// one is literal text, as PostgreSQL reads it; strict RFC 4180 (the
     /// default) rejects such a record.
-    init(path: String, delimiter: UInt8 = UInt8(ascii: ","), lenientQuotes: Bool = false, offset: Int64 = 0,
-         line: Int = 1, bufferSize: Int = 1 << 20, maxRecordBytes: Int = 64 << 20) throws {
+    init(
+        path: String, delimiter: UInt8 = UInt8(ascii: ","), lenientQuotes: Bool = false, offset: Int64 = 0,
+        line: Int = 1, bufferSize: Int = 1 << 20, maxRecordBytes: Int = 64 << 20
+    ) throws {
         file = try InputFile(path: path, offset: offset)
         self.delimiter = delimiter
         self.lenientQuotes = lenientQuotes
@@ -145,8 +147,10 @@ final class CSVReader {
         let start = nextLine
         line = start
         try skipLine()
-        return .malformed(line: start, reason: "the record is longer than \(InputFile.size(maxRecordBytes)) "
-            + "(is a quote left open?); it is skipped to the end of the line it starts on")
+        return .malformed(
+            line: start,
+            reason: "the record is longer than \(InputFile.size(maxRecordBytes)) "
+                + "(is a quote left open?); it is skipped to the end of the line it starts on")
     }
 
     /// Consumes up to the first line feed from `begin`, reading on (and
@@ -245,8 +249,10 @@ final class CSVReader {
                 slots.append(Slot(start: i + 1, end: j, quoted: true, escapes: escapes))
                 i = j + 1
                 if i < end, b[i] != delimiter, b[i] != lf, b[i] != cr {
-                    return skipLine(from: i, reason: "text follows the closing quote of field \(slots.count); "
-                        + "a quote inside a quoted field is written as \"\"")
+                    return skipLine(
+                        from: i,
+                        reason: "text follows the closing quote of field \(slots.count); "
+                            + "a quote inside a quoted field is written as \"\"")
                 }
             } else {
                 var j = i
@@ -254,8 +260,10 @@ final class CSVReader {
                     let c = b[j]
                     if c == delimiter || c == lf || c == cr { break }
                     if c == quote && !lenientQuotes {
-                        return skipLine(from: j, reason: "field \(slots.count + 1) has a quote but does not start "
-                            + "with one; quote the whole field and write the quote as \"\"")
+                        return skipLine(
+                            from: j,
+                            reason: "field \(slots.count + 1) has a quote but does not start "
+                                + "with one; quote the whole field and write the quote as \"\"")
                     }
                     j += 1
                 }

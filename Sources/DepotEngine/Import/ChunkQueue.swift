@@ -3,6 +3,7 @@ import Foundation
 /// A short blocking queue of parsed chunks between the parser thread and the
 /// save, which runs on the store's writer thread (never on the cooperative
 /// pool, so blocking there starves no task).
+// @unchecked: every field is read and written under `condition` (a blocking queue, off the task pool).
 final class ChunkQueue: @unchecked Sendable {
     // Safe: every field is read and written under `condition`.
     private let condition = NSCondition()

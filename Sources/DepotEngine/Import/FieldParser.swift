@@ -16,8 +16,9 @@ enum FieldParser {
             throw Failure(reason: "is not a JSON array of the \(columns.count) values of the identifier it refers to")
         }
         guard values.count == columns.count else {
-            throw Failure(reason: "has \(values.count) values; the identifier it refers to has \(columns.count) ("
-                + columns.map(\.name).joined(separator: ", ") + ")")
+            throw Failure(
+                reason: "has \(values.count) values; the identifier it refers to has \(columns.count) ("
+                    + columns.map(\.name).joined(separator: ", ") + ")")
         }
         var out: [Value] = []
         for (v, field) in zip(values, columns) {

@@ -11,6 +11,7 @@ import Foundation
 /// (``ImportSave/add(_:_:)``) until ``ImportSave/ends(after:)``, then
 /// commits the checkpoint from ``ImportSave/close()`` in the same
 /// transaction; ``committed(_:started:commitEnded:)`` then moves the feed on.
+// @unchecked: moved on by one import at a time, between saves; Sendable to reach the writer's thread.
 package final class ImportFeed: @unchecked Sendable {
     // Used by one import loop at a time, one save after another.
     package let request: ImportRequest
@@ -50,10 +51,12 @@ package final class ImportFeed: @unchecked Sendable {
     ///     run ended and has full runs, as the clean run had there.
     ///   - floor: for a fresh job, the entity's source floor (SQLite's
     ///     greatest rowid), kept in its checkpoint.
-    package static func start(_ request: ImportRequest, entity: EntitySchema, saveEvery storeSaveEvery: Int,
-                              saveInterval storeSaveInterval: Duration, adaptiveSaves: Bool, chunk: Int, sortable: Bool,
-                              shortFirstRun: Bool = false, checkpoint: [UInt8]?, floor: () async throws -> Int64,
-                              progress: (@Sendable (ImportProgress) -> Void)?) async throws -> Start {
+    package static func start(
+        _ request: ImportRequest, entity: EntitySchema, saveEvery storeSaveEvery: Int,
+        saveInterval storeSaveInterval: Duration, adaptiveSaves: Bool, chunk: Int, sortable: Bool,
+        shortFirstRun: Bool = false, checkpoint: [UInt8]?, floor: () async throws -> Int64,
+        progress: (@Sendable (ImportProgress) -> Void)?
+    ) async throws -> Start {
         let clock = ContinuousClock()
         let started = clock.now
         let options = request.options
@@ -65,8 +68,10 @@ package final class ImportFeed: @unchecked Sendable {
                 throw DepotError(.database, "the checkpoint of job \(request.job) is unreadable")
             }
             guard saved.fingerprint == fingerprint else {
-                throw DepotError(.invalidArgument, "the input \(request.path) changed since job \(request.job) "
-                    + "started, so it cannot resume; import the new file as a new job")
+                throw DepotError(
+                    .invalidArgument,
+                    "the input \(request.path) changed since job \(request.job) "
+                        + "started, so it cannot resume; import the new file as a new job")
             }
             if saved.progress.finished {
                 progress?(saved.progress)
@@ -77,14 +82,16 @@ package final class ImportFeed: @unchecked Sendable {
         } else {
             var fresh = ImportProgress()
             fresh.bytesTotal = fingerprint.size
-            state = ImportCheckpoint(fingerprint: fingerprint, offset: 0, line: 1, rejectsLength: 0,
-                                     rowidFloor: try await floor(), progress: fresh)
+            state = ImportCheckpoint(
+                fingerprint: fingerprint, offset: 0, line: 1, rejectsLength: 0,
+                rowidFloor: try await floor(), progress: fresh)
         }
         let rejects = try RejectsFile(path: request.rejectsPath, truncateTo: state.rejectsLength)
-        let batcher: any RecordBatcher = switch options.format {
-        case .csv, .tsv: try CSVBatcher(request: request, entity: entity, from: state)
-        case .ndjson, .json: try JSONBatcher(request: request, entity: entity, from: state)
-        }
+        let batcher: any RecordBatcher =
+            switch options.format {
+            case .csv, .tsv: try CSVBatcher(request: request, entity: entity, from: state)
+            case .ndjson, .json: try JSONBatcher(request: request, entity: entity, from: state)
+            }
         if state.offset == 0 {
             state.offset = batcher.startOffset
             state.line = batcher.startLine
@@ -97,22 +104,26 @@ package final class ImportFeed: @unchecked Sendable {
         // The parser sorts runs of records by identifier (SortedRun), unless
         // `sortable` is false; a save ends only after a run.
         let queue = ChunkQueue(capacity: 2)
-        let parser = ParserThread(batcher: batcher, queue: queue, chunk: min(saveEvery, chunk),
-                                  identifier: sortable ? entity.identifier : nil,
-                                  runLength: min(options.sortRun, saveEvery),
-                                  firstRunLength: shortFirstRun ? max(1, chunk / 4) : nil, alreadyRead: state.progress.read)
-        let feed = ImportFeed(request: request, entity: entity, state: state, rejects: rejects, queue: queue,
-                              started: started, saveEvery: saveEvery,
-                              saveInterval: options.saveInterval ?? storeSaveInterval,
-                              adaptive: adaptiveSaves && options.saveEvery == nil && options.saveInterval == nil,
-                              progress: progress)
+        let parser = ParserThread(
+            batcher: batcher, queue: queue, chunk: min(saveEvery, chunk),
+            identifier: sortable ? entity.identifier : nil,
+            runLength: min(options.sortRun, saveEvery),
+            firstRunLength: shortFirstRun ? max(1, chunk / 4) : nil, alreadyRead: state.progress.read)
+        let feed = ImportFeed(
+            request: request, entity: entity, state: state, rejects: rejects, queue: queue,
+            started: started, saveEvery: saveEvery,
+            saveInterval: options.saveInterval ?? storeSaveInterval,
+            adaptive: adaptiveSaves && options.saveEvery == nil && options.saveInterval == nil,
+            progress: progress)
         parser.start()
         return .feed(feed)
     }
 
-    private init(request: ImportRequest, entity: EntitySchema, state: ImportCheckpoint, rejects: RejectsFile,
-                 queue: ChunkQueue, started: ContinuousClock.Instant, saveEvery: Int, saveInterval: Duration,
-                 adaptive: Bool, progress: (@Sendable (ImportProgress) -> Void)?) {
+    private init(
+        request: ImportRequest, entity: EntitySchema, state: ImportCheckpoint, rejects: RejectsFile,
+        queue: ChunkQueue, started: ContinuousClock.Instant, saveEvery: Int, saveInterval: Duration,
+        adaptive: Bool, progress: (@Sendable (ImportProgress) -> Void)?
+    ) {
         self.request = request
         self.entity = entity
         self.state = state
@@ -127,6 +138,7 @@ package final class ImportFeed: @unchecked Sendable {
         let ticker = ProgressTicker(started: started, emit: progress)
         ticker.update(state.progress)
         self.ticker = ticker
+        // Unstructured: it lives as long as the feed, which cancels it when the import ends.
         self.tickerTask = Task { await ticker.run() }
     }
 
@@ -138,8 +150,9 @@ package final class ImportFeed: @unchecked Sendable {
     /// The next save's accounting, from where the last one left the import.
     package func beginSave() -> ImportSave {
         let now = clock.now
-        return ImportSave(feed: self, next: state, started: now, deadline: now + saveInterval,
-                          longEnough: now + lastCommit * 8)
+        return ImportSave(
+            feed: self, next: state, started: now, deadline: now + saveInterval,
+            longEnough: now + lastCommit * 8)
     }
 
     /// Moves the import on after a save committed: its checkpoint's state,
@@ -176,6 +189,7 @@ package final class ImportFeed: @unchecked Sendable {
 }
 
 /// One save's share of an import: the chunks it took and what they did.
+// @unchecked: holds the feed (above) and is used by one save, on the writer's thread.
 package struct ImportSave: @unchecked Sendable {
     // Used inside one save, by one task.
     private let feed: ImportFeed
@@ -187,8 +201,10 @@ package struct ImportSave: @unchecked Sendable {
     private var rejected: [RejectsFile.Entry] = []
     private var records = 0
 
-    fileprivate init(feed: ImportFeed, next: ImportCheckpoint, started: ContinuousClock.Instant,
-                     deadline: ContinuousClock.Instant, longEnough: ContinuousClock.Instant) {
+    fileprivate init(
+        feed: ImportFeed, next: ImportCheckpoint, started: ContinuousClock.Instant,
+        deadline: ContinuousClock.Instant, longEnough: ContinuousClock.Instant
+    ) {
         self.feed = feed
         self.next = next
         self.started = started
@@ -223,7 +239,8 @@ package struct ImportSave: @unchecked Sendable {
         rejected += chunk.rejects
         for r in counts.rejected {
             let line = chunk.lines[r.row]
-            rejected.append(.init(line: line, text: RejectsFile.line(line, field: r.field, reason: r.reason, value: nil)))
+            rejected.append(
+                .init(line: line, text: RejectsFile.line(line, field: r.field, reason: r.reason, value: nil)))
         }
         next.progress.read += chunk.read
         next.progress.inserted += counts.inserted

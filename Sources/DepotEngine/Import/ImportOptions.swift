@@ -1,5 +1,3 @@
-
-
 /// How an import reads its file and writes its records.
 ///
 /// For example:
@@ -70,9 +68,11 @@ public struct ImportOptions: Sendable, Hashable {
     package var sortRun = 65_536
 
     /// Creates options with the defaults of the design.
-    public init(format: Format = .csv, delimiter: UInt8? = nil, lenientQuotes: Bool = false,
-                onConflict: ConflictPolicy = .upsert, refuseUnknownColumns: Bool = false,
-                maxRejects: RejectLimit = .count(1_000), saveEvery: Int? = nil, saveInterval: Duration? = nil) {
+    public init(
+        format: Format = .csv, delimiter: UInt8? = nil, lenientQuotes: Bool = false,
+        onConflict: ConflictPolicy = .upsert, refuseUnknownColumns: Bool = false,
+        maxRejects: RejectLimit = .count(1_000), saveEvery: Int? = nil, saveInterval: Duration? = nil
+    ) {
         self.format = format
         self.delimiter = delimiter
         self.lenientQuotes = lenientQuotes

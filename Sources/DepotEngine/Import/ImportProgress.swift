@@ -1,5 +1,3 @@
-
-
 /// An import's counters, reported as it runs and when it ends.
 public struct ImportProgress: Sendable, Hashable, Codable {
     /// Records read, good or bad (the header excluded).

@@ -1,5 +1,3 @@
-
-
 /// One import: which file goes into which entity of a store, as which job.
 public struct ImportRequest: Sendable, Hashable {
     /// The job's id; its checkpoint is kept under it.
@@ -16,8 +14,10 @@ public struct ImportRequest: Sendable, Hashable {
     public var options: ImportOptions
 
     /// Creates a request.
-    public init(job: String, entity: String, path: String, rejectsPath: String, author: String = "import",
-                options: ImportOptions = ImportOptions()) {
+    public init(
+        job: String, entity: String, path: String, rejectsPath: String, author: String = "import",
+        options: ImportOptions = ImportOptions()
+    ) {
         self.job = job
         self.entity = entity
         self.path = path

@@ -34,23 +34,28 @@ public enum Importer {
     ///   not fit the entity, its content changed since the job started, or the
     ///   rejects pass `maxRejects`; `CancellationError` when the task is
     ///   cancelled (after the current save). Saved records stay saved.
-    public static func run(_ request: ImportRequest, into store: Store,
-                           progress: (@Sendable (ImportProgress) -> Void)? = nil) async throws -> ImportProgress {
+    public static func run(
+        _ request: ImportRequest, into store: Store,
+        progress: (@Sendable (ImportProgress) -> Void)? = nil
+    ) async throws -> ImportProgress {
         let entity = try store.reader.entity(request.entity)
         let options = request.options
         let deferReferences = options.deferReferences
         // A record that may refer to another of the same entity must be
         // written after it, as in the file: no sorted runs then.
-        let selfReferring = !deferReferences && entity.relationships.contains {
-            if case .toOne = $0.kind { $0.target == entity.name } else { false }
-        }
+        let selfReferring =
+            !deferReferences
+            && entity.relationships.contains {
+                if case .toOne = $0.kind { $0.target == entity.name } else { false }
+            }
         let table = entity.table
         let start = try await ImportFeed.start(
             request, entity: entity, saveEvery: store.configuration.saveEvery,
             saveInterval: store.configuration.saveInterval, adaptiveSaves: store.configuration.adaptiveSaves,
             chunk: Self.chunkSize, sortable: !selfReferring, checkpoint: try await store.checkpoint(job: request.job),
             floor: {
-                try await store.reader.read { db in try Int64.fetchOne(db, sql: "SELECT max(rowid) FROM \(table)") ?? 0 }
+                try await store.reader.read { db in try Int64.fetchOne(db, sql: "SELECT max(rowid) FROM \(table)") ?? 0
+                }
             },
             progress: progress)
         let feed: ImportFeed
@@ -67,8 +72,9 @@ public enum Importer {
                 var chunk: ImportChunk
                 repeat {
                     chunk = try this.take()
-                    let counts = try save.write(chunk.batch, policy: policy, sourceRowidFloor: this.rowidFloor,
-                                                deferReferences: deferReferences)
+                    let counts = try save.write(
+                        chunk.batch, policy: policy, sourceRowidFloor: this.rowidFloor,
+                        deferReferences: deferReferences)
                     this.add(chunk, counts)
                 } while !this.ends(after: chunk)
                 try save.setCheckpoint(job: this.job, data: try this.close())
@@ -86,13 +92,16 @@ public enum Importer {
             let handle = FileHandle(forReadingAtPath: request.rejectsPath)
             defer { try? handle?.close() }
             if let head = try? handle?.read(upToCount: 4096), let end = head.firstIndex(of: 0x0A),
-               let object = try? JSONSerialization.jsonObject(with: head[..<end]) as? [String: Any],
-               let line = object["line"] as? Int, let reason = object["reason"] as? String {
+                let object = try? JSONSerialization.jsonObject(with: head[..<end]) as? [String: Any],
+                let line = object["line"] as? Int, let reason = object["reason"] as? String
+            {
                 first = "; the first, on line \(line): \(reason)"
             }
-            throw DepotError(.invalidArgument, "no record of \(request.path) could be read: all \(p.read) were "
-                + "rejected\(first). Is it binary data, or in another format than \(request.options.format.rawValue)? "
-                + "See \(request.rejectsPath) for each record's line and reason")
+            throw DepotError(
+                .invalidArgument,
+                "no record of \(request.path) could be read: all \(p.read) were "
+                    + "rejected\(first). Is it binary data, or in another format than \(request.options.format.rawValue)? "
+                    + "See \(request.rejectsPath) for each record's line and reason")
         }
         if case .fraction(let f) = request.options.maxRejects, p.read > 0, Double(p.rejected) > f * Double(p.read) {
             throw tooManyRejects(p, limit: "\(f * 100)% of \(p.read)", request: request)
@@ -109,8 +118,11 @@ public enum Importer {
     ///     print("\(p.read) rows, \(Int(p.rate)) rows/s")
     /// }
     /// ```
-    public static func events(_ request: ImportRequest, into store: Store) -> AsyncThrowingStream<ImportProgress, any Error> {
+    public static func events(_ request: ImportRequest, into store: Store) -> AsyncThrowingStream<
+        ImportProgress, any Error
+    > {
         AsyncThrowingStream { continuation in
+            // Unstructured: it feeds the stream returned here; the stream's termination cancels it.
             let task = Task {
                 do {
                     _ = try await run(request, into: store) { continuation.yield($0) }
@@ -124,7 +136,9 @@ public enum Importer {
     }
 
     static func tooManyRejects(_ p: ImportProgress, limit: String, request: ImportRequest) -> DepotError {
-        DepotError(.invalidArgument, "the import rejected \(p.rejected) records, more than max_rejects (\(limit)); "
-            + "the records saved so far stay saved; see \(request.rejectsPath) for each record's line and reason")
+        DepotError(
+            .invalidArgument,
+            "the import rejected \(p.rejected) records, more than max_rejects (\(limit)); "
+                + "the records saved so far stay saved; see \(request.rejectsPath) for each record's line and reason")
     }
 }

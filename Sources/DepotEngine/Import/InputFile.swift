@@ -23,7 +23,7 @@ final class InputFile {
         self.modified = status.modified
         if offset > 0, lseek(fd, off_t(offset), SEEK_SET) < 0 {
             close(fd)
-            throw DepotError(.invalidArgument, "cannot read \(path) from byte \(offset): \(String(cString: strerror(errno)))")
+            throw DepotError.io("cannot read \(path) from byte \(offset)", errno: errno)
         }
     }
 
@@ -38,14 +38,16 @@ final class InputFile {
                 // or what was read is not one version of it (issue #35: a
                 // file truncated mid-import ended with a third of its rows).
                 if let now = FileIdentity.status(of: fd), now.size != size || now.modified != modified {
-                    throw DepotError(.invalidArgument, "the file changed while it was imported: \(path) "
-                        + "(\(size) bytes when the import began, \(now.size) now); write files elsewhere and "
-                        + "move them in whole, then import again")
+                    throw DepotError(
+                        .invalidArgument,
+                        "the file changed while it was imported: \(path) "
+                            + "(\(size) bytes when the import began, \(now.size) now); write files elsewhere and "
+                            + "move them in whole, then import again")
                 }
             }
             if n >= 0 { return n }
             if errno == EINTR { continue }
-            throw DepotError(.invalidArgument, "cannot read \(path): \(String(cString: strerror(errno)))")
+            throw DepotError.io("cannot read \(path)", errno: errno)
         }
     }
 
@@ -54,8 +56,10 @@ final class InputFile {
     /// the buffer when one record fills it, and reads more after them.
     ///
     /// - Returns: whether the end of the file was reached.
-    func refill(_ buffer: inout UnsafeMutableRawBufferPointer, begin: inout Int, end: inout Int,
-                bufferOffset: inout Int64) throws -> Bool {
+    func refill(
+        _ buffer: inout UnsafeMutableRawBufferPointer, begin: inout Int, end: inout Int,
+        bufferOffset: inout Int64
+    ) throws -> Bool {
         if begin > 0 {
             let count = end - begin
             if count > 0 { buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + begin, byteCount: count) }
@@ -96,9 +100,16 @@ package enum SafeFile {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
         guard fd >= 0 else {
             let code = errno
-            let reason = code == ELOOP ? "it is a symbolic link; name the file it points to"
-                : String(cString: strerror(code))
-            throw DepotError(.invalidArgument, "cannot read \(path): \(reason)")
+            switch code {
+            case ELOOP:
+                throw DepotError(
+                    .invalidArgument, "cannot read \(path): it is a symbolic link; name the file it points to")
+            // The path names no file: the caller's to fix.
+            case ENOENT, ENOTDIR, ENAMETOOLONG:
+                throw DepotError(.invalidArgument, "cannot read \(path): \(String(cString: strerror(code)))")
+            // A file there that cannot be opened (a permission, an I/O error).
+            default: throw DepotError.io("cannot read \(path)", errno: code)
+            }
         }
         guard let status = FileIdentity.status(of: fd), status.isRegular else {
             close(fd)

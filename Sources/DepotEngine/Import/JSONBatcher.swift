@@ -26,8 +26,9 @@ struct JSONBatcher: RecordBatcher {
     var startLineStart: Int64 { reader.resumeLineStart }
 
     init(request: ImportRequest, entity: EntitySchema, from state: ImportCheckpoint) throws {
-        reader = try JSONRecordReader(path: request.path, offset: state.offset, line: state.line,
-                                      lineStart: state.lineStart)
+        reader = try JSONRecordReader(
+            path: request.path, offset: state.offset, line: state.line,
+            lineStart: state.lineStart)
         self.entity = entity
         fieldNames = entity.fields.map { Array($0.name.utf8) }
         refuseUnknown = request.options.refuseUnknownColumns
@@ -91,18 +92,21 @@ struct JSONBatcher: RecordBatcher {
                     if let (name, positions) = compoundReference(ofMember: m) {
                         if reader.members[m].kind == .null { continue }
                         do throws(FieldParser.Failure) {
-                            let values = try FieldParser.compoundReference(reader.rawValue(m), columns: positions.map { fields[$0] })
+                            let values = try FieldParser.compoundReference(
+                                reader.rawValue(m), columns: positions.map { fields[$0] })
                             for (p, v) in zip(positions, values) { row[p] = v }
                         } catch {
-                            failure = RejectsFile.line(reader.line, field: name, reason: "\(JSONText.quoted(name)) \(error.reason)",
-                                                       value: reader.rawValue(m))
+                            failure = RejectsFile.line(
+                                reader.line, field: name, reason: "\(JSONText.quoted(name)) \(error.reason)",
+                                value: reader.rawValue(m))
                             break
                         }
                         continue
                     }
                     if refuseUnknown {
                         let name = reader.withKey(m) { String(decoding: $0, as: UTF8.self) }
-                        failure = RejectsFile.line(reader.line, field: name,
+                        failure = RejectsFile.line(
+                            reader.line, field: name,
                             reason: "\(JSONText.quoted(name)) is not a field of \(JSONText.quoted(entity.name))"
                                 + DepotError.suggestion(for: name, in: fields.map(\.name)), value: nil)
                         break
@@ -118,7 +122,8 @@ struct JSONBatcher: RecordBatcher {
                 if failure != nil { break }
             }
             if failure == nil, let f = fields.indices.first(where: { row[$0].isNull && !fields[$0].isOptional }) {
-                failure = RejectsFile.line(reader.line, field: fields[f].name,
+                failure = RejectsFile.line(
+                    reader.line, field: fields[f].name,
                     reason: "required field \(JSONText.quoted(fields[f].name)) is null or missing", value: nil)
             }
             if let failure {
@@ -130,8 +135,9 @@ struct JSONBatcher: RecordBatcher {
             lines.append(reader.line)
             if atEnd { break }
         }
-        return ParsedBatch(batch: batch, lines: lines, rejects: rejects, read: read, endOffset: reader.offset,
-                           endLine: reader.resumeLine, endLineStart: reader.resumeLineStart, atEnd: atEnd)
+        return ParsedBatch(
+            batch: batch, lines: lines, rejects: rejects, read: read, endOffset: reader.offset,
+            endLine: reader.resumeLine, endLineStart: reader.resumeLineStart, atEnd: atEnd)
     }
 
     private func convert(member m: Int, to field: Field) -> Result<Value, FieldParser.Failure> {
@@ -141,15 +147,17 @@ struct JSONBatcher: RecordBatcher {
         switch kind {
         case .string:
             return reader.withValue(m) { bytes in
-                do throws(FieldParser.Failure) { return .success(try FieldParser.parse(bytes, as: field.type)) }
-                catch { return .failure(error) }
+                do throws(FieldParser.Failure) { return .success(try FieldParser.parse(bytes, as: field.type)) } catch {
+                    return .failure(error)
+                }
             }
         case .number:
             switch field.type {
             case .int, .double:
                 return reader.withValue(m) { bytes in
-                    do throws(FieldParser.Failure) { return .success(try FieldParser.parse(bytes, as: field.type)) }
-                    catch { return .failure(error) }
+                    do throws(FieldParser.Failure) {
+                        return .success(try FieldParser.parse(bytes, as: field.type))
+                    } catch { return .failure(error) }
                 }
             case .string:
                 return .success(.string(reader.rawValue(m)))

@@ -85,8 +85,10 @@ final class JSONRecordReader {
     /// `lineStart`: 0, or a place this reader gave (``offset``,
     /// ``resumeLine``, ``resumeLineStart``) before it finished. A resumed
     /// read gives exactly what the whole read gave after that place.
-    init(path: String, offset: Int64 = 0, line: Int = 1, lineStart: Int64? = nil, bufferSize: Int = 1 << 20,
-         maxRecordBytes: Int = 64 << 20) throws {
+    init(
+        path: String, offset: Int64 = 0, line: Int = 1, lineStart: Int64? = nil, bufferSize: Int = 1 << 20,
+        maxRecordBytes: Int = 64 << 20
+    ) throws {
         self.maxRecordBytes = maxRecordBytes
         // The layout comes from the file's first significant byte, after a
         // byte order mark (only a whole one, at the very start).
@@ -184,10 +186,11 @@ final class JSONRecordReader {
 
     /// Reads the next record; `nil` at the end of the input.
     func next() throws -> Item? {
-        let item = switch layout {
-        case .lines: try readLineRecord()
-        case .array: try readArrayElement()
-        }
+        let item =
+            switch layout {
+            case .lines: try readLineRecord()
+            case .array: try readArrayElement()
+            }
         if item == nil || arrayState == .done { isFinished = true }
         return item
     }
@@ -220,25 +223,33 @@ final class JSONRecordReader {
                 lineStart = bufferOffset + Int64(following)
                 resume(at: following)
             }
-            if start == lineEnd { continue } // a blank line
+            if start == lineEnd { continue }  // a blank line
             line = recordLine
             if p[start] != 0x7B {
                 if case .invalid(let at, let reason) = JSONSyntax.scanValue(p, start, lineEnd, complete: true) {
-                    return .malformed(line: recordLine, reason: "invalid JSON at \(place(at, start: start, startLine: recordLine)): \(reason)")
+                    return .malformed(
+                        line: recordLine,
+                        reason: "invalid JSON at \(place(at, start: start, startLine: recordLine)): \(reason)")
                 }
-                return .malformed(line: recordLine, reason: "the line holds a JSON value that is not an object; "
-                    + "each line of NDJSON must be one object")
+                return .malformed(
+                    line: recordLine,
+                    reason: "the line holds a JSON value that is not an object; "
+                        + "each line of NDJSON must be one object")
             }
             switch parseObject(start, lineEnd, complete: true) {
             case .end(let e):
                 let rest = JSONSyntax.skipSpace(p, e, lineEnd)
                 if rest != lineEnd {
-                    return .malformed(line: recordLine, reason: "invalid JSON at \(place(rest, start: start, startLine: recordLine)): "
-                        + "text follows the object; each line of NDJSON must be one object")
+                    return .malformed(
+                        line: recordLine,
+                        reason: "invalid JSON at \(place(rest, start: start, startLine: recordLine)): "
+                            + "text follows the object; each line of NDJSON must be one object")
                 }
                 return .record
             case .invalid(let at, let reason):
-                return .malformed(line: recordLine, reason: "invalid JSON at \(place(at, start: start, startLine: recordLine)): \(reason)")
+                return .malformed(
+                    line: recordLine,
+                    reason: "invalid JSON at \(place(at, start: start, startLine: recordLine)): \(reason)")
             case .needMore:
                 return .malformed(line: recordLine, reason: "the object is not complete")
             }
@@ -264,8 +275,10 @@ final class JSONRecordReader {
             begin = end
             try fill()
         }
-        return .malformed(line: recordLine, reason: "the line is longer than \(InputFile.size(maxRecordBytes)); "
-            + "each line of NDJSON must be one object")
+        return .malformed(
+            line: recordLine,
+            reason: "the line is longer than \(InputFile.size(maxRecordBytes)); "
+                + "each line of NDJSON must be one object")
     }
 
     /// Reports an array element longer than `maxRecordBytes`; the rest of
@@ -278,8 +291,10 @@ final class JSONRecordReader {
         offset = max(bufferOffset + Int64(end), file.size)
         resumeLine = nextLine
         resumeLineStart = lineStart
-        return .malformed(line: recordLine, reason: "the array element is longer than \(InputFile.size(maxRecordBytes)); "
-            + "the rest of the array is not read")
+        return .malformed(
+            line: recordLine,
+            reason: "the array element is longer than \(InputFile.size(maxRecordBytes)); "
+                + "the rest of the array is not read")
     }
 
     // MARK: JSON array
@@ -306,7 +321,8 @@ final class JSONRecordReader {
                     arrayState = .done
                     line = nextLine
                     resume(at: begin)
-                    return .malformed(line: nextLine, reason: "the JSON array is not closed with ] before the end of the file")
+                    return .malformed(
+                        line: nextLine, reason: "the JSON array is not closed with ] before the end of the file")
                 }
             }
             let c = p[i]
@@ -314,7 +330,9 @@ final class JSONRecordReader {
             case .done:
                 return nil
             case .open:
-                guard c == 0x5B else { return trailing(at: i, reason: "a JSON import is an array of objects or NDJSON") }
+                guard c == 0x5B else {
+                    return trailing(at: i, reason: "a JSON import is an array of objects or NDJSON")
+                }
                 begin = i + 1
                 arrayState = .first
                 continue
@@ -333,8 +351,10 @@ final class JSONRecordReader {
                 }
                 let recordLine = nextLine
                 line = recordLine
-                let reason = "invalid JSON at \(place(i, start: i, startLine: recordLine)): expected , or ] after an array element"
-                guard let item = try skipBadElement(from: bufferOffset + Int64(i), line: recordLine, reason: reason) else {
+                let reason =
+                    "invalid JSON at \(place(i, start: i, startLine: recordLine)): expected , or ] after an array element"
+                guard let item = try skipBadElement(from: bufferOffset + Int64(i), line: recordLine, reason: reason)
+                else {
                     continue
                 }
                 return item
@@ -352,12 +372,16 @@ final class JSONRecordReader {
                     resume(at: i)
                     begin = i + 1
                     arrayState = .tail
-                    return .malformed(line: recordLine, reason: "invalid JSON at \(place(i, start: i, startLine: recordLine)): "
-                        + "a comma before ] (trailing commas are not JSON)")
+                    return .malformed(
+                        line: recordLine,
+                        reason: "invalid JSON at \(place(i, start: i, startLine: recordLine)): "
+                            + "a comma before ] (trailing commas are not JSON)")
                 }
                 let recordLine = nextLine
-                let scan = c == 0x7B ? parseObject(i, end, complete: atEOF)
-                                     : JSONSyntax.scanValue(p, i, end, complete: atEOF)
+                let scan =
+                    c == 0x7B
+                    ? parseObject(i, end, complete: atEOF)
+                    : JSONSyntax.scanValue(p, i, end, complete: atEOF)
                 switch scan {
                 case .needMore:
                     if end - i > maxRecordBytes { return tooLong(line: recordLine) }
@@ -372,14 +396,18 @@ final class JSONRecordReader {
                     arrayState = .after
                     resume(at: e)
                     if c != 0x7B {
-                        return .malformed(line: recordLine, reason: "the array element is a JSON value that is not an object; "
-                            + "each element must be one object")
+                        return .malformed(
+                            line: recordLine,
+                            reason: "the array element is a JSON value that is not an object; "
+                                + "each element must be one object")
                     }
                     return .record
                 case .invalid(let at, let reason):
                     line = recordLine
                     let message = "invalid JSON at \(place(at, start: i, startLine: recordLine)): \(reason)"
-                    guard let item = try skipBadElement(from: bufferOffset + Int64(i), line: recordLine, reason: message) else {
+                    guard
+                        let item = try skipBadElement(from: bufferOffset + Int64(i), line: recordLine, reason: message)
+                    else {
                         continue
                     }
                     return item
@@ -394,7 +422,8 @@ final class JSONRecordReader {
         let recordLine = nextLine
         line = recordLine
         arrayState = .done
-        let item = Item.malformed(line: recordLine, reason: "invalid JSON at \(place(i, start: i, startLine: recordLine)): \(reason)")
+        let item = Item.malformed(
+            line: recordLine, reason: "invalid JSON at \(place(i, start: i, startLine: recordLine)): \(reason)")
         begin = end
         offset = max(bufferOffset + Int64(end), file.size)
         resumeLine = nextLine
@@ -425,7 +454,7 @@ final class JSONRecordReader {
             if inString {
                 if c == 0x5C { i += 2; continue }
                 if c == 0x22 { inString = false }
-                if c == 0x0A { inString = false } // a broken string ends at its line
+                if c == 0x0A { inString = false }  // a broken string ends at its line
             } else {
                 switch c {
                 case 0x22: inString = true
@@ -483,8 +512,9 @@ final class JSONRecordReader {
             case .end(let e): keyEnd = e
             case let other: return other
             }
-            var member = Member(keyStart: i + 1, keyEnd: keyEnd - 1, keyEscapes: keyEscapes, kind: .null,
-                                valueStart: 0, valueEnd: 0, valueEscapes: false)
+            var member = Member(
+                keyStart: i + 1, keyEnd: keyEnd - 1, keyEscapes: keyEscapes, kind: .null,
+                valueStart: 0, valueEnd: 0, valueEscapes: false)
             i = JSONSyntax.skipSpace(p, keyEnd, limit)
             guard i < limit else { return more(i, "expected : after a member name") }
             guard p[i] == 0x3A else { return .invalid(i, "expected : after a member name") }
@@ -551,13 +581,17 @@ final class JSONRecordReader {
     /// Member `m`'s value as JSON text (a string with its quotes).
     func rawValue(_ m: Int) -> String {
         let member = members[m]
-        let (s, e) = member.kind == .string ? (member.valueStart - 1, member.valueEnd + 1)
-                                            : (member.valueStart, member.valueEnd)
+        let (s, e) =
+            member.kind == .string
+            ? (member.valueStart - 1, member.valueEnd + 1)
+            : (member.valueStart, member.valueEnd)
         return String(decoding: UnsafeBufferPointer(start: base + s, count: e - s), as: UTF8.self)
     }
 
-    private func content<T>(_ start: Int, _ end: Int, _ escapes: Bool,
-                            _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+    private func content<T>(
+        _ start: Int, _ end: Int, _ escapes: Bool,
+        _ body: (UnsafeBufferPointer<UInt8>) throws -> T
+    ) rethrows -> T {
         if !escapes { return try body(UnsafeBufferPointer(start: base + start, count: end - start)) }
         scratch.removeAll(keepingCapacity: true)
         JSONSyntax.unescape(base, start, end, into: &scratch)

@@ -48,8 +48,10 @@ enum JSONSyntax {
     /// Scans a string whose opening quote is at `i`.
     ///
     /// - Parameter escapes: set when the string holds backslash escapes.
-    static func scanString(_ p: UnsafePointer<UInt8>, _ i: Int, _ limit: Int, complete: Bool,
-                           escapes: inout Bool) -> Scan {
+    static func scanString(
+        _ p: UnsafePointer<UInt8>, _ i: Int, _ limit: Int, complete: Bool,
+        escapes: inout Bool
+    ) -> Scan {
         var j = i + 1
         while true {
             // The common bytes first: plain ASCII.
@@ -76,8 +78,10 @@ enum JSONSyntax {
                     }
                     j += 6
                 default:
-                    return .invalid(j, "\\\(Character(Unicode.Scalar(p[j + 1]))) is not a JSON escape "
-                        + "(use \\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\uXXXX)")
+                    return .invalid(
+                        j,
+                        "\\\(Character(Unicode.Scalar(p[j + 1]))) is not a JSON escape "
+                            + "(use \\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\uXXXX)")
                 }
                 continue
             }
@@ -154,7 +158,9 @@ enum JSONSyntax {
         let w = word.utf8Start
         for k in 0..<word.utf8CodeUnitCount {
             if i + k >= limit { return complete ? .invalid(i, "expected a value") : .needMore }
-            if p[i + k] != w[k] { return .invalid(i, "expected a value (a string, number, object, array, true, false or null)") }
+            if p[i + k] != w[k] {
+                return .invalid(i, "expected a value (a string, number, object, array, true, false or null)")
+            }
         }
         return .end(i + word.utf8CodeUnitCount)
     }
@@ -171,10 +177,12 @@ enum JSONSyntax {
             guard i < limit else { return more(i, "expected a value") }
             let c = p[i]
             switch c {
-            case 0x7B, 0x5B: // { [
+            case 0x7B, 0x5B:  // { [
                 i = skipSpace(p, i + 1, limit)
-                guard i < limit else { return more(i, c == 0x7B ? "an object is not closed" : "an array is not closed") }
-                if p[i] == c + 2 { // } or ]
+                guard i < limit else {
+                    return more(i, c == 0x7B ? "an object is not closed" : "an array is not closed")
+                }
+                if p[i] == c + 2 {  // } or ]
                     i += 1
                 } else {
                     stack.append(c)
@@ -208,7 +216,9 @@ enum JSONSyntax {
             // After a value: close containers or go on to the next element.
             while let top = stack.last {
                 i = skipSpace(p, i, limit)
-                guard i < limit else { return more(i, top == 0x7B ? "an object is not closed" : "an array is not closed") }
+                guard i < limit else {
+                    return more(i, top == 0x7B ? "an object is not closed" : "an array is not closed")
+                }
                 if p[i] == 0x2C {
                     i = skipSpace(p, i + 1, limit)
                     if top == 0x7B {
@@ -224,8 +234,11 @@ enum JSONSyntax {
                     i += 1
                     continue
                 }
-                return .invalid(i, top == 0x7B ? "expected , or } after an object member"
-                                              : "expected , or ] after an array element")
+                return .invalid(
+                    i,
+                    top == 0x7B
+                        ? "expected , or } after an object member"
+                        : "expected , or ] after an array element")
             }
             return .end(i)
         }
@@ -309,7 +322,7 @@ enum JSONSyntax {
                 if (0xD800..<0xE000).contains(scalar) { scalar = 0xFFFD }
                 appendUTF8(scalar, to: &out)
                 continue
-            default: out.append(e) // " \ /
+            default: out.append(e)  // " \ /
             }
             i += 2
         }

@@ -6,6 +6,7 @@ import Foundation
 /// sorts them by identifier and hands them out in chunks; while it reads the
 /// next run, it hands out the previous one's chunks as the queue takes them,
 /// so parsing and writing still overlap.
+// @unchecked: its fields are used by its own thread only; the queue is how it hands out chunks.
 final class ParserThread: @unchecked Sendable {
     // Safe: `batcher` is used only by the thread, after `start()`.
     private var batcher: any RecordBatcher
@@ -25,8 +26,10 @@ final class ParserThread: @unchecked Sendable {
     ///     to `runLength` (``runLength(after:first:full:)``).
     ///   - alreadyRead: the records the job read before this start (its
     ///     checkpoint's), which is where one of its runs ended.
-    init(batcher: any RecordBatcher, queue: ChunkQueue, chunk: Int, identifier: [String]? = nil, runLength: Int = 0,
-         firstRunLength: Int? = nil, alreadyRead: Int = 0) {
+    init(
+        batcher: any RecordBatcher, queue: ChunkQueue, chunk: Int, identifier: [String]? = nil, runLength: Int = 0,
+        firstRunLength: Int? = nil, alreadyRead: Int = 0
+    ) {
         self.batcher = batcher
         self.queue = queue
         self.chunk = chunk
@@ -108,7 +111,9 @@ final class ParserThread: @unchecked Sendable {
             }
             // A batcher's columns are fixed (the header's, or the entity's
             // fields), so every chunk fits the run (SortedRun checks it).
-            if run == nil { run = SortedRun(columns: parsed.batch.columns, identifier: identifier, expectedRows: runLength) }
+            if run == nil {
+                run = SortedRun(columns: parsed.batch.columns, identifier: identifier, expectedRows: runLength)
+            }
             run!.append(parsed)
             guard handOut(waiting: false) else { return }
             if run!.read >= length || parsed.atEnd {

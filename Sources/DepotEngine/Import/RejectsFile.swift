@@ -16,12 +16,14 @@ final class RejectsFile: @unchecked Sendable {
         self.path = path
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o640)
         guard fd >= 0 else {
-            throw DepotError(.invalidArgument, "cannot write the rejects file \(path): \(String(cString: strerror(errno)))")
+            throw DepotError(
+                .invalidArgument, "cannot write the rejects file \(path): \(String(cString: strerror(errno)))")
         }
         self.fd = fd
         guard ftruncate(fd, off_t(length)) == 0, lseek(fd, off_t(length), SEEK_SET) >= 0 else {
             close(fd)
-            throw DepotError(.invalidArgument, "cannot write the rejects file \(path): \(String(cString: strerror(errno)))")
+            throw DepotError(
+                .invalidArgument, "cannot write the rejects file \(path): \(String(cString: strerror(errno)))")
         }
         self.length = length
     }
@@ -53,8 +55,10 @@ final class RejectsFile: @unchecked Sendable {
 
     /// The line of a value that does not convert to its field's type.
     static func line(_ line: Int, field: Field, failure: FieldParser.Failure, value: String?) -> String {
-        self.line(line, field: field.name, reason: "field \(JSONText.quoted(field.name)) is \(field.type.rawValue), "
-            + "but the value " + failure.reason, value: value)
+        self.line(
+            line, field: field.name,
+            reason: "field \(JSONText.quoted(field.name)) is \(field.type.rawValue), "
+                + "but the value " + failure.reason, value: value)
     }
 
     static func line(_ line: Int, field: String?, reason: String, value: String?) -> String {

@@ -152,8 +152,9 @@ struct SortedRun {
         }
         handedOut = upTo
         guard var last = end, handedOut == order.count else {
-            return ParsedBatch(batch: batch, lines: chunkLines, rejects: [], read: 0, endOffset: 0, endLine: 0,
-                               endLineStart: 0, atEnd: false, boundary: false)
+            return ParsedBatch(
+                batch: batch, lines: chunkLines, rejects: [], read: 0, endOffset: 0, endLine: 0,
+                endLineStart: 0, atEnd: false, boundary: false)
         }
         last.batch = batch
         last.lines = chunkLines
@@ -179,7 +180,7 @@ struct SortedRun {
         default:
             let (n, from) = length(buf, at)
             at = from + n
-            return .string(String(decoding: UnsafeBufferPointer(rebasing: buf[from ..< from + n]), as: UTF8.self))
+            return .string(String(decoding: UnsafeBufferPointer(rebasing: buf[from..<from + n]), as: UTF8.self))
         }
     }
 

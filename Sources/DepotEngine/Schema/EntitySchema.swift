@@ -47,10 +47,12 @@ public struct EntitySchema: Sendable, Hashable {
     ///   an empty or reserved name, two fields whose names differ only by case
     ///   (SQLite's column names do not), an identifier, index or
     ///   `preserve_on_delete` naming an unknown field, an optional identifier field.
-    public init(name: String, fields: [Field], identifier: [String],
-                indexes: [[String]] = [], preserveOnDelete: [String] = [],
-                history: HistoryDetail = .fields, relationships: [Relationship] = [],
-                relationshipColumns: [String: [String]] = [:]) throws {
+    public init(
+        name: String, fields: [Field], identifier: [String],
+        indexes: [[String]] = [], preserveOnDelete: [String] = [],
+        history: HistoryDetail = .fields, relationships: [Relationship] = [],
+        relationshipColumns: [String: [String]] = [:]
+    ) throws {
         var problems: [String] = []
         let quotedName = JSONText.quoted(name)
         if name.isEmpty { problems.append("an entity has an empty name") }
@@ -67,8 +69,9 @@ public struct EntitySchema: Sendable, Hashable {
                 continue
             }
             if let other = lowered[field.name.lowercased()] {
-                problems.append("entity \(quotedName): fields \(JSONText.quoted(other)) and "
-                    + "\(JSONText.quoted(field.name)) differ only by case, which SQLite columns cannot tell apart")
+                problems.append(
+                    "entity \(quotedName): fields \(JSONText.quoted(other)) and "
+                        + "\(JSONText.quoted(field.name)) differ only by case, which SQLite columns cannot tell apart")
                 continue
             }
             if field.name.lowercased() == "rowid" || field.name.lowercased().hasPrefix("depot_") {
@@ -79,8 +82,9 @@ public struct EntitySchema: Sendable, Hashable {
         }
         func check(_ list: [String], _ what: String) {
             for f in list where positions[f] == nil {
-                problems.append("entity \(quotedName): \(what) names unknown field \(JSONText.quoted(f))"
-                    + DepotError.suggestion(for: f, in: fields.map(\.name)))
+                problems.append(
+                    "entity \(quotedName): \(what) names unknown field \(JSONText.quoted(f))"
+                        + DepotError.suggestion(for: f, in: fields.map(\.name)))
             }
         }
         if identifier.isEmpty {
@@ -92,8 +96,9 @@ public struct EntitySchema: Sendable, Hashable {
         check(identifier, "identifier")
         for f in identifier {
             if let p = positions[f], fields[p].isOptional {
-                problems.append("entity \(quotedName): identifier field \(JSONText.quoted(f)) is optional; "
-                    + "an identifier is never null, so declare it without ?")
+                problems.append(
+                    "entity \(quotedName): identifier field \(JSONText.quoted(f)) is optional; "
+                        + "an identifier is never null, so declare it without ?")
             }
         }
         for index in indexes {
@@ -125,8 +130,10 @@ public struct EntitySchema: Sendable, Hashable {
     /// - Throws: ``DepotError/Code/unknownField`` with the closest name as a hint.
     public func field(named name: String) throws -> Field {
         guard let p = positions[name] else {
-            throw DepotError(.unknownField, "entity \(JSONText.quoted(self.name)) has no field "
-                + "\(JSONText.quoted(name))" + DepotError.suggestion(for: name, in: fields.map(\.name)))
+            throw DepotError(
+                .unknownField,
+                "entity \(JSONText.quoted(self.name)) has no field "
+                    + "\(JSONText.quoted(name))" + DepotError.suggestion(for: name, in: fields.map(\.name)))
         }
         return fields[p]
     }

@@ -1,5 +1,3 @@
-
-
 /// One declared field of an entity: a name, a type, and whether it may be null.
 ///
 /// For example:
@@ -32,9 +30,10 @@ public struct Field: Sendable, Hashable, Codable {
         let optional = text.hasSuffix("?")
         if optional { text.removeLast() }
         guard let type = FieldType(rawValue: text) else {
-            throw DepotError(.invalidSchema,
+            throw DepotError(
+                .invalidSchema,
                 "field \(JSONText.quoted(name)) has type \(JSONText.quoted(declaration)), which is not one of "
-                + "string, int, double, bool, date, json (add ? for an optional field)")
+                    + "string, int, double, bool, date, json (add ? for an optional field)")
         }
         self.init(name: name, type: type, isOptional: optional)
     }

@@ -1,5 +1,3 @@
-
-
 /// The type of an entity's field, as declared in the configuration.
 ///
 /// For example, the declaration `budget = "double"` gives ``double``;

@@ -43,14 +43,16 @@ package enum MigrationRules {
         var outcome = Outcome()
         let entityName = "entity \(JSONText.quoted(entity.name))"
         if old.identifier != entity.identifier {
-            outcome.problems.append("\(entityName): the identifier changed from \(old.identifier) to "
-                + "\(entity.identifier); a store cannot change its identifier: export the records "
-                + "and import them into a new store")
+            outcome.problems.append(
+                "\(entityName): the identifier changed from \(old.identifier) to "
+                    + "\(entity.identifier); a store cannot change its identifier: export the records "
+                    + "and import them into a new store")
         }
         let oldByName = Dictionary(old.fields.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for field in old.fields where entity.position(of: field.name) == nil {
-            outcome.problems.append("\(entityName): field \(JSONText.quoted(field.name)) is in the store but no "
-                + "longer declared; declare it again (\(field.name) = \"\(field.type.rawValue)?\" keeps its data)")
+            outcome.problems.append(
+                "\(entityName): field \(JSONText.quoted(field.name)) is in the store but no "
+                    + "longer declared; declare it again (\(field.name) = \"\(field.type.rawValue)?\" keeps its data)")
         }
         for field in entity.fields {
             let fieldName = "\(entityName), field \(JSONText.quoted(field.name))"
@@ -58,21 +60,25 @@ package enum MigrationRules {
                 if field.isOptional {
                     outcome.added.append(field)
                 } else if let r = entity.relationshipColumns.first(where: { $0.value.contains(field.name) })?.key {
-                    outcome.problems.append("\(entityName), relationship \(JSONText.quoted(r)): a new to-one must be "
-                        + "optional so that the stored records can migrate; declare it without required = true")
+                    outcome.problems.append(
+                        "\(entityName), relationship \(JSONText.quoted(r)): a new to-one must be "
+                            + "optional so that the stored records can migrate; declare it without required = true")
                 } else {
-                    outcome.problems.append("\(fieldName): a new field must be optional so that the stored records "
-                        + "can migrate; declare it as \"\(field.type.rawValue)?\"")
+                    outcome.problems.append(
+                        "\(fieldName): a new field must be optional so that the stored records "
+                            + "can migrate; declare it as \"\(field.type.rawValue)?\"")
                 }
                 continue
             }
             if before.type != field.type {
-                outcome.problems.append("\(fieldName): the type changed from \(before.type.rawValue) to "
-                    + "\(field.type.rawValue), which cannot migrate in place; keep \(before.type.rawValue) "
-                    + "or add a new field")
+                outcome.problems.append(
+                    "\(fieldName): the type changed from \(before.type.rawValue) to "
+                        + "\(field.type.rawValue), which cannot migrate in place; keep \(before.type.rawValue) "
+                        + "or add a new field")
             } else if before.isOptional && !field.isOptional, let count = nulls[field.name], count > 0 {
-                outcome.problems.append("\(fieldName): it was optional and \(count) records hold null in it, "
-                    + "so it cannot become required; keep it optional or fill it first")
+                outcome.problems.append(
+                    "\(fieldName): it was optional and \(count) records hold null in it, "
+                        + "so it cannot become required; keep it optional or fill it first")
             }
         }
         return outcome

@@ -61,8 +61,10 @@ public struct EntityDeclaration: Sendable, Hashable {
     public var history: HistoryDetail
     public var relationships: [Relationship]
 
-    public init(name: String, fields: [Field], identifier: [String], indexes: [[String]] = [],
-                preserveOnDelete: [String] = [], history: HistoryDetail = .fields, relationships: [Relationship] = []) {
+    public init(
+        name: String, fields: [Field], identifier: [String], indexes: [[String]] = [],
+        preserveOnDelete: [String] = [], history: HistoryDetail = .fields, relationships: [Relationship] = []
+    ) {
         self.name = name
         self.fields = fields
         self.identifier = identifier
@@ -106,54 +108,75 @@ public struct EntityDeclaration: Sendable, Hashable {
             var seen: Set<String> = []
             for r in d.relationships {
                 if !seen.insert(r.name).inserted {
-                    problems.append("entity \(JSONText.quoted(d.name)) declares relationship \(JSONText.quoted(r.name)) twice")
+                    problems.append(
+                        "entity \(JSONText.quoted(d.name)) declares relationship \(JSONText.quoted(r.name)) twice")
                 }
                 if d.fields.contains(where: { $0.name == r.name }) {
                     problems.append("\(label(d, r)) has the name of a field of \(JSONText.quoted(d.name)); rename one")
                 }
                 guard let target = byName[r.target] else {
-                    problems.append("\(label(d, r)) points to \(JSONText.quoted(r.target)), which is not an entity of the store"
-                        + DepotError.suggestion(for: r.target, in: declarations.map(\.name)))
+                    problems.append(
+                        "\(label(d, r)) points to \(JSONText.quoted(r.target)), which is not an entity of the store"
+                            + DepotError.suggestion(for: r.target, in: declarations.map(\.name)))
                     continue
                 }
                 if case .toOne(false) = r.kind, d.identifier.contains(r.name) {
-                    problems.append("\(label(d, r)) is part of the identifier of \(JSONText.quoted(d.name)), which is "
-                        + "never null: declare it with required = true")
+                    problems.append(
+                        "\(label(d, r)) is part of the identifier of \(JSONText.quoted(d.name)), which is "
+                            + "never null: declare it with required = true")
                 }
                 guard case .toMany(let inverse, let rule) = r.kind else { continue }
                 guard let back = target.relationships.first(where: { $0.name == inverse }),
-                      case .toOne(let required) = back.kind, back.target == d.name else {
-                    problems.append("\(label(d, r)): its inverse \(JSONText.quoted(inverse)) must be a to-one of "
-                        + "\(JSONText.quoted(target.name)) to \(JSONText.quoted(d.name)), declared as "
-                        + "\(inverse) = { to = \(JSONText.quoted(d.name)) }")
+                    case .toOne(let required) = back.kind, back.target == d.name
+                else {
+                    problems.append(
+                        "\(label(d, r)): its inverse \(JSONText.quoted(inverse)) must be a to-one of "
+                            + "\(JSONText.quoted(target.name)) to \(JSONText.quoted(d.name)), declared as "
+                            + "\(inverse) = { to = \(JSONText.quoted(d.name)) }")
                     continue
                 }
                 if rule == .nullify && required {
-                    problems.append("\(label(d, r)) nullifies \(JSONText.quoted(target.name + "." + inverse)) on delete, "
-                        + "but that reference is required; use delete = \"cascade\" or \"deny\"")
+                    problems.append(
+                        "\(label(d, r)) nullifies \(JSONText.quoted(target.name + "." + inverse)) on delete, "
+                            + "but that reference is required; use delete = \"cascade\" or \"deny\"")
                 }
             }
         }
         // Required references must leave an order in which records can be
         // written: no cycle among them (a record required to point at
         // itself included).
-        if let cycle = Self.cycle(in: declarations.map { d in
-            (d.name, d.relationships.compactMap { r -> String? in
-                if case .toOne(true) = r.kind, byName[r.target] != nil { r.target } else { nil }
+        if let cycle = Self.cycle(
+            in: declarations.map { d in
+                (
+                    d.name,
+                    d.relationships.compactMap { r -> String? in
+                        if case .toOne(true) = r.kind, byName[r.target] != nil { r.target } else { nil }
+                    }
+                )
             })
-        }) {
-            problems.append("required references go round in a cycle, "
-                + cycle.map(JSONText.quoted).joined(separator: " -> ")
-                + ", so no record of them could be written first; make one of them optional")
+        {
+            problems.append(
+                "required references go round in a cycle, "
+                    + cycle.map(JSONText.quoted).joined(separator: " -> ")
+                    + ", so no record of them could be written first; make one of them optional")
         }
         // The columns of a to-one in an identifier depend on the target's identifier.
-        if let cycle = Self.cycle(in: declarations.map { d in
-            (d.name, d.identifier.compactMap { name in
-                d.relationships.first { $0.name == name && $0.isToOne }.flatMap { byName[$0.target] != nil ? $0.target : nil }
+        if let cycle = Self.cycle(
+            in: declarations.map { d in
+                (
+                    d.name,
+                    d.identifier.compactMap { name in
+                        d.relationships.first { $0.name == name && $0.isToOne }.flatMap {
+                            byName[$0.target] != nil ? $0.target : nil
+                        }
+                    }
+                )
             })
-        }) {
-            problems.append("identifiers refer to each other in a cycle, "
-                + cycle.map(JSONText.quoted).joined(separator: " -> ") + ", so their columns' types cannot be known")
+        {
+            problems.append(
+                "identifiers refer to each other in a cycle, "
+                    + cycle.map(JSONText.quoted).joined(separator: " -> ") + ", so their columns' types cannot be known"
+            )
         }
         return problems
     }
@@ -172,7 +195,9 @@ public struct EntityDeclaration: Sendable, Hashable {
             for name in d.identifier {
                 if let f = d.fields.first(where: { $0.name == name }) {
                     out.append(f)
-                } else if let r = d.relationships.first(where: { $0.name == name && $0.isToOne }), let t = byName[r.target] {
+                } else if let r = d.relationships.first(where: { $0.name == name && $0.isToOne }),
+                    let t = byName[r.target]
+                {
                     out += Self.columns(of: r, targetIdentifier: identifierFields(t), required: true)
                 }
                 // Anything else is an unknown field, which EntitySchema reports.
@@ -180,35 +205,40 @@ public struct EntityDeclaration: Sendable, Hashable {
             identifiers[d.name] = out
             return out
         }
-        return declarations.map { d in Result {
-            var fields = d.fields
-            var columns: [String: [String]] = [:]
-            for r in d.relationships {
-                guard case .toOne(let required) = r.kind, let target = byName[r.target] else { continue }
-                let added = Self.columns(of: r, targetIdentifier: identifierFields(target), required: required)
-                columns[r.name] = added.map(\.name)
-                fields += added
+        return declarations.map { d in
+            Result {
+                var fields = d.fields
+                var columns: [String: [String]] = [:]
+                for r in d.relationships {
+                    guard case .toOne(let required) = r.kind, let target = byName[r.target] else { continue }
+                    let added = Self.columns(of: r, targetIdentifier: identifierFields(target), required: required)
+                    columns[r.name] = added.map(\.name)
+                    fields += added
+                }
+                let identifier = d.identifier.flatMap { columns[$0] ?? [$0] }
+                var indexes = d.indexes.map { $0.flatMap { columns[$0] ?? [$0] } }
+                // Each to-one is indexed (deletes and to-many paths look it up),
+                // unless the identifier or a declared index already leads with it.
+                for r in d.relationships {
+                    guard let c = columns[r.name], !identifier.starts(with: c),
+                        !indexes.contains(where: { $0.starts(with: c) })
+                    else { continue }
+                    indexes.append(c)
+                }
+                return try EntitySchema(
+                    name: d.name, fields: fields, identifier: identifier, indexes: indexes,
+                    preserveOnDelete: d.preserveOnDelete.flatMap { columns[$0] ?? [$0] },
+                    history: d.history, relationships: d.relationships, relationshipColumns: columns)
             }
-            let identifier = d.identifier.flatMap { columns[$0] ?? [$0] }
-            var indexes = d.indexes.map { $0.flatMap { columns[$0] ?? [$0] } }
-            // Each to-one is indexed (deletes and to-many paths look it up),
-            // unless the identifier or a declared index already leads with it.
-            for r in d.relationships {
-                guard let c = columns[r.name], !identifier.starts(with: c), !indexes.contains(where: { $0.starts(with: c) })
-                else { continue }
-                indexes.append(c)
-            }
-            return try EntitySchema(name: d.name, fields: fields, identifier: identifier, indexes: indexes,
-                                    preserveOnDelete: d.preserveOnDelete.flatMap { columns[$0] ?? [$0] },
-                                    history: d.history, relationships: d.relationships, relationshipColumns: columns)
-        } }
+        }
     }
 
     /// The columns of to-one `r`: one named after it when the target's
     /// identifier is one field, else `r.field` for each of its fields.
     static func columns(of r: Relationship, targetIdentifier: [Field], required: Bool) -> [Field] {
         targetIdentifier.map { f in
-            Field(name: targetIdentifier.count == 1 ? r.name : r.name + "." + f.name, type: f.type, isOptional: !required)
+            Field(
+                name: targetIdentifier.count == 1 ? r.name : r.name + "." + f.name, type: f.type, isOptional: !required)
         }
     }
 
@@ -216,7 +246,7 @@ public struct EntityDeclaration: Sendable, Hashable {
     /// it with the first repeated at the end, or nil.
     static func cycle(in graph: [(String, [String])]) -> [String]? {
         let next = Dictionary(graph, uniquingKeysWith: { a, b in a + b })
-        var state: [String: Int] = [:]   // 1: on the path, 2: done
+        var state: [String: Int] = [:]  // 1: on the path, 2: done
         var path: [String] = []
         func visit(_ node: String) -> [String]? {
             if state[node] == 2 { return nil }

@@ -17,8 +17,9 @@ enum SchemaMigrator {
         var problems: [String] = []
         var work: [() throws -> Void] = []
         for entity in entities {
-            let stored = try String.fetchOne(db, sql: "SELECT definition FROM depot_schema WHERE entity = ?",
-                                             arguments: [entity.name])
+            let stored = try String.fetchOne(
+                db, sql: "SELECT definition FROM depot_schema WHERE entity = ?",
+                arguments: [entity.name])
             guard let stored else {
                 if try db.tableExists(entity.name) {
                     problems.append(MigrationRules.foreignTable(entity))
@@ -28,35 +29,43 @@ enum SchemaMigrator {
                 continue
             }
             guard let old = try? JSONDecoder().decode(Definition.self, from: Data(stored.utf8)) else {
-                problems.append("entity \(JSONText.quoted(entity.name)): the stored schema is unreadable; "
-                    + "the store file may be damaged")
+                problems.append(
+                    "entity \(JSONText.quoted(entity.name)): the stored schema is unreadable; "
+                        + "the store file may be damaged")
                 continue
             }
             var nulls: [String: Int] = [:]
             for name in MigrationRules.fieldsBecomingRequired(entity, stored: old) {
-                nulls[name] = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(entity.table) WHERE "
-                    + "\(SQL.quote(name)) IS NULL") ?? 0
+                nulls[name] =
+                    try Int.fetchOne(
+                        db,
+                        sql: "SELECT count(*) FROM \(entity.table) WHERE "
+                            + "\(SQL.quote(name)) IS NULL") ?? 0
             }
             let outcome = MigrationRules.check(entity, stored: old, nulls: nulls)
             problems += outcome.problems
             for field in outcome.added {
                 work.append {
-                    try db.execute(sql: "ALTER TABLE \(entity.table) ADD COLUMN "
-                        + "\(SQL.quote(field.name)) \(field.type.sqlType)")
+                    try db.execute(
+                        sql: "ALTER TABLE \(entity.table) ADD COLUMN "
+                            + "\(SQL.quote(field.name)) \(field.type.sqlType)")
                 }
             }
             work.append { try syncIndexes(db, entity) }
         }
         guard problems.isEmpty else {
-            throw DepotError(.migrationRefused, "store \(JSONText.quoted(store)) cannot open with this "
-                + "configuration: " + problems.joined(separator: "; "))
+            throw DepotError(
+                .migrationRefused,
+                "store \(JSONText.quoted(store)) cannot open with this "
+                    + "configuration: " + problems.joined(separator: "; "))
         }
         for step in work { try step() }
         for entity in entities {
             let definition = Definition(fields: entity.fields, identifier: entity.identifier)
             let text = String(decoding: try JSONEncoder().encode(definition), as: UTF8.self)
-            try db.execute(sql: "INSERT INTO depot_schema(entity, definition) VALUES (?, ?) "
-                + "ON CONFLICT(entity) DO UPDATE SET definition = excluded.definition",
+            try db.execute(
+                sql: "INSERT INTO depot_schema(entity, definition) VALUES (?, ?) "
+                    + "ON CONFLICT(entity) DO UPDATE SET definition = excluded.definition",
                 arguments: [entity.name, text])
         }
     }
@@ -84,14 +93,17 @@ enum SchemaMigrator {
 
     private static func syncIndexes(_ db: Database, _ entity: EntitySchema) throws {
         let wanted = Dictionary(entity.indexes.map { (indexName(entity, $0), $0) }, uniquingKeysWith: { a, _ in a })
-        let existing = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' "
-            + "AND tbl_name = ? AND name LIKE 'depot_idx_%'", arguments: [entity.name])
+        let existing = try String.fetchAll(
+            db,
+            sql: "SELECT name FROM sqlite_master WHERE type = 'index' "
+                + "AND tbl_name = ? AND name LIKE 'depot_idx_%'", arguments: [entity.name])
         for name in existing where wanted[name] == nil {
             try db.execute(sql: "DROP INDEX \(SQL.quote(name))")
         }
         for (name, fields) in wanted where !existing.contains(name) {
-            try db.execute(sql: "CREATE INDEX \(SQL.quote(name)) ON \(entity.table)("
-                + fields.map(SQL.quote).joined(separator: ", ") + ")")
+            try db.execute(
+                sql: "CREATE INDEX \(SQL.quote(name)) ON \(entity.table)("
+                    + fields.map(SQL.quote).joined(separator: ", ") + ")")
         }
     }
 }

@@ -71,10 +71,12 @@ public struct StoreConfiguration: Sendable {
     public var changesPerStatement = 64
 
     /// Creates a configuration; the defaults are those of the import benchmark.
-    public init(name: String, path: String, entities: [EntitySchema],
-                saveEvery: Int = 200_000, saveInterval: Duration = .seconds(2),
-                historyRetention: Duration? = nil, historyMaxRetention: Duration? = .seconds(90 * 86_400),
-                writerCacheBytes: Int = 32 << 20) {
+    public init(
+        name: String, path: String, entities: [EntitySchema],
+        saveEvery: Int = 200_000, saveInterval: Duration = .seconds(2),
+        historyRetention: Duration? = nil, historyMaxRetention: Duration? = .seconds(90 * 86_400),
+        writerCacheBytes: Int = 32 << 20
+    ) {
         self.name = name
         self.path = path
         self.entities = entities

@@ -35,37 +35,39 @@ package enum SystemTables {
         // version 1 unchanged. `depot_transactions` uses AUTOINCREMENT so a
         // pruned token is never issued again.
         Step(version: 1, summary: "schema, meta, history, checkpoints, jobs, imported files") { db in
-            try db.execute(sql: """
-                CREATE TABLE IF NOT EXISTS depot_schema(
-                    entity TEXT PRIMARY KEY, definition TEXT NOT NULL) STRICT;
-                CREATE TABLE IF NOT EXISTS depot_meta(key TEXT PRIMARY KEY, value ANY) STRICT;
-                CREATE TABLE IF NOT EXISTS depot_transactions(
-                    id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp TEXT NOT NULL,
-                    author TEXT NOT NULL, job TEXT) STRICT;
-                CREATE TABLE IF NOT EXISTS depot_changes(
-                    id INTEGER PRIMARY KEY, txn INTEGER NOT NULL, entity TEXT NOT NULL,
-                    identifier TEXT NOT NULL, kind TEXT NOT NULL, fields TEXT, tombstone TEXT) STRICT;
-                CREATE INDEX IF NOT EXISTS depot_changes_txn ON depot_changes(txn);
-                CREATE TABLE IF NOT EXISTS depot_checkpoints(
-                    job TEXT PRIMARY KEY, data BLOB NOT NULL, updated TEXT NOT NULL) STRICT;
-                CREATE TABLE IF NOT EXISTS depot_jobs(
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, record BLOB NOT NULL) STRICT;
-                CREATE TABLE IF NOT EXISTS depot_imported_files(
-                    hash TEXT PRIMARY KEY, path TEXT NOT NULL, job TEXT NOT NULL, imported TEXT NOT NULL) STRICT;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS depot_schema(
+                        entity TEXT PRIMARY KEY, definition TEXT NOT NULL) STRICT;
+                    CREATE TABLE IF NOT EXISTS depot_meta(key TEXT PRIMARY KEY, value ANY) STRICT;
+                    CREATE TABLE IF NOT EXISTS depot_transactions(
+                        id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp TEXT NOT NULL,
+                        author TEXT NOT NULL, job TEXT) STRICT;
+                    CREATE TABLE IF NOT EXISTS depot_changes(
+                        id INTEGER PRIMARY KEY, txn INTEGER NOT NULL, entity TEXT NOT NULL,
+                        identifier TEXT NOT NULL, kind TEXT NOT NULL, fields TEXT, tombstone TEXT) STRICT;
+                    CREATE INDEX IF NOT EXISTS depot_changes_txn ON depot_changes(txn);
+                    CREATE TABLE IF NOT EXISTS depot_checkpoints(
+                        job TEXT PRIMARY KEY, data BLOB NOT NULL, updated TEXT NOT NULL) STRICT;
+                    CREATE TABLE IF NOT EXISTS depot_jobs(
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, record BLOB NOT NULL) STRICT;
+                    CREATE TABLE IF NOT EXISTS depot_imported_files(
+                        hash TEXT PRIMARY KEY, path TEXT NOT NULL, job TEXT NOT NULL, imported TEXT NOT NULL) STRICT;
+                    """)
         },
         // Version 2, the change feed (DESIGN §11): the values of changes,
         // JSON objects of the fields' old and new values for entities with
         // `history = "values"`; named consumers, each with the token it
         // acknowledged last.
         Step(version: 2, summary: "old and new values of changes, consumers") { db in
-            try db.execute(sql: """
-                ALTER TABLE depot_changes ADD COLUMN old TEXT;
-                ALTER TABLE depot_changes ADD COLUMN new TEXT;
-                CREATE TABLE depot_consumers(
-                    name TEXT PRIMARY KEY, token INTEGER NOT NULL, state TEXT NOT NULL,
-                    created TEXT NOT NULL, acknowledged_at TEXT NOT NULL) STRICT;
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE depot_changes ADD COLUMN old TEXT;
+                    ALTER TABLE depot_changes ADD COLUMN new TEXT;
+                    CREATE TABLE depot_consumers(
+                        name TEXT PRIMARY KEY, token INTEGER NOT NULL, state TEXT NOT NULL,
+                        created TEXT NOT NULL, acknowledged_at TEXT NOT NULL) STRICT;
+                    """)
         },
         // Version 3, compact values: the import writes them as JSON arrays,
         // not objects, without the fields' names, which were about half of
@@ -76,12 +78,13 @@ package enum SystemTables {
         // with). Reads turn them back into objects; objects written before
         // stay as they are.
         Step(version: 3, summary: "compact values: arrays and field layouts") { db in
-            try db.execute(sql: """
-                ALTER TABLE depot_changes ADD COLUMN layout INTEGER;
-                CREATE TABLE depot_layouts(
-                    id INTEGER PRIMARY KEY, entity TEXT NOT NULL, fields TEXT NOT NULL, UNIQUE(entity, fields)) STRICT;
-                """)
-        },
+            try db.execute(
+                sql: """
+                    ALTER TABLE depot_changes ADD COLUMN layout INTEGER;
+                    CREATE TABLE depot_layouts(
+                        id INTEGER PRIMARY KEY, entity TEXT NOT NULL, fields TEXT NOT NULL, UNIQUE(entity, fields)) STRICT;
+                    """)
+        }
     ]
 
     /// The version this release writes.
@@ -108,16 +111,19 @@ package enum SystemTables {
         let target = steps.last?.version ?? 0
         let found = try version(db)
         if found > target {
-            throw DepotError(.migrationRefused, "store \(JSONText.quoted(store)) was written by a newer Depot "
-                + "(its engine tables are at version \(found); this depotd knows versions up to \(target)); "
-                + "run the newer depotd, or restore a copy made before the upgrade")
+            throw DepotError(
+                .migrationRefused,
+                "store \(JSONText.quoted(store)) was written by a newer Depot "
+                    + "(its engine tables are at version \(found); this depotd knows versions up to \(target)); "
+                    + "run the newer depotd, or restore a copy made before the upgrade")
         }
         for step in steps where step.version > found {
             try step.apply(db)
         }
         if try recordedVersion(db) != target {
-            try db.execute(sql: "INSERT INTO depot_meta(key, value) VALUES ('system_version', ?) "
-                + "ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [target])
+            try db.execute(
+                sql: "INSERT INTO depot_meta(key, value) VALUES ('system_version', ?) "
+                    + "ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [target])
         }
     }
 }

@@ -9,6 +9,11 @@ import Synchronization
 package final class CommitSignal: Sendable {
     private struct State {
         var version: UInt64 = 0
+        /// The newest history token a commit carried.
+        var token: Int64 = 0
+        /// Tokens of commits made here whose announcement (PostgreSQL's
+        /// `NOTIFY`) will also be heard: counted once, not twice.
+        var announced: Set<Int64> = []
         var closed = false
         var nextID: UInt64 = 0
         var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
@@ -24,14 +29,37 @@ package final class CommitSignal: Sendable {
     /// Whether the store has closed.
     package var isClosed: Bool { state.withLock { $0.closed } }
 
-    /// Records a commit and wakes every waiter.
-    package func bump() {
+    /// The newest history token a commit carried (`nil` before any).
+    package var token: HistoryToken? { state.withLock { $0.token > 0 ? HistoryToken($0.token) : nil } }
+
+    /// Records a commit (with its history token, when it has one) and
+    /// wakes every waiter.
+    package func bump(token: Int64? = nil) {
         let waiters = state.withLock { s in
             s.version += 1
+            if let token { s.token = max(s.token, token) }
             defer { s.waiters = [:] }
             return s.waiters
         }
         for w in waiters.values { w.resume(returning: true) }
+    }
+
+    /// Says, before it commits, that a save made here will announce
+    /// `token`: when ``heard(_:)`` hears it, it was counted already.
+    package func announce(_ token: Int64) {
+        state.withLock { s in
+            // A save that failed after announcing is never heard: a bound
+            // keeps those few from adding up.
+            if s.announced.count >= 4096 { s.announced.removeAll() }
+            s.announced.insert(token)
+        }
+    }
+
+    /// A commit announced by any host (`nil`: one that may have been
+    /// missed): counted unless this host announced it (``announce(_:)``).
+    package func heard(_ token: Int64?) {
+        let own = token.map { t in state.withLock { $0.announced.remove(t) != nil } } ?? false
+        if !own { bump(token: token) }
     }
 
     /// Wakes every waiter for good: the store is closing.

@@ -10,12 +10,15 @@ extension Store: StoreBackend {
 
     /// Only this host serves an SQLite store: the job runs at once.
     public nonisolated func runJob<T: Sendable>(_ id: String, _ body: @escaping @Sendable () async throws -> T)
-        async throws -> T? {
+        async throws -> T?
+    {
         try await body()
     }
 
-    public func importFile(_ request: ImportRequest, progress: @escaping @Sendable (ImportProgress) -> Void) async throws
-        -> ImportProgress {
+    public func importFile(_ request: ImportRequest, progress: @escaping @Sendable (ImportProgress) -> Void)
+        async throws
+        -> ImportProgress
+    {
         try await Importer.run(request, into: self, progress: progress)
     }
 }

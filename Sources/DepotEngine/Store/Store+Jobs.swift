@@ -15,8 +15,9 @@ extension Store {
     public func putJob(id: String, record: [UInt8]) async throws {
         do {
             try await pool.write { db in
-                try db.execute(sql: "INSERT INTO depot_jobs(id, record) VALUES (?, ?) "
-                    + "ON CONFLICT(id) DO UPDATE SET record = excluded.record",
+                try db.execute(
+                    sql: "INSERT INTO depot_jobs(id, record) VALUES (?, ?) "
+                        + "ON CONFLICT(id) DO UPDATE SET record = excluded.record",
                     arguments: [id, Data(record)])
             }
         } catch {
@@ -37,7 +38,9 @@ extension Store {
     /// The record of job `id`, if it has one.
     public nonisolated func job(_ id: String) async throws -> [UInt8]? {
         try await pool.read { db in
-            try Data.fetchOne(db, sql: "SELECT record FROM depot_jobs WHERE id = ?", arguments: [id]).map { [UInt8]($0) }
+            try Data.fetchOne(db, sql: "SELECT record FROM depot_jobs WHERE id = ?", arguments: [id]).map {
+                [UInt8]($0)
+            }
         }
     }
 
@@ -51,8 +54,9 @@ extension Store {
     /// Remembers that content with this hash was imported by `job`.
     public func recordImportedFile(hash: String, path: String, job: String) async throws {
         try await pool.write { db in
-            try db.execute(sql: "INSERT INTO depot_imported_files(hash, path, job, imported) VALUES (?, ?, ?, ?) "
-                + "ON CONFLICT(hash) DO NOTHING", arguments: [hash, path, job, Timestamp.now()])
+            try db.execute(
+                sql: "INSERT INTO depot_imported_files(hash, path, job, imported) VALUES (?, ?, ?, ?) "
+                    + "ON CONFLICT(hash) DO NOTHING", arguments: [hash, path, job, Timestamp.now()])
         }
     }
 }

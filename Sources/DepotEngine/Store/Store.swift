@@ -34,8 +34,9 @@ public actor Store {
     private init(configuration: StoreConfiguration, pool: DatabasePool) {
         self.configuration = configuration
         self.pool = pool
-        self.schema = StoreSchema(name: configuration.name, entities: configuration.entities,
-                                  changesPerStatement: configuration.changesPerStatement)
+        self.schema = StoreSchema(
+            name: configuration.name, entities: configuration.entities,
+            changesPerStatement: configuration.changesPerStatement)
         self.signal = CommitSignal()
         self.reader = StoreReader(pool: pool, schema: schema, signal: signal)
     }
@@ -68,8 +69,10 @@ public actor Store {
         do {
             pool = try DatabasePool(path: configuration.path, configuration: config)
         } catch {
-            throw DepotError(.database, "store \(JSONText.quoted(configuration.name)) cannot open "
-                + "\(configuration.path): \(Store.describe(error)); check that its folder exists and is writable")
+            throw DepotError(
+                .database,
+                "store \(JSONText.quoted(configuration.name)) cannot open "
+                    + "\(configuration.path): \(Store.describe(error)); check that its folder exists and is writable")
         }
         do {
             // GRDB's WAL setup of the writer sets synchronous = NORMAL after
@@ -111,13 +114,14 @@ public actor Store {
                 let context = SaveContext(db: db, store: schema, author: author, job: job)
                 let value = try body(context)
                 try context.flushChanges()
-                return SaveOutcome(value: value, token: context.transactionID.map(HistoryToken.init),
-                                   entities: context.touchedEntities)
+                return SaveOutcome(
+                    value: value, token: context.transactionID.map(HistoryToken.init),
+                    entities: context.touchedEntities)
             }
         } catch {
             throw Store.translate(error, store: name)
         }
-        if outcome.token != nil { signal.bump() }
+        if let token = outcome.token { signal.bump(token: token.id) }
         return outcome
     }
 
@@ -159,26 +163,36 @@ public actor Store {
             // A read that comes while the daemon stops finds the pool closed:
             // the store is closed (503, try again), not a database failure.
             if db.resultCode == .SQLITE_MISUSE, db.message?.contains("Connection is closed") == true {
-                return DepotError(.storeClosed, "store \(JSONText.quoted(store)) is closed (the daemon is stopping); try again")
+                return DepotError(
+                    .storeClosed, "store \(JSONText.quoted(store)) is closed (the daemon is stopping); try again")
             }
             // The compiler keeps predicates inside SQLite's limits; should one
             // still pass them, it is the request's fault, not the store's.
-            let limits = ["parser stack overflow", "Expression tree is too large", "too many SQL variables",
-                          "LIKE or GLOB pattern too complex", "too many terms in compound SELECT"]
+            let limits = [
+                "parser stack overflow", "Expression tree is too large", "too many SQL variables",
+                "LIKE or GLOB pattern too complex", "too many terms in compound SELECT"
+            ]
             if db.resultCode == .SQLITE_TOOBIG
-                || limits.contains(where: { db.message?.contains($0) == true }) {
-                return DepotError(.invalidPredicate, "the request is too large or too deeply nested for SQLite "
-                    + "(\(db.message ?? "too big")); simplify the predicate")
+                || limits.contains(where: { db.message?.contains($0) == true })
+            {
+                return DepotError(
+                    .invalidPredicate,
+                    "the request is too large or too deeply nested for SQLite "
+                        + "(\(db.message ?? "too big")); simplify the predicate")
             }
             // SQLite's sum() of integers past Int64: the request's answer does not fit.
             if db.message?.contains("integer overflow") == true {
-                return DepotError(.invalidArgument, "a sum overflows a 64-bit integer (past ±9,223,372,036,854,775,807); "
-                    + "ask for avg, or declare the field double")
+                return DepotError(
+                    .invalidArgument,
+                    "a sum overflows a 64-bit integer (past ±9,223,372,036,854,775,807); "
+                        + "ask for avg, or declare the field double")
             }
             // The client's to know: 507, not a database failure (issue #35).
             if db.resultCode == .SQLITE_FULL {
-                return DepotError(.diskFull, "store \(JSONText.quoted(store)): \(describe(db)); the disk is full: "
-                    + "free space, then retry (nothing of this save was kept)")
+                return DepotError(
+                    .diskFull,
+                    "store \(JSONText.quoted(store)): \(describe(db)); the disk is full: "
+                        + "free space, then retry (nothing of this save was kept)")
             }
             var hint = ""
             switch db.resultCode {

@@ -68,16 +68,22 @@ public protocol StoreBackend: Sendable {
 
     // Batch writes.
     /// Deletes the records a predicate selects, applying delete rules.
-    func delete(entity: String, where predicate: String?, arguments: [String: Value], author: String, job: String?,
-                batchSize: Int?, progress: (@Sendable (WriteCounts) -> Void)?) async throws -> WriteCounts
+    func delete(
+        entity: String, where predicate: String?, arguments: [String: Value], author: String, job: String?,
+        batchSize: Int?, progress: (@Sendable (WriteCounts) -> Void)?
+    ) async throws -> WriteCounts
     /// Sets fields of the records a predicate selects.
-    func update(entity: String, where predicate: String?, arguments: [String: Value], set values: [String: Value],
-                author: String, job: String?, batchSize: Int?,
-                progress: (@Sendable (WriteCounts) -> Void)?) async throws -> WriteCounts
+    func update(
+        entity: String, where predicate: String?, arguments: [String: Value], set values: [String: Value],
+        author: String, job: String?, batchSize: Int?,
+        progress: (@Sendable (WriteCounts) -> Void)?
+    ) async throws -> WriteCounts
     /// Deletes all records but one of each group of duplicates.
-    func resolveDuplicates(entity: String, by fields: [String], keep: DuplicateResolution, where predicate: String?,
-                           arguments: [String: Value], author: String, job: String?, batchSize: Int?,
-                           progress: (@Sendable (WriteCounts) -> Void)?) async throws -> WriteCounts
+    func resolveDuplicates(
+        entity: String, by fields: [String], keep: DuplicateResolution, where predicate: String?,
+        arguments: [String: Value], author: String, job: String?, batchSize: Int?,
+        progress: (@Sendable (WriteCounts) -> Void)?
+    ) async throws -> WriteCounts
 
     // History.
     /// Removes the history before a token.
@@ -117,17 +123,22 @@ public protocol StoreReading: Sendable {
     func fetchSections(_ descriptor: FetchDescriptor) async throws -> [RecordSection]
     /// A fetch's result kept current from the history (live changes, DESIGN §11).
     func resultFeed(_ descriptor: FetchDescriptor) throws -> ResultFeed
-    func export(_ descriptor: FetchDescriptor, as format: RecordFormat,
-                write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,
-                progress: @escaping @Sendable (Int) -> Void) async throws -> Int
+    func export(
+        _ descriptor: FetchDescriptor, as format: RecordFormat,
+        write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,
+        progress: @escaping @Sendable (Int) -> Void
+    ) async throws -> Int
     func enumerate(_ descriptor: FetchDescriptor, batchSize: Int) -> RecordBatches
     func aggregate(_ request: AggregateRequest) async throws -> AggregateResult
-    func checkDuplicates(entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
-                         limit: Int?) throws
+    func checkDuplicates(
+        entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
+        limit: Int?) throws
     /// Checks a batch update as running it would, without writing.
-    func checkUpdate(entity: String, where predicate: String?, arguments: [String: Value], set values: [String: Value]) throws
-    func duplicates(entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
-                    limit: Int?, _ body: @escaping @Sendable (DuplicateGroup) throws -> Void) async throws
+    func checkUpdate(entity: String, where predicate: String?, arguments: [String: Value], set values: [String: Value])
+        throws
+    func duplicates(
+        entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
+        limit: Int?, _ body: @escaping @Sendable (DuplicateGroup) throws -> Void) async throws
     func danglingReferences(limit: Int) async throws -> ReferenceCheck
 
     // Commits and history.
@@ -149,8 +160,10 @@ public protocol StoreReading: Sendable {
 
 extension StoreReading {
     /// ``export(_:as:write:progress:)`` without progress reports.
-    public func export(_ descriptor: FetchDescriptor, as format: RecordFormat,
-                       write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void) async throws -> Int {
+    public func export(
+        _ descriptor: FetchDescriptor, as format: RecordFormat,
+        write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void
+    ) async throws -> Int {
         try await export(descriptor, as: format, write: write, progress: { _ in })
     }
 
@@ -164,13 +177,15 @@ extension StoreReading {
 
     /// Whole transactions, whatever their number of changes.
     public func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int) async throws
-        -> [HistoryTransaction] {
+        -> [HistoryTransaction]
+    {
         try await history(after: token, entity: entity, author: author, limit: limit, maxChanges: .max)
     }
 
     /// Whole transactions, whatever their number of changes.
     public func history(consumer name: String, entity: String?, author: String?, limit: Int) async throws
-        -> [HistoryTransaction] {
+        -> [HistoryTransaction]
+    {
         try await history(consumer: name, entity: entity, author: author, limit: limit, maxChanges: .max)
     }
 }

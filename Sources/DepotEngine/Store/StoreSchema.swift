@@ -18,8 +18,10 @@ package struct StoreSchema: Sendable {
     /// - Throws: ``DepotError/Code/unknownEntity`` with the closest name as a hint.
     func entity(_ name: String) throws -> EntitySchema {
         guard let e = byName[name] else {
-            throw DepotError(.unknownEntity, "store \(JSONText.quoted(self.name)) has no entity "
-                + "\(JSONText.quoted(name))" + DepotError.suggestion(for: name, in: entities.map(\.name)))
+            throw DepotError(
+                .unknownEntity,
+                "store \(JSONText.quoted(self.name)) has no entity "
+                    + "\(JSONText.quoted(name))" + DepotError.suggestion(for: name, in: entities.map(\.name)))
         }
         return e
     }

@@ -18,7 +18,7 @@ enum TextFolding {
         if flags & diacriticInsensitive != 0, r.unicodeScalars.contains(where: { !$0.isASCII }) {
             var scalars = String.UnicodeScalarView()
             for scalar in r.decomposedStringWithCanonicalMapping.unicodeScalars
-                where scalar.properties.generalCategory != .nonspacingMark {
+            where scalar.properties.generalCategory != .nonspacingMark {
                 scalars.append(scalar)
             }
             r = String(scalars)

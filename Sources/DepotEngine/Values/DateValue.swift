@@ -28,15 +28,15 @@ public enum DateValue {
     package static func canonical(utf8 bytes: UnsafeBufferPointer<UInt8>) -> String? {
         var p = Scanner(bytes: bytes)
         guard let year = p.digits(4), p.expect(UInt8(ascii: "-")),
-              let month = p.digits(2), p.expect(UInt8(ascii: "-")),
-              let day = p.digits(2)
+            let month = p.digits(2), p.expect(UInt8(ascii: "-")),
+            let day = p.digits(2)
         else { return nil }
         guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year) else { return nil }
         if p.atEnd {
             return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
         }
         guard p.expect(UInt8(ascii: "T")) || p.expect(UInt8(ascii: "t")) || p.expect(UInt8(ascii: " ")),
-              let hour = p.digits(2), p.expect(UInt8(ascii: ":")), let minute = p.digits(2)
+            let hour = p.digits(2), p.expect(UInt8(ascii: ":")), let minute = p.digits(2)
         else { return nil }
         var second = 0
         var millis = 0

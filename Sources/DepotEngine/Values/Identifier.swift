@@ -1,5 +1,3 @@
-
-
 /// The identifier of one record: a single key, or a compound key's values in
 /// declared order.
 ///
@@ -58,9 +56,11 @@ public struct Identifier: Sendable, Hashable, CustomStringConvertible {
         case .array(let items) where items.count == fieldCount && fieldCount > 1:
             self.values = items
         default:
-            throw DepotError(.invalidArgument, fieldCount == 1
-                ? "identifier \(text) should be a single JSON value"
-                : "identifier \(text) should be a JSON array of \(fieldCount) values")
+            throw DepotError(
+                .invalidArgument,
+                fieldCount == 1
+                    ? "identifier \(text) should be a single JSON value"
+                    : "identifier \(text) should be a JSON array of \(fieldCount) values")
         }
     }
 }

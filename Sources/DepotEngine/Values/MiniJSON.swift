@@ -1,5 +1,3 @@
-
-
 /// A minimal JSON reader for what the engine itself writes: scalars, arrays
 /// of scalars and flat objects (identifiers and tombstones).
 enum MiniJSON {
@@ -17,7 +15,9 @@ enum MiniJSON {
             p.i += 1
             var items: [Value] = []
             p.skipSpace()
-            if p.peek == "]" { p.i += 1; result = .array(items) } else {
+            if p.peek == "]" {
+                p.i += 1; result = .array(items)
+            } else {
                 var r: Parsed? = nil
                 while let v = p.scalar() {
                     items.append(v)
@@ -32,7 +32,9 @@ enum MiniJSON {
             p.i += 1
             var items: [(String, Value)] = []
             p.skipSpace()
-            if p.peek == "}" { p.i += 1; result = .object(items) } else {
+            if p.peek == "}" {
+                p.i += 1; result = .object(items)
+            } else {
                 var r: Parsed? = nil
                 while case .string(let key)? = p.scalar() {
                     p.skipSpace()
@@ -117,7 +119,8 @@ enum MiniJSON {
 
         mutating func hex4() -> UInt32? {
             guard i + 4 <= scalars.count,
-                  let v = UInt32(String(String.UnicodeScalarView(scalars[i..<i + 4])), radix: 16) else { return nil }
+                let v = UInt32(String(String.UnicodeScalarView(scalars[i..<i + 4])), radix: 16)
+            else { return nil }
             i += 4
             return v
         }

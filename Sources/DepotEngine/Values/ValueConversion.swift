@@ -20,13 +20,17 @@ package enum ValueConversion {
         case (.int, .double(let d)) where d == d.rounded() && abs(d) < 9.2e18: return .int(Int64(d))
         case (.date, .string(let s)):
             guard let canonical = DateValue.canonical(s) else {
-                throw DepotError(.typeMismatch, "field \(name) is a date, but \(JSONText.quoted(s)) is not an "
-                    + "ISO 8601 date or date-time (like 2025-03-14 or 2025-03-14T09:30:00+01:00)")
+                throw DepotError(
+                    .typeMismatch,
+                    "field \(name) is a date, but \(JSONText.quoted(s)) is not an "
+                        + "ISO 8601 date or date-time (like 2025-03-14 or 2025-03-14T09:30:00+01:00)")
             }
             return .string(canonical)
         default:
-            throw DepotError(.typeMismatch, "field \(name) is \(field.type.rawValue), but \(value.kindName) "
-                + "\(value) was given")
+            throw DepotError(
+                .typeMismatch,
+                "field \(name) is \(field.type.rawValue), but \(value.kindName) "
+                    + "\(value) was given")
         }
     }
 }

@@ -40,8 +40,10 @@ package struct BatchPlan: Sendable {
         var idColumns: [Int] = []
         for name in entity.identifier {
             guard let i = columns.firstIndex(of: name) else {
-                throw DepotError(.invalidArgument, "records of \(JSONText.quoted(entity.name)) must give "
-                    + "identifier field \(JSONText.quoted(name))")
+                throw DepotError(
+                    .invalidArgument,
+                    "records of \(JSONText.quoted(entity.name)) must give "
+                        + "identifier field \(JSONText.quoted(name))")
             }
             idColumns.append(i)
         }
@@ -50,7 +52,8 @@ package struct BatchPlan: Sendable {
         missingRequired = entity.fields.filter { !$0.isOptional && !columns.contains($0.name) }.map(\.name)
         fieldToColumn = entity.fields.map { columns.firstIndex(of: $0.name) }
         let valuePositions = valueColumns.map { entity.position(of: columns[$0])! }
-        updatedFields = policy == .replace
+        updatedFields =
+            policy == .replace
             ? entity.fields.indices.filter { !entity.identifierIndexes.contains($0) }
             : valuePositions
         keepsValues = entity.history == .values

@@ -1,5 +1,3 @@
-
-
 /// What to do when a written record's identifier is already stored.
 public enum ConflictPolicy: String, Sendable, CaseIterable, Codable {
     /// Insert, or update the fields the batch provides (the default).

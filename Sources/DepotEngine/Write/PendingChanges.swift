@@ -31,13 +31,17 @@ struct PendingChanges {
 
     var count: Int { rows.count }
 
-    mutating func append(txn: Int64, entity: String, identifier: String, kind: ChangeKind, fields: String?,
-                         tombstone: String?, old: [UInt8]?, new: [UInt8]?, layout: Int64?) {
+    mutating func append(
+        txn: Int64, entity: String, identifier: String, kind: ChangeKind, fields: String?,
+        tombstone: String?, old: [UInt8]?, new: [UInt8]?, layout: Int64?
+    ) {
         let entity = span(entity), identifier = span(identifier)
         let fields = fields.map { span($0) } ?? .null, tombstone = tombstone.map { span($0) } ?? .null
         let old = old.map { span($0) } ?? .null, new = new.map { span($0) } ?? .null
-        rows.append(Row(txn: txn, entity: entity, identifier: identifier, kind: kind, fields: fields,
-                        tombstone: tombstone, old: old, new: new, layout: layout))
+        rows.append(
+            Row(
+                txn: txn, entity: entity, identifier: identifier, kind: kind, fields: fields,
+                tombstone: tombstone, old: old, new: new, layout: layout))
     }
 
     mutating func removeAll() {
@@ -76,7 +80,9 @@ struct PendingChanges {
                 bind(row.tombstone)
                 bind(row.old)
                 bind(row.new)
-                if let layout = row.layout { sqlite3_bind_int64(statement, index, layout) } else {
+                if let layout = row.layout {
+                    sqlite3_bind_int64(statement, index, layout)
+                } else {
                     sqlite3_bind_null(statement, index)
                 }
                 index += 1

@@ -1,5 +1,3 @@
-
-
 /// A batch of records of one entity to write in one save, row by row.
 ///
 /// The batch names the fields it provides (`columns`); rows hold their values
@@ -48,6 +46,6 @@ public struct RecordBatch: Sendable {
 
     /// The values of row `index`.
     public func row(_ index: Int) -> ArraySlice<Value> {
-        values[index * columns.count ..< (index + 1) * columns.count]
+        values[index * columns.count..<(index + 1) * columns.count]
     }
 }

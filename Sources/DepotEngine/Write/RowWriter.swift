@@ -53,8 +53,10 @@ final class RowWriter {
     private let insertSQL: String
     private let updateSQL: String?
 
-    init(context: SaveContext, entity: EntitySchema, columns: [String], policy: ConflictPolicy,
-         deferReferences: Bool = false) throws {
+    init(
+        context: SaveContext, entity: EntitySchema, columns: [String], policy: ConflictPolicy,
+        deferReferences: Bool = false
+    ) throws {
         self.context = context
         self.entity = entity
         self.policy = policy
@@ -70,22 +72,30 @@ final class RowWriter {
         self.fieldKeys = entity.fields.map { JSONText.quoted($0.name) + ":" }
         self.rawJSON = entity.fields.map { $0.type == .json }
         self.layout = keepsValues ? try context.layout(of: entity) : nil
-        self.references = deferReferences ? [] : entity.relationships.compactMap { r -> Reference? in
-            guard r.isToOne, let names = entity.relationshipColumns[r.name] else { return nil }
-            let positions = names.compactMap { columns.firstIndex(of: $0) }
-            guard positions.count == names.count else { return nil }  // not given: not changed
-            return Reference(name: r.name, target: r.target, columns: positions)
-        }
+        self.references =
+            deferReferences
+            ? []
+            : entity.relationships.compactMap { r -> Reference? in
+                guard r.isToOne, let names = entity.relationshipColumns[r.name] else { return nil }
+                let positions = names.compactMap { columns.firstIndex(of: $0) }
+                guard positions.count == names.count else { return nil }  // not given: not changed
+                return Reference(name: r.name, target: r.target, columns: positions)
+            }
 
         let table = entity.table
-        lookupSQL = "SELECT rowid, " + entity.fields.map { SQL.quote($0.name) }.joined(separator: ", ")
+        lookupSQL =
+            "SELECT rowid, " + entity.fields.map { SQL.quote($0.name) }.joined(separator: ", ")
             + " FROM \(table) WHERE " + entity.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ")
-        insertSQL = "INSERT INTO \(table) (" + columns.map(SQL.quote).joined(separator: ", ") + ") VALUES ("
+        insertSQL =
+            "INSERT INTO \(table) (" + columns.map(SQL.quote).joined(separator: ", ") + ") VALUES ("
             + SQL.markers(columns.count) + ") ON CONFLICT DO NOTHING"
-        let updated: [String] = policy == .replace
+        let updated: [String] =
+            policy == .replace
             ? entity.fields.map(\.name).filter { !entity.identifier.contains($0) }
             : valueColumns.map { columns[$0] }
-        updateSQL = updated.isEmpty ? nil
+        updateSQL =
+            updated.isEmpty
+            ? nil
             : "UPDATE \(table) SET " + updated.map { "\(SQL.quote($0)) = ?" }.joined(separator: ", ")
                 + " WHERE rowid = ?"
     }
@@ -105,7 +115,8 @@ final class RowWriter {
     ///   that a re-import of the same file changes nothing.
     func write(_ batch: RecordBatch, sourceRowidFloor: Int64? = nil) throws -> WriteCounts {
         let db = context.db
-        let superseded = sourceRowidFloor != nil && (policy == .upsert || policy == .replace)
+        let superseded =
+            sourceRowidFloor != nil && (policy == .upsert || policy == .replace)
             ? supersededRows(batch) : nil
         let lookup = try db.cachedStatement(sql: lookupSQL).sqliteStatement
         let insert = try db.cachedStatement(sql: insertSQL).sqliteStatement
@@ -122,24 +133,29 @@ final class RowWriter {
                     counts.duplicates += 1
                     continue rows
                 }
-                let row = UnsafeBufferPointer(rebasing: all[r * width ..< (r + 1) * width])
+                let row = UnsafeBufferPointer(rebasing: all[r * width..<(r + 1) * width])
                 // Null identifier or required field: refuse the record.
                 for c in 0..<width where row[c].isNull && !columnFields[c].isOptional {
                     let what = identifierColumns.contains(c) ? "identifier field" : "required field"
-                    counts.rejected.append(Rejection(row: r, field: columns[c],
-                        reason: "\(what) \(JSONText.quoted(columns[c])) is null"))
+                    counts.rejected.append(
+                        Rejection(
+                            row: r, field: columns[c],
+                            reason: "\(what) \(JSONText.quoted(columns[c])) is null"))
                     continue rows
                 }
                 // A reference names a stored record of its target, or nothing
                 // (null): one probe of the target's identifier index.
-                for (k, reference) in references.enumerated() where !reference.columns.contains(where: { row[$0].isNull }) {
+                for (k, reference) in references.enumerated()
+                where !reference.columns.contains(where: { row[$0].isNull }) {
                     let find = finds[k]
                     for (i, c) in reference.columns.enumerated() { SQL.bind(row[c], to: find, at: Int32(i + 1)) }
                     let found = try SQL.step(find, db)
                     sqlite3_reset(find)
                     if !found {
-                        counts.rejected.append(Rejection(row: r, field: reference.name,
-                            reason: SaveContext.missing(reference.target, reference.columns.map { row[$0] })))
+                        counts.rejected.append(
+                            Rejection(
+                                row: r, field: reference.name,
+                                reason: SaveContext.missing(reference.target, reference.columns.map { row[$0] })))
                         continue rows
                     }
                 }
@@ -153,8 +169,9 @@ final class RowWriter {
                         if keepsValues {
                             array(0..<fieldKeys.count, into: &newBuffer) { fieldToColumn[$0].map { row[$0] } ?? .null }
                         }
-                        try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .insert,
-                                              oldBytes: nil, newBytes: keepsValues ? newBuffer : nil, layout: layout)
+                        try context.logChange(
+                            entity: entity.name, identifier: identifierJSON(row), kind: .insert,
+                            oldBytes: nil, newBytes: keepsValues ? newBuffer : nil, layout: layout)
                         counts.inserted += 1
                         continue rows
                     }
@@ -167,11 +184,15 @@ final class RowWriter {
                     // Not stored. With every required field given, the insert
                     // above ran and met a conflict, so the record must exist.
                     guard let field = missingRequired.first else {
-                        throw DepotError(.database, "record \(identifierJSON(row)) of \(JSONText.quoted(entity.name)) "
-                            + "conflicts with a stored record that its identifier does not find")
+                        throw DepotError(
+                            .database,
+                            "record \(identifierJSON(row)) of \(JSONText.quoted(entity.name)) "
+                                + "conflicts with a stored record that its identifier does not find")
                     }
-                    counts.rejected.append(Rejection(row: r, field: field,
-                        reason: "new record lacks required field \(JSONText.quoted(field))"))
+                    counts.rejected.append(
+                        Rejection(
+                            row: r, field: field,
+                            reason: "new record lacks required field \(JSONText.quoted(field))"))
                     continue rows
                 }
                 let rowid = sqlite3_column_int64(lookup, 0)
@@ -182,11 +203,16 @@ final class RowWriter {
                     continue rows
                 case .fail:
                     if duplicate {
-                        throw DepotError(.conflict, "record \(identifierJSON(row)) of \(JSONText.quoted(entity.name)) "
-                            + "appears twice in the input and the conflict policy is fail; nothing of this save was kept")
+                        throw DepotError(
+                            .conflict,
+                            "record \(identifierJSON(row)) of \(JSONText.quoted(entity.name)) "
+                                + "appears twice in the input and the conflict policy is fail; nothing of this save was kept"
+                        )
                     }
-                    throw DepotError(.conflict, "record \(identifierJSON(row)) of \(JSONText.quoted(entity.name)) "
-                        + "already exists and the conflict policy is fail; nothing of this save was kept")
+                    throw DepotError(
+                        .conflict,
+                        "record \(identifierJSON(row)) of \(JSONText.quoted(entity.name)) "
+                            + "already exists and the conflict policy is fail; nothing of this save was kept")
                 case .upsert:
                     changed.removeAll(keepingCapacity: true)
                     for (c, position) in zip(valueColumns, valuePositions)
@@ -195,8 +221,10 @@ final class RowWriter {
                     }
                 case .replace:
                     if let field = missingRequired.first {
-                        counts.rejected.append(Rejection(row: r, field: field,
-                            reason: "a replacing record lacks required field \(JSONText.quoted(field))"))
+                        counts.rejected.append(
+                            Rejection(
+                                row: r, field: field,
+                                reason: "a replacing record lacks required field \(JSONText.quoted(field))"))
                         continue rows
                     }
                     changed.removeAll(keepingCapacity: true)
@@ -237,9 +265,10 @@ final class RowWriter {
                     fieldsJSON.append(contentsOf: fieldKeys[f].dropLast())
                 }
                 fieldsJSON.append("]")
-                try context.logChange(entity: entity.name, identifier: identifierJSON(row), kind: .update,
-                                      fields: fieldsJSON, oldBytes: keepsValues ? oldBuffer : nil,
-                                      newBytes: keepsValues ? newBuffer : nil)
+                try context.logChange(
+                    entity: entity.name, identifier: identifierJSON(row), kind: .update,
+                    fields: fieldsJSON, oldBytes: keepsValues ? oldBuffer : nil,
+                    newBytes: keepsValues ? newBuffer : nil)
                 counts.updated += 1
             }
         }

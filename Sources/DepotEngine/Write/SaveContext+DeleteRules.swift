@@ -24,9 +24,14 @@ extension IncomingReference {
         entities.flatMap { source in
             source.relationships.compactMap { r -> IncomingReference? in
                 guard case .toOne(let required) = r.kind, r.target == entity.name,
-                      let columns = source.relationshipColumns[r.name] else { return nil }
+                    let columns = source.relationshipColumns[r.name]
+                else { return nil }
                 let declared = entity.relationships.first {
-                    if case .toMany(let inverse, _) = $0.kind { $0.target == source.name && inverse == r.name } else { false }
+                    if case .toMany(let inverse, _) = $0.kind {
+                        $0.target == source.name && inverse == r.name
+                    } else {
+                        false
+                    }
                 }
                 var rule: DeleteRule = required ? .deny : .nullify
                 if let declared, case .toMany(_, let delete) = declared.kind { rule = delete }
@@ -38,10 +43,12 @@ extension IncomingReference {
     /// Why `target`'s record cannot go: `count` records still refer to it
     /// under a deny rule (``DepotError/Code/conflict``).
     package func denied(_ target: EntitySchema, identifierJSON: String, count: Int) -> DepotError {
-        DepotError(.conflict, "cannot delete \(target.name) \(identifierJSON): \(count) "
-            + "\(source.name) record\(count == 1 ? "" : "s") refer\(count == 1 ? "s" : "") to it through "
-            + "\(JSONText.quoted(source.name + "." + relationship.name)), whose delete rule is deny; "
-            + "delete or change \(count == 1 ? "it" : "them") first")
+        DepotError(
+            .conflict,
+            "cannot delete \(target.name) \(identifierJSON): \(count) "
+                + "\(source.name) record\(count == 1 ? "" : "s") refer\(count == 1 ? "s" : "") to it through "
+                + "\(JSONText.quoted(source.name + "." + relationship.name)), whose delete rule is deny; "
+                + "delete or change \(count == 1 ? "it" : "them") first")
     }
 }
 
@@ -66,8 +73,10 @@ extension SaveContext {
     ///   by nullify, so that a job's counters agree with its history (DESIGN §3).
     /// - Throws: ``DepotError/Code/conflict`` for a `deny` rule with records
     ///   still referring.
-    func applyDeleteRules(_ entity: EntitySchema, _ incoming: [(reference: IncomingReference, match: String)],
-                          identifier: [Value], identifierJSON: String, counts: inout WriteCounts) throws {
+    func applyDeleteRules(
+        _ entity: EntitySchema, _ incoming: [(reference: IncomingReference, match: String)],
+        identifier: [Value], identifierJSON: String, counts: inout WriteCounts
+    ) throws {
         for (reference, match) in incoming {
             let source = reference.source
             switch reference.rule {
@@ -78,8 +87,11 @@ extension SaveContext {
                 }
                 if count > 0 { throw reference.denied(entity, identifierJSON: identifierJSON, count: count) }
             case .cascade:
-                let cascaded = try deleteRows(source, select: SQLFragment(sql: "SELECT rowid FROM \(source.table) WHERE \(match)",
-                                                                          arguments: identifier), limit: Int.max, cached: true)
+                let cascaded = try deleteRows(
+                    source,
+                    select: SQLFragment(
+                        sql: "SELECT rowid FROM \(source.table) WHERE \(match)",
+                        arguments: identifier), limit: Int.max, cached: true)
                 counts.add(cascaded.counts)
             case .nullify:
                 counts.updated += try nullify(reference, match: match, identifier: identifier)
@@ -96,14 +108,21 @@ extension SaveContext {
         let positions = reference.columns.compactMap { source.position(of: $0) }
         let ids = source.identifierIndexes
         var found: [(Int64, [Value])] = []
-        try select("SELECT rowid, " + ids.map { SQL.quote(source.fields[$0].name) }.joined(separator: ", ")
-                   + " FROM \(source.table) WHERE \(match)", identifier, cached: true) { statement in
-            found.append((sqlite3_column_int64(statement, 0),
-                          ids.indices.map { SQL.column(statement, Int32($0 + 1), as: source.fields[ids[$0]].type) }))
+        try select(
+            "SELECT rowid, " + ids.map { SQL.quote(source.fields[$0].name) }.joined(separator: ", ")
+                + " FROM \(source.table) WHERE \(match)", identifier, cached: true
+        ) { statement in
+            found.append(
+                (
+                    sqlite3_column_int64(statement, 0),
+                    ids.indices.map { SQL.column(statement, Int32($0 + 1), as: source.fields[ids[$0]].type) }
+                ))
         }
         guard !found.isEmpty else { return 0 }
-        let update = try db.cachedStatement(sql: "UPDATE \(source.table) SET "
-            + reference.columns.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ") + " WHERE rowid = ?").sqliteStatement
+        let update = try db.cachedStatement(
+            sql: "UPDATE \(source.table) SET "
+                + reference.columns.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ") + " WHERE rowid = ?"
+        ).sqliteStatement
         let fields = JSONText.array(reference.columns)
         let keepsValues = source.history == .values
         for (rowid, values) in found {
@@ -112,9 +131,10 @@ extension SaveContext {
             sqlite3_reset(update)
             var id = ""
             Identifier.appendJSON(values, to: &id)
-            try logChange(entity: source.name, identifier: id, kind: .update, fields: fields,
-                          old: keepsValues ? Self.object(source, Array(zip(positions, identifier))) : nil,
-                          new: keepsValues ? Self.object(source, positions.map { ($0, Value.null) }) : nil)
+            try logChange(
+                entity: source.name, identifier: id, kind: .update, fields: fields,
+                old: keepsValues ? Self.object(source, Array(zip(positions, identifier))) : nil,
+                new: keepsValues ? Self.object(source, positions.map { ($0, Value.null) }) : nil)
         }
         return found.count
     }
@@ -137,15 +157,18 @@ extension SaveContext {
     ///
     /// - Throws: ``DepotError/Code/invalidArgument`` for a compound reference set in part.
     package static func assignedReferences(_ entity: EntitySchema, assignments: [(Int, Value)]) throws
-        -> [(Relationship, [Value])] {
+        -> [(Relationship, [Value])]
+    {
         var out: [(Relationship, [Value])] = []
         for r in entity.relationships where r.isToOne {
             guard let columns = entity.relationshipColumns[r.name] else { continue }
             let set = columns.compactMap { name in assignments.first { entity.fields[$0.0].name == name }?.1 }
             if set.isEmpty { continue }
             guard set.count == columns.count else {
-                throw DepotError(.invalidArgument, "set every column of relationship \(JSONText.quoted(r.name)) together: "
-                    + columns.map(JSONText.quoted).joined(separator: ", "))
+                throw DepotError(
+                    .invalidArgument,
+                    "set every column of relationship \(JSONText.quoted(r.name)) together: "
+                        + columns.map(JSONText.quoted).joined(separator: ", "))
             }
             if set.contains(where: \.isNull) { continue }
             out.append((r, set))
@@ -156,7 +179,8 @@ extension SaveContext {
     /// A batch update setting `r` to a record that is not stored (`missing`
     /// says which, as ``missing(_:_:)`` does).
     package static func unstoredReference(_ r: Relationship, missing: String) -> DepotError {
-        DepotError(.invalidArgument, "\(missing): set \(JSONText.quoted(r.name)) to the identifier of a stored \(r.target)")
+        DepotError(
+            .invalidArgument, "\(missing): set \(JSONText.quoted(r.name)) to the identifier of a stored \(r.target)")
     }
 
     /// Why a reference to the `target` record with these identifier values
@@ -175,8 +199,10 @@ extension SaveContext {
     /// (bound in its order); a writer takes it once per batch.
     func referenceStatement(to target: String) throws -> OpaquePointer {
         let entity = try store.entity(target)
-        return try db.cachedStatement(sql: "SELECT 1 FROM \(entity.table) WHERE "
-            + entity.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ")).sqliteStatement
+        return try db.cachedStatement(
+            sql: "SELECT 1 FROM \(entity.table) WHERE "
+                + entity.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ")
+        ).sqliteStatement
     }
 
     /// "no Customer with identifier "C9"".

@@ -49,16 +49,20 @@ public final class SaveContext {
     /// - Parameter deferReferences: keep references to records that do not
     ///   exist (yet) instead of rejecting their rows (`references = "defer"`,
     ///   DESIGN §12); ``StoreReader/danglingReferences(limit:)`` lists them.
-    public func write(_ batch: RecordBatch, policy: ConflictPolicy, sourceRowidFloor: Int64? = nil,
-                      deferReferences: Bool = false) throws -> WriteCounts {
+    public func write(
+        _ batch: RecordBatch, policy: ConflictPolicy, sourceRowidFloor: Int64? = nil,
+        deferReferences: Bool = false
+    ) throws -> WriteCounts {
         guard !batch.isEmpty else { return WriteCounts() }
-        let key = WriterKey(entity: batch.entity, columns: batch.columns, policy: policy, deferReferences: deferReferences)
+        let key = WriterKey(
+            entity: batch.entity, columns: batch.columns, policy: policy, deferReferences: deferReferences)
         let writer: RowWriter
         if let cached = writers[key] {
             writer = cached
         } else {
-            writer = try RowWriter(context: self, entity: store.entity(batch.entity),
-                                   columns: batch.columns, policy: policy, deferReferences: deferReferences)
+            writer = try RowWriter(
+                context: self, entity: store.entity(batch.entity),
+                columns: batch.columns, policy: policy, deferReferences: deferReferences)
             writers[key] = writer
         }
         return try writer.write(batch, sourceRowidFloor: sourceRowidFloor)
@@ -66,8 +70,9 @@ public final class SaveContext {
 
     /// Saves a job's checkpoint in this save's transaction.
     public func setCheckpoint(job: String, data: [UInt8]) throws {
-        try db.execute(sql: "INSERT INTO depot_checkpoints(job, data, updated) VALUES (?, ?, ?) "
-            + "ON CONFLICT(job) DO UPDATE SET data = excluded.data, updated = excluded.updated",
+        try db.execute(
+            sql: "INSERT INTO depot_checkpoints(job, data, updated) VALUES (?, ?, ?) "
+                + "ON CONFLICT(job) DO UPDATE SET data = excluded.data, updated = excluded.updated",
             arguments: [job, Data(data), Timestamp.now()])
     }
 
@@ -81,8 +86,9 @@ public final class SaveContext {
     /// The id of this save's history transaction, created on the first change.
     func historyTransaction() throws -> Int64 {
         if let transactionID { return transactionID }
-        try db.execute(sql: "INSERT INTO depot_transactions(timestamp, author, job) VALUES (?, ?, ?)",
-                       arguments: [Timestamp.now(), author, job])
+        try db.execute(
+            sql: "INSERT INTO depot_transactions(timestamp, author, job) VALUES (?, ?, ?)",
+            arguments: [Timestamp.now(), author, job])
         let id = db.lastInsertedRowID
         transactionID = id
         return id
@@ -90,11 +96,14 @@ public final class SaveContext {
 
     /// Logs one change; `identifier`, `fields`, `tombstone`, `old` and `new`
     /// are JSON text (`old` and `new` only for entities that keep values).
-    func logChange(entity: String, identifier: String, kind: ChangeKind,
-                   fields: String? = nil, tombstone: String? = nil,
-                   old: String? = nil, new: String? = nil) throws {
-        try logChange(entity: entity, identifier: identifier, kind: kind, fields: fields, tombstone: tombstone,
-                      oldBytes: old.map { Array($0.utf8) }, newBytes: new.map { Array($0.utf8) })
+    func logChange(
+        entity: String, identifier: String, kind: ChangeKind,
+        fields: String? = nil, tombstone: String? = nil,
+        old: String? = nil, new: String? = nil
+    ) throws {
+        try logChange(
+            entity: entity, identifier: identifier, kind: kind, fields: fields, tombstone: tombstone,
+            oldBytes: old.map { Array($0.utf8) }, newBytes: new.map { Array($0.utf8) })
     }
 
     /// Logs one change with its values as UTF-8 JSON bytes (the import's
@@ -105,12 +114,15 @@ public final class SaveContext {
     /// The change is kept in ``pendingChanges`` and inserted with others in
     /// one multi-row statement (``flushChanges()``): nothing reads
     /// `depot_changes` inside a save, and the save flushes before it commits.
-    func logChange(entity: String, identifier: String, kind: ChangeKind, fields: String? = nil,
-                   tombstone: String? = nil, oldBytes: [UInt8]?, newBytes: [UInt8]?, layout: Int64? = nil) throws {
+    func logChange(
+        entity: String, identifier: String, kind: ChangeKind, fields: String? = nil,
+        tombstone: String? = nil, oldBytes: [UInt8]?, newBytes: [UInt8]?, layout: Int64? = nil
+    ) throws {
         let txn = try historyTransaction()
         touchedEntities.insert(entity)
-        pendingChanges.append(txn: txn, entity: entity, identifier: identifier, kind: kind, fields: fields,
-                              tombstone: tombstone, old: oldBytes, new: newBytes, layout: layout)
+        pendingChanges.append(
+            txn: txn, entity: entity, identifier: identifier, kind: kind, fields: fields,
+            tombstone: tombstone, old: oldBytes, new: newBytes, layout: layout)
         if pendingChanges.count == store.changesPerStatement { try flushChanges() }
     }
 
@@ -123,12 +135,16 @@ public final class SaveContext {
         let count = pendingChanges.count
         guard count > 0 else { return }
         defer { pendingChanges.removeAll() }
-        let columns = "INSERT INTO depot_changes(txn, entity, identifier, kind, fields, tombstone, old, new, layout) VALUES "
+        let columns =
+            "INSERT INTO depot_changes(txn, entity, identifier, kind, fields, tombstone, old, new, layout) VALUES "
         let row = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
         var done = 0
         if count == store.changesPerStatement {
-            let statement = try db.cachedStatement(sql: columns + Array(repeating: row, count: count)
-                .joined(separator: ", ")).sqliteStatement
+            let statement = try db.cachedStatement(
+                sql: columns
+                    + Array(repeating: row, count: count)
+                    .joined(separator: ", ")
+            ).sqliteStatement
             pendingChanges.bind(0..<count, to: statement)
             try SQL.step(statement, db)
             sqlite3_reset(statement)
@@ -148,8 +164,10 @@ public final class SaveContext {
     /// `depot_layouts`: written the first time, then found again.
     func layout(of entity: EntitySchema) throws -> Int64 {
         let fields = JSONText.array(entity.fields.map(\.name))
-        if let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM depot_layouts WHERE entity = ? AND fields = ?"),
-                                       arguments: [entity.name, fields]) {
+        if let id = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT id FROM depot_layouts WHERE entity = ? AND fields = ?"),
+            arguments: [entity.name, fields])
+        {
             return id
         }
         try db.execute(sql: "INSERT INTO depot_layouts(entity, fields) VALUES (?, ?)", arguments: [entity.name, fields])

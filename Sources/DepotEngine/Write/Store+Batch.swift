@@ -17,15 +17,19 @@ extension Store {
     /// - Parameter progress: called after each save with the counts so far.
     /// - Throws: ``DepotError`` for an unknown entity or a bad predicate.
     @discardableResult
-    public func delete(entity name: String, where predicate: String?, arguments: [String: Value] = [:],
-                       author: String, job: String? = nil, batchSize: Int? = nil,
-                       progress: (@Sendable (WriteCounts) -> Void)? = nil) async throws -> WriteCounts {
+    public func delete(
+        entity name: String, where predicate: String?, arguments: [String: Value] = [:],
+        author: String, job: String? = nil, batchSize: Int? = nil,
+        progress: (@Sendable (WriteCounts) -> Void)? = nil
+    ) async throws -> WriteCounts {
         let entity = try schema.entity(name)
         let filter = try PredicateCompiler.compile(predicate, entity: entity, schema: schema, arguments: arguments)
-        let select = SQLFragment(sql: "SELECT rowid FROM \(entity.table) WHERE \(filter.sql) ORDER BY rowid",
-                                 arguments: filter.arguments)
-        return try await deleteLoop(entity, select: select, author: author, job: job,
-                                    batchSize: batchSize, progress: progress)
+        let select = SQLFragment(
+            sql: "SELECT rowid FROM \(entity.table) WHERE \(filter.sql) ORDER BY rowid",
+            arguments: filter.arguments)
+        return try await deleteLoop(
+            entity, select: select, author: author, job: job,
+            batchSize: batchSize, progress: progress)
     }
 
     /// Sets fields to values on the records a predicate selects, in saves of
@@ -42,9 +46,11 @@ extension Store {
     /// - Throws: ``DepotError`` for an unknown entity or field, a value of the
     ///   wrong type, null in a required field, or a change of the identifier.
     @discardableResult
-    public func update(entity name: String, where predicate: String?, arguments: [String: Value] = [:],
-                       set values: [String: Value], author: String, job: String? = nil, batchSize: Int? = nil,
-                       progress: (@Sendable (WriteCounts) -> Void)? = nil) async throws -> WriteCounts {
+    public func update(
+        entity name: String, where predicate: String?, arguments: [String: Value] = [:],
+        set values: [String: Value], author: String, job: String? = nil, batchSize: Int? = nil,
+        progress: (@Sendable (WriteCounts) -> Void)? = nil
+    ) async throws -> WriteCounts {
         let entity = try schema.entity(name)
         let filter = try PredicateCompiler.compile(predicate, entity: entity, schema: schema, arguments: arguments)
         let assignments = try Self.assignments(values, in: entity)
@@ -74,8 +80,10 @@ extension Store {
         for (fieldName, value) in values.sorted(by: { $0.key < $1.key }) {
             let field = try entity.field(named: fieldName)
             if entity.identifier.contains(fieldName) {
-                throw DepotError(.invalidArgument, "field \(JSONText.quoted(fieldName)) is part of the identifier "
-                    + "and cannot be updated; delete the record and import it under its new identifier")
+                throw DepotError(
+                    .invalidArgument,
+                    "field \(JSONText.quoted(fieldName)) is part of the identifier "
+                        + "and cannot be updated; delete the record and import it under its new identifier")
             }
             assignments.append((entity.position(of: fieldName)!, try ValueConversion.convert(value, to: field)))
         }
@@ -90,18 +98,24 @@ extension Store {
     ///
     /// - Throws: ``DepotError`` for an unknown entity or field.
     @discardableResult
-    public func resolveDuplicates(entity name: String, by fields: [String], keep: DuplicateResolution,
-                                  where predicate: String? = nil, arguments: [String: Value] = [:],
-                                  author: String, job: String? = nil, batchSize: Int? = nil,
-                                  progress: (@Sendable (WriteCounts) -> Void)? = nil) async throws -> WriteCounts {
+    public func resolveDuplicates(
+        entity name: String, by fields: [String], keep: DuplicateResolution,
+        where predicate: String? = nil, arguments: [String: Value] = [:],
+        author: String, job: String? = nil, batchSize: Int? = nil,
+        progress: (@Sendable (WriteCounts) -> Void)? = nil
+    ) async throws -> WriteCounts {
         let entity = try schema.entity(name)
-        let groups = try DuplicateQuery(entity: entity, schema: schema, by: fields, predicate: predicate, arguments: arguments)
-        return try await deleteLoop(entity, select: groups.redundantRowids(keep: keep), author: author, job: job,
-                                    batchSize: batchSize, progress: progress)
+        let groups = try DuplicateQuery(
+            entity: entity, schema: schema, by: fields, predicate: predicate, arguments: arguments)
+        return try await deleteLoop(
+            entity, select: groups.redundantRowids(keep: keep), author: author, job: job,
+            batchSize: batchSize, progress: progress)
     }
 
-    private func deleteLoop(_ entity: EntitySchema, select: SQLFragment, author: String, job: String?,
-                            batchSize: Int?, progress: (@Sendable (WriteCounts) -> Void)?) async throws -> WriteCounts {
+    private func deleteLoop(
+        _ entity: EntitySchema, select: SQLFragment, author: String, job: String?,
+        batchSize: Int?, progress: (@Sendable (WriteCounts) -> Void)?
+    ) async throws -> WriteCounts {
         let size = batchSize ?? configuration.saveEvery
         var total = WriteCounts()
         while true {

@@ -14,8 +14,10 @@ extension StoreReader {
     ///
     /// - Throws: the ``DepotError`` that ``Store/update(entity:where:arguments:set:author:job:batchSize:progress:)``
     ///   would throw before writing anything.
-    public func checkUpdate(entity name: String, where predicate: String?, arguments: [String: Value] = [:],
-                            set values: [String: Value]) throws {
+    public func checkUpdate(
+        entity name: String, where predicate: String?, arguments: [String: Value] = [:],
+        set values: [String: Value]
+    ) throws {
         let entity = try entity(name)
         _ = try PredicateCompiler.compile(predicate, entity: entity, schema: schema, arguments: arguments)
         _ = try Store.assignments(values, in: entity)
@@ -25,9 +27,12 @@ extension StoreReader {
     ///
     /// - Throws: the ``DepotError`` that ``Store/resolveDuplicates(entity:by:keep:where:arguments:author:job:batchSize:progress:)``
     ///   would throw before writing anything.
-    public func checkDuplicates(entity name: String, by fields: [String], where predicate: String?,
-                                arguments: [String: Value] = [:]) throws {
-        _ = try DuplicateQuery(entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
+    public func checkDuplicates(
+        entity name: String, by fields: [String], where predicate: String?,
+        arguments: [String: Value] = [:]
+    ) throws {
+        _ = try DuplicateQuery(
+            entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
     }
 }
 
@@ -72,7 +77,8 @@ public struct ReferenceCheck: Sendable, Hashable {
 
     /// Records how many records of `entity` name no record through `relationship`.
     package mutating func count(entity: String, relationship: Relationship, dangling: Int) {
-        counts.append(.init(entity: entity, relationship: relationship.name, target: relationship.target, dangling: dangling))
+        counts.append(
+            .init(entity: entity, relationship: relationship.name, target: relationship.target, dangling: dangling))
     }
 
     /// One to-one to check: the SQL condition (on alias `e`) of a record
@@ -92,13 +98,16 @@ public struct ReferenceCheck: Sendable, Hashable {
             guard let columns = entity.relationshipColumns[r.name] else { continue }
             let target = try schema.entity(r.target)
             // Indexed both ways: the to-one's index, the target's identifier.
-            let missing = columns.map { "e.\(SQL.quote($0)) IS NOT NULL" }.joined(separator: " AND ")
+            let missing =
+                columns.map { "e.\(SQL.quote($0)) IS NOT NULL" }.joined(separator: " AND ")
                 + " AND NOT EXISTS (SELECT 1 FROM \(target.table) AS t WHERE "
                 + zip(target.identifier, columns).map { "t.\(SQL.quote($0)) = e.\(SQL.quote($1))" }
-                    .joined(separator: " AND ") + ")"
-            out.append(Probe(relationship: r, missing: missing,
-                             identifierFields: entity.identifierIndexes.map { entity.fields[$0] },
-                             referenceFields: columns.map { entity.fields[entity.position(of: $0)!] }))
+                .joined(separator: " AND ") + ")"
+            out.append(
+                Probe(
+                    relationship: r, missing: missing,
+                    identifierFields: entity.identifierIndexes.map { entity.fields[$0] },
+                    referenceFields: columns.map { entity.fields[entity.position(of: $0)!] }))
         }
         return out
     }
@@ -124,22 +133,28 @@ extension StoreReader {
             for entity in entities {
                 for probe in try ReferenceCheck.probes(entity, schema: schema) {
                     let (r, missing) = (probe.relationship, probe.missing)
-                    let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(entity.table) AS e WHERE \(missing)") ?? 0
+                    let count =
+                        try Int.fetchOne(db, sql: "SELECT count(*) FROM \(entity.table) AS e WHERE \(missing)") ?? 0
                     check.count(entity: entity.name, relationship: r, dangling: count)
                     let room = limit - check.dangling.count
                     guard count > 0, room > 0 else { continue }
                     let (idFields, refFields) = (probe.identifierFields, probe.referenceFields)
-                    let sql = "SELECT " + (idFields + refFields).map { "e.\(SQL.quote($0.name))" }.joined(separator: ", ")
+                    let sql =
+                        "SELECT " + (idFields + refFields).map { "e.\(SQL.quote($0.name))" }.joined(separator: ", ")
                         + " FROM \(entity.table) AS e WHERE \(missing) ORDER BY e.rowid LIMIT \(room)"
                     let statement = try db.makeStatement(sql: sql)
                     let s = statement.sqliteStatement
                     defer { sqlite3_reset(s) }
                     while try SQL.step(s, db) {
                         let id = idFields.indices.map { SQL.column(s, Int32($0), as: idFields[$0].type) }
-                        let ref = refFields.indices.map { SQL.column(s, Int32(idFields.count + $0), as: refFields[$0].type) }
-                        check.dangling.append(DanglingReference(entity: entity.name, identifier: Identifier(id),
-                                                                relationship: r.name, target: r.target,
-                                                                reference: Identifier(ref)))
+                        let ref = refFields.indices.map {
+                            SQL.column(s, Int32(idFields.count + $0), as: refFields[$0].type)
+                        }
+                        check.dangling.append(
+                            DanglingReference(
+                                entity: entity.name, identifier: Identifier(id),
+                                relationship: r.name, target: r.target,
+                                reference: Identifier(ref)))
                     }
                 }
             }

@@ -1,5 +1,3 @@
-
-
 /// What a write did, record by record, summed.
 public struct WriteCounts: Sendable, Hashable {
     /// Records that were new.

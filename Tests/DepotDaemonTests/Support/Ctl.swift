@@ -2,7 +2,9 @@ import Foundation
 
 /// Runs the built `depotctl` as a subprocess, the way a person or a script does.
 enum Ctl {
-    static var executable: URL { DaemonProcess.executable.deletingLastPathComponent().appendingPathComponent("depotctl") }
+    static var executable: URL {
+        DaemonProcess.executable.deletingLastPathComponent().appendingPathComponent("depotctl")
+    }
 
     struct Result {
         var status: Int32
@@ -29,22 +31,28 @@ enum Ctl {
         p.standardInput = FileHandle.nullDevice
         try p.run()
         p.waitUntilExit()
-        return Result(status: p.terminationStatus,
-                      out: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-                      err: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+        return Result(
+            status: p.terminationStatus,
+            out: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+            err: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
     }
 
     /// Runs `depotctl ARGS` under a pseudo-terminal (`script -qec`), as on a
     /// person's terminal; returns what the terminal received.
     static func onTerminal(_ args: [String], socket: String, environment: [String: String] = [:]) throws -> Result {
-        let command = ([executable.path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let command = ([executable.path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+            .joined(separator: " ")
         var env = environment
         env["COLUMNS"] = env["COLUMNS"] ?? "120"
-        return try run(["-qec", "stty cols \(env["COLUMNS"]!) 2>/dev/null; " + command, "/dev/null"], socket: socket, environment: env,
-                       program: URL(fileURLWithPath: "/usr/bin/script"))
+        return try run(
+            ["-qec", "stty cols \(env["COLUMNS"]!) 2>/dev/null; " + command, "/dev/null"], socket: socket,
+            environment: env,
+            program: URL(fileURLWithPath: "/usr/bin/script"))
     }
 
-    private static func run(_ args: [String], socket: String, environment: [String: String], program: URL) throws -> Result {
+    private static func run(_ args: [String], socket: String, environment: [String: String], program: URL) throws
+        -> Result
+    {
         let p = Process()
         p.executableURL = program
         p.arguments = args
@@ -72,7 +80,9 @@ enum Ctl {
     /// A live command (`follow`, `fetch --watch`, `history --follow`): reads
     /// its output line by line; `step` sees each line and says whether to go
     /// on; then Ctrl-C (SIGINT). Returns the lines and the exit status.
-    static func live(_ args: [String], socket: String, step: (String) throws -> Bool) throws -> (lines: [String], status: Int32) {
+    static func live(_ args: [String], socket: String, step: (String) throws -> Bool) throws -> (
+        lines: [String], status: Int32
+    ) {
         let p = Process()
         p.executableURL = executable
         p.arguments = args

@@ -15,8 +15,9 @@ final class DaemonProcess {
 
     /// The daemon executable, built next to the test binary.
     static var executable: URL {
-        let testBinary = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0])
+        let testBinary = URL(
+            fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0])
         var folder = testBinary.deletingLastPathComponent()
         if folder.lastPathComponent.hasSuffix(".xctest") { folder.deleteLastPathComponent() }
         return folder.appendingPathComponent("depotd")
@@ -24,8 +25,9 @@ final class DaemonProcess {
 
     static func makeFolder() throws -> URL {
         let folder = URL(fileURLWithPath: "/tmp").appendingPathComponent("depotd-test-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            at: folder, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o755])
         return folder
     }
 
@@ -72,15 +74,19 @@ final class DaemonProcess {
     /// returns once it sent `READY=1`.
     /// With `journalStream`, `JOURNAL_STREAM` names the daemon's stderr as
     /// systemd does when stderr is connected to the journal.
-    init(folder: URL? = nil, config: String = DaemonProcess.config(), environment: [String: String] = [:],
-         journalStream: Bool = false) throws {
+    init(
+        folder: URL? = nil, config: String = DaemonProcess.config(), environment: [String: String] = [:],
+        journalStream: Bool = false
+    ) throws {
         self.folder = try folder ?? Self.makeFolder()
-        try FileManager.default.createDirectory(at: self.folder.appendingPathComponent("inbox"),
-                                                withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: self.folder.appendingPathComponent("inbox"),
+            withIntermediateDirectories: true)
         if !FileManager.default.fileExists(atPath: self.folder.appendingPathComponent("depot.toml").path) {
             try Data(config.utf8).write(to: self.folder.appendingPathComponent("depot.toml"))
         }
-        notify = try NotifySocket(path: self.folder.appendingPathComponent("notify-\(UUID().uuidString.prefix(6)).sock").path)
+        notify = try NotifySocket(
+            path: self.folder.appendingPathComponent("notify-\(UUID().uuidString.prefix(6)).sock").path)
         stderrPath = self.folder.appendingPathComponent("depotd-\(UUID().uuidString.prefix(6)).log").path
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = Self.executable
@@ -88,7 +94,9 @@ final class DaemonProcess {
         var env = ProcessInfo.processInfo.environment
         env["NOTIFY_SOCKET"] = notify.path
         env.removeValue(forKey: "JOURNAL_STREAM")
-        if journalStream, let status = FileIdentity.status(atPath: stderrPath) { env["JOURNAL_STREAM"] = status.identity }
+        if journalStream, let status = FileIdentity.status(atPath: stderrPath) {
+            env["JOURNAL_STREAM"] = status.identity
+        }
         for (k, v) in environment { env[k] = v }
         process.environment = env
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
@@ -104,7 +112,8 @@ final class DaemonProcess {
     /// Follows job `id`'s events to its end; its last record.
     func jobEnded(_ id: String) throws -> [String: Any] {
         let events = try UnixHTTP.stream(socket: socket, path: "/v1/jobs/\(id)/events") { line in
-            let state = (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["state"] as? String
+            let state =
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["state"] as? String
             return ["succeeded", "failed", "cancelled"].contains(state ?? "")
         }
         return (try? JSONSerialization.jsonObject(with: Data((events.last ?? "").utf8)) as? [String: Any]) ?? [:]
@@ -195,7 +204,9 @@ final class NotifySocket: @unchecked Sendable {
             for (i, b) in path.utf8.enumerated() where i < raw.count - 1 { raw[i] = b }
         }
         let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard ok == 0 else {
             close(fd)
@@ -266,7 +277,9 @@ enum UnixHTTP {
             for (i, b) in path.utf8.enumerated() where i < raw.count - 1 { raw[i] = b }
         }
         let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard ok == 0 else {
             close(fd)
@@ -288,8 +301,10 @@ enum UnixHTTP {
         }
     }
 
-    static func request(socket: String, method: String, path: String, body: Data? = nil,
-                        contentType: String = "application/json") throws -> HTTPResult {
+    static func request(
+        socket: String, method: String, path: String, body: Data? = nil,
+        contentType: String = "application/json"
+    ) throws -> HTTPResult {
         let fd = try connect(socket)
         defer { close(fd) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n"
@@ -308,7 +323,9 @@ enum UnixHTTP {
 
     /// A request sent by a process of another uid (setpriv, python3), its
     /// whole answer as text. The test must run as root.
-    static func asUser(_ uid: Int, _ socket: String, _ method: String, _ path: String, body: String = "{}") throws -> String {
+    static func asUser(_ uid: Int, _ socket: String, _ method: String, _ path: String, body: String = "{}") throws
+        -> String
+    {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         let script = """
@@ -323,7 +340,10 @@ enum UnixHTTP {
                 out+=b
             sys.stdout.write(out.decode())
             """
-        p.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", script, socket, method, path, body]
+        p.arguments = [
+            "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", script, socket, method,
+            path, body
+        ]
         let out = Pipe()
         p.standardOutput = out
         try p.run()
@@ -341,10 +361,13 @@ enum UnixHTTP {
         var trailers: [String: String] = [:]
         if head.lowercased().contains("transfer-encoding: chunked") {
             // After the last chunk ("0\r\n"): trailer lines, then an empty one.
-            if let last = body.range(of: "\r\n0\r\n", options: .backwards) ?? (body.hasPrefix("0\r\n") ? body.range(of: "0\r\n") : nil) {
+            if let last = body.range(of: "\r\n0\r\n", options: .backwards)
+                ?? (body.hasPrefix("0\r\n") ? body.range(of: "0\r\n") : nil)
+            {
                 for line in body[last.upperBound...].split(separator: "\r\n") {
                     guard let colon = line.firstIndex(of: ":") else { continue }
-                    trailers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                    trailers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                        in: .whitespaces)
                 }
             }
             body = dechunk(body)
@@ -352,7 +375,8 @@ enum UnixHTTP {
         var headers: [String: String] = [:]
         for line in head.split(separator: "\r\n").dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         return HTTPResult(status: status, body: body, headers: headers, trailers: trailers)
     }

@@ -15,7 +15,7 @@ struct ExportTests {
                 Field(name: "amount", type: .double, isOptional: true),
                 Field(name: "flag", type: .bool, isOptional: true),
                 Field(name: "day", type: .date, isOptional: true),
-                Field(name: "extra", type: .json, isOptional: true),
+                Field(name: "extra", type: .json, isOptional: true)
             ],
             identifier: ["id"])
     }
@@ -35,7 +35,7 @@ struct ExportTests {
         ["h", "tab\there \u{1}\u{8}\u{c}\u{1f} back\\slash", 7, 0.1, nil, nil, nil],
         ["i", "Zürich 🎉 ünïcödé", -1, -2.5e-10, nil, nil, nil],
         ["j", "\"", 3, 4.0, nil, nil, nil],
-        ["k", " spaces ", 5, -1234.5678, nil, nil, nil],
+        ["k", " spaces ", 5, -1234.5678, nil, nil, nil]
     ]
 
     func store() async throws -> TemporaryStore {
@@ -47,12 +47,16 @@ struct ExportTests {
         return t
     }
 
-    func export(_ t: TemporaryStore, _ descriptor: FetchDescriptor, _ format: RecordFormat,
-                progress: @escaping @Sendable (Int) -> Void = { _ in }) async throws -> (String, Int) {
+    func export(
+        _ t: TemporaryStore, _ descriptor: FetchDescriptor, _ format: RecordFormat,
+        progress: @escaping @Sendable (Int) -> Void = { _ in }
+    ) async throws -> (String, Int) {
         let out = Mutex<[UInt8]>([])
-        let n = try await t.store.reader.export(descriptor, as: format, write: { bytes in
-            out.withLock { $0.append(contentsOf: bytes) }
-        }, progress: progress)
+        let n = try await t.store.reader.export(
+            descriptor, as: format,
+            write: { bytes in
+                out.withLock { $0.append(contentsOf: bytes) }
+            }, progress: progress)
         return (out.withLock { String(decoding: $0, as: UTF8.self) }, n)
     }
 
@@ -79,7 +83,7 @@ struct ExportTests {
             FetchDescriptor(entity: "Item", sort: [.init("amount", descending: true)]),
             FetchDescriptor(entity: "Item", where: "text CONTAINS[c] 'e'", sort: [.init("count")], limit: 4, offset: 1),
             FetchDescriptor(entity: "Item", fields: ["extra", "flag", "id"]),
-            FetchDescriptor(entity: "Item", where: "id == 'none'"),
+            FetchDescriptor(entity: "Item", where: "id == 'none'")
         ]
         for d in descriptors {
             let json = try await t.store.reader.fetchJSON(d)
@@ -102,7 +106,8 @@ struct ExportTests {
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
         let copy = try await TemporaryStore(entities: [try Self.entity()])
         let result = try await Importer.run(
-            ImportRequest(job: "rt", entity: "Item", path: path, rejectsPath: copy.folder.appendingPathComponent("r").path),
+            ImportRequest(
+                job: "rt", entity: "Item", path: path, rejectsPath: copy.folder.appendingPathComponent("r").path),
             into: copy.store)
         #expect(result.inserted == Self.rows.count && result.rejected == 0)
         let original = try await t.store.reader.fetch(FetchDescriptor(entity: "Item", sort: [.init("id")]))
@@ -142,9 +147,11 @@ struct ExportTests {
     func cancellation() async throws {
         let t = try await store()
         let task = Task {
-            try await t.store.reader.export(FetchDescriptor(entity: "Item"), as: .ndjson, write: { _ in
-                withUnsafeCurrentTask { $0?.cancel() }
-            })
+            try await t.store.reader.export(
+                FetchDescriptor(entity: "Item"), as: .ndjson,
+                write: { _ in
+                    withUnsafeCurrentTask { $0?.cancel() }
+                })
         }
         await #expect(throws: CancellationError.self) { try await task.value }
     }

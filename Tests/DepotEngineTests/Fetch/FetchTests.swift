@@ -17,14 +17,17 @@ struct FetchTests {
         try await t.insertSample()
         // Binary text order: "Paris" < "Rome" < "Zürich" < "zurich"; ties keep storage order.
         #expect(try await ids(t, sort: [.init("destination")]) == ["t4", "t1", "t5", "t3", "t2", "t6"])
-        #expect(try await ids(t, sort: [.init("destination", descending: true)])
-            == ["t6", "t2", "t3", "t1", "t5", "t4"])
+        #expect(
+            try await ids(t, sort: [.init("destination", descending: true)])
+                == ["t6", "t2", "t3", "t1", "t5", "t4"])
         #expect(try await ids(t, sort: [.init("destination", nulls: .last)]) == ["t1", "t5", "t3", "t2", "t6", "t4"])
-        #expect(try await ids(t, sort: [.init("destination", descending: true, nulls: .first)])
-            == ["t4", "t6", "t2", "t3", "t1", "t5"])
+        #expect(
+            try await ids(t, sort: [.init("destination", descending: true, nulls: .first)])
+                == ["t4", "t6", "t2", "t3", "t1", "t5"])
         #expect(try await ids(t, sort: [.init("endDate")]) == ["t3", "t4", "t6", "t2", "t1", "t5"])
-        #expect(try await ids(t, sort: [.init(parsing: "destination"), .init(parsing: "-budget")])
-            == ["t4", "t5", "t1", "t3", "t2", "t6"])
+        #expect(
+            try await ids(t, sort: [.init(parsing: "destination"), .init(parsing: "-budget")])
+                == ["t4", "t5", "t1", "t3", "t2", "t6"])
         await #expect(throws: DepotError.self) { try await ids(t, sort: [.init("nope")]) }
     }
 
@@ -53,9 +56,10 @@ struct FetchTests {
         try await t.insertSample()
         let r = try await t.store.reader.fetch(FetchDescriptor(entity: "Trip", where: "id == 't3'"))
         #expect(r.rows[0] == TemporaryStore.sampleTrips[2])
-        #expect(r.jsonObject(row: 0) == #"{"id":"t3","name":"Rome weekend","destination":"Rome","#
-            + #""startDate":"2025-05-02","endDate":null,"budget":700.0,"isFavorite":true,"#
-            + #""notes":"Colosseum, \"Trevi\""}"#)
+        #expect(
+            r.jsonObject(row: 0) == #"{"id":"t3","name":"Rome weekend","destination":"Rome","#
+                + #""startDate":"2025-05-02","endDate":null,"budget":700.0,"isFavorite":true,"#
+                + #""notes":"Colosseum, \"Trevi\""}"#)
     }
 
     @Test("sections group by a field that becomes the primary sort")
@@ -63,8 +67,9 @@ struct FetchTests {
         let t = try await TemporaryStore()
         try await t.insertSample()
         let sections = try await t.store.reader.fetchSections(
-            FetchDescriptor(entity: "Trip", sort: [.init("budget", descending: true)], fields: ["id"],
-                            sectionBy: "destination"))
+            FetchDescriptor(
+                entity: "Trip", sort: [.init("budget", descending: true)], fields: ["id"],
+                sectionBy: "destination"))
         #expect(sections.map(\.key) == [.null, "Paris", "Rome", "Zürich", "zurich"])
         #expect(sections[1].records.rows.map { $0[1] } == ["t5", "t1"])
         #expect(sections[1].records.fields.map(\.name) == ["destination", "id"])
@@ -83,7 +88,8 @@ struct FetchTests {
         var seen = Set<String>()
         var batches = 0
         for try await records in t.store.reader.enumerate(
-            FetchDescriptor(entity: "Trip", where: "budget >= 100", fields: ["id"]), batchSize: 1_000) {
+            FetchDescriptor(entity: "Trip", where: "budget >= 100", fields: ["id"]), batchSize: 1_000)
+        {
             batches += 1
             #expect(records.count <= 1_000)
             for row in records.rows { if case .string(let s) = row[0] { seen.insert(s) } }

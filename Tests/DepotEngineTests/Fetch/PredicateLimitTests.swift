@@ -1,5 +1,6 @@
-@testable import DepotEngine
 import Testing
+
+@testable import DepotEngine
 
 /// Predicates at and past the limits: long chains, deep nesting, many
 /// values. Each is either answered correctly or refused as
@@ -21,8 +22,10 @@ struct PredicateLimitTests {
         #expect(try await t.ids(String(repeating: "!", count: 50_000) + "budget > 800") == positive)
         #expect(try await t.ids(String(repeating: "!", count: 50_001) + "budget > 800") == ["t3", "t4"])
         #expect(try await t.ids(String(repeating: "NOT ", count: 10_000) + "(budget > 800)") == positive)
-        #expect(try await t.ids(String(repeating: "NOT (", count: 201) + "budget > 800"
-            + String(repeating: ")", count: 201)) == ["t3", "t4"])
+        #expect(
+            try await t.ids(
+                String(repeating: "NOT (", count: 201) + "budget > 800"
+                    + String(repeating: ")", count: 201)) == ["t3", "t4"])
     }
 
     @Test("parentheses nest up to 256 levels; the 257th is refused at its position")
@@ -31,7 +34,8 @@ struct PredicateLimitTests {
         try await t.insertSample()
         let deepest = String(repeating: "(", count: 256) + "budget > 800" + String(repeating: ")", count: 256)
         #expect(try await t.ids(deepest) == ["t1", "t2", "t5", "t6"])
-        let error = await refusal(t, String(repeating: "(", count: 50_000) + "budget > 1" + String(repeating: ")", count: 50_000))
+        let error = await refusal(
+            t, String(repeating: "(", count: 50_000) + "budget > 1" + String(repeating: ")", count: 50_000))
         #expect(error?.code == .invalidPredicate)
         #expect(error?.position == 257)
         #expect(error?.message.contains("256 levels") == true)
@@ -76,7 +80,9 @@ struct PredicateLimitTests {
         try await t.insertSample()
         // (x OR (y AND (x OR (y AND …)))) with heavy leaves at the bottom.
         func nested(_ depth: Int) -> String {
-            var text = #"NOT NOT destination IN[cd] {"# + (0..<80).map { #""c\#($0)""# }.joined(separator: ", ") + #", "rome"}"#
+            var text =
+                #"NOT NOT destination IN[cd] {"# + (0..<80).map { #""c\#($0)""# }.joined(separator: ", ")
+                + #", "rome"}"#
             for level in 0..<depth {
                 text = level % 2 == 0 ? "(budget > 5000 OR \(text))" : "(isFavorite == true AND \(text))"
             }
@@ -90,8 +96,9 @@ struct PredicateLimitTests {
                 // Inside the subquery of a paged count, too.
                 let paged = FetchDescriptor(entity: "Trip", where: nested(depth), limit: 5, offset: 0)
                 #expect(try await t.store.reader.count(paged) == 1)
-                let stats = try await t.store.reader.aggregate(AggregateRequest(
-                    entity: "Trip", field: "budget", groupBy: ["destination"], where: nested(depth)))
+                let stats = try await t.store.reader.aggregate(
+                    AggregateRequest(
+                        entity: "Trip", field: "budget", groupBy: ["destination"], where: nested(depth)))
                 #expect(stats.rows.count == 1)
                 deepest = depth
             } catch let error as DepotError {
@@ -146,8 +153,10 @@ struct PredicateLimitTests {
         func text(_ rng: inout SplitMix) -> String {
             switch self {
             case .leaf(let text, _): return text
-            case .and(let terms): return "(" + terms.map { $0.text(&rng) }.joined(separator: rng.next(2) == 0 ? " AND " : " && ") + ")"
-            case .or(let terms): return "(" + terms.map { $0.text(&rng) }.joined(separator: rng.next(2) == 0 ? " OR " : " || ") + ")"
+            case .and(let terms):
+                return "(" + terms.map { $0.text(&rng) }.joined(separator: rng.next(2) == 0 ? " AND " : " && ") + ")"
+            case .or(let terms):
+                return "(" + terms.map { $0.text(&rng) }.joined(separator: rng.next(2) == 0 ? " OR " : " || ") + ")"
             case .not(let e): return (rng.next(2) == 0 ? "NOT " : "!") + e.text(&rng)
             }
         }
@@ -166,7 +175,7 @@ struct PredicateLimitTests {
             if case .string(let e) = $0[4], case .string(let s) = $0[3] { e > s } else { nil }
         },
         .leaf("TRUEPREDICATE") { _ in true },
-        .leaf("FALSEPREDICATE") { _ in false },
+        .leaf("FALSEPREDICATE") { _ in false }
     ]
 
     static func generate(_ rng: inout SplitMix, depth: Int) -> Oracle {

@@ -1,6 +1,7 @@
 import ChildProcessSupport
-@testable import DepotEngine
 import Testing
+
+@testable import DepotEngine
 
 @Suite("Predicates")
 struct PredicateTests {
@@ -15,8 +16,10 @@ struct PredicateTests {
     func variables() async throws {
         let t = try await TemporaryStore()
         try await t.insertSample()
-        #expect(try await t.ids("startDate >= $from AND endDate < $until",
-                                arguments: ["from": "2025-01-01", "until": "2025-05-01"]) == ["t1", "t2"])
+        #expect(
+            try await t.ids(
+                "startDate >= $from AND endDate < $until",
+                arguments: ["from": "2025-01-01", "until": "2025-05-01"]) == ["t1", "t2"])
         #expect(try await t.ids("destination == $city", arguments: ["city": "Rome"]) == ["t3"])
         let error = await #expect(throws: DepotError.self) {
             try await t.ids("budget > $min", arguments: ["min": "lots"])

@@ -17,7 +17,8 @@ struct ResultFeedTests {
     func enterAndLeave() async throws {
         let t = try await TemporaryStore()
         try await t.insertTrips([trip("a"), trip("b"), trip("c", destination: "Oslo")])
-        let feed = try ResultFeed(reader: t.store.reader, FetchDescriptor(entity: "Trip", where: "destination == 'Rome'"))
+        let feed = try ResultFeed(
+            reader: t.store.reader, FetchDescriptor(entity: "Trip", where: "destination == 'Rome'"))
         let (token, records) = try await feed.start()
         #expect(ids(records) == ["a", "b"])
         #expect(token == (try await t.store.reader.latestToken()))
@@ -60,7 +61,9 @@ struct ResultFeedTests {
         /// Returns when they all got there, or when the task is cancelled.
         func wait(streams: Int, reaching token: Int64) async {
             await withTaskCancellationHandler {
-                await withCheckedContinuation { waiter = (streams, token, $0); check() }
+                await withCheckedContinuation {
+                    waiter = (streams, token, $0); check()
+                }
             } onCancel: {
                 Task { await self.cancel() }
             }
@@ -78,7 +81,8 @@ struct ResultFeedTests {
         }
     }
 
-    @Test("40 followers and 40 feeds woken by the same commits (one shared snapshot each time) miss none and repeat none")
+    @Test(
+        "40 followers and 40 feeds woken by the same commits (one shared snapshot each time) miss none and repeat none")
     func manyStreams() async throws {
         let t = try await TemporaryStore()
         try await t.insertTrips([trip("seed")])
@@ -128,7 +132,8 @@ struct ResultFeedTests {
             group.addTask {
                 var written: [HistoryToken] = []
                 for i in 0..<saves {
-                    let token = try await t.insertTrips([trip("w\(i)", destination: i % 2 == 1 ? "Rome" : "Oslo")]).token!
+                    let token = try await t.insertTrips([trip("w\(i)", destination: i % 2 == 1 ? "Rome" : "Oslo")])
+                        .token!
                     written.append(token)
                     await progress.wait(streams: 80, reaching: Self.number(token))
                 }
@@ -136,7 +141,7 @@ struct ResultFeedTests {
             }
             struct TimedOut: Error {}
             group.addTask {
-                try await Task.sleep(for: .seconds(60))   // a time limit, not a wait for an event
+                try await Task.sleep(for: .seconds(60))  // a time limit, not a wait for an event
                 throw TimedOut()
             }
             var seen: [Seen] = []
@@ -144,9 +149,12 @@ struct ResultFeedTests {
             group.cancelAll()
             return seen
         }
-        let written = seen.compactMap { (s: Seen) -> [HistoryToken]? in if case .written(let w) = s { w } else { nil } }.first ?? []
+        let written =
+            seen.compactMap { (s: Seen) -> [HistoryToken]? in if case .written(let w) = s { w } else { nil } }.first
+            ?? []
         #expect(written.count == saves)
-        let followed = seen.compactMap { (s: Seen) -> [HistoryToken]? in if case .followed(let f) = s { f } else { nil } }
+        let followed = seen.compactMap { (s: Seen) -> [HistoryToken]? in if case .followed(let f) = s { f } else { nil }
+        }
         #expect(followed.count == 40 && followed.allSatisfy { $0 == written })
         let rome = (0..<saves).filter { $0 % 2 == 1 }.map { "w\($0)" }
         let entered = seen.compactMap { (s: Seen) -> [String]? in if case .entered(let e) = s { e } else { nil } }
@@ -157,8 +165,9 @@ struct ResultFeedTests {
     func projection() async throws {
         let t = try await TemporaryStore()
         try await t.insertTrips([trip("a"), trip("b")])
-        let feed = try ResultFeed(reader: t.store.reader,
-                                  FetchDescriptor(entity: "Trip", where: "budget > 100.0", fields: ["budget"]))
+        let feed = try ResultFeed(
+            reader: t.store.reader,
+            FetchDescriptor(entity: "Trip", where: "budget > 100.0", fields: ["budget"]))
         let (_, records) = try await feed.start()
         #expect(records.fields.map(\.name) == ["id", "budget"])
         try await t.insertTrips([trip("a", notes: "new notes")])
@@ -173,7 +182,8 @@ struct ResultFeedTests {
     func coalesced() async throws {
         let t = try await TemporaryStore()
         try await t.insertTrips([trip("a")])
-        let feed = try ResultFeed(reader: t.store.reader, FetchDescriptor(entity: "Trip", where: "destination == 'Rome'"))
+        let feed = try ResultFeed(
+            reader: t.store.reader, FetchDescriptor(entity: "Trip", where: "destination == 'Rome'"))
         _ = try await feed.start()
         try await t.insertTrips([trip("a", budget: 1)])
         try await t.insertTrips([trip("a", budget: 2)])
@@ -193,7 +203,8 @@ struct ResultFeedTests {
         try await t.insertTrips([trip("a"), trip("b"), trip("c", destination: "Oslo")])
         let seen = try #require(try await t.store.reader.latestToken())
         try await t.insertTrips([trip("a", destination: "Oslo"), trip("b", budget: 1), trip("d"), trip("c")])
-        let feed = try ResultFeed(reader: t.store.reader, FetchDescriptor(entity: "Trip", where: "destination == 'Rome'"))
+        let feed = try ResultFeed(
+            reader: t.store.reader, FetchDescriptor(entity: "Trip", where: "destination == 'Rome'"))
         try await feed.resume(after: seen)
         var changes = try await feed.changes()
         #expect(ids(changes.inserted) == ["d"])
@@ -211,7 +222,8 @@ struct ResultFeedTests {
         }
         #expect(expired?.code == .historyExpired)
         let unknown = await #expect(throws: DepotError.self) {
-            try await ResultFeed(reader: t.store.reader, FetchDescriptor(entity: "Trip")).resume(after: HistoryToken("999")!)
+            try await ResultFeed(reader: t.store.reader, FetchDescriptor(entity: "Trip")).resume(
+                after: HistoryToken("999")!)
         }
         #expect(unknown?.code == .invalidToken)
         // The feed that was following: its next read finds a transaction it
@@ -225,8 +237,10 @@ struct ResultFeedTests {
     @Test("limit, offset and section_by are refused")
     func refused() async throws {
         let t = try await TemporaryStore()
-        for d in [FetchDescriptor(entity: "Trip", limit: 5), FetchDescriptor(entity: "Trip", offset: 1),
-                  FetchDescriptor(entity: "Trip", sectionBy: "destination")] {
+        for d in [
+            FetchDescriptor(entity: "Trip", limit: 5), FetchDescriptor(entity: "Trip", offset: 1),
+            FetchDescriptor(entity: "Trip", sectionBy: "destination")
+        ] {
             let error = #expect(throws: DepotError.self) { try ResultFeed(reader: t.store.reader, d) }
             #expect(error?.code == .invalidArgument)
         }

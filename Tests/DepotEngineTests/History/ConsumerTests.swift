@@ -96,8 +96,10 @@ struct ConsumerTests {
         try await t.store.createConsumer("live", from: .after(tokens[3]))
         try await t.store.close()
         // The stuck consumer's oldest transaction is older than the 90 days allowed.
-        _ = try sqlite3(t.path, "UPDATE depot_transactions SET timestamp = '2020-01-01T00:00:00.000Z' "
-            + "WHERE id <= \(tokens[1])")
+        _ = try sqlite3(
+            t.path,
+            "UPDATE depot_transactions SET timestamp = '2020-01-01T00:00:00.000Z' "
+                + "WHERE id <= \(tokens[1])")
         let reopened = try await TemporaryStore(folder: t.folder)
         let pruned = try await reopened.store.pruneHistory(before: tokens[3])
         #expect(pruned.lost == ["stuck"])
@@ -137,8 +139,9 @@ struct ConsumerTests {
         try await t.store.acknowledge(consumer: "b", token: tokens[1])
         let before = try await t.store.reader.consumers()
         try await t.store.close()
-        #expect(try sqlite3(t.path, "SELECT name || ':' || token FROM depot_consumers ORDER BY name")
-            == "a:0\nb:\(tokens[1])")
+        #expect(
+            try sqlite3(t.path, "SELECT name || ':' || token FROM depot_consumers ORDER BY name")
+                == "a:0\nb:\(tokens[1])")
         let reopened = try await TemporaryStore(folder: t.folder)
         let after = try await reopened.store.reader.consumers()
         #expect(after.map(\.name) == before.map(\.name))

@@ -21,11 +21,12 @@ struct HistoryTests {
         #expect(history[0].job == "j1")
         #expect(history[0].token == a.token)
         #expect(history[1].token == b.token)
-        #expect(history.map { $0.changes.map { "\($0.kind.rawValue) \($0.identifier)" } } == [
-            [#"insert "a""#, #"insert "b""#, #"insert "c""#],
-            [#"update "b""#, #"insert "d""#],
-            [#"delete "c""#],
-        ])
+        #expect(
+            history.map { $0.changes.map { "\($0.kind.rawValue) \($0.identifier)" } } == [
+                [#"insert "a""#, #"insert "b""#, #"insert "c""#],
+                [#"update "b""#, #"insert "d""#],
+                [#"delete "c""#]
+            ])
         #expect(history[1].changes[0].fields == ["budget"])
         #expect(history[2].changes[0].tombstone == #"{"id":"c","name":"n"}"#)
         #expect(history.allSatisfy { DateValue.canonical($0.timestamp) == $0.timestamp })
@@ -37,8 +38,12 @@ struct HistoryTests {
 
     @Test("reading after a token, by entity, by author, with a limit")
     func paging() async throws {
-        let other = try EntitySchema(name: "Note", fields: [Field(name: "id", type: .int),
-                                                           Field(name: "text", type: .string)], identifier: ["id"])
+        let other = try EntitySchema(
+            name: "Note",
+            fields: [
+                Field(name: "id", type: .int),
+                Field(name: "text", type: .string)
+            ], identifier: ["id"])
         let t = try await TemporaryStore(entities: [try TemporaryStore.tripEntity(), other])
         var tokens: [HistoryToken] = []
         for i in 0..<5 {
@@ -109,8 +114,9 @@ struct HistoryTests {
         #expect(pruned.saves == 5)
         #expect(try await t.store.reader.history().map(\.token) == [tokens[9]])
         #expect(try sqlite3(t.path, "SELECT count(*) FROM depot_changes") == "3")
-        #expect(try sqlite3(t.path, "SELECT value FROM depot_meta WHERE key = 'history_pruned_through'")
-            == tokens[8].description)
+        #expect(
+            try sqlite3(t.path, "SELECT value FROM depot_meta WHERE key = 'history_pruned_through'")
+                == tokens[8].description)
         // A consumer stops a stepped prune where it stands.
         let more = try await t.insertTrips([trip("d")]).token!
         try await t.store.createConsumer("c", from: .beginning)
@@ -124,8 +130,9 @@ struct HistoryTests {
     func pruneByAge() async throws {
         let folder = try TemporaryStore.makeFolder()
         let path = folder.appendingPathComponent("test.sqlite").path
-        let config = StoreConfiguration(name: "travel", path: path, entities: [try TemporaryStore.tripEntity()],
-                                        historyRetention: .seconds(86_400))
+        let config = StoreConfiguration(
+            name: "travel", path: path, entities: [try TemporaryStore.tripEntity()],
+            historyRetention: .seconds(86_400))
         let store = try await Store.open(config)
         defer { try? FileManager.default.removeItem(at: folder) }
         for id in ["old", "new"] {

@@ -1,11 +1,14 @@
-@testable import DepotEngine
 import Foundation
 import Testing
 
+@testable import DepotEngine
+
 /// Reads a whole file with `CSVReader`: the records as arrays of optional
 /// strings, and the lines of the malformed ones.
-func readCSV(_ path: String, delimiter: UInt8 = UInt8(ascii: ","), lenientQuotes: Bool = false,
-             bufferSize: Int = 1 << 20) throws -> (records: [[String?]], malformed: [Int]) {
+func readCSV(
+    _ path: String, delimiter: UInt8 = UInt8(ascii: ","), lenientQuotes: Bool = false,
+    bufferSize: Int = 1 << 20
+) throws -> (records: [[String?]], malformed: [Int]) {
     let reader = try CSVReader(path: path, delimiter: delimiter, lenientQuotes: lenientQuotes, bufferSize: bufferSize)
     var records: [[String?]] = []
     var malformed: [Int] = []
@@ -20,9 +23,11 @@ func readCSV(_ path: String, delimiter: UInt8 = UInt8(ascii: ","), lenientQuotes
 
 @Suite("CSV conformance")
 struct CSVConformanceTests {
-    static let spectrumCases = ["comma_in_quotes", "empty", "empty_crlf", "escaped_quotes", "json",
-                                "location_coordinates", "newlines", "newlines_crlf", "quotes_and_newlines",
-                                "simple", "simple_crlf", "utf8"]
+    static let spectrumCases = [
+        "comma_in_quotes", "empty", "empty_crlf", "escaped_quotes", "json",
+        "location_coordinates", "newlines", "newlines_crlf", "quotes_and_newlines",
+        "simple", "simple_crlf", "utf8"
+    ]
 
     @Test("csv-spectrum: every case reads as its expected JSON", arguments: spectrumCases)
     func spectrum(_ name: String) throws {
@@ -57,12 +62,15 @@ struct CSVConformanceTests {
     }
 
     /// The csv2tsv gold sections for the inputs in its default dialect.
-    static let goldInputs = ["input1_format1.csv", "input1_format2.csv", "input1_format3.csv", "input3.csv",
-                             "input_unicode.csv", "input_bom.csv"]
+    static let goldInputs = [
+        "input1_format1.csv", "input1_format2.csv", "input1_format3.csv", "input3.csv",
+        "input_unicode.csv", "input_bom.csv"
+    ]
 
     @Test("tsv-utils csv2tsv: the gold TSV of every default-dialect input", arguments: goldInputs)
     func csv2tsv(_ input: String) throws {
-        let gold = try String(contentsOfFile: Fixtures.path("tsv-utils-csv2tsv/gold/basic_tests_1.txt"), encoding: .utf8)
+        let gold = try String(
+            contentsOfFile: Fixtures.path("tsv-utils-csv2tsv/gold/basic_tests_1.txt"), encoding: .utf8)
         let marker = "====[csv2tsv \(input)]====\n"
         let range = try #require(gold.range(of: marker))
         let section = gold[range.upperBound...].components(separatedBy: "\n\n")[0]
@@ -97,8 +105,9 @@ struct CSVConformanceTests {
         // `" i ", " j " , …` is the file's 7th line.
         let (records, malformed) = try readCSV(Fixtures.path("commons-csv-CSVFileParser/test.csv"))
         #expect(malformed == [7])
-        let control = try String(contentsOfFile: Fixtures.path("commons-csv-CSVFileParser/test_default.txt"),
-                                 encoding: .utf8)
+        let control = try String(
+            contentsOfFile: Fixtures.path("commons-csv-CSVFileParser/test_default.txt"),
+            encoding: .utf8)
         let expected = control.split(separator: "\n").dropFirst(2)
             .filter { !$0.contains("\" j \"") }.map(String.init)
         let actual = records.map { "\($0.count):[" + $0.map { $0 ?? "" }.joined(separator: ", ") + "]" }
@@ -142,8 +151,11 @@ struct CSVConformanceTests {
             case .malformed(let line, let reason): log.append("\(line)! \(reason.prefix(16))")
             }
         }
-        #expect(log == ["1: a", "2: 1", "4! field 2 has a qu", "5! text follows the", "6: 4",
-                        "7! a quoted field i"])
+        #expect(
+            log == [
+                "1: a", "2: 1", "4! field 2 has a qu", "5! text follows the", "6: 4",
+                "7! a quoted field i"
+            ])
         #expect(reader.offset == reader.size)
     }
 }

@@ -5,8 +5,9 @@ import Testing
 
 @Suite("Import crash (SIGKILL)")
 struct ImportCrashTests {
-    @Test("an import killed with SIGKILL at several points and restarted ends exactly like a clean import, its counters agreeing with its history",
-          arguments: [("csv", "upsert"), ("csv", "replace"), ("csv", "skip"), ("json", "upsert")])
+    @Test(
+        "an import killed with SIGKILL at several points and restarted ends exactly like a clean import, its counters agreeing with its history",
+        arguments: [("csv", "upsert"), ("csv", "replace"), ("csv", "skip"), ("json", "upsert")])
     func killAndResume(_ format: String, _ policy: String) async throws {
         let folder = try TemporaryStore.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -15,8 +16,10 @@ struct ImportCrashTests {
         let text = format == "csv" ? ImporterTests.generated(3_000) : ImporterTests.generatedJSONArray(3_000)
         try Data(text.utf8).write(to: URL(fileURLWithPath: input))
         func arguments(_ store: String) -> [String] {
-            [folder.appendingPathComponent("\(store).sqlite").path, input,
-             folder.appendingPathComponent("\(store).rejects").path, format, "100", policy]
+            [
+                folder.appendingPathComponent("\(store).sqlite").path, input,
+                folder.appendingPathComponent("\(store).rejects").path, format, "100", policy
+            ]
         }
 
         // One clean run.
@@ -58,10 +61,14 @@ struct ImportCrashTests {
         // The counters, the records, the history and the rejects are one clean run's.
         #expect(cleanDone != nil)
         #expect(resumedDone == cleanDone)
-        let a = try await Store.open(StoreConfiguration(name: "travel", path: arguments("clean")[0],
-                                                        entities: [TemporaryStore.tripEntity()]))
-        let b = try await Store.open(StoreConfiguration(name: "travel", path: arguments("killed")[0],
-                                                        entities: [TemporaryStore.tripEntity()]))
+        let a = try await Store.open(
+            StoreConfiguration(
+                name: "travel", path: arguments("clean")[0],
+                entities: [TemporaryStore.tripEntity()]))
+        let b = try await Store.open(
+            StoreConfiguration(
+                name: "travel", path: arguments("killed")[0],
+                entities: [TemporaryStore.tripEntity()]))
         let all = FetchDescriptor(entity: "Trip", sort: [.init("id")])
         let cleanRows = try await a.reader.fetch(all)
         #expect(cleanRows.rows.count > 2_000)
@@ -70,11 +77,13 @@ struct ImportCrashTests {
         let resumedChanges = try await b.reader.history(limit: 100_000).flatMap(\.changes)
         #expect(cleanChanges.filter { $0.kind == .insert }.count == cleanRows.rows.count)
         #expect(resumedChanges == cleanChanges)
-        #expect(try String(contentsOfFile: arguments("clean")[2], encoding: .utf8)
-            == String(contentsOfFile: arguments("killed")[2], encoding: .utf8))
+        #expect(
+            try String(contentsOfFile: arguments("clean")[2], encoding: .utf8)
+                == String(contentsOfFile: arguments("killed")[2], encoding: .utf8))
         // The counters of the resumed run add up and agree with its history
         // (the generated file repeats identifiers, in the same save and across saves).
-        let counters = try JSONDecoder().decode(ImportProgress.self, from: Data((resumedDone ?? "done {}").dropFirst(5).utf8))
+        let counters = try JSONDecoder().decode(
+            ImportProgress.self, from: Data((resumedDone ?? "done {}").dropFirst(5).utf8))
         try await ImporterTests.expectAgreement(counters, b, job: "crash")
         #expect(counters.duplicates + counters.skipped > 0)
         try await a.close()

@@ -1,7 +1,8 @@
-@testable import DepotEngine
 import Foundation
 import Synchronization
 import Testing
+
+@testable import DepotEngine
 
 @Suite("Importer")
 struct ImporterTests {
@@ -35,24 +36,34 @@ struct ImporterTests {
         let cases: [(String, [UInt8], ImportOptions.Format)] = [
             ("garbage.ndjson", garbage, .ndjson),
             ("garbage.json", Array("[".utf8) + garbage, .json),
-            ("rows.csv", Array("id,name,startDate,budget,isFavorite\nx,y,someday,cheap,maybe\nz,w,never,free,no way\n".utf8), .csv),
+            (
+                "rows.csv",
+                Array("id,name,startDate,budget,isFavorite\nx,y,someday,cheap,maybe\nz,w,never,free,no way\n".utf8),
+                .csv
+            )
         ]
         for (name, bytes, format) in cases {
             let path = t.folder.appendingPathComponent(name).path
             try Data(bytes).write(to: URL(fileURLWithPath: path))
-            let request = ImportRequest(job: "j-\(name)", entity: "Trip", path: path,
-                                        rejectsPath: path + ".rejects", options: ImportOptions(format: format))
-            let error = await #expect(throws: DepotError.self, "\(name)") { try await Importer.run(request, into: t.store) }
-            #expect(error?.message.contains("no record of \(path) could be read: all") == true, "\(error?.message ?? "")")
+            let request = ImportRequest(
+                job: "j-\(name)", entity: "Trip", path: path,
+                rejectsPath: path + ".rejects", options: ImportOptions(format: format))
+            let error = await #expect(throws: DepotError.self, "\(name)") {
+                try await Importer.run(request, into: t.store)
+            }
+            #expect(
+                error?.message.contains("no record of \(path) could be read: all") == true, "\(error?.message ?? "")")
             #expect(error?.message.contains("the first, on line") == true, "\(error?.message ?? "")")
             // Resumed after its last save, the job fails the same way.
             let again = await #expect(throws: DepotError.self) { try await Importer.run(request, into: t.store) }
             #expect(again?.message == error?.message)
         }
-        let one = try write("id,name,startDate,budget,isFavorite\nx,y,someday,cheap,maybe\nok,Fine,2025-01-01,1,true\n",
-                            in: t.folder, name: "one.csv")
-        let result = try await Importer.run(ImportRequest(job: "j-one", entity: "Trip", path: one, rejectsPath: one + ".rejects"),
-                                            into: t.store)
+        let one = try write(
+            "id,name,startDate,budget,isFavorite\nx,y,someday,cheap,maybe\nok,Fine,2025-01-01,1,true\n",
+            in: t.folder, name: "one.csv")
+        let result = try await Importer.run(
+            ImportRequest(job: "j-one", entity: "Trip", path: one, rejectsPath: one + ".rejects"),
+            into: t.store)
         #expect(result.inserted == 1 && result.rejected == 1)
         #expect(try await t.store.reader.count(FetchDescriptor(entity: "Trip")) == 1)
     }
@@ -66,7 +77,7 @@ struct ImporterTests {
         let result = try await Importer.run(request, into: t.store)
         #expect(result.read == 8)
         #expect(result.inserted == 3)
-        #expect(result.duplicates == 1)   // a2 again: the later record won
+        #expect(result.duplicates == 1)  // a2 again: the later record won
         #expect(result.updated == 0)
         #expect(result.rejected == 4)
         #expect(result.finished)
@@ -74,14 +85,17 @@ struct ImporterTests {
         let rows = try await t.store.reader.fetch(FetchDescriptor(entity: "Trip", sort: [.init("id")]))
         #expect(rows.rows.map { $0[0] } == ["a1", "a2", "a6"])
         #expect(rows.value("notes", row: 0) == "Louvre, \"Orsay\"")
-        #expect(rows.value("endDate", row: 1) == .null)         // empty unquoted: null
-        #expect(rows.value("notes", row: 2) == "")              // quoted empty: empty string
+        #expect(rows.value("endDate", row: 1) == .null)  // empty unquoted: null
+        #expect(rows.value("notes", row: 2) == "")  // quoted empty: empty string
         #expect(rows.value("name", row: 2) == "Line\nbreak")
         #expect(rows.value("startDate", row: 2) == "2025-06-01T08:00:00.000Z")
         #expect(rows.value("name", row: 1) == "Rome again")
         let rejects = try String(contentsOfFile: rejectsPath, encoding: .utf8).split(separator: "\n")
         #expect(rejects.count == 4)
-        #expect(rejects[0] == #"{"line":4,"field":"budget","reason":"field \"budget\" is double, but the value is not a number","value":"cheap"}"#)
+        #expect(
+            rejects[0]
+                == #"{"line":4,"field":"budget","reason":"field \"budget\" is double, but the value is not a number","value":"cheap"}"#
+        )
         #expect(rejects[1].contains(#""line":5,"field":"startDate""#))
         #expect(rejects[2].contains(#""line":6,"field":null,"reason":"the record has 2 fields, the header has 9""#))
         #expect(rejects[3].contains(#""line":9,"field":"id""#))
@@ -97,15 +111,19 @@ struct ImporterTests {
         // a2 comes twice, in two versions: only the last one is written, so
         // the second import finds everything equal.
         let path = try write(Self.csv, in: t.folder)
-        let first = try await Importer.run(ImportRequest(job: "j1", entity: "Trip", path: path,
-                                                         rejectsPath: t.folder.appendingPathComponent("r1").path),
-                                           into: t.store)
+        let first = try await Importer.run(
+            ImportRequest(
+                job: "j1", entity: "Trip", path: path,
+                rejectsPath: t.folder.appendingPathComponent("r1").path),
+            into: t.store)
         #expect(first.inserted == 3 && first.duplicates == 1 && first.updated == 0)
         #expect(try await t.store.reader.history().flatMap(\.changes).map(\.kind) == [.insert, .insert, .insert])
         let before = try await t.store.reader.history().count
-        let again = try await Importer.run(ImportRequest(job: "j2", entity: "Trip", path: path,
-                                                         rejectsPath: t.folder.appendingPathComponent("r2").path),
-                                           into: t.store)
+        let again = try await Importer.run(
+            ImportRequest(
+                job: "j2", entity: "Trip", path: path,
+                rejectsPath: t.folder.appendingPathComponent("r2").path),
+            into: t.store)
         #expect(again.inserted == 0 && again.updated == 0)
         #expect(again.unchanged == 3 && again.duplicates == 1)
         #expect(try await t.store.reader.history().count == before)
@@ -118,8 +136,10 @@ struct ImporterTests {
         #expect(mkfifo(fifo, 0o600) == 0)
         for path in [fifo, t.folder.path] {
             let error = await #expect(throws: DepotError.self) {
-                try await Importer.run(ImportRequest(job: "f", entity: "Trip", path: path,
-                                                     rejectsPath: t.folder.appendingPathComponent("rf").path), into: t.store)
+                try await Importer.run(
+                    ImportRequest(
+                        job: "f", entity: "Trip", path: path,
+                        rejectsPath: t.folder.appendingPathComponent("rf").path), into: t.store)
             }
             #expect(error?.message.contains("not a regular file") == true)
         }
@@ -130,23 +150,29 @@ struct ImporterTests {
         let t = try await TemporaryStore()
         let noID = try write("name,budget\nx,1\n", in: t.folder, name: "a.csv")
         let error = await #expect(throws: DepotError.self) {
-            try await Importer.run(ImportRequest(job: "a", entity: "Trip", path: noID,
-                                                 rejectsPath: t.folder.appendingPathComponent("ra").path), into: t.store)
+            try await Importer.run(
+                ImportRequest(
+                    job: "a", entity: "Trip", path: noID,
+                    rejectsPath: t.folder.appendingPathComponent("ra").path), into: t.store)
         }
         #expect(error?.message.contains("no column for identifier field \"id\"") == true)
         let unknown = try write("id,budgett\nx,1\n", in: t.folder, name: "b.csv")
         var options = ImportOptions()
         options.refuseUnknownColumns = true
         let unknownError = await #expect(throws: DepotError.self) {
-            try await Importer.run(ImportRequest(job: "b", entity: "Trip", path: unknown,
-                                                 rejectsPath: t.folder.appendingPathComponent("rb").path,
-                                                 options: options), into: t.store)
+            try await Importer.run(
+                ImportRequest(
+                    job: "b", entity: "Trip", path: unknown,
+                    rejectsPath: t.folder.appendingPathComponent("rb").path,
+                    options: options), into: t.store)
         }
         #expect(unknownError?.message.contains("\"budgett\" (did you mean \"budget\"?)") == true)
         let missing = t.folder.appendingPathComponent("nope.csv").path
         let missingError = await #expect(throws: DepotError.self) {
-            try await Importer.run(ImportRequest(job: "c", entity: "Trip", path: missing,
-                                                 rejectsPath: t.folder.appendingPathComponent("rc").path), into: t.store)
+            try await Importer.run(
+                ImportRequest(
+                    job: "c", entity: "Trip", path: missing,
+                    rejectsPath: t.folder.appendingPathComponent("rc").path), into: t.store)
         }
         #expect(missingError?.message.contains("No such file or directory") == true)
         #expect(try await t.store.reader.count(FetchDescriptor(entity: "Trip")) == 0)
@@ -156,9 +182,10 @@ struct ImporterTests {
     func maxRejects() async throws {
         let t = try await TemporaryStore()
         let path = try write(Self.csv, in: t.folder)
-        let request = ImportRequest(job: "m", entity: "Trip", path: path,
-                                    rejectsPath: t.folder.appendingPathComponent("rm").path,
-                                    options: ImportOptions(maxRejects: .count(2), saveEvery: 4))
+        let request = ImportRequest(
+            job: "m", entity: "Trip", path: path,
+            rejectsPath: t.folder.appendingPathComponent("rm").path,
+            options: ImportOptions(maxRejects: .count(2), saveEvery: 4))
         let error = await #expect(throws: DepotError.self) { try await Importer.run(request, into: t.store) }
         #expect(error?.message.contains("the import rejected 4 records, more than max_rejects (2)") == true)
         // Both saves of 4 records committed their good records (a1 and a2,
@@ -170,7 +197,8 @@ struct ImporterTests {
     /// number `stop`; expects the run to end in cancellation.
     ///
     /// - Returns: the counters of the last save.
-    static func run(_ request: ImportRequest, into store: Store, cancellingAfterSave stop: Int) async -> ImportProgress {
+    static func run(_ request: ImportRequest, into store: Store, cancellingAfterSave stop: Int) async -> ImportProgress
+    {
         let last = Mutex(ImportProgress())
         let run = Task {
             try await Importer.run(request, into: store) { progress in
@@ -189,7 +217,8 @@ struct ImporterTests {
         for i in 0..<count {
             let id = i % 10 == 9 ? i - 5 : i
             let budget = i % 17 == 3 ? "n/a" : "\(i % 1000).25"
-            text += "g\(id),\"Trip \(i), \"\"quoted\"\"\",City \(i % 7),2025-01-\(10 + i % 18),\(budget),\(i % 2 == 0)\n"
+            text +=
+                "g\(id),\"Trip \(i), \"\"quoted\"\"\",City \(i % 7),2025-01-\(10 + i % 18),\(budget),\(i % 2 == 0)\n"
         }
         return text
     }
@@ -200,8 +229,10 @@ struct ImporterTests {
         for i in 0..<count {
             let id = i % 10 == 9 ? i - 5 : i
             let budget = i % 17 == 3 ? "\"n/a\"" : "\(i % 1000).25"
-            elements.append("{\"id\": \"g\(id)\", \"name\": \"Trip \(i), \\\"quoted\\\"\",\n \"destination\": \"City \(i % 7)\", "
-                + "\"startDate\": \"2025-01-\(10 + i % 18)\", \"budget\": \(budget), \"isFavorite\": \(i % 2 == 0)}")
+            elements.append(
+                "{\"id\": \"g\(id)\", \"name\": \"Trip \(i), \\\"quoted\\\"\",\n \"destination\": \"City \(i % 7)\", "
+                    + "\"startDate\": \"2025-01-\(10 + i % 18)\", \"budget\": \(budget), \"isFavorite\": \(i % 2 == 0)}"
+            )
         }
         return "[" + elements.joined(separator: ",\n") + "]\n"
     }
@@ -215,11 +246,13 @@ struct ImporterTests {
         let resumedPath = try write(text, in: resumed.folder)
         let options = ImportOptions(saveEvery: 37)
         let cleanResult = try await Importer.run(
-            ImportRequest(job: "j", entity: "Trip", path: cleanPath,
-                          rejectsPath: clean.folder.appendingPathComponent("r").path, options: options),
+            ImportRequest(
+                job: "j", entity: "Trip", path: cleanPath,
+                rejectsPath: clean.folder.appendingPathComponent("r").path, options: options),
             into: clean.store)
-        let request = ImportRequest(job: "j", entity: "Trip", path: resumedPath,
-                                    rejectsPath: resumed.folder.appendingPathComponent("r").path, options: options)
+        let request = ImportRequest(
+            job: "j", entity: "Trip", path: resumedPath,
+            rejectsPath: resumed.folder.appendingPathComponent("r").path, options: options)
         // Interrupt three times, each after a few more saves: the progress
         // callback runs in the import's task after a save commits, so
         // cancelling there stops the job at exactly that save boundary.
@@ -235,17 +268,19 @@ struct ImporterTests {
         let cleanChanges = try await clean.store.reader.history(limit: 10_000).flatMap(\.changes)
         let resumedChanges = try await resumed.store.reader.history(limit: 10_000).flatMap(\.changes)
         #expect(cleanChanges == resumedChanges)
-        #expect(try String(contentsOfFile: clean.folder.appendingPathComponent("r").path, encoding: .utf8)
-            == String(contentsOfFile: resumed.folder.appendingPathComponent("r").path, encoding: .utf8))
+        #expect(
+            try String(contentsOfFile: clean.folder.appendingPathComponent("r").path, encoding: .utf8)
+                == String(contentsOfFile: resumed.folder.appendingPathComponent("r").path, encoding: .utf8))
     }
 
     @Test("a job whose input changed since it started fails with that reason")
     func changedInput() async throws {
         let t = try await TemporaryStore()
         let path = try write(Self.generated(100), in: t.folder)
-        let request = ImportRequest(job: "c", entity: "Trip", path: path,
-                                    rejectsPath: t.folder.appendingPathComponent("r").path,
-                                    options: ImportOptions(saveEvery: 10))
+        let request = ImportRequest(
+            job: "c", entity: "Trip", path: path,
+            rejectsPath: t.folder.appendingPathComponent("r").path,
+            options: ImportOptions(saveEvery: 10))
         #expect(await Self.run(request, into: t.store, cancellingAfterSave: 1).saves == 1)
         _ = try write(Self.generated(120), in: t.folder)
         let error = await #expect(throws: DepotError.self) { try await Importer.run(request, into: t.store) }
@@ -259,18 +294,24 @@ struct ImporterTests {
     }
 
     /// Counters that add up and agree with the history (DESIGN §3).
-    static func expectAgreement(_ result: ImportProgress, _ store: Store, job: String,
-                                sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let sum = result.inserted + result.updated + result.unchanged + result.skipped + result.duplicates + result.rejected
+    static func expectAgreement(
+        _ result: ImportProgress, _ store: Store, job: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let sum =
+            result.inserted + result.updated + result.unchanged + result.skipped + result.duplicates + result.rejected
         #expect(sum == result.read, "counters add up to the records read", sourceLocation: sourceLocation)
         let logged = try await logged(store, job: job)
         #expect(result.inserted == logged.inserts, "inserted agrees with the history", sourceLocation: sourceLocation)
         #expect(result.updated == logged.updates, "updated agrees with the history", sourceLocation: sourceLocation)
     }
 
-    @Test("in-file duplicates: superseded in the same save they are duplicates, never written; a repeat in a later save counts as what it did; the counters agree with the history")
+    @Test(
+        "in-file duplicates: superseded in the same save they are duplicates, never written; a repeat in a later save counts as what it did; the counters agree with the history"
+    )
     func duplicatesNearAndFar() async throws {
-        let text = "id,name,startDate,budget,isFavorite\n"
+        let text =
+            "id,name,startDate,budget,isFavorite\n"
             + "x,One,2025-01-01,1,true\nold,Changed,2025-01-01,1,false\ny,Two,2025-01-01,2,true\n"
             + "x,One again,2025-01-01,1,true\nx,One again,2025-01-01,1,true\n"
         // (save size, policy) → (inserted, updated, unchanged, skipped, duplicates)
@@ -278,20 +319,23 @@ struct ImporterTests {
             // Saves [x old] [y x'] [x']: x' updates x, then is unchanged.
             (2, .upsert, [2, 2, 1, 0, 0]), (2, .replace, [2, 2, 1, 0, 0]), (2, .skip, [2, 0, 0, 3, 0]),
             // One save: the first two x are superseded by the last, never written.
-            (100, .upsert, [2, 1, 0, 0, 2]), (100, .replace, [2, 1, 0, 0, 2]), (100, .skip, [2, 0, 0, 3, 0]),
+            (100, .upsert, [2, 1, 0, 0, 2]), (100, .replace, [2, 1, 0, 0, 2]), (100, .skip, [2, 0, 0, 3, 0])
         ]
         for (saveEvery, policy, expected) in cases {
             let s = try await TemporaryStore()
             try await s.insertTrips([["old", "Before the job", nil, "2025-01-01", nil, 1.0, false, nil]])
             let path = try write(text, in: s.folder)
             let result = try await Importer.run(
-                ImportRequest(job: "d", entity: "Trip", path: path, rejectsPath: s.folder.appendingPathComponent("r").path,
-                              options: ImportOptions(onConflict: policy, saveEvery: saveEvery)), into: s.store)
+                ImportRequest(
+                    job: "d", entity: "Trip", path: path, rejectsPath: s.folder.appendingPathComponent("r").path,
+                    options: ImportOptions(onConflict: policy, saveEvery: saveEvery)), into: s.store)
             #expect(result.read == 5)
-            #expect([result.inserted, result.updated, result.unchanged, result.skipped, result.duplicates] == expected,
-                    "save every \(saveEvery), \(policy)")
+            #expect(
+                [result.inserted, result.updated, result.unchanged, result.skipped, result.duplicates] == expected,
+                "save every \(saveEvery), \(policy)")
             try await Self.expectAgreement(result, s.store, job: "d")
-            let names = try await s.store.reader.fetch(FetchDescriptor(entity: "Trip", sort: [.init("id")], fields: ["name"]))
+            let names = try await s.store.reader.fetch(
+                FetchDescriptor(entity: "Trip", sort: [.init("id")], fields: ["name"]))
             let last: [Value] = policy == .skip ? ["Before the job", "One", "Two"] : ["Changed", "One again", "Two"]
             #expect(names.rows.map { $0[0] } == last)
         }
@@ -299,9 +343,11 @@ struct ImporterTests {
         try await t.insertTrips([["old", "Before the job", nil, "2025-01-01", nil, 1.0, false, nil]])
         let path = try write(text, in: t.folder)
         let failing = await #expect(throws: DepotError.self) {
-            try await Importer.run(ImportRequest(job: "f", entity: "Trip", path: path,
-                                                 rejectsPath: t.folder.appendingPathComponent("rf").path,
-                                                 options: ImportOptions(onConflict: .fail, saveEvery: 2)), into: t.store)
+            try await Importer.run(
+                ImportRequest(
+                    job: "f", entity: "Trip", path: path,
+                    rejectsPath: t.folder.appendingPathComponent("rf").path,
+                    options: ImportOptions(onConflict: .fail, saveEvery: 2)), into: t.store)
         }
         #expect(failing?.message.contains("already exists") == true)
     }
@@ -322,8 +368,9 @@ struct ImporterTests {
         let path = try write(Self.ndjson, in: t.folder, name: "in.ndjson")
         let rejectsPath = t.folder.appendingPathComponent("r").path
         let result = try await Importer.run(
-            ImportRequest(job: "n", entity: "Trip", path: path, rejectsPath: rejectsPath,
-                          options: ImportOptions(format: .ndjson)), into: t.store)
+            ImportRequest(
+                job: "n", entity: "Trip", path: path, rejectsPath: rejectsPath,
+                options: ImportOptions(format: .ndjson)), into: t.store)
         #expect(result.read == 6 && result.inserted == 3 && result.rejected == 3)
         let rows = try await t.store.reader.fetch(FetchDescriptor(entity: "Trip", sort: [.init("id")]))
         #expect(rows.rows.map { $0[0] } == ["6", "n1", "n2"])
@@ -333,15 +380,23 @@ struct ImporterTests {
         #expect(rows.value("budget", row: 0) == 100.0)
         #expect(rows.value("isFavorite", row: 0) == true)
         let rejects = try String(contentsOfFile: rejectsPath, encoding: .utf8).split(separator: "\n")
-        #expect(rejects[0] == #"{"line":3,"field":"budget","reason":"field \"budget\" is double, but the value is a JSON boolean","value":"true"}"#)
+        #expect(
+            rejects[0]
+                == #"{"line":3,"field":"budget","reason":"field \"budget\" is double, but the value is a JSON boolean","value":"true"}"#
+        )
         #expect(rejects[1] == #"{"line":4,"field":"name","reason":"required field \"name\" is null or missing"}"#)
-        #expect(rejects[2] == #"{"line":5,"field":null,"reason":"invalid JSON at line 5, column 44: the object is not closed"}"#)
+        #expect(
+            rejects[2]
+                == #"{"line":5,"field":null,"reason":"invalid JSON at line 5, column 44: the object is not closed"}"#)
     }
 
     @Test("a JSON array of objects imports like NDJSON; json fields keep their JSON; unknown keys can be refused")
     func importsArray() async throws {
-        let t = try await TemporaryStore(entities: [TemporaryStore.tripEntity(extraFields: [
-            Field(name: "tags", type: .json, isOptional: true)])])
+        let t = try await TemporaryStore(entities: [
+            TemporaryStore.tripEntity(extraFields: [
+                Field(name: "tags", type: .json, isOptional: true)
+            ])
+        ])
         let text = """
             [{"id": "j1", "name": "A", "startDate": "2025-01-01", "budget": 1, "isFavorite": true,
               "tags": {"k": ["x", 2, null]}},
@@ -353,12 +408,17 @@ struct ImporterTests {
         options.refuseUnknownColumns = true
         let rejectsPath = t.folder.appendingPathComponent("r").path
         let result = try await Importer.run(
-            ImportRequest(job: "a", entity: "Trip", path: path, rejectsPath: rejectsPath, options: options), into: t.store)
+            ImportRequest(job: "a", entity: "Trip", path: path, rejectsPath: rejectsPath, options: options),
+            into: t.store)
         #expect(result.inserted == 2 && result.rejected == 1)
-        let rows = try await t.store.reader.fetch(FetchDescriptor(entity: "Trip", sort: [.init("id")], fields: ["tags"]))
+        let rows = try await t.store.reader.fetch(
+            FetchDescriptor(entity: "Trip", sort: [.init("id")], fields: ["tags"]))
         #expect(rows.rows.map { $0[0] } == [#"{"k": ["x", 2, null]}"#, #""plain""#])
         let rejects = try String(contentsOfFile: rejectsPath, encoding: .utf8)
-        #expect(rejects.contains(#""line":4,"field":"budgett","reason":"\"budgett\" is not a field of \"Trip\" (did you mean \"budget\"?)""#))
+        #expect(
+            rejects.contains(
+                #""line":4,"field":"budgett","reason":"\"budgett\" is not a field of \"Trip\" (did you mean \"budget\"?)""#
+            ))
     }
 
     @Test("a JSON array import cancelled after saves resumes exactly")
@@ -368,11 +428,13 @@ struct ImporterTests {
         let resumed = try await TemporaryStore()
         let options = ImportOptions(format: .json, saveEvery: 23)
         let cleanResult = try await Importer.run(
-            ImportRequest(job: "j", entity: "Trip", path: try write(text, in: clean.folder, name: "in.json"),
-                          rejectsPath: clean.folder.appendingPathComponent("r").path, options: options),
+            ImportRequest(
+                job: "j", entity: "Trip", path: try write(text, in: clean.folder, name: "in.json"),
+                rejectsPath: clean.folder.appendingPathComponent("r").path, options: options),
             into: clean.store)
-        let request = ImportRequest(job: "j", entity: "Trip", path: try write(text, in: resumed.folder, name: "in.json"),
-                                    rejectsPath: resumed.folder.appendingPathComponent("r").path, options: options)
+        let request = ImportRequest(
+            job: "j", entity: "Trip", path: try write(text, in: resumed.folder, name: "in.json"),
+            rejectsPath: resumed.folder.appendingPathComponent("r").path, options: options)
         for stopAfter in [2, 5] {
             #expect(await Self.run(request, into: resumed.store, cancellingAfterSave: stopAfter).saves == stopAfter)
         }
@@ -387,10 +449,12 @@ struct ImporterTests {
         try await Self.expectAgreement(resumedResult, resumed.store, job: "j")
         let all = FetchDescriptor(entity: "Trip", sort: [.init("id")])
         #expect(try await clean.store.reader.fetch(all) == resumed.store.reader.fetch(all))
-        #expect(try await clean.store.reader.history(limit: 10_000).flatMap(\.changes)
-            == resumed.store.reader.history(limit: 10_000).flatMap(\.changes))
-        #expect(try String(contentsOfFile: clean.folder.appendingPathComponent("r").path, encoding: .utf8)
-            == String(contentsOfFile: resumed.folder.appendingPathComponent("r").path, encoding: .utf8))
+        #expect(
+            try await clean.store.reader.history(limit: 10_000).flatMap(\.changes)
+                == resumed.store.reader.history(limit: 10_000).flatMap(\.changes))
+        #expect(
+            try String(contentsOfFile: clean.folder.appendingPathComponent("r").path, encoding: .utf8)
+                == String(contentsOfFile: resumed.folder.appendingPathComponent("r").path, encoding: .utf8))
     }
 
     @Test("progress as an AsyncSequence: one event per save, the last one finished")
@@ -398,9 +462,12 @@ struct ImporterTests {
         let t = try await TemporaryStore()
         let path = try write(Self.generated(100), in: t.folder)
         var seen: [ImportProgress] = []
-        for try await p in Importer.events(ImportRequest(job: "e", entity: "Trip", path: path,
-                                                         rejectsPath: t.folder.appendingPathComponent("r").path,
-                                                         options: ImportOptions(saveEvery: 25)), into: t.store) {
+        for try await p in Importer.events(
+            ImportRequest(
+                job: "e", entity: "Trip", path: path,
+                rejectsPath: t.folder.appendingPathComponent("r").path,
+                options: ImportOptions(saveEvery: 25)), into: t.store)
+        {
             seen.append(p)
         }
         // 100 records in saves of 25: four saves, and a fifth that finds the end.

@@ -1,11 +1,13 @@
-@testable import DepotEngine
 import Foundation
 import Testing
+
+@testable import DepotEngine
 
 /// Reads a whole file with `JSONRecordReader`: each record's members as
 /// `key=value` text, and the lines of the malformed records with their reasons.
 func readJSON(_ path: String, bufferSize: Int = 1 << 20) throws
-    -> (records: [[String]], malformed: [Int], reasons: [String]) {
+    -> (records: [[String]], malformed: [Int], reasons: [String])
+{
     let reader = try JSONRecordReader(path: path, bufferSize: bufferSize)
     var records: [[String]] = []
     var malformed: [Int] = []
@@ -17,10 +19,11 @@ func readJSON(_ path: String, bufferSize: Int = 1 << 20) throws
         if steps > 100_000 { Issue.record("the reader does not advance"); break }
         switch item {
         case .record:
-            records.append((0..<reader.members.count).map { m in
-                reader.withKey(m) { String(decoding: $0, as: UTF8.self) } + "="
-                    + reader.withValue(m) { String(decoding: $0, as: UTF8.self) }
-            })
+            records.append(
+                (0..<reader.members.count).map { m in
+                    reader.withKey(m) { String(decoding: $0, as: UTF8.self) } + "="
+                        + reader.withValue(m) { String(decoding: $0, as: UTF8.self) }
+                })
         case .malformed(let line, let reason):
             malformed.append(line)
             reasons.append(reason)
@@ -80,7 +83,9 @@ struct JSONConformanceTests {
         #expect((try verdict(name) == nil) == Self.acceptsImplementationDefined(name))
     }
 
-    @Test("JSONTestSuite: the record reader reads every file to its end without crashing or hanging, also through a 7-byte buffer", arguments: files)
+    @Test(
+        "JSONTestSuite: the record reader reads every file to its end without crashing or hanging, also through a 7-byte buffer",
+        arguments: files)
     func recordReader(_ name: String) throws {
         let path = Fixtures.path("\(Self.folder)/\(name)")
         let big = try readJSON(path)
@@ -95,14 +100,18 @@ struct JSONConformanceTests {
     func jsonField() throws {
         func parse(_ text: String) -> Result<Value, FieldParser.Failure> {
             Array(text.utf8).withUnsafeBufferPointer { bytes in
-                do throws(FieldParser.Failure) { return .success(try FieldParser.parse(bytes, as: .json)) }
-                catch { return .failure(error) }
+                do throws(FieldParser.Failure) { return .success(try FieldParser.parse(bytes, as: .json)) } catch {
+                    return .failure(error)
+                }
             }
         }
         #expect(try parse(#" {"a": [1, 2.5e3, null]} "#).get() == .string(#" {"a": [1, 2.5e3, null]} "#))
         #expect(try parse("\"x\"").get() == "\"x\"")
         guard case .failure(let e) = parse(#"{"a": [1, 2,]}"#) else { Issue.record("accepted"); return }
-        #expect(e.reason == "is not valid JSON (at byte 13: expected a value (a string, number, object, array, true, false or null))")
+        #expect(
+            e.reason
+                == "is not valid JSON (at byte 13: expected a value (a string, number, object, array, true, false or null))"
+        )
     }
 }
 
@@ -117,7 +126,8 @@ struct JSONRecordReaderTests {
 
     @Test("NDJSON: records by line, blank lines skipped, bad lines rejected with their line and the reading goes on")
     func ndjson() throws {
-        let text = "\u{FEFF}{\"a\": 1, \"b\": \"x\\ny\"}\r\n\n  \r\n{\"a\": [1, {\"c\": null}]}\n"
+        let text =
+            "\u{FEFF}{\"a\": 1, \"b\": \"x\\ny\"}\r\n\n  \r\n{\"a\": [1, {\"c\": null}]}\n"
             + "{\"a\": 1,}\n[1, 2]\n{\"a\": \"\\u00e9\\ud83d\\ude00\"} trailing\n{\"a\": tru}\n{\"a\":\"é\"}"
         let (path, folder) = try write(text)
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -1,6 +1,7 @@
-@testable import DepotEngine
 import Foundation
 import Testing
+
+@testable import DepotEngine
 
 /// A reader resumed at any place it gave (before it finished) reads exactly
 /// what the whole read read after that place: the same records, the same
@@ -19,12 +20,18 @@ struct ReaderResumeTests {
     /// A place to resume at, and whether the reader had finished there.
     struct Place { var offset: Int64; var line: Int; var lineStart: Int64; var finished: Bool }
 
-    static func readJSON(_ path: String, bufferSize: Int, cap: Int, from place: Place? = nil) throws -> (items: [Item], places: [Place]) {
-        let reader = try JSONRecordReader(path: path, offset: place?.offset ?? 0, line: place?.line ?? 1,
-                                          lineStart: place?.lineStart, bufferSize: bufferSize, maxRecordBytes: cap)
+    static func readJSON(_ path: String, bufferSize: Int, cap: Int, from place: Place? = nil) throws -> (
+        items: [Item], places: [Place]
+    ) {
+        let reader = try JSONRecordReader(
+            path: path, offset: place?.offset ?? 0, line: place?.line ?? 1,
+            lineStart: place?.lineStart, bufferSize: bufferSize, maxRecordBytes: cap)
         var items: [Item] = []
-        var places = [Place(offset: reader.offset, line: reader.resumeLine, lineStart: reader.resumeLineStart,
-                            finished: reader.isFinished)]
+        var places = [
+            Place(
+                offset: reader.offset, line: reader.resumeLine, lineStart: reader.resumeLineStart,
+                finished: reader.isFinished)
+        ]
         while let item = try reader.next() {
             if items.count > 10_000 { Issue.record("the reader does not advance"); break }
             switch item {
@@ -38,15 +45,20 @@ struct ReaderResumeTests {
                 #expect(reader.line == line, "the reader's line follows its errors")
                 items.append(Item(text: "error: \(reason)", line: line))
             }
-            places.append(Place(offset: reader.offset, line: reader.resumeLine, lineStart: reader.resumeLineStart,
-                                finished: reader.isFinished))
+            places.append(
+                Place(
+                    offset: reader.offset, line: reader.resumeLine, lineStart: reader.resumeLineStart,
+                    finished: reader.isFinished))
         }
         return (items, places)
     }
 
-    static func readCSV(_ path: String, bufferSize: Int, cap: Int, from place: Place? = nil) throws -> (items: [Item], places: [Place]) {
-        let reader = try CSVReader(path: path, offset: place?.offset ?? 0, line: place?.line ?? 1, bufferSize: bufferSize,
-                                   maxRecordBytes: cap)
+    static func readCSV(_ path: String, bufferSize: Int, cap: Int, from place: Place? = nil) throws -> (
+        items: [Item], places: [Place]
+    ) {
+        let reader = try CSVReader(
+            path: path, offset: place?.offset ?? 0, line: place?.line ?? 1, bufferSize: bufferSize,
+            maxRecordBytes: cap)
         var items: [Item] = []
         var places = [Place(offset: reader.offset, line: reader.resumeLine, lineStart: 0, finished: false)]
         while let item = try reader.next() {
@@ -88,17 +100,22 @@ struct ReaderResumeTests {
     static let jsonRegressions: [(String, [UInt8])] = [
         ("trailing comma, then text", Array("[{\"a\": 1},\n ]  junk\n".utf8)),
         ("trailing comma at the end", Array("[{\"a\": 1}, {\"a\": 2},]".utf8)),
-        ("more than a buffer of junk after ]",
-         Array("[{\"a\": 1}]".utf8) + Array(repeating: UInt8(ascii: "x"), count: 100) + Array("\n{\"b\": 2}".utf8)),
+        (
+            "more than a buffer of junk after ]",
+            Array("[{\"a\": 1}]".utf8) + Array(repeating: UInt8(ascii: "x"), count: 100) + Array("\n{\"b\": 2}".utf8)
+        ),
         ("junk after ] over lines", Array("[{\"a\": 1}\n]\n\n   {\"b\": 2} [3]\n".utf8)),
         ("a stray BB before the array", [0xBB] + Array("[{\"a\": 1}]".utf8)),
         ("half a byte order mark", [0xEF, 0xBB] + Array("[{\"a\": 1}]".utf8)),
         ("byte order mark bytes after space", Array("  ".utf8) + [0xEF, 0xBB, 0xBF] + Array("[{\"a\": 1}]".utf8)),
         ("a byte order mark and an empty array", [0xEF, 0xBB, 0xBF] + Array(" [ ] ".utf8)),
-        ("errors after a resume keep their columns", Array("[{\"a\": 1}, {\"a\": 2}, {\"a\": tru}, {\"b\": 3} x]".utf8)),
+        (
+            "errors after a resume keep their columns",
+            Array("[{\"a\": 1}, {\"a\": 2}, {\"a\": tru}, {\"b\": 3} x]".utf8)
+        ),
         ("an unclosed array ending in an element", Array("[{\"a\": 1},\n{\"a\": 2}".utf8)),
         ("NDJSON with errors", Array("{\"a\": 1}\n{\"a\" 2}\n\n[1]\n{\"a\": 3} x\n{\"a\": 4}".utf8)),
-        ("NDJSON with a byte order mark", [0xEF, 0xBB, 0xBF] + Array("{\"a\": tru}\n{\"a\": 1}\n".utf8)),
+        ("NDJSON with a byte order mark", [0xEF, 0xBB, 0xBF] + Array("{\"a\": tru}\n{\"a\": 1}\n".utf8))
     ]
 
     @Test("JSON: the regressions of item 7 read the same resumed anywhere", arguments: jsonRegressions.map(\.0))
@@ -123,10 +140,12 @@ struct ReaderResumeTests {
         #expect(try reader.next() == nil)
     }
 
-    @Test("JSON: every JSONTestSuite file reads the same resumed anywhere",
-          arguments: JSONConformanceTests.files)
+    @Test(
+        "JSON: every JSONTestSuite file reads the same resumed anywhere",
+        arguments: JSONConformanceTests.files)
     func jsonSuite(_ name: String) throws {
-        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path("\(JSONConformanceTests.folder)/\(name)"))))
+        let bytes = try [UInt8](
+            Data(contentsOf: URL(fileURLWithPath: Fixtures.path("\(JSONConformanceTests.folder)/\(name)"))))
         _ = try Self.check(bytes, name: name)
         // As NDJSON lines and as array elements, too.
         _ = try Self.check(bytes + [0x0A] + Array("{\"a\": 1}\n".utf8) + bytes, name: name + " as lines")
@@ -139,10 +158,12 @@ struct ReaderResumeTests {
         ("a quote left open at the end", Array("a,b\n1,2\n\"x,3\n4,5\n".utf8)),
         ("a quote left open over CR and CRLF", Array("a,b\r\n1,\"2\r3\r\n4\n".utf8)),
         ("text after a closing quote", Array("a,b\n\"x\"y,1\n2,3\n\"\"\"q\"\"\",4".utf8)),
-        ("blank lines and a bare CR", Array("a,b\n\n1,2\r\r\n3,4\r".utf8)),
+        ("blank lines and a bare CR", Array("a,b\n\n1,2\r\r\n3,4\r".utf8))
     ]
 
-    @Test("CSV: the regressions read the same resumed anywhere, and line follows the errors", arguments: csvRegressions.map(\.0))
+    @Test(
+        "CSV: the regressions read the same resumed anywhere, and line follows the errors",
+        arguments: csvRegressions.map(\.0))
     func csvRegression(_ name: String) throws {
         _ = try Self.check(Self.csvRegressions.first { $0.0 == name }!.1, name: name, csv: true)
     }
@@ -157,7 +178,8 @@ struct ReaderResumeTests {
         #expect(try reader.next() == .record)
         #expect(try reader.next() == .record)
         #expect(reader.line == 2)
-        #expect(try reader.next() == .malformed(line: 3, reason: "a quoted field is not closed before the end of the file"))
+        #expect(
+            try reader.next() == .malformed(line: 3, reason: "a quoted field is not closed before the end of the file"))
         #expect(reader.line == 3)
         #expect(reader.resumeLine == 5)
         #expect(try reader.next() == nil)
@@ -176,14 +198,18 @@ struct ReaderResumeTests {
 
     @Test("fuzz findings read the same through every buffer and resumed anywhere, with the cap the fuzzer used")
     func fuzzFindings() throws {
-        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../Fuzz/Regressions")
-            .standardized
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../../Fuzz/Regressions"
+        )
+        .standardized
         for target in ["FuzzJSON", "FuzzCSV"] {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent(target).path)) ?? []
+            let names =
+                (try? FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent(target).path)) ?? []
             for name in names where !name.hasPrefix(".") {
                 let bytes = try [UInt8](Data(contentsOf: folder.appendingPathComponent("\(target)/\(name)")))
-                _ = try Self.check(bytes, name: "\(target)/\(name)", csv: target == "FuzzCSV",
-                                   cap: bytes.count % 3 == 0 ? 256 : 64 << 20)
+                _ = try Self.check(
+                    bytes, name: "\(target)/\(name)", csv: target == "FuzzCSV",
+                    cap: bytes.count % 3 == 0 ? 256 : 64 << 20)
             }
         }
     }
@@ -193,15 +219,21 @@ struct ReaderResumeTests {
         let x = String(repeating: "x", count: 5_000)
         let csv = try Self.check(Array("a,b\n1,2\n\"\(x),3\n4,5\n\"\(x)\n".utf8), name: "csv", csv: true, cap: 1_024)
         #expect(csv.map(\.line) == [1, 2, 3, 4, 5])
-        #expect(csv[2].text == "error: the record is longer than 1 KiB (is a quote left open?); it is skipped to the end of the line it starts on")
+        #expect(
+            csv[2].text
+                == "error: the record is longer than 1 KiB (is a quote left open?); it is skipped to the end of the line it starts on"
+        )
         #expect(csv[3].text == "4|5")
-        let ndjson = try Self.check(Array("{\"a\": 1}\n{\"a\": \"\(x)\"}\n{\"a\": 2}\n".utf8), name: "ndjson", cap: 1_024)
+        let ndjson = try Self.check(
+            Array("{\"a\": 1}\n{\"a\": \"\(x)\"}\n{\"a\": 2}\n".utf8), name: "ndjson", cap: 1_024)
         #expect(ndjson.map(\.line) == [1, 2, 3])
         #expect(ndjson[1].text == "error: the line is longer than 1 KiB; each line of NDJSON must be one object")
-        let array = try Self.check(Array("[{\"a\": 1},\n{\"a\": \"\(x)\"},\n{\"a\": 2}]".utf8), name: "array", cap: 1_024)
+        let array = try Self.check(
+            Array("[{\"a\": 1},\n{\"a\": \"\(x)\"},\n{\"a\": 2}]".utf8), name: "array", cap: 1_024)
         #expect(array.map(\.line) == [1, 2])
         #expect(array[1].text == "error: the array element is longer than 1 KiB; the rest of the array is not read")
-        let bad = try Self.check(Array("[{\"a\": 1},\n{\"a\" \(x)},\n{\"a\": 2}]".utf8), name: "bad element", cap: 1_024)
+        let bad = try Self.check(
+            Array("[{\"a\": 1},\n{\"a\" \(x)},\n{\"a\": 2}]".utf8), name: "bad element", cap: 1_024)
         // The bad element and what follows it up to the next comma are one stretch longer than the cap.
         #expect(bad.map(\.line) == [1, 2])
         #expect(bad[1].text.contains("longer than 1 KiB"))

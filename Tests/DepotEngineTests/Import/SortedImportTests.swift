@@ -1,6 +1,7 @@
-@testable import DepotEngine
 import Foundation
 import Testing
+
+@testable import DepotEngine
 
 /// Imports write each run of records in identifier order (SortedRun), which
 /// must change nothing a user sees but the speed.
@@ -27,8 +28,10 @@ struct SortedImportTests {
         return text
     }
 
-    func importing(_ text: String, sortRun: Int, saveEvery: Int,
-                   cancelAfter stops: [Int] = []) async throws -> (TemporaryStore, ImportProgress, String) {
+    func importing(
+        _ text: String, sortRun: Int, saveEvery: Int,
+        cancelAfter stops: [Int] = []
+    ) async throws -> (TemporaryStore, ImportProgress, String) {
         let t = try await TemporaryStore()
         let path = t.folder.appendingPathComponent("in.csv").path
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
@@ -45,7 +48,9 @@ struct SortedImportTests {
 
     static let all = FetchDescriptor(entity: "Trip", sort: [.init("id")])
 
-    @Test("sorted runs store what the file's order stores; counters add up and agree with the history; rejects keep the file's order")
+    @Test(
+        "sorted runs store what the file's order stores; counters add up and agree with the history; rejects keep the file's order"
+    )
     func sameAsInOrder() async throws {
         let text = Self.generated(5_000, seed: 11)
         let (plain, plainResult, plainRejects) = try await importing(text, sortRun: 0, saveEvery: 2_000)
@@ -53,9 +58,12 @@ struct SortedImportTests {
             let (sorted, result, rejects) = try await importing(text, sortRun: run, saveEvery: save)
             let label = Comment(rawValue: "runs of \(run), saves of \(save)")
             #expect(try await sorted.store.reader.fetch(Self.all) == plain.store.reader.fetch(Self.all), label)
-            #expect(result.read == 5_000 && result.inserted == plainResult.inserted && result.rejected == plainResult.rejected, label)
-            #expect(result.updated + result.unchanged + result.duplicates
-                        == plainResult.updated + plainResult.unchanged + plainResult.duplicates, label)
+            #expect(
+                result.read == 5_000 && result.inserted == plainResult.inserted
+                    && result.rejected == plainResult.rejected, label)
+            #expect(
+                result.updated + result.unchanged + result.duplicates
+                    == plainResult.updated + plainResult.unchanged + plainResult.duplicates, label)
             try await ImporterTests.expectAgreement(result, sorted.store, job: "j")
             // The same rejects, in the file's order.
             #expect(rejects == plainRejects, label)
@@ -81,7 +89,9 @@ struct SortedImportTests {
         for save in saves {
             let inserted = save.changes.filter { $0.kind == .insert }.map { $0.identifier }
             #expect(inserted.count > 300)
-            #expect(inserted == inserted.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }, "written in identifier order")
+            #expect(
+                inserted == inserted.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) },
+                "written in identifier order")
             #expect(insertedBefore.isDisjoint(with: inserted))
             insertedBefore.formUnion(inserted)
         }
@@ -107,11 +117,14 @@ struct SortedImportTests {
         #expect(try await changes(resumed) == changes(clean))
     }
 
-    @Test("records of an entity that refers to itself keep the file's order, so that a reference to an earlier record holds")
+    @Test(
+        "records of an entity that refers to itself keep the file's order, so that a reference to an earlier record holds"
+    )
     func selfReferenceKeepsOrder() async throws {
-        let employee = EntityDeclaration(name: "Employee", fields: [Field(name: "id", type: .string), Field(name: "name", type: .string)],
-                                         identifier: ["id"],
-                                         relationships: [Relationship(name: "manager", target: "Employee", kind: .toOne(required: false))])
+        let employee = EntityDeclaration(
+            name: "Employee", fields: [Field(name: "id", type: .string), Field(name: "name", type: .string)],
+            identifier: ["id"],
+            relationships: [Relationship(name: "manager", target: "Employee", kind: .toOne(required: false))])
         let t = try await TemporaryStore(entities: try EntityDeclaration.resolve([employee]))
         // Each employee's manager comes earlier in the file but sorts later.
         var text = "id,name,manager\nz0,Boss,\n"
@@ -121,12 +134,15 @@ struct SortedImportTests {
         var options = ImportOptions(saveEvery: 1_000)
         options.sortRun = 1_000
         let result = try await Importer.run(
-            ImportRequest(job: "e", entity: "Employee", path: path, rejectsPath: t.folder.appendingPathComponent("r").path,
-                          options: options), into: t.store)
+            ImportRequest(
+                job: "e", entity: "Employee", path: path, rejectsPath: t.folder.appendingPathComponent("r").path,
+                options: options), into: t.store)
         #expect(result.inserted == 200 && result.rejected == 0)
     }
 
-    @Test("after a short first run, runs grow fourfold to their full length; a job resumed where a run ended goes on as the clean one")
+    @Test(
+        "after a short first run, runs grow fourfold to their full length; a job resumed where a run ended goes on as the clean one"
+    )
     func growingRuns() {
         // The clean job's runs, from its start.
         var clean: [Int] = []
@@ -141,7 +157,8 @@ struct SortedImportTests {
         var boundary = 0
         for (k, length) in clean.enumerated() {
             boundary += length
-            #expect(ParserThread.runLength(after: boundary, first: 16, full: 300) == (clean.dropFirst(k + 1).first ?? 300))
+            #expect(
+                ParserThread.runLength(after: boundary, first: 16, full: 300) == (clean.dropFirst(k + 1).first ?? 300))
         }
         // Without a short first run, every run is full.
         #expect(ParserThread.runLength(after: 0, first: 300, full: 300) == 300)

@@ -5,7 +5,9 @@ import Testing
 /// what the in-memory shop says should remain, and against the history.
 @Suite("Relationships: delete rules against the oracle")
 struct DeleteRuleOracleTests {
-    static func store(_ shop: GeneratedShop, orders: DeleteRule?, lines: DeleteRule = .cascade) async throws -> TemporaryStore {
+    static func store(_ shop: GeneratedShop, orders: DeleteRule?, lines: DeleteRule = .cascade) async throws
+        -> TemporaryStore
+    {
         let declarations = RelationshipTests.shop(lines: .toMany(inverse: "order", delete: lines), orders: orders)
         let t = try await TemporaryStore(entities: try EntityDeclaration.resolve(declarations))
         try await shop.load(into: t.store)
@@ -27,23 +29,32 @@ struct DeleteRuleOracleTests {
         // cascade: the French customers, their orders, and those orders' lines.
         var t = try await Self.store(shop, orders: .cascade)
         var before = try await t.store.reader.latestToken()
-        var counts = try await t.store.delete(entity: "Customer", where: "country == 'FR'", author: "test", batchSize: 7)
+        var counts = try await t.store.delete(
+            entity: "Customer", where: "country == 'FR'", author: "test", batchSize: 7)
         #expect(counts.deleted == doomed.count + doomedOrders.count + doomedLines.count)
-        #expect(try await ids(t, "Customer") == Set(shop.customers.filter { !doomed.contains($0.id) }.map { json($0.id) }))
-        #expect(try await ids(t, "Order") == Set(shop.orders.filter { !doomedOrders.contains($0.id) }.map { json($0.id) }))
-        #expect(try await ids(t, "OrderLine") == Set(shop.lines.filter { !doomedOrders.contains($0.order) }
-            .map { "[\(json($0.order)),\($0.line)]" }))
+        #expect(
+            try await ids(t, "Customer") == Set(shop.customers.filter { !doomed.contains($0.id) }.map { json($0.id) }))
+        #expect(
+            try await ids(t, "Order") == Set(shop.orders.filter { !doomedOrders.contains($0.id) }.map { json($0.id) }))
+        #expect(
+            try await ids(t, "OrderLine")
+                == Set(
+                    shop.lines.filter { !doomedOrders.contains($0.order) }
+                        .map { "[\(json($0.order)),\($0.line)]" }))
         var changes = try await t.store.reader.history(after: before).flatMap(\.changes)
         #expect(changes.count == counts.deleted && changes.allSatisfy { $0.kind == .delete })
         // Nothing left points at a missing record but the dangling references loaded as such.
-        #expect(try await t.store.reader.danglingReferences().total == shop.orders.filter { $0.customer?.hasPrefix("X") == true }.count)
+        #expect(
+            try await t.store.reader.danglingReferences().total
+                == shop.orders.filter { $0.customer?.hasPrefix("X") == true }.count)
 
         // nullify: every order stays; the French customers' lose their customer.
         t = try await Self.store(shop, orders: .nullify)
         before = try await t.store.reader.latestToken()
         counts = try await t.store.delete(entity: "Customer", where: "country == 'FR'", author: "test", batchSize: 7)
         #expect(counts.deleted == doomed.count && counts.updated == doomedOrders.count)
-        #expect(try await ids(t, "Order", "customer == nil")
+        #expect(
+            try await ids(t, "Order", "customer == nil")
                 == Set(shop.orders.filter { $0.customer == nil || doomedOrders.contains($0.id) }.map { json($0.id) }))
         #expect(try await t.store.reader.count(FetchDescriptor(entity: "OrderLine")) == shop.lines.count)
         changes = try await t.store.reader.history(after: before).flatMap(\.changes)
@@ -73,7 +84,9 @@ struct DeleteRuleOracleTests {
             Issue.record("a cascade into orders whose lines deny went through")
         } catch let error as DepotError {
             #expect(error.code == .conflict)
-            #expect(error.message.contains("OrderLine record") && error.message.contains("\"OrderLine.order\", whose delete rule is deny"))
+            #expect(
+                error.message.contains("OrderLine record")
+                    && error.message.contains("\"OrderLine.order\", whose delete rule is deny"))
         }
     }
 }

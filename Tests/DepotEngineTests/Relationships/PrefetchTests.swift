@@ -1,14 +1,17 @@
-@testable import DepotEngine
 import Foundation
 import GRDB
 import Testing
+
+@testable import DepotEngine
 
 /// Prefetch (DESIGN §12): related records embedded in fetched ones, one
 /// query per relationship per page, checked against the generated shop.
 @Suite("Relationships: prefetch")
 struct PrefetchTests {
     /// The records of `descriptor` as JSON objects, and how many statements the fetch ran.
-    static func fetch(_ t: TemporaryStore, _ descriptor: FetchDescriptor) async throws -> (records: [[String: Any]], statements: Int) {
+    static func fetch(_ t: TemporaryStore, _ descriptor: FetchDescriptor) async throws -> (
+        records: [[String: Any]], statements: Int
+    ) {
         let schema = t.store.reader.schema
         let (set, statements) = try await t.store.reader.read { db -> (RecordSet, Int) in
             final class Counter: @unchecked Sendable { var n = 0 }
@@ -24,7 +27,9 @@ struct PrefetchTests {
         return (records, statements)
     }
 
-    @Test("a to-one embeds an object (null if none), a to-many an array in identifier order; one query per relationship, never per record")
+    @Test(
+        "a to-one embeds an object (null if none), a to-many an array in identifier order; one query per relationship, never per record"
+    )
     func shapes() async throws {
         let shop = GeneratedShop(seed: 5, customers: 200, orders: 1_000, dangling: 20)
         let t = try await KeyPathTests.store(shop)
@@ -60,8 +65,9 @@ struct PrefetchTests {
         let t = try await KeyPathTests.store(shop)
         let customers = shop.customerByID, lines = shop.linesByOrder
         // Only the named fields of the embedded records.
-        var descriptor = FetchDescriptor(entity: "Order", where: "customer != nil", sort: [SortDescriptor("id")], limit: 50,
-                                         fields: ["id", "customer.name", "lines.sku"])
+        var descriptor = FetchDescriptor(
+            entity: "Order", where: "customer != nil", sort: [SortDescriptor("id")], limit: 50,
+            fields: ["id", "customer.name", "lines.sku"])
         var (records, statements) = try await Self.fetch(t, descriptor)
         #expect(statements == 3)
         for r in records {
@@ -69,11 +75,13 @@ struct PrefetchTests {
             let order = shop.orders.first { $0.id == r["id"] as? String }!
             #expect((r["customer"] as? [String: Any])?.keys.sorted() == ["name"])
             #expect((r["customer"] as? [String: Any])?["name"] as? String == customers[order.customer!]!.name)
-            #expect((r["lines"] as? [[String: Any]])?.map { $0["sku"] as! String }
+            #expect(
+                (r["lines"] as? [[String: Any]])?.map { $0["sku"] as! String }
                     == (lines[order.id] ?? []).sorted { $0.line < $1.line }.map(\.sku))
         }
         // From a line: its order, and the order's customer, nested.
-        descriptor = FetchDescriptor(entity: "OrderLine", where: "qty == 9", fields: ["line", "qty", "order.total", "order.customer.country"])
+        descriptor = FetchDescriptor(
+            entity: "OrderLine", where: "qty == 9", fields: ["line", "qty", "order.total", "order.customer.country"])
         (records, statements) = try await Self.fetch(t, descriptor)
         #expect(statements == 3, "lines, their orders, the orders' customers")
         let nines = shop.lines.filter { $0.qty == 9 }
@@ -86,9 +94,13 @@ struct PrefetchTests {
         }
         let byOrderTotal = Set(nines.map { orders[$0.order]!.total })
         #expect(Set(records.map { ($0["order"] as! [String: Any])["total"] as! Double }) == byOrderTotal)
-        let countries = records.map { (($0["order"] as! [String: Any])["customer"] as? [String: Any])?["country"] as? String }
-        #expect(countries.sorted { ($0 ?? "") < ($1 ?? "") } == nines.map { orders[$0.order]!.customer.flatMap { customers[$0]?.country } }
-            .sorted { ($0 ?? "") < ($1 ?? "") })
+        let countries = records.map {
+            (($0["order"] as! [String: Any])["customer"] as? [String: Any])?["country"] as? String
+        }
+        #expect(
+            countries.sorted { ($0 ?? "") < ($1 ?? "") }
+                == nines.map { orders[$0.order]!.customer.flatMap { customers[$0]?.country } }
+                .sorted { ($0 ?? "") < ($1 ?? "") })
         // Customers with their orders' lines, two levels of to-many.
         descriptor = FetchDescriptor(entity: "Customer", sort: [SortDescriptor("id")], limit: 10)
         descriptor.prefetch = ["orders.lines"]
@@ -97,7 +109,9 @@ struct PrefetchTests {
         let byCustomer = shop.ordersByCustomer
         for r in records {
             let embedded = r["orders"] as! [[String: Any]]
-            let expected = (byCustomer[r["id"] as! String] ?? []).sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
+            let expected = (byCustomer[r["id"] as! String] ?? []).sorted {
+                $0.id.utf8.lexicographicallyPrecedes($1.id.utf8)
+            }
             #expect(embedded.map { $0["id"] as! String } == expected.map(\.id))
             #expect(embedded.map { ($0["lines"] as! [Any]).count } == expected.map { lines[$0.id]?.count ?? 0 })
         }
@@ -130,15 +144,23 @@ struct PrefetchTests {
         func error(_ prefetch: [String], fields: [String]? = nil) async -> DepotError? {
             var d = FetchDescriptor(entity: "Order", fields: fields)
             d.prefetch = prefetch
-            do { _ = try await t.store.reader.fetch(d); return nil } catch let e as DepotError { return e } catch { return nil }
+            do { _ = try await t.store.reader.fetch(d); return nil } catch let e as DepotError { return e } catch {
+                return nil
+            }
         }
         let cases: [([String], [String]?, DepotError.Code, String)] = [
-            (["custmer"], nil, .unknownField, #"entity "Order" has no relationship "custmer" (did you mean "customer"?)"#),
-            (["lines.ordr"], nil, .unknownField, #"entity "OrderLine" has no relationship "ordr" (in "lines.ordr") (did you mean "order"?)"#),
+            (
+                ["custmer"], nil, .unknownField,
+                #"entity "Order" has no relationship "custmer" (did you mean "customer"?)"#
+            ),
+            (
+                ["lines.ordr"], nil, .unknownField,
+                #"entity "OrderLine" has no relationship "ordr" (in "lines.ordr") (did you mean "order"?)"#
+            ),
             (["total"], nil, .invalidArgument, #"prefetch names relationships, and "total" is a field"#),
-            ([], ["id", "customer"], .invalidArgument, "") ,
+            ([], ["id", "customer"], .invalidArgument, ""),
             ([], ["id", "lines"], .invalidArgument, #"fields names "lines", a relationship"#),
-            ([], ["id", "customer.nme"], .unknownField, #"entity "Customer" has no field or relationship "nme""#),
+            ([], ["id", "customer.nme"], .unknownField, #"entity "Customer" has no field or relationship "nme""#)
         ]
         for (prefetch, fields, code, message) in cases {
             let e = await error(prefetch, fields: fields)
@@ -155,16 +177,23 @@ struct PrefetchTests {
     @Test("a live fetch with prefetch: a change to an embedded record changes the record that embeds it")
     func liveFetch() async throws {
         let t = try await RelationshipTests.filledShop(orders: .cascade)
-        let descriptor = FetchDescriptor(entity: "Order", where: "total < 25", fields: ["id", "customer.name", "lines.qty"])
+        let descriptor = FetchDescriptor(
+            entity: "Order", where: "total < 25", fields: ["id", "customer.name", "lines.qty"])
         let feed = try ResultFeed(reader: t.store.reader, descriptor)
         let (_, first) = try await feed.start()
-        #expect((0..<first.count).map(first.jsonObject(row:))
-                == [#"{"id":"O1","customer":{"name":"Ada"},"lines":[{"qty":2},{"qty":1}]}"#, #"{"id":"O2","customer":{"name":"Ada"},"lines":[]}"#])
+        #expect(
+            (0..<first.count).map(first.jsonObject(row:))
+                == [
+                    #"{"id":"O1","customer":{"name":"Ada"},"lines":[{"qty":2},{"qty":1}]}"#,
+                    #"{"id":"O2","customer":{"name":"Ada"},"lines":[]}"#
+                ])
         // A line of O1 changes: O1 is updated, with its lines as they are now.
         _ = try await t.store.update(entity: "OrderLine", where: "line == 2", set: ["qty": 5], author: "test")
         var changes = try await feed.changes()
         #expect(changes.updated.count == 1 && changes.inserted.count == 0 && changes.deleted.isEmpty)
-        #expect(changes.updated.jsonObject(row: 0) == #"{"id":"O1","customer":{"name":"Ada"},"lines":[{"qty":2},{"qty":5}]}"#)
+        #expect(
+            changes.updated.jsonObject(row: 0)
+                == #"{"id":"O1","customer":{"name":"Ada"},"lines":[{"qty":2},{"qty":5}]}"#)
         // Ada's name changes: both her orders are updated.
         _ = try await t.store.update(entity: "Customer", where: "id == 'C1'", set: ["name": "Ada L."], author: "test")
         changes = try await feed.changes()
@@ -172,10 +201,14 @@ struct PrefetchTests {
         // An order enters with its embedded records.
         _ = try await t.store.update(entity: "Order", where: "id == 'O3'", set: ["total": 5.0], author: "test")
         changes = try await feed.changes()
-        #expect(changes.inserted.count == 1 && changes.inserted.jsonObject(row: 0) == #"{"id":"O3","customer":{"name":"Bob"},"lines":[]}"#)
+        #expect(
+            changes.inserted.count == 1
+                && changes.inserted.jsonObject(row: 0) == #"{"id":"O3","customer":{"name":"Bob"},"lines":[]}"#)
         // An order's reference moves: the order's own change carries its new customer.
         _ = try await t.store.update(entity: "Order", where: "id == 'O2'", set: ["customer": "C2"], author: "test")
         changes = try await feed.changes()
-        #expect(changes.updated.count == 1 && changes.updated.jsonObject(row: 0) == #"{"id":"O2","customer":{"name":"Bob"},"lines":[]}"#)
+        #expect(
+            changes.updated.count == 1
+                && changes.updated.jsonObject(row: 0) == #"{"id":"O2","customer":{"name":"Bob"},"lines":[]}"#)
     }
 }

@@ -1,6 +1,6 @@
+import CDepotSQLite
 import DepotEngine
 import Foundation
-import CDepotSQLite
 import Testing
 
 @Suite("Schema and migration")
@@ -33,8 +33,10 @@ struct SchemaTests {
     func oddNames() async throws {
         let entity = try EntitySchema(
             name: "Org \"Units\"",
-            fields: [Field(name: "Organization Name", type: .string), Field(name: "head count", type: .int),
-                     Field(name: "it's", type: .string, isOptional: true)],
+            fields: [
+                Field(name: "Organization Name", type: .string), Field(name: "head count", type: .int),
+                Field(name: "it's", type: .string, isOptional: true)
+            ],
             identifier: ["Organization Name"], indexes: [["head count"]])
         let t = try await TemporaryStore(entities: [entity])
         var batch = RecordBatch(entity: entity.name, columns: ["Organization Name", "head count", "it's"])
@@ -52,9 +54,11 @@ struct SchemaTests {
     func compoundIdentifier() async throws {
         let entity = try EntitySchema(
             name: "Population",
-            fields: [Field(name: "region", type: .int), Field(name: "year", type: .int),
-                     Field(name: "sex", type: .string), Field(name: "age", type: .string),
-                     Field(name: "count", type: .int)],
+            fields: [
+                Field(name: "region", type: .int), Field(name: "year", type: .int),
+                Field(name: "sex", type: .string), Field(name: "age", type: .string),
+                Field(name: "count", type: .int)
+            ],
             identifier: ["region", "year", "sex", "age"])
         let t = try await TemporaryStore(entities: [entity])
         var batch = RecordBatch(entity: "Population", columns: ["region", "year", "sex", "age", "count"])
@@ -72,10 +76,13 @@ struct SchemaTests {
     @Test("invalid entities are refused with every problem named")
     func invalidSchema() throws {
         let error = #expect(throws: DepotError.self) {
-            try EntitySchema(name: "depot_x",
-                             fields: [Field(name: "id", type: .string, isOptional: true),
-                                      Field(name: "Name", type: .string), Field(name: "name", type: .string)],
-                             identifier: ["id"], indexes: [["nmae"]])
+            try EntitySchema(
+                name: "depot_x",
+                fields: [
+                    Field(name: "id", type: .string, isOptional: true),
+                    Field(name: "Name", type: .string), Field(name: "name", type: .string)
+                ],
+                identifier: ["id"], indexes: [["nmae"]])
         }
         #expect(error?.code == .invalidSchema)
         let message = error?.message ?? ""
@@ -92,8 +99,9 @@ struct SchemaTests {
         let t = try await TemporaryStore()
         try await t.insertSample()
         try await t.store.close()
-        let wider = try TemporaryStore.tripEntity(extraFields: [Field(name: "rating", type: .int, isOptional: true)],
-                                                  indexes: [["rating"]])
+        let wider = try TemporaryStore.tripEntity(
+            extraFields: [Field(name: "rating", type: .int, isOptional: true)],
+            indexes: [["rating"]])
         let reopened = try await TemporaryStore(entities: [wider], folder: t.folder)
         let all = try await reopened.store.reader.fetch(FetchDescriptor(entity: "Trip", fields: ["id", "rating"]))
         #expect(all.count == TemporaryStore.sampleTrips.count)
@@ -121,7 +129,9 @@ struct SchemaTests {
         changed[5] = Field(name: "budget", type: .string)
         let typeError = await reopen(changed)
         #expect(typeError?.code == .migrationRefused)
-        #expect(typeError?.message.contains("entity \"Trip\", field \"budget\": the type changed from double to string") == true)
+        #expect(
+            typeError?.message.contains("entity \"Trip\", field \"budget\": the type changed from double to string")
+                == true)
         // A new required field.
         let required = await reopen(base + [Field(name: "rating", type: .int)])
         #expect(required?.message.contains("field \"rating\": a new field must be optional") == true)
@@ -164,8 +174,9 @@ struct SchemaTests {
 
     @Test("a store that cannot be opened says where and why")
     func unopenable() async throws {
-        let config = StoreConfiguration(name: "x", path: "/nonexistent/dir/x.sqlite",
-                                        entities: [try TemporaryStore.tripEntity()])
+        let config = StoreConfiguration(
+            name: "x", path: "/nonexistent/dir/x.sqlite",
+            entities: [try TemporaryStore.tripEntity()])
         let error = await #expect(throws: DepotError.self) { _ = try await Store.open(config) }
         #expect(error?.code == .database)
         #expect(error?.message.contains("/nonexistent/dir/x.sqlite") == true)

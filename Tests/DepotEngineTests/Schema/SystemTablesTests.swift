@@ -22,24 +22,31 @@ struct SystemTablesTests {
         try await t.insertSample()
         try await t.store.close()
         // The layout of those releases: no version key, no values columns, no consumers, no layouts.
-        _ = try sqlite3(t.path, "DELETE FROM depot_meta WHERE key = 'system_version'; "
-            + "ALTER TABLE depot_changes DROP COLUMN old; ALTER TABLE depot_changes DROP COLUMN new; "
-            + "ALTER TABLE depot_changes DROP COLUMN layout; DROP TABLE depot_consumers; DROP TABLE depot_layouts")
+        _ = try sqlite3(
+            t.path,
+            "DELETE FROM depot_meta WHERE key = 'system_version'; "
+                + "ALTER TABLE depot_changes DROP COLUMN old; ALTER TABLE depot_changes DROP COLUMN new; "
+                + "ALTER TABLE depot_changes DROP COLUMN layout; DROP TABLE depot_consumers; DROP TABLE depot_layouts")
         #expect(try version(t.path) == "")
         let changes = try sqlite3(t.path, "SELECT count(*) FROM depot_changes")
         let again = try await TemporaryStore(folder: t.folder)
         #expect(try version(t.path) == String(SystemTables.currentVersion))
         #expect(try await again.store.reader.count(FetchDescriptor(entity: "Trip")) == 6)
         // Versions 2 and 3 added the values columns and kept the history.
-        #expect(try sqlite3(t.path, "SELECT count(*) FROM pragma_table_info('depot_changes') "
-            + "WHERE name IN ('old', 'new', 'layout')") == "3")
+        #expect(
+            try sqlite3(
+                t.path,
+                "SELECT count(*) FROM pragma_table_info('depot_changes') "
+                    + "WHERE name IN ('old', 'new', 'layout')") == "3")
         #expect(try sqlite3(t.path, "SELECT count(*) FROM depot_changes") == changes)
         #expect(try await again.store.reader.history().flatMap(\.changes).count == Int(changes))
     }
 
     /// Issue 35, item 4: GRDB's WAL setup set NORMAL on the writer after the
     /// store asked for FULL, so answered commits were not synced.
-    @Test("the writer runs with the store's durability: synchronous FULL by default, NORMAL when asked, after a reopen too")
+    @Test(
+        "the writer runs with the store's durability: synchronous FULL by default, NORMAL when asked, after a reopen too"
+    )
     func durability() async throws {
         let t = try await TemporaryStore()
         #expect(try await t.store.writerSynchronous() == 2)

@@ -36,17 +36,23 @@ struct GeneratedShop {
     init(seed: UInt64, customers customerCount: Int, orders orderCount: Int, dangling: Int = 0) {
         var r = Random(state: seed)
         for i in 0..<customerCount {
-            customers.append(Customer(id: "C\(i)", name: Self.names[r.below(Self.names.count)] + " \(i)",
-                                      country: Self.countries[r.below(Self.countries.count)]))
+            customers.append(
+                Customer(
+                    id: "C\(i)", name: Self.names[r.below(Self.names.count)] + " \(i)",
+                    country: Self.countries[r.below(Self.countries.count)]))
         }
         for i in 0..<orderCount {
             var customer = r.below(8) == 0 ? nil : customers[r.below(customerCount)].id
             if dangling > 0, r.below(dangling) == 0 { customer = "X\(i)" }
-            orders.append(Order(id: "O\(i)", total: Double(r.below(4000)) / 4, placed: "2025-0\(1 + r.below(9))-1\(r.below(10))",
-                                customer: customer))
+            orders.append(
+                Order(
+                    id: "O\(i)", total: Double(r.below(4000)) / 4, placed: "2025-0\(1 + r.below(9))-1\(r.below(10))",
+                    customer: customer))
             for l in 0..<r.below(6) {
-                lines.append(Line(order: "O\(i)", line: Int64(l + 1), sku: Self.skus[r.below(Self.skus.count)],
-                                  qty: Int64(1 + r.below(9)), price: Double(r.below(120)) / 4))
+                lines.append(
+                    Line(
+                        order: "O\(i)", line: Int64(l + 1), sku: Self.skus[r.below(Self.skus.count)],
+                        qty: Int64(1 + r.below(9)), price: Double(r.below(120)) / 4))
             }
         }
     }
@@ -56,17 +62,23 @@ struct GeneratedShop {
         var c = RecordBatch(entity: "Customer", columns: ["id", "name", "country"])
         for x in customers { c.append([.string(x.id), .string(x.name), x.country.map(Value.string) ?? .null]) }
         var o = RecordBatch(entity: "Order", columns: ["id", "total", "placed", "customer"])
-        for x in orders { o.append([.string(x.id), .double(x.total), .string(x.placed), x.customer.map(Value.string) ?? .null]) }
+        for x in orders {
+            o.append([.string(x.id), .double(x.total), .string(x.placed), x.customer.map(Value.string) ?? .null])
+        }
         var l = RecordBatch(entity: "OrderLine", columns: ["order", "line", "sku", "qty", "price"])
         for x in lines { l.append([.string(x.order), .int(x.line), .string(x.sku), .int(x.qty), .double(x.price)]) }
         let batches = [c, o, l]
         _ = try await store.save(author: "test") { save in
-            for batch in batches { _ = try save.write(batch, policy: .upsert, deferReferences: batch.entity == "Order") }
+            for batch in batches {
+                _ = try save.write(batch, policy: .upsert, deferReferences: batch.entity == "Order")
+            }
         }
     }
 
     func customer(of order: Order) -> Customer? { order.customer.flatMap { id in customerByID[id] } }
     var customerByID: [String: Customer] { Dictionary(uniqueKeysWithValues: customers.map { ($0.id, $0) }) }
     var linesByOrder: [String: [Line]] { Dictionary(grouping: lines, by: \.order) }
-    var ordersByCustomer: [String: [Order]] { Dictionary(grouping: orders.filter { $0.customer != nil }, by: { $0.customer! }) }
+    var ordersByCustomer: [String: [Order]] {
+        Dictionary(grouping: orders.filter { $0.customer != nil }, by: { $0.customer! })
+    }
 }

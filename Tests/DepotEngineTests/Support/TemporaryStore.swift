@@ -9,8 +9,10 @@ final class TemporaryStore: Sendable {
     var path: String { folder.appendingPathComponent("test.sqlite").path }
 
     /// The Trip entity of the design's example configuration.
-    static func tripEntity(extraFields: [Field] = [], indexes: [[String]] = [["destination"], ["startDate"]],
-                           history: HistoryDetail = .fields) throws -> EntitySchema {
+    static func tripEntity(
+        extraFields: [Field] = [], indexes: [[String]] = [["destination"], ["startDate"]],
+        history: HistoryDetail = .fields
+    ) throws -> EntitySchema {
         try EntitySchema(
             name: "Trip",
             fields: [
@@ -21,7 +23,7 @@ final class TemporaryStore: Sendable {
                 Field(name: "endDate", type: .date, isOptional: true),
                 Field(name: "budget", type: .double),
                 Field(name: "isFavorite", type: .bool),
-                Field(name: "notes", type: .string, isOptional: true),
+                Field(name: "notes", type: .string, isOptional: true)
             ] + extraFields,
             identifier: ["id"], indexes: indexes, preserveOnDelete: ["name"], history: history)
     }
@@ -33,8 +35,10 @@ final class TemporaryStore: Sendable {
         return folder
     }
 
-    init(entities: [EntitySchema]? = nil, saveEvery: Int = 50_000, folder: URL? = nil,
-         configure: (inout StoreConfiguration) -> Void = { _ in }) async throws {
+    init(
+        entities: [EntitySchema]? = nil, saveEvery: Int = 50_000, folder: URL? = nil,
+        configure: (inout StoreConfiguration) -> Void = { _ in }
+    ) async throws {
         self.folder = try folder ?? Self.makeFolder()
         var config = StoreConfiguration(
             name: "travel", path: self.folder.appendingPathComponent("test.sqlite").path,
@@ -49,8 +53,10 @@ final class TemporaryStore: Sendable {
 
     /// Upserts `rows` of Trip with every field given, in one save.
     @discardableResult
-    func insertTrips(_ rows: [[Value]], policy: ConflictPolicy = .upsert, author: String = "test",
-                     job: String? = nil) async throws -> SaveOutcome<WriteCounts> {
+    func insertTrips(
+        _ rows: [[Value]], policy: ConflictPolicy = .upsert, author: String = "test",
+        job: String? = nil
+    ) async throws -> SaveOutcome<WriteCounts> {
         var batch = RecordBatch(entity: "Trip", columns: Self.tripColumns)
         for row in rows { batch.append(row) }
         let frozen = batch

@@ -1,5 +1,6 @@
-@testable import DepotEngine
 import Testing
+
+@testable import DepotEngine
 
 @Suite("Values, dates and JSON text")
 struct ValueTests {
@@ -21,7 +22,7 @@ struct ValueTests {
         ("2025-03-14T10:30:00+01", nil),
         ("2025-03-14T", nil),
         ("yesterday", nil),
-        ("", nil),
+        ("", nil)
     ]
 
     @Test("ISO 8601 dates and date-times become canonical UTC text", arguments: dates)
@@ -31,11 +32,16 @@ struct ValueTests {
 
     @Test("canonical date-times sort as text in time order")
     func sortOrder() {
-        let inputs = ["2025-03-14T10:00:00.5Z", "2025-03-14T10:00:00Z", "2025-03-14T09:59:59.999+00:00",
-                      "2025-03-14T11:00:00.001+01:00"]
+        let inputs = [
+            "2025-03-14T10:00:00.5Z", "2025-03-14T10:00:00Z", "2025-03-14T09:59:59.999+00:00",
+            "2025-03-14T11:00:00.001+01:00"
+        ]
         let canonical = inputs.compactMap(DateValue.canonical)
-        #expect(canonical.sorted() == ["2025-03-14T09:59:59.999Z", "2025-03-14T10:00:00.000Z",
-                                       "2025-03-14T10:00:00.001Z", "2025-03-14T10:00:00.500Z"])
+        #expect(
+            canonical.sorted() == [
+                "2025-03-14T09:59:59.999Z", "2025-03-14T10:00:00.000Z",
+                "2025-03-14T10:00:00.001Z", "2025-03-14T10:00:00.500Z"
+            ])
     }
 
     @Test("JSON text escapes what JSON requires and nothing else")
@@ -75,9 +81,11 @@ struct ValueTests {
 struct JSONBytesTests {
     @Test("JSONBytes writes what JSONText writes, escapes and numbers included")
     func sameAsText() {
-        let values: [Value] = [.null, true, false, 0, -1, .int(Int64.min), .int(Int64.max), 1.5, -0.25, 1e300, 900,
-                               .double(.nan), "", "plain", "quote \" and \\ backslash", "line\nbreak\ttab\r",
-                               "\u{01}\u{1F}\u{08}\u{0C}", "Zürich ✈︎ 東京", "\u{7F}"]
+        let values: [Value] = [
+            .null, true, false, 0, -1, .int(Int64.min), .int(Int64.max), 1.5, -0.25, 1e300, 900,
+            .double(.nan), "", "plain", "quote \" and \\ backslash", "line\nbreak\ttab\r",
+            "\u{01}\u{1F}\u{08}\u{0C}", "Zürich ✈︎ 東京", "\u{7F}"
+        ]
         for value in values {
             var text = ""
             JSONText.append(value, to: &text)

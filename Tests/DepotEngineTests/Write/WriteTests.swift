@@ -17,9 +17,9 @@ struct WriteTests {
         let t = try await TemporaryStore()
         try await t.insertSample()
         var batch = RecordBatch(entity: "Trip", columns: ["id", "budget", "notes"])
-        batch.append(["t1", 1500.0, "Louvre"])        // equal: unchanged
-        batch.append(["t2", 950.0, nil])              // budget changed
-        batch.append(["t3", 700.0, "Trevi"])          // notes changed
+        batch.append(["t1", 1500.0, "Louvre"])  // equal: unchanged
+        batch.append(["t2", 950.0, nil])  // budget changed
+        batch.append(["t3", 700.0, "Trevi"])  // notes changed
         let frozen = batch
         let outcome = try await t.store.save(author: "test") { try $0.write(frozen, policy: .upsert) }
         #expect(outcome.value.inserted == 0)
@@ -63,10 +63,11 @@ struct WriteTests {
     func skip() async throws {
         let t = try await TemporaryStore()
         try await t.insertSample()
-        let outcome = try await t.insertTrips([
-            ["t1", "Other", "Oslo", "2025-01-01", nil, 1.0, false, nil],
-            ["t9", "New", "Oslo", "2025-01-01", nil, 1.0, false, nil],
-        ], policy: .skip)
+        let outcome = try await t.insertTrips(
+            [
+                ["t1", "Other", "Oslo", "2025-01-01", nil, 1.0, false, nil],
+                ["t9", "New", "Oslo", "2025-01-01", nil, 1.0, false, nil]
+            ], policy: .skip)
         #expect(outcome.value.skipped == 1)
         #expect(outcome.value.inserted == 1)
         let t1 = try await t.store.reader.fetch(FetchDescriptor(entity: "Trip", where: "id == 't1'"))
@@ -78,10 +79,11 @@ struct WriteTests {
         let t = try await TemporaryStore()
         try await t.insertSample()
         let error = await #expect(throws: DepotError.self) {
-            try await t.insertTrips([
-                ["t8", "New", "Oslo", "2025-01-01", nil, 1.0, false, nil],
-                ["t1", "Other", "Oslo", "2025-01-01", nil, 1.0, false, nil],
-            ], policy: .fail)
+            try await t.insertTrips(
+                [
+                    ["t8", "New", "Oslo", "2025-01-01", nil, 1.0, false, nil],
+                    ["t1", "Other", "Oslo", "2025-01-01", nil, 1.0, false, nil]
+                ], policy: .fail)
         }
         #expect(error?.code == .conflict)
         #expect(error?.message.contains("\"t1\"") == true)
@@ -94,10 +96,10 @@ struct WriteTests {
         let t = try await TemporaryStore()
         try await t.insertSample()
         var batch = RecordBatch(entity: "Trip", columns: ["id", "name", "budget"])
-        batch.append([nil, "No id", 1.0])             // null identifier
-        batch.append(["t1", nil, 1.0])                // null required field
-        batch.append(["t7", "New", 1.0])              // new record without startDate, isFavorite
-        batch.append(["t2", "Zürich trip", 900.0])    // fine: an update
+        batch.append([nil, "No id", 1.0])  // null identifier
+        batch.append(["t1", nil, 1.0])  // null required field
+        batch.append(["t7", "New", 1.0])  // new record without startDate, isFavorite
+        batch.append(["t2", "Zürich trip", 900.0])  // fine: an update
         let frozen = batch
         let outcome = try await t.store.save(author: "test") { try $0.write(frozen, policy: .upsert) }
         #expect(outcome.value.rejected.map(\.row) == [0, 1, 2])
@@ -113,7 +115,9 @@ struct WriteTests {
         var noID = RecordBatch(entity: "Trip", columns: ["name"])
         noID.append(["x"])
         let a = noID
-        await #expect(throws: DepotError.self) { _ = try await t.store.save(author: "t") { try $0.write(a, policy: .upsert) } }
+        await #expect(throws: DepotError.self) {
+            _ = try await t.store.save(author: "t") { try $0.write(a, policy: .upsert) }
+        }
         var unknown = RecordBatch(entity: "Trip", columns: ["id", "budgett"])
         unknown.append(["x", 1.0])
         let b = unknown
@@ -136,7 +140,7 @@ struct WriteTests {
         let t = try await TemporaryStore()
         let outcome = try await t.insertTrips([
             ["d1", "First", "Oslo", "2025-01-01", nil, 1.0, false, nil],
-            ["d1", "Second", "Oslo", "2025-01-01", nil, 2.0, false, nil],
+            ["d1", "Second", "Oslo", "2025-01-01", nil, 2.0, false, nil]
         ])
         #expect(outcome.value.inserted == 1)
         #expect(outcome.value.updated == 1)
@@ -155,8 +159,11 @@ struct WriteTests {
         let history = try await t.store.reader.history(after: nil, author: "cleanup")
         #expect(history.count == 2)  // saves of 2 and 1 records
         let tombstones = history.flatMap(\.changes).map { $0.tombstone ?? "" }
-        #expect(tombstones == [#"{"id":"t2","name":"Zürich business"}"#, #"{"id":"t3","name":"Rome weekend"}"#,
-                               #"{"id":"t4","name":"Test trip"}"#])
+        #expect(
+            tombstones == [
+                #"{"id":"t2","name":"Zürich business"}"#, #"{"id":"t3","name":"Rome weekend"}"#,
+                #"{"id":"t4","name":"Test trip"}"#
+            ])
         let none = try await t.store.delete(entity: "Trip", where: "budget < 0", author: "cleanup")
         #expect(none.deleted == 0)
         #expect(try await t.store.reader.history(author: "cleanup").count == 2)
@@ -166,16 +173,19 @@ struct WriteTests {
     func updateByPredicate() async throws {
         let t = try await TemporaryStore()
         try await t.insertSample()
-        let counts = try await t.store.update(entity: "Trip", where: "destination == 'Paris'",
-                                              set: ["isFavorite": true, "notes": "updated"], author: "bulk",
-                                              batchSize: 1)
+        let counts = try await t.store.update(
+            entity: "Trip", where: "destination == 'Paris'",
+            set: ["isFavorite": true, "notes": "updated"], author: "bulk",
+            batchSize: 1)
         #expect(counts.updated == 2)
-        let again = try await t.store.update(entity: "Trip", where: "destination == 'Paris'",
-                                             set: ["isFavorite": true, "notes": "updated"], author: "bulk")
+        let again = try await t.store.update(
+            entity: "Trip", where: "destination == 'Paris'",
+            set: ["isFavorite": true, "notes": "updated"], author: "bulk")
         #expect(again.updated == 0)
         #expect(again.unchanged == 2)
         let log = try await t.store.reader.history(author: "bulk").flatMap(\.changes)
-        #expect(log.map { "\($0.identifier) \($0.fields ?? [])" } == [#""t1" ["notes"]"#, #""t5" ["isFavorite", "notes"]"#])
+        #expect(
+            log.map { "\($0.identifier) \($0.fields ?? [])" } == [#""t1" ["notes"]"#, #""t5" ["isFavorite", "notes"]"#])
         await #expect(throws: DepotError.self) {
             try await t.store.update(entity: "Trip", where: nil, set: ["id": "x"], author: "bulk")
         }
