@@ -30,6 +30,9 @@ final class LiveStarts: Sendable {
     }
 
     private struct Entry {
+        /// The store, held so that its identifier cannot name another
+        /// store while the entry lasts.
+        let owner: AnyObject
         let version: UInt64
         let start: Task<Start, any Error>
         var bytes = 0
@@ -63,7 +66,7 @@ final class LiveStarts: Sendable {
             // Not a child of this request: the streams waiting on it share
             // it, and it ends with its read whoever hangs up.
             let task = Task { try await read() }
-            s.entries[key] = Entry(version: version, start: task)
+            s.entries[key] = Entry(owner: store as AnyObject, version: version, start: task)
             return (task, false)
         }
         do {
