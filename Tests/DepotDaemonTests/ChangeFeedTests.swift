@@ -256,10 +256,7 @@ struct ChangeFeedTests {
         _ = try Self.importTrips(d, tripsCSV(12), name: "twelve.csv")  // City 1: t1, t10
         let fetch = "/v1/stores/travel/entities/Trip/fetch"
         let watch = #"{"where":"destination == 'City 1'","watch":true,"changes":true}"#
-        func shared() throws -> Int? {
-            try d.request("GET", "/v1/metrics").body.split(separator: "\n")
-                .first { $0.hasPrefix("depot_live_results_shared_total ") }.flatMap { Int($0.split(separator: " ")[1]) }
-        }
+        func shared() throws -> Int? { try d.metric("depot_live_results_shared_total") }
         #expect(try shared() == 0)
         var first: [[String: Any]] = [], second: [[String: Any]] = []
         _ = try UnixHTTP.stream(socket: d.socket, method: "POST", path: fetch, body: watch) { line in

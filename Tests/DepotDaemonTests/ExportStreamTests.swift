@@ -115,10 +115,7 @@ struct ExportStreamTests {
     }
 
     /// The `depot_streams_timed_out_total` counter of `/v1/metrics`.
-    static func timedOut(_ d: DaemonProcess) throws -> Int? {
-        try d.request("GET", "/v1/metrics").body.split(separator: "\n")
-            .first { $0.hasPrefix("depot_streams_timed_out_total ") }.flatMap { Int($0.split(separator: " ")[1]) }
-    }
+    static func timedOut(_ d: DaemonProcess) throws -> Int? { try d.metric("depot_streams_timed_out_total") }
 
     /// Issue 35, items 1 and 2: an export read by nobody and then hung up on
     /// killed depotd (a semaphore freed below its first value); exports

@@ -362,12 +362,7 @@ extension ControlRoutes {
     /// and its spec against its store as running it would
     /// (``JobSpec/check(against:)``), so that nothing bad is queued.
     func record(for spec: JobSpec, store name: String, _ context: DepotRequestContext) async throws -> JobRecord {
-        guard let store = jobs.stores.store(name) else {
-            throw APIError(
-                .unknownStore,
-                "no store is named \(JSONText.quoted(name))"
-                    + DepotError.suggestion(for: name, in: jobs.stores.names))
-        }
+        let store = try jobs.stores.require(name)
         var spec = spec
         switch spec {
         case .importFile(_, let path, _) where !path.isEmpty:

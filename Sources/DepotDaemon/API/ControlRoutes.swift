@@ -30,14 +30,7 @@ package struct ControlRoutes: Sendable {
     var config: DaemonConfig { settings.current }
 
     func store(_ context: DepotRequestContext) async throws -> any StoreBackend {
-        let name = context.parameters.get("store") ?? ""
-        guard let store = jobs.stores.store(name) else {
-            throw APIError(
-                .unknownStore,
-                "no store is named \(JSONText.quoted(name))"
-                    + DepotError.suggestion(for: name, in: jobs.stores.names))
-        }
-        return store
+        try jobs.stores.require(context.parameters.get("store") ?? "")
     }
 
     /// The write deadline of a streamed answer on this request's connection.

@@ -230,9 +230,7 @@ package actor JobManager {
     /// Persists and queues a job.
     package func submit(_ record: JobRecord) async throws -> JobRecord {
         guard !queue.isStopping else { throw JobRefusal.stopping }
-        guard let store = stores.store(record.store) else {
-            throw JobRefusal.unknownStore(record.store, open: stores.names)
-        }
+        let store = try stores.require(record.store)
         submitting.insert(record.id)
         defer { submitting.remove(record.id) }
         try await persist(record, in: store)

@@ -12,6 +12,13 @@ package final class StoreRegistry: Sendable {
     /// The store named `name`, if open.
     package func store(_ name: String) -> (any StoreBackend)? { stores.withLock { $0[name] } }
 
+    /// The store named `name`, or ``JobRefusal/unknownStore(_:open:)``
+    /// with the closest name open.
+    package func require(_ name: String) throws -> any StoreBackend {
+        guard let store = store(name) else { throw JobRefusal.unknownStore(name, open: names) }
+        return store
+    }
+
     /// The names of the open stores, sorted.
     package var names: [String] { stores.withLock { $0.keys.sorted() } }
 

@@ -51,7 +51,11 @@ extension PredicateCompiler {
         if field.type == .bool, ![.equal, .notEqual, .in].contains(c.op) {
             throw mismatch("bool field \(quotedName) can only be compared with ==, != or IN", at: c.position)
         }
-        let column = flags == 0 ? ordered(base, field) : "depot_fold(\(base), \(flags))" + byteOrder
+        /// A side as compared: by bytes, or folded (`[c]`, `[d]`).
+        func side(_ sql: String, _ field: Field) -> String {
+            flags == 0 ? dialect.ordered(sql, field) : "depot_fold(\(sql), \(flags))" + dialect.byteCollation
+        }
+        let column = side(base, field)
         func folded(_ v: Value) -> Value {
             if flags != 0, case .string(let s) = v { return .string(TextFolding.fold(s, flags: flags)) }
             return v
@@ -65,7 +69,7 @@ extension PredicateCompiler {
                     "\(quotedName) is \(field.type.rawValue) and \(JSONText.quoted(other.name)) is "
                         + "\(other.type.rawValue): they cannot be compared", at: c.position)
             }
-            let otherColumn = flags == 0 ? ordered(otherBase, other) : "depot_fold(\(otherBase), \(flags))" + byteOrder
+            let otherColumn = side(otherBase, other)
             switch c.op {
             case .equal: return "(\(column) = \(otherColumn))"
             case .notEqual: return "(\(column) \(dialect.isDistinctFrom) \(otherColumn))"

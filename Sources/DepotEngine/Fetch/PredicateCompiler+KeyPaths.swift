@@ -194,7 +194,7 @@ extension PredicateCompiler {
         }
         switch path.tail {
         case .field(let f) where path.hops.isEmpty:
-            return (read(column(f.name, of: scope), f), f)
+            return (dialect.comparable(column(f.name, of: scope), f), f)
         case .field(let f):
             if let many = path.toMany { throw toManyError(path, many, at: position) }
             try checkNesting(nesting, at: position)
@@ -202,7 +202,7 @@ extension PredicateCompiler {
             defer { subqueries -= 1 }
             let j = join(path.hops, from: scope)
             return (
-                "(SELECT \(read("\(j.last).\(SQL.quote(f.name))", f)) FROM \(j.from) WHERE \(j.links.joined(separator: " AND ")))",
+                "(SELECT \(dialect.comparable("\(j.last).\(SQL.quote(f.name))", f)) FROM \(j.from) WHERE \(j.links.joined(separator: " AND ")))",
                 Field(name: path.name, type: f.type, isOptional: true)
             )
         case .count:
@@ -254,7 +254,8 @@ extension PredicateCompiler {
         let element = Field(name: path.name, type: f.type, isOptional: true)
         var inner = c
         inner.quantifier = nil
-        let condition = try compare(read("\(j.last).\(SQL.quote(f.name))", f), element, inner, nesting: nesting + 2)
+        let condition = try compare(
+            dialect.comparable("\(j.last).\(SQL.quote(f.name))", f), element, inner, nesting: nesting + 2)
         let links = j.links.joined(separator: " AND ")
         switch quantifier {
         case .anyOf: return "EXISTS (SELECT 1 FROM \(j.from) WHERE \(links) AND \(condition))"

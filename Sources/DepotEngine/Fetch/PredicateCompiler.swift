@@ -239,15 +239,4 @@ package struct PredicateCompiler {
         arguments.append(v)
         return dialect.placeholder(arguments.count)
     }
-
-    // MARK: Dialect
-
-    /// A column of `field` as a value compared (``SQLDialect/comparable(_:_:)``).
-    func read(_ column: String, _ field: Field) -> String { dialect.comparable(column, field) }
-
-    /// What follows a text value to compare it by bytes.
-    var byteOrder: String { dialect.byteCollation }
-
-    /// `column` compared by bytes when it holds text, as SQLite compares.
-    func ordered(_ column: String, _ field: Field) -> String { dialect.ordered(column, field) }
 }

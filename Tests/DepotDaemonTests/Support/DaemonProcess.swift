@@ -147,11 +147,14 @@ final class DaemonProcess {
         return process.terminationStatus
     }
 
-    /// The `depot_streams_open` gauge of `/v1/metrics`.
-    func streamsOpen() throws -> Int? {
+    /// The value of a metric without labels in `/v1/metrics`.
+    func metric(_ name: String) throws -> Int? {
         try request("GET", "/v1/metrics").body.split(separator: "\n")
-            .first { $0.hasPrefix("depot_streams_open ") }.flatMap { Int($0.split(separator: " ")[1]) }
+            .first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
     }
+
+    /// The `depot_streams_open` gauge of `/v1/metrics`.
+    func streamsOpen() throws -> Int? { try metric("depot_streams_open") }
 
     /// Asks the metrics until the gauge says `count`: the daemon has no
     /// event to wait on for a stream's end, so the test asks, with a deadline.
