@@ -15,10 +15,23 @@ import PostgresNIO
 /// counters, the rejections' reasons and the history's text are the same
 /// as an SQLite store's for the same batches (DepotPostgresTests checks it).
 // @unchecked: used inside one transaction by the task that runs it; Sendable to reach the save's body.
-public final class PostgresSaveContext: @unchecked Sendable {
+public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
     // Used by one task at a time: the save's body, then the store.
     let store: PostgresStore
-    let connection: PostgresConnection
+    /// The save's connection, in its transaction; none once the save ended
+    /// (a context kept past its save must not write outside it, on a
+    /// connection back in the pool).
+    var connection: PostgresConnection {
+        get throws {
+            guard let pinned else {
+                throw DepotError(
+                    .database,
+                    "the save's transaction is over (it ended); nothing of this write was kept")
+            }
+            return pinned
+        }
+    }
+    private var pinned: PostgresConnection?
     let author: String
     let job: String?
     private(set) var transactionID: Int64?
@@ -32,7 +45,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
 
     init(store: PostgresStore, connection: PostgresConnection, author: String, job: String?) {
         self.store = store
-        self.connection = connection
+        self.pinned = connection
         self.author = author
         self.job = job
     }
@@ -77,7 +90,8 @@ public final class PostgresSaveContext: @unchecked Sendable {
         _ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool = false,
         deferReferences: Bool = false
     ) async throws -> WriteCounts {
-        try await write(store.prepare(batch, policy: policy, supersede: supersede, deferReferences: deferReferences))
+        try await write(
+            store.prepare(batch, BatchOptions(policy: policy, deferReferences: deferReferences), supersede: supersede))
     }
 
     /// Writes a batch made ready by ``PostgresStore/prepare(_:policy:supersede:deferReferences:)``,
@@ -88,7 +102,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
         for (n, round) in prepared.rounds.enumerated() where !round.rows.isEmpty {
             if n == 0, let fresh = prepared.fresh, !fresh.keys.conflicted, guesses < Self.maxGuesses {
                 // Only the rows the job may have written are looked up
-                // (JobKeys); if a stored record fails the COPY of the rest,
+                // (SourceKeys); if a stored record fails the COPY of the rest,
                 // the round is done again with every row looked up.
                 guesses += 1
                 let before = (counts, changes)
@@ -218,59 +232,29 @@ public final class PostgresSaveContext: @unchecked Sendable {
         var updates: [Int] = []
         var logs: [Logged] = []
         for (k, r) in rows.enumerated() {
-            let row = batch.values[(r * width)..<((r + 1) * width)]
-            func given(_ f: Int) -> Value { plan.fieldToColumn[f].map { row[row.startIndex + $0] } ?? .null }
             if let rejection = refused[r] {
                 counts.rejected.append(rejection)
                 continue
             }
             guard let old = stored[r] else {
-                if let field = plan.missingRequired.first {
-                    counts.rejected.append(
-                        Rejection(
-                            row: r, field: field,
-                            reason: "new record lacks required field \(JSONText.quoted(field))"))
-                    continue
+                let verdict = plan.judgeNew()
+                counts.count(verdict, row: r)
+                if verdict == .insert {
+                    inserts.append(k)
+                    logs.append(.insert(k))
                 }
-                inserts.append(k)
-                logs.append(.insert(k))
-                counts.inserted += 1
                 continue
             }
+            let row = batch.values[(r * width)..<((r + 1) * width)]
             var changed: [Int] = []
-            switch plan.policy {
-            case .skip:
-                counts.skipped += 1
-                continue
-            case .fail:
-                throw DepotError(
-                    .conflict,
-                    "record \(plan.identifierJSON(batch, row: r)) of \(JSONText.quoted(entity.name)) "
-                        + "already exists and the conflict policy is fail; nothing of this save was kept")
-            case .upsert:
-                for c in plan.valueColumns {
-                    let f = plan.columnPositions[c]
-                    if !Self.equal(old[f], row[row.startIndex + c]) { changed.append(f) }
-                }
-            case .replace:
-                if let field = plan.missingRequired.first {
-                    counts.rejected.append(
-                        Rejection(
-                            row: r, field: field,
-                            reason: "a replacing record lacks required field \(JSONText.quoted(field))"))
-                    continue
-                }
-                for f in entity.fields.indices where !entity.identifierIndexes.contains(f) {
-                    if !Self.equal(old[f], given(f)) { changed.append(f) }
-                }
+            let verdict = try plan.judgeStored(
+                { row[row.startIndex + $0] }, equalsStored: { Value.storedEqual(old[$0], $1) }, changed: &changed,
+                identifier: plan.identifierJSON(batch, row: r))
+            counts.count(verdict, row: r)
+            if verdict == .update {
+                updates.append(r)
+                logs.append(.update(row: r, changed: changed, old: old))
             }
-            if changed.isEmpty {
-                counts.unchanged += 1
-                continue
-            }
-            updates.append(r)
-            logs.append(.update(row: r, changed: changed, old: old))
-            counts.updated += 1
         }
         // The history's rows are made on another thread while the server
         // takes the records: new records from the texts made with the
@@ -332,7 +316,7 @@ public final class PostgresSaveContext: @unchecked Sendable {
             // The new records, copied into the entity's table in the rows'
             // order, their lines as made with the batch, in runs.
             let lines = round.lines
-            let copy = { [connection] in
+            let copy = { [connection = try connection] in
                 try await connection.copyFrom(
                     table: PostgresSQL.copyName(entity.name),
                     columns: batch.columns.map(PostgresSQL.copyName), logger: logger
@@ -525,30 +509,21 @@ public final class PostgresSaveContext: @unchecked Sendable {
         return name
     }
 
+    /// Called by the store when the save's body failed: the transaction
+    /// rolls back, and the context writes no more.
+    func end() { pinned = nil }
+
     /// Called by the store before it commits: every change is already in
     /// `depot_changes`; a save that changed anything announces its token on
     /// the store's channel, which every host's store hears when it commits.
     func finish() async throws {
+        try await flushChanges()
+        defer { pinned = nil }
         guard let transactionID else { return }
         store.signal.announce(transactionID)
         var binds = PostgresBindings()
         binds.append(store.channel)
         binds.append(String(transactionID))
         try await PostgresSQL.execute(connection, "SELECT pg_notify($1, $2)", binds, logger: store.logger)
-    }
-
-    /// Whether a stored value (read back as its field's type) equals a
-    /// given one, as an SQLite store compares them.
-    static func equal(_ stored: Value, _ given: Value) -> Bool {
-        switch (stored, given) {
-        case (.null, .null): true
-        case (.bool(let a), .bool(let b)): a == b
-        case (.int(let a), .int(let b)): a == b
-        case (.double(let a), .double(let b)): a == b
-        case (.double(let a), .int(let b)): a == Double(b)
-        case (.int(let a), .double(let b)): Double(a) == b
-        case (.string(let a), .string(let b)): a == b
-        default: false
-        }
     }
 }

@@ -6,15 +6,37 @@ import PostgresNIO
 /// with all of it; where the two differ by nature (order where SQLite goes
 /// by storage) docs/postgresql.md says so.
 extension PostgresStore: StoreBackend {
-    public nonisolated var location: String { configuration.location.description }
-    public nonisolated var historyRetention: Duration? { configuration.historyRetention }
+    public nonisolated var settings: StoreSettings {
+        StoreSettings(
+            name: configuration.name, location: configuration.location.description,
+            historyRetention: configuration.historyRetention, saveEvery: configuration.saveEvery,
+            saveInterval: configuration.saveInterval, adaptiveSaves: false,
+            historyMaxRetention: configuration.historyMaxRetention, historyPruneStep: configuration.historyPruneStep,
+            importBatches: .perSave(Self.importBatch), schema: schema, dialect: .postgresql)
+    }
+
+    /// Records to a batch of an import, about: each batch costs a few round
+    /// trips to the server (the lookup of its keys, the COPY of its new
+    /// records, the update, the history's COPY), so batches are far larger
+    /// than an SQLite store's. A save's run is cut into even batches near this size.
+    static let importBatch = 65_536
+
     public nonisolated var reads: any StoreReading { PostgresReader(store: self) }
+    public nonisolated var jobTable: any JobTable { self }
+
+    /// Every record of a PostgreSQL store may be an import's: no floor.
+    public nonisolated func sourceFloor(of entity: EntitySchema) async throws -> Int64 { 0 }
 
     public nonisolated func ping() async throws {
         _ = try await read { connection in try await PostgresSQL.textRows(connection, "SELECT 1::text", logger: logger)
         }
     }
 
+}
+
+/// The daemon's jobs and imported files, in tables of the store's schema,
+/// which every host serving it shares (DESIGN §15).
+extension PostgresStore: JobTable {
     public nonisolated func jobs() async throws -> [(id: String, record: [UInt8])] {
         let sql = "SELECT id, record FROM \(table("depot_jobs")) ORDER BY seq"
         return try await read { connection in
@@ -113,13 +135,6 @@ extension PostgresStore: StoreBackend {
             guard let now = try await jobClaim(id), !Self.finalStates.contains(now.state) else { return nil }
             try await Task.sleep(for: lease / 3)
         }
-    }
-
-    public nonisolated func importFile(
-        _ request: ImportRequest,
-        progress: @escaping @Sendable (ImportProgress) -> Void
-    ) async throws -> ImportProgress {
-        try await PostgresImporter.run(request, into: self, progress: progress)
     }
 
     public nonisolated func importedFile(hash: String) async throws -> String? {

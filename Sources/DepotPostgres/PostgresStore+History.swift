@@ -49,17 +49,6 @@ extension PostgresStore {
         if after > issued { throw HistoryErrors.neverIssued(store: name, token: after, issued: issued) }
     }
 
-    /// The token a consumer starting at `start` takes.
-    private nonisolated func token(_ connection: PostgresConnection, for start: Consumer.Start) async throws -> Int64 {
-        switch start {
-        case .now: return try await lastIssued(connection)
-        case .beginning: return try await prunedThrough(connection)
-        case .after(let token):
-            try await checkHistory(connection, after: token.id)
-            return token.id
-        }
-    }
-
     // MARK: - Consumers
 
     /// Every consumer (or the one called `name`), by name, with its lag.
@@ -119,78 +108,13 @@ extension PostgresStore {
         }
     }
 
-    /// Creates a consumer that reads the history from `start` on.
-    @discardableResult
-    public nonisolated func createConsumer(_ name: String, from start: Consumer.Start) async throws -> Consumer {
-        try Store.checkConsumerName(name)
-        let store = self.name
-        return try await historyTransaction { connection in
-            let token = try await token(connection, for: start)
-            var binds = PostgresBindings()
-            binds.append(name)
-            binds.append(token)
-            binds.append(Timestamp.now())
-            let inserted = try await PostgresSQL.textRows(
-                connection,
-                "INSERT INTO \(table("depot_consumers"))"
-                    + "(name, token, state, created, acknowledged_at) VALUES ($1, $2, 'active', $3, $3) "
-                    + "ON CONFLICT (name) DO NOTHING RETURNING name", binds, logger: logger)
-            guard !inserted.isEmpty else { throw HistoryErrors.consumerExists(store: store, name: name) }
-            return try await consumer(connection, name: name)
-        }
-    }
-
-    /// Moves a consumer's token forward; an older token is a no-op.
-    @discardableResult
-    public nonisolated func acknowledge(consumer name: String, token: HistoryToken) async throws -> Consumer {
-        try token.requireWhole(for: "an acknowledgement")
-        let store = self.name
-        return try await historyTransaction { connection in
-            let consumer = try await consumer(connection, name: name)
-            if consumer.state == .lost { throw HistoryErrors.lost(consumer: name, store: store) }
-            let issued = try await lastIssued(connection)
-            guard token.id <= issued else {
-                throw HistoryErrors.acknowledgedNeverIssued(store: store, token: token, issued: issued)
-            }
-            guard token > consumer.token else { return consumer }
-            var binds = PostgresBindings()
-            binds.append(token.id)
-            binds.append(Timestamp.now())
-            binds.append(name)
-            try await PostgresSQL.execute(
-                connection,
-                "UPDATE \(table("depot_consumers")) SET token = $1, "
-                    + "acknowledged_at = $2 WHERE name = $3", binds, logger: logger)
-            return try await self.consumer(connection, name: name)
-        }
-    }
-
-    /// Starts a consumer again from `start`, and makes a lost one active.
-    @discardableResult
-    public nonisolated func resetConsumer(_ name: String, from start: Consumer.Start) async throws -> Consumer {
+    public nonisolated func withHistory<T: Sendable>(_ body: @Sendable (PostgresHistoryContext) async throws -> T)
+        async throws -> T
+    {
         try await historyTransaction { connection in
-            _ = try await consumer(connection, name: name)
-            var binds = PostgresBindings()
-            binds.append(try await token(connection, for: start))
-            binds.append(Timestamp.now())
-            binds.append(name)
-            try await PostgresSQL.execute(
-                connection,
-                "UPDATE \(table("depot_consumers")) SET token = $1, "
-                    + "state = 'active', acknowledged_at = $2 WHERE name = $3", binds, logger: logger)
-            return try await consumer(connection, name: name)
-        }
-    }
-
-    /// Drops a consumer; the history it held back may then be pruned.
-    public nonisolated func dropConsumer(_ name: String) async throws {
-        try await historyTransaction { connection in
-            _ = try await consumer(connection, name: name)
-            var binds = PostgresBindings()
-            binds.append(name)
-            try await PostgresSQL.execute(
-                connection, "DELETE FROM \(table("depot_consumers")) WHERE name = $1", binds,
-                logger: logger)
+            let context = PostgresHistoryContext(store: self, connection: connection)
+            defer { context.end() }
+            return try await body(context)
         }
     }
 
@@ -205,132 +129,112 @@ extension PostgresStore {
             after: consumer.token, entity: entity, author: author, limit: limit,
             maxChanges: maxChanges)
     }
+}
 
-    // MARK: - Pruning
+/// The history's bookkeeping of a PostgreSQL store, in a transaction that
+/// holds the store's history lock.
+// @unchecked: used by the one task that runs its transaction; its connection is dropped when that ends.
+public final class PostgresHistoryContext: HistoryContext, @unchecked Sendable {
+    private let store: PostgresStore
+    // Set until the transaction ends: a context kept past it must not run statements outside it.
+    private var pinned: PostgresConnection?
 
-    /// Deletes the history transactions before `token` (keeping its own).
-    @discardableResult
-    public nonisolated func pruneHistory(before token: HistoryToken) async throws -> PruneOutcome {
-        try token.requireWhole(for: "a prune")
-        let store = name
-        return try await prune { connection in
-            let issued = try await self.lastIssued(connection)
-            guard token.id <= issued + 1 else {
-                throw HistoryErrors.pruneNeverIssued(store: store, token: token, issued: issued)
+    init(store: PostgresStore, connection: PostgresConnection) {
+        self.store = store
+        self.pinned = connection
+    }
+
+    func end() { pinned = nil }
+
+    private var connection: PostgresConnection {
+        get throws {
+            guard let pinned else {
+                throw DepotError(.database, "the history's transaction is over; nothing of this change was kept")
             }
-            return token.id - 1
+            return pinned
         }
     }
 
-    /// Deletes the history transactions committed more than `age` ago.
-    @discardableResult
-    public nonisolated func pruneHistory(olderThan age: Duration) async throws -> PruneOutcome {
-        let cutoff = Timestamp.ago(age)
-        let sql = "SELECT coalesce(max(id), 0)::text FROM \(table("depot_transactions")) WHERE timestamp < $1"
-        return try await prune { connection in
-            var binds = PostgresBindings()
-            binds.append(cutoff)
-            return PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, binds, logger: self.logger))
-                .flatMap { Int64($0) } ?? 0
-        }
+    private func rows(_ sql: String, _ values: [Value] = []) async throws -> [[String?]] {
+        try await PostgresSQL.textRows(connection, sql, PostgresSQL.bindings(values), logger: store.logger)
     }
 
-    /// Prunes by the configured retention, if there is one.
-    @discardableResult
-    public nonisolated func applyHistoryRetention() async throws -> PruneOutcome {
-        guard let retention = configuration.historyRetention else { return PruneOutcome() }
-        return try await pruneHistory(olderThan: retention)
+    public func lastIssued() async throws -> Int64 { try await store.lastIssued(connection) }
+    public func prunedThrough() async throws -> Int64 { try await store.prunedThrough(connection) }
+    public func checkAfter(_ id: Int64) async throws { try await store.checkHistory(connection, after: id) }
+
+    public func lastTransaction(before timestamp: String) async throws -> Int64 {
+        PostgresSQL.scalar(
+            try await rows(
+                "SELECT coalesce(max(id), 0)::text FROM \(store.table("depot_transactions")) WHERE timestamp < $1",
+                [.string(timestamp)])
+        ).flatMap { Int64($0) } ?? 0
     }
 
-    /// Deletes every transaction up to the id `through` returns, but none an
-    /// active consumer has not acknowledged, in steps of about
-    /// `historyPruneStep` changes, each in a transaction of its own that
-    /// moves `history_pruned_through` (as an SQLite store prunes).
-    private nonisolated func prune(through: @escaping @Sendable (PostgresConnection) async throws -> Int64) async throws
-        -> PruneOutcome
-    {
-        let cutoff = configuration.historyMaxRetention.map(Timestamp.ago)
-        let step = Int64(max(1, configuration.historyPruneStep))
-        let (consumersTable, transactions, changes, meta) =
-            (table("depot_consumers"), table("depot_transactions"), table("depot_changes"), table("depot_meta"))
-        var (outcome, target) = try await historyTransaction { connection -> (PruneOutcome, Int64) in
-            let target = try await through(connection)
-            var outcome = PruneOutcome()
-            if let cutoff, target > (try await prunedThrough(connection)) {
-                var binds = PostgresBindings()
-                binds.append(target)
-                binds.append(cutoff)
-                outcome.lost = try await PostgresSQL.textRows(
-                    connection,
-                    "UPDATE \(consumersTable) c SET state = 'lost' "
-                        + "WHERE c.state = 'active' AND c.token < $1 AND (SELECT t.timestamp FROM \(transactions) t "
-                        + "WHERE t.id > c.token ORDER BY t.id LIMIT 1) < $2 RETURNING c.name", binds, logger: logger
-                )
-                .compactMap { $0[0] }.sorted()
-            }
-            return (outcome, target)
-        }
-        while true {
-            let frozenTarget = target
-            let (deleted, holder) = try await historyTransaction { connection -> (Int?, PruneOutcome.HeldBack?) in
-                var last = frozenTarget
-                var heldBack: PruneOutcome.HeldBack?
-                let oldest = try await PostgresSQL.textRows(
-                    connection,
-                    "SELECT name, token::text AS \"\u{1}\" FROM \(consumersTable) "
-                        + "WHERE state = 'active' ORDER BY token, name COLLATE \"C\" LIMIT 1", logger: logger
-                ).first
-                if let oldest, let name = oldest[0], let token = oldest[1].flatMap({ Int64($0) }), token < last {
-                    last = token
-                    heldBack = PruneOutcome.HeldBack(consumer: name, token: HistoryToken(token))
-                }
-                let already = try await prunedThrough(connection)
-                guard last > already else { return (nil, heldBack) }
-                var binds = PostgresBindings()
-                binds.append(already)
-                binds.append(step - 1)
-                binds.append(step)
-                // The transaction of the step's last change, a row holding
-                // `span` changes (a run of new records) counted as many.
-                // Each transaction has a change at least, so the next `step`
-                // transactions hold it, if any: the scan reads no further.
-                // When they hold fewer changes (ids a failed save took), the
-                // step ends after them.
-                let boundary = PostgresSQL.scalar(
-                    try await PostgresSQL.textRows(
-                        connection,
-                        "SELECT txn::text AS \"\u{1}\" FROM "
-                            + "(SELECT txn, sum(coalesce(span, 1)) OVER (ORDER BY txn, id) AS n FROM \(changes) "
-                            + "WHERE txn > $1 AND txn <= $1 + $3) c WHERE n > $2 ORDER BY txn LIMIT 1", binds,
-                        logger: logger)
-                )
-                .flatMap { Int64($0) }
-                let upTo = min(last, boundary ?? (already + step))
-                var range = PostgresBindings()
-                range.append(already)
-                range.append(upTo)
-                try await PostgresSQL.execute(
-                    connection, "DELETE FROM \(changes) WHERE txn > $1 AND txn <= $2", range,
-                    logger: logger)
-                let gone = try await PostgresSQL.textRows(
-                    connection,
-                    "WITH gone AS (DELETE FROM \(transactions) "
-                        + "WHERE id > $1 AND id <= $2 RETURNING 1) SELECT count(*)::text FROM gone", range,
-                    logger: logger)
-                var mark = PostgresBindings()
-                mark.append(String(upTo))
-                try await PostgresSQL.execute(
-                    connection,
-                    "INSERT INTO \(meta)(key, value) VALUES "
-                        + "('history_pruned_through', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value", mark,
-                    logger: logger)
-                return (PostgresSQL.scalar(gone).flatMap { Int($0) } ?? 0, heldBack)
-            }
-            if let holder { outcome.heldBackBy = holder; target = min(target, holder.token.id) }
-            guard let deleted else { break }
-            outcome.deleted += deleted
-            outcome.saves += 1
-        }
-        return outcome
+    public func markLost(below token: Int64, committedBefore cutoff: String) async throws -> [String] {
+        try await rows(
+            "UPDATE \(store.table("depot_consumers")) c SET state = 'lost' "
+                + "WHERE c.state = 'active' AND c.token < $1 AND (SELECT t.timestamp FROM "
+                + "\(store.table("depot_transactions")) t WHERE t.id > c.token ORDER BY t.id LIMIT 1) < $2 "
+                + "RETURNING c.name", [.int(token), .string(cutoff)]
+        ).compactMap { $0[0] }.sorted()
+    }
+
+    public func oldestActive() async throws -> (name: String, token: Int64)? {
+        guard
+            let oldest = try await rows(
+                "SELECT name, token::text\(PostgresSQL.textAlias) FROM \(store.table("depot_consumers")) "
+                    + "WHERE state = 'active' ORDER BY token, name COLLATE \"C\" LIMIT 1"
+            ).first, let name = oldest[0], let token = oldest[1].flatMap({ Int64($0) })
+        else { return nil }
+        return (name, token)
+    }
+
+    /// The transaction of the step's last change, a row holding `span`
+    /// changes (a run of new records) counted as many. Each transaction has
+    /// a change at least, so the next `changes` transactions hold it, if
+    /// any: the scan reads no further. When they hold fewer changes (ids a
+    /// failed save took), the step ends after them.
+    public func stepEnd(after: Int64, changes: Int) async throws -> Int64 {
+        let step = Int64(changes)
+        let boundary = PostgresSQL.scalar(
+            try await rows(
+                "SELECT txn::text\(PostgresSQL.textAlias) FROM (SELECT txn, sum(coalesce(span, 1)) OVER (ORDER BY txn, id) AS n FROM "
+                    + "\(store.table("depot_changes")) WHERE txn > $1 AND txn <= $1 + $3) c WHERE n > $2 "
+                    + "ORDER BY txn LIMIT 1", [.int(after), .int(step - 1), .int(step)])
+        ).flatMap { Int64($0) }
+        return boundary ?? after + step
+    }
+
+    public func deleteHistory(after: Int64, through: Int64) async throws -> Int {
+        _ = try await rows(
+            "DELETE FROM \(store.table("depot_changes")) WHERE txn > $1 AND txn <= $2", [.int(after), .int(through)])
+        let gone = try await rows(
+            "WITH gone AS (DELETE FROM \(store.table("depot_transactions")) WHERE id > $1 AND id <= $2 RETURNING 1) "
+                + "SELECT count(*)::text FROM gone", [.int(after), .int(through)])
+        _ = try await rows(
+            "INSERT INTO \(store.table("depot_meta"))(key, value) VALUES ('history_pruned_through', $1) "
+                + "ON CONFLICT (key) DO UPDATE SET value = excluded.value", [.string(String(through))])
+        return PostgresSQL.scalar(gone).flatMap { Int($0) } ?? 0
+    }
+
+    public func consumer(_ name: String) async throws -> Consumer { try await store.consumer(connection, name: name) }
+
+    public func insertConsumer(_ name: String, token: Int64, at time: String) async throws -> Bool {
+        !(try await rows(
+            "INSERT INTO \(store.table("depot_consumers"))(name, token, state, created, acknowledged_at) "
+                + "VALUES ($1, $2, 'active', $3, $3) ON CONFLICT (name) DO NOTHING RETURNING name",
+            [.string(name), .int(token), .string(time)])).isEmpty
+    }
+
+    public func moveConsumer(_ name: String, token: Int64, activate: Bool, at time: String) async throws {
+        _ = try await rows(
+            "UPDATE \(store.table("depot_consumers")) SET token = $1, acknowledged_at = $2"
+                + (activate ? ", state = 'active'" : "") + " WHERE name = $3",
+            [.int(token), .string(time), .string(name)])
+    }
+
+    public func deleteConsumer(_ name: String) async throws {
+        _ = try await rows("DELETE FROM \(store.table("depot_consumers")) WHERE name = $1", [.string(name)])
     }
 }

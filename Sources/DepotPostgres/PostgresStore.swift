@@ -224,15 +224,15 @@ public actor PostgresStore {
     ///
     /// - Returns: `body`'s result and the token of the save's history
     ///   transaction, nil when it changed nothing.
-    public func save<T: Sendable>(
+    public func withSave<T: Sendable>(
         author: String, job: String? = nil,
         _ body: @Sendable (PostgresSaveContext) async throws -> T
     )
-        async throws -> (value: T, token: HistoryToken?)
+        async throws -> SaveOutcome<T>
     {
         guard !isClosed else { throw DepotError(.storeClosed, "store \(JSONText.quoted(name)) is closed") }
         do {
-            let saved: (value: T, token: HistoryToken?) = try await transaction { connection in
+            let saved: SaveOutcome<T> = try await transaction { connection in
                 // One save of the store at a time, from every host: the
                 // history's tokens commit in their order (a follower never
                 // skips one that commits late), and no two saves judge the
@@ -250,16 +250,23 @@ public actor PostgresStore {
                     "SELECT set_config('search_path', $1, true), "
                         + "set_config('jit', 'off', true)", settings, logger: logger)
                 let context = PostgresSaveContext(store: self, connection: connection, author: author, job: job)
-                let value = try await body(context)
+                let value: T
+                do {
+                    value = try await body(context)
+                } catch {
+                    context.end()
+                    throw error
+                }
                 try await context.finish()
-                return (value, context.transactionID.map(HistoryToken.init))
+                return SaveOutcome(value: value, token: context.transactionID.map(HistoryToken.init))
             }
             // Heard at once here (its own announcement, heard later, does
             // not count it again); other hosts hear it by the channel.
             if let token = saved.token { signal.bump(token: token.id) }
             return saved
         } catch {
-            throw translate(error)
+            // The server's errors become the store's; the body's own pass as they are.
+            throw error is PSQLError ? translate(error) : error
         }
     }
 
@@ -418,7 +425,8 @@ public actor PostgresStore {
             + "WHERE txn > $1 AND txn <= $2 AND ($3::text IS NULL OR entity = $3)), "
             + "pending AS (SELECT *, sum(span) OVER (ORDER BY txn, id) AS running FROM rest WHERE txn <> $4 OR upto > $5) "
             + "SELECT txn::text, entity, identifier, kind, fields, tombstone, old, new, layout::text, span::text, "
-            + "(upto - span)::text FROM pending WHERE running - span < $6 ORDER BY txn, id"
+            // pending.txn: a bare txn would sort by the output column txn::text ("10" before "9").
+            + "(upto - span)::text FROM pending WHERE running - span < $6 ORDER BY pending.txn, pending.id"
         let layoutSQL = "SELECT fields FROM \(table("depot_layouts")) WHERE id = $1"
         var binds = PostgresBindings()
         binds.append(token?.wholeThrough ?? 0)

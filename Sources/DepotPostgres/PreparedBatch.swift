@@ -4,7 +4,7 @@ import NIOCore
 /// A batch made ready for a PostgreSQL store's save: everything about it
 /// that does not depend on what the store holds, made without the server,
 /// so that an import makes the next batch ready while the server writes
-/// the last one (``PostgresImporter``).
+/// the last one (an import, ``Importer``).
 ///
 /// That is: the rows refused before any lookup (a null identifier or
 /// required field), the rounds (each identifier at most once a round; under
@@ -34,7 +34,7 @@ public struct PreparedBatch: Sendable {
     /// for each row of the first round whether the job may have written its
     /// key before. Only those rows are looked up; the others are taken for
     /// new records, which the COPY into the entity's table checks.
-    private(set) var fresh: (keys: JobKeys, maybeStored: [Bool])?
+    private(set) var fresh: (keys: SourceKeys, maybeStored: [Bool])?
 
     /// The rows of one round and their lines.
     struct Round: Sendable {
@@ -97,38 +97,24 @@ public struct PreparedBatch: Sendable {
         // Rows refused before any lookup, as an SQLite store refuses them.
         var live: [Int] = []
         live.reserveCapacity(batch.count)
-        rows: for r in 0..<batch.count {
-            for c in 0..<width where batch.values[r * width + c].isNull && !plan.columnFields[c].isOptional {
-                let what = plan.identifierColumns.contains(c) ? "identifier field" : "required field"
-                counts.rejected.append(
-                    Rejection(
-                        row: r, field: batch.columns[c],
-                        reason: "\(what) \(JSONText.quoted(batch.columns[c])) is null"))
-                continue rows
+        for r in 0..<batch.count {
+            if let refusal = plan.nullRefusal({ batch.values[r * width + $0] }) {
+                counts.count(refusal, row: r)
+            } else {
+                live.append(r)
             }
-            live.append(r)
         }
         // Rounds: each identifier at most once in a round, in the batch's order.
         var rounds: [[Int]] = []
-        let single = plan.identifierColumns.count == 1 ? plan.identifierColumns[0] : nil
         func key(_ r: Int) -> [Value] { plan.identifier(of: batch, row: r) }
         if supersede {
+            var refused = [Bool](repeating: true, count: batch.count)
+            for r in live { refused[r] = false }
+            let superseded = plan.supersededRows(batch) { refused[$0] }
             var kept: [Int] = []
             kept.reserveCapacity(live.count)
-            if let single {
-                // One field: keyed by its value, not a list of one.
-                var last: [Value: Int] = [:]
-                last.reserveCapacity(live.count)
-                for r in live { last[batch.values[r * width + single]] = r }
-                for r in live {
-                    if last[batch.values[r * width + single]] == r { kept.append(r) } else { counts.duplicates += 1 }
-                }
-            } else {
-                var last: [[Value]: Int] = [:]
-                for r in live { last[key(r)] = r }
-                for r in live {
-                    if last[key(r)] == r { kept.append(r) } else { counts.duplicates += 1 }
-                }
+            for r in live {
+                if superseded[r] { counts.duplicates += 1 } else { kept.append(r) }
             }
             rounds = [kept]
         } else {
@@ -205,7 +191,7 @@ public struct PreparedBatch: Sendable {
     /// job met a stored record where it guessed a new one, or for a batch
     /// without some required field (a new record of it is refused, not
     /// copied, so that the COPY could not tell a wrong guess).
-    mutating func guessNew(_ keys: JobKeys) {
+    mutating func guessNew(_ keys: SourceKeys) {
         guard keysAsArrays, plan?.missingRequired.isEmpty == true, let first = rounds.first, !keys.conflicted else {
             return
         }
@@ -232,15 +218,22 @@ extension PostgresStore {
     ///
     /// - Throws: ``DepotError/Code/unknownEntity`` or
     ///   ``DepotError/Code/unknownField`` for a batch that does not fit the schema.
-    public nonisolated func prepare(
-        _ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool = false,
-        deferReferences: Bool = false
-    ) throws -> PreparedBatch {
+    public nonisolated func prepare(_ batch: RecordBatch, _ options: BatchOptions) throws -> PreparedBatch {
+        var prepared = try prepare(batch, options, supersede: options.supersedes)
+        // An import's keys: the rows whose key it never gave are taken for
+        // new records without a lookup (SourceKeys). Its batches are made
+        // ready one after the other, so each sees the keys of those before.
+        if let source = options.source { prepared.guessNew(source.keys) }
+        return prepared
+    }
+
+    /// `batch` made ready, every row to be looked up.
+    nonisolated func prepare(_ batch: RecordBatch, _ options: BatchOptions, supersede: Bool) throws -> PreparedBatch {
         guard !batch.isEmpty else { return PreparedBatch(empty: batch) }
         let entity = try entity(batch.entity)
-        let plan = try BatchPlan(entity: entity, columns: batch.columns, policy: policy)
+        let plan = try BatchPlan(entity: entity, columns: batch.columns, policy: options.policy)
         var checked: [(relationship: Relationship, positions: [Int])] = []
-        for r in entity.relationships where r.isToOne && !deferReferences {
+        for r in entity.relationships where r.isToOne && !options.deferReferences {
             guard let names = entity.relationshipColumns[r.name], (try? self.entity(r.target)) != nil else { continue }
             let positions = names.compactMap { batch.columns.firstIndex(of: $0) }
             guard positions.count == names.count else { continue }  // not given: not changed

@@ -21,10 +21,6 @@ protocol Backend: Sendable {
     var name: String { get }
     /// The store as the daemon speaks to it (``StoreBackend``).
     var contract: any StoreBackend { get }
-    func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool) async throws -> WriteCounts
-    /// A save that writes `batch` and then a checkpoint, in one transaction.
-    func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws
-        -> WriteCounts
     func checkpoint(job: String) async throws -> [UInt8]?
     /// Every record, its fields in the entity's order, sorted by identifier.
     func records(_ entity: String) async throws -> [[Value]]
@@ -63,6 +59,40 @@ extension Backend {
     func write(_ batch: RecordBatch, policy: ConflictPolicy = .upsert) async throws -> WriteCounts {
         try await write(batch, policy: policy, supersede: false)
     }
+
+    /// One save that writes `batch`, through the store contract as the
+    /// operations write: `supersede` as an import's batch (of one
+    /// identifier's rows only the last is written), every stored record
+    /// from before it.
+    func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool) async throws -> WriteCounts {
+        try await Contract.save(
+            contract, batch,
+            BatchOptions(policy: policy, source: supersede ? ImportSource(floor: .max) : nil))
+    }
+
+    /// A save that writes `batch` and then a checkpoint, in one transaction.
+    func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws
+        -> WriteCounts
+    {
+        try await Contract.save(contract, batch, BatchOptions(policy: policy), job: job, checkpoint: checkpoint)
+    }
+}
+
+/// The store contract's primitives, driven as the operations drive them.
+enum Contract {
+    /// One save of `store` that writes `batch` (made ready first, as an
+    /// import does), then sets `checkpoint` for `job` if given.
+    static func save<Store: StoreBackend>(
+        _ store: Store, _ batch: RecordBatch, _ options: BatchOptions, job: String? = nil,
+        checkpoint: [UInt8]? = nil
+    ) async throws -> WriteCounts {
+        let prepared = try store.prepare(batch, options)
+        return try await store.withSave(author: "test", job: job) { save in
+            let counts = try await save.write(prepared)
+            if let job, let checkpoint { try await save.setCheckpoint(job: job, data: checkpoint) }
+            return counts
+        }.value
+    }
 }
 
 final class SQLiteBackend: Backend {
@@ -85,23 +115,6 @@ final class SQLiteBackend: Backend {
             entities: entities)
         if let pruneStep { configuration.historyPruneStep = pruneStep }
         store = try await Store.open(configuration)
-    }
-
-    func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool) async throws -> WriteCounts {
-        // An import's source floor: the records stored before it.
-        let floor: Int64? = supersede ? Int64.max : nil
-        return try await store.save(author: "test") { try $0.write(batch, policy: policy, sourceRowidFloor: floor) }
-            .value
-    }
-
-    func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws
-        -> WriteCounts
-    {
-        try await store.save(author: "test", job: job) { save in
-            let counts = try save.write(batch, policy: policy)
-            try save.setCheckpoint(job: job, data: checkpoint)
-            return counts
-        }.value
     }
 
     func checkpoint(job: String) async throws -> [UInt8]? { try await store.checkpoint(job: job) }
@@ -166,20 +179,6 @@ final class PostgresBackend: Backend {
         store = try await PostgresStore.open(configuration)
     }
 
-    func write(_ batch: RecordBatch, policy: ConflictPolicy, supersede: Bool) async throws -> WriteCounts {
-        try await store.save(author: "test") { try await $0.write(batch, policy: policy, supersede: supersede) }.value
-    }
-
-    func write(_ batch: RecordBatch, policy: ConflictPolicy, checkpoint: [UInt8], job: String) async throws
-        -> WriteCounts
-    {
-        try await store.save(author: "test", job: job) { save in
-            let counts = try await save.write(batch, policy: policy)
-            try await save.setCheckpoint(job: job, data: checkpoint)
-            return counts
-        }.value
-    }
-
     func checkpoint(job: String) async throws -> [UInt8]? { try await store.checkpoint(job: job) }
 
     func records(_ entity: String) async throws -> [[Value]] { try await store.records(entity) }
@@ -194,7 +193,7 @@ final class PostgresBackend: Backend {
     func importFile(_ request: ImportRequest, cancelAfter: Int?) async throws -> ImportProgress {
         let store = store
         return try await cancelling(after: cancelAfter) {
-            try await PostgresImporter.run(request, into: store, progress: $0)
+            try await Importer.run(request, into: store, progress: $0)
         }
     }
 

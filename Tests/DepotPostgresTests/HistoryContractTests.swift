@@ -147,6 +147,41 @@ struct HistoryContractTests {
         }
     }
 
+    @Test("pages of history cut by maxChanges add up past transaction 9 to 10, and past 99 to 100 (numbers, not text)")
+    func pagesPastPowersOfTen() async throws {
+        let answers = try await Backends.answers(entities: [TestEntities.trip(values: true)]) { backend in
+            // 105 saves of two changes: a new record, and a0, a1 or a2 new or changed.
+            for i in 0..<105 {
+                var batch = RecordBatch(entity: "Trip", columns: PredicateContract.tripColumns)
+                let budget = Double(i % 2 + 1)
+                for id in ["a\(i % 3)", "b\(i)"] {
+                    batch.append([.string(id), "Trip", "Oslo", "2025-01-01", nil, .double(budget), true, nil])
+                }
+                _ = try await backend.write(batch)
+            }
+            let store = backend.contract
+            var read: [String] = []
+            var after: HistoryToken?
+            var pages = 0
+            while pages < 500 {
+                let page = try await store.reads.history(
+                    after: after, entity: nil, author: nil, limit: 7, maxChanges: 5)
+                guard let last = page.last else { break }
+                pages += 1
+                read += page.flatMap { t in t.changes.map { "\(t.token.id) \($0.kind.rawValue) \($0.identifier)" } }
+                after = last.token
+            }
+            let whole = try await store.reads.history(after: nil, entity: nil, author: nil, limit: 1_000)
+                .flatMap { t in t.changes.map { "\(t.token.id) \($0.kind.rawValue) \($0.identifier)" } }
+            return (read, whole)
+        }
+        for (name, (read, whole)) in answers {
+            #expect(whole.count == 105 * 2, "\(name): \(whole.count)")
+            #expect(read == whole, "\(name): the pages do not add up to the whole history")
+        }
+        #expect(answers.map(\.1.1).allSatisfy { $0 == answers[0].1.1 }, "the backends' histories differ")
+    }
+
     @Test(
         "a prune goes in saves of about historyPruneStep changes on both backends, a save's new records counted one by one"
     )

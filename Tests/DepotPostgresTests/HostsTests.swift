@@ -24,7 +24,7 @@ struct HostsTests {
                 let seen = b.commitCount
                 let waiter = Task { (await b.waitForCommit(after: seen), clock.now) }
                 let started = clock.now
-                let written = try await a.store.save(author: "host-a") {
+                let written = try await a.store.withSave(author: "host-a") {
                     try await $0.write(WriteContractTests.batch([WriteContractTests.row("T\(i)")]), policy: .upsert)
                 }
                 let committed = clock.now
@@ -72,7 +72,7 @@ struct HostsTests {
         _ = try await a.write(WriteContractTests.batch([WriteContractTests.row("T1")]))
         // Another host's commit, announced after A's own on the same channel:
         // once A has heard it, A has heard its own announcement too.
-        let other = try await b.save(author: "host-b") {
+        let other = try await b.withSave(author: "host-b") {
             try await $0.write(WriteContractTests.batch([WriteContractTests.row("T2")]), policy: .upsert)
         }
         let otherToken = try #require(other.token)
@@ -94,7 +94,7 @@ struct HostsTests {
         let a = try await PostgresBackend(entities: [WriteContractTests.trip()])
         _ = try await a.write(WriteContractTests.batch([WriteContractTests.row("T1")]))
         // The same record again: unchanged, no history transaction, no notification.
-        let saved = try await a.store.save(author: "a") {
+        let saved = try await a.store.withSave(author: "a") {
             try await $0.write(WriteContractTests.batch([WriteContractTests.row("T1")]), policy: .upsert)
         }
         #expect(saved.token == nil && saved.value.unchanged == 1)

@@ -80,7 +80,7 @@ struct LeaseTests {
         // One clean run, in a schema of its own.
         let clean = try await PostgresBackend(entities: [WriteContractTests.trip()])
         let cleanRejects = folder.appendingPathComponent("clean.rejects").path
-        let cleanResult = try await PostgresImporter.run(request("lease-job", rejects: cleanRejects), into: clean.store)
+        let cleanResult = try await Importer.run(request("lease-job", rejects: cleanRejects), into: clean.store)
         let cleanRecords = try await clean.records("Trip")
         let cleanHistory = try await clean.history().map(\.changes)
         await clean.close()
@@ -113,7 +113,7 @@ struct LeaseTests {
             #expect(job.id == "lease-job")
             let resumed = request(job.id, rejects: rejects)
             let result = try await b.store.withLease(on: job.id, host: "B", lease: .seconds(30)) { [store = b.store] in
-                try await PostgresImporter.run(resumed, into: store)
+                try await Importer.run(resumed, into: store)
             }
             #expect(try await b.store.finishJob(job.id, host: "B", record: job.record, state: "done"))
             // Exactly once: the same records, history and counters as the clean run.

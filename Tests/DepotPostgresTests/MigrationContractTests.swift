@@ -240,12 +240,12 @@ struct MigrationContractTests {
 }
 
 @Suite("PostgreSQL: an import job's keys")
-struct JobKeysTests {
+struct SourceKeysTests {
     @Test(
         "a key the job never gave is new for certain; one it gave, or gave twice in a batch, may be stored; few false alarms"
     )
     func filter() {
-        let keys = JobKeys()
+        let keys = SourceKeys()
         #expect(keys.check(["a", "b"]) == [false, false])
         #expect(keys.check(["a", "c", "c", "b"]) == [true, false, true, true])
         let first = (0..<200_000).map { "first \($0)" }

@@ -285,7 +285,7 @@ struct ReferenceContractTests {
                     try $0.write(batch, policy: .upsert, deferReferences: true)
                 }
             } else if let postgres = backend as? PostgresBackend {
-                _ = try await postgres.store.save(author: "test") {
+                _ = try await postgres.store.withSave(author: "test") {
                     try await $0.write(batch, policy: .upsert, deferReferences: true)
                 }
             }

@@ -42,7 +42,7 @@ do {
     let request = ImportRequest(
         job: job.id, entity: "Trip", path: spec.path, rejectsPath: spec.rejects, options: options)
     let result = try await store.withLease(on: job.id, host: host, lease: lease) {
-        try await PostgresImporter.run(request, into: store) { progress in say("save \(progress.saves)") }
+        try await Importer.run(request, into: store) { progress in say("save \(progress.saves)") }
     }
     try await store.finishJob(job.id, host: host, record: job.record, state: "done")
     var final = result

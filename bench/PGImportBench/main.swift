@@ -1,6 +1,6 @@
 // The PostgreSQL import benchmark's Depot side (bench/pg-import): imports
 // bench/gen.py's trips into DESIGN §8's Trip entity (its two indexes,
-// history of values) of a PostgreSQL store through PostgresImporter, the
+// history of values) of a PostgreSQL store through Importer (the store contract's import), the
 // same reading as the daemon's imports (upsert, sorted runs, saves), and
 // prints one line of figures.
 import DepotEngine
@@ -27,7 +27,7 @@ let store = try await PostgresStore.open(PostgresStoreConfiguration(name: "bench
 var options = ImportOptions(format: .csv)
 if let n = ProcessInfo.processInfo.environment["SAVE_EVERY"].flatMap(Int.init) { options.saveEvery = n }
 let start = ContinuousClock.now
-let result = try await PostgresImporter.run(
+let result = try await Importer.run(
     ImportRequest(job: "bench", entity: "Trip", path: args[3], rejectsPath: args[4] + "/pg-bench.rejects", options: options),
     into: store)
 let elapsed = ContinuousClock.now - start

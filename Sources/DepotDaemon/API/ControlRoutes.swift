@@ -146,7 +146,7 @@ package struct ControlRoutes: Sendable {
             let known = Set(all.map(\.id))
             var others: [JobRecord] = []
             for store in self.jobs.stores.shared {
-                for (id, bytes) in try await store.jobs() where !known.contains(id) {
+                for (id, bytes) in try await store.jobTable.jobs() where !known.contains(id) {
                     if let record = JobRecord(stored: bytes) { others.append(record) }
                 }
             }
@@ -168,7 +168,7 @@ package struct ControlRoutes: Sendable {
         on(.get, "jobs/:id/events") { _, context in
             let record = try await self.job(context)
             if await self.jobs.job(record.id) == nil, let store = self.jobs.stores.store(record.store),
-                let interval = store.jobPollInterval
+                let interval = store.jobTable.jobPollInterval
             {
                 // Another host runs it: its record in the store, as it changes.
                 return JSONResponse.stream(context, deadline: self.deadline(context), metrics: self.metrics) { write in
@@ -176,7 +176,7 @@ package struct ControlRoutes: Sendable {
                     try await write(Self.line(last))
                     while !last.state.isFinal {
                         try await Task.sleep(for: min(interval, .seconds(1)))
-                        guard let bytes = try await store.job(record.id),
+                        guard let bytes = try await store.jobTable.job(record.id),
                             let now = JobRecord(stored: bytes)
                         else { break }
                         if now != last {
@@ -313,7 +313,7 @@ package struct ControlRoutes: Sendable {
         // A job another host of a shared store runs (issue #35: it was
         // unknown here while it ran).
         for store in jobs.stores.shared {
-            if let bytes = try await store.job(id), let record = JobRecord(stored: bytes) {
+            if let bytes = try await store.jobTable.job(id), let record = JobRecord(stored: bytes) {
                 return record
             }
         }

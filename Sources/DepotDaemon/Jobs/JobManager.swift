@@ -88,8 +88,8 @@ package actor JobManager {
         }
         // Every job, as on a store only this host serves: one whose file is
         // gone fails saying so when it runs, rather than wait unseen.
-        for (id, bytes) in try await store.jobs() { await adopt(id, bytes, in: store) }
-        if let interval = store.jobPollInterval {
+        for (id, bytes) in try await store.jobTable.jobs() { await adopt(id, bytes, in: store) }
+        if let interval = store.jobTable.jobPollInterval {
             // Several hosts serve the store (DESIGN §15): the jobs submitted
             // to the others, or left by one that died, are taken over here
             // too; a job runs on whichever host claims it (``StoreBackend/runJob(_:_:)``).
@@ -110,7 +110,7 @@ package actor JobManager {
     private func adoptClaimable(from store: any StoreBackend) async {
         guard !queue.isStopping else { return }
         do {
-            for (id, bytes) in try await store.claimableJobs()
+            for (id, bytes) in try await store.jobTable.claimableJobs()
             where queue.records[id] == nil && !submitting.contains(id) && canRun(id, bytes, in: store) {
                 await adopt(id, bytes, in: store)
             }
@@ -248,14 +248,16 @@ package actor JobManager {
     /// this host does not know yet but another runs is found in the store.
     package func cancel(_ id: String) async throws -> JobRecord {
         guard let known = queue.records[id] else {
-            for store in stores.all where try await store.requestCancel(id) {
-                if let bytes = try await store.job(id), let record = JobRecord(stored: bytes) {
+            for store in stores.all where try await store.jobTable.requestCancel(id) {
+                if let bytes = try await store.jobTable.job(id), let record = JobRecord(stored: bytes) {
                     return record
                 }
             }
             throw JobRefusal.unknownJob(id)
         }
-        if !known.state.isFinal, let store = stores.store(known.store) { _ = try await store.requestCancel(id) }
+        if !known.state.isFinal, let store = stores.store(known.store) {
+            _ = try await store.jobTable.requestCancel(id)
+        }
         try await transition(id) { try $0.cancel(id) }
         return job(id)!
     }
@@ -360,7 +362,7 @@ package actor JobManager {
             // Run once this host holds the job (DESIGN §15): at once on an
             // SQLite store; on PostgreSQL after claiming it from the others.
             let (stateDir, metrics) = (stateDir, metrics)
-            let ran = try await store.runJob(record.id) { [record] in
+            let ran = try await store.jobTable.runJob(record.id) { [record] in
                 var running = record
                 try await self.persist(running, in: store)
                 try await JobExecutor(stateDir: stateDir, store: store, metrics: metrics) { report in
@@ -370,7 +372,7 @@ package actor JobManager {
             }
             if let ran {
                 record = ran
-            } else if let bytes = try await store.job(record.id) {
+            } else if let bytes = try await store.jobTable.job(record.id) {
                 endedElsewhere = try JSONDecoder().decode(JobRecord.self, from: Data(bytes))
             }
         } catch {
@@ -479,7 +481,7 @@ package actor JobManager {
 
     private func persist(_ record: JobRecord, in store: any StoreBackend) async throws {
         await recordUnrecordedEnds(in: store)
-        try await store.putJob(id: record.id, record: Array(try JSONEncoder().encode(record)))
+        try await store.jobTable.putJob(id: record.id, record: Array(try JSONEncoder().encode(record)))
     }
 
     /// Writes to `store` the ends it could not record before; each one
@@ -487,7 +489,7 @@ package actor JobManager {
     private func recordUnrecordedEnds(in store: any StoreBackend) async {
         for (id, end) in unrecordedEnds where end.record.store == store.name {
             do {
-                try await store.putJob(id: id, record: Array(try JSONEncoder().encode(end.record)))
+                try await store.jobTable.putJob(id: id, record: Array(try JSONEncoder().encode(end.record)))
                 unrecordedEnds[id] = nil
                 ledger.clear(slot: end.slot)
                 logger.notice(

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// Imports a file into an entity of a store: streaming, saving periodically,
 /// resuming exactly after a crash.
@@ -20,13 +19,14 @@ import GRDB
 /// }
 /// ```
 public enum Importer {
-    /// Records per chunk handed to a save. In-file duplicates within one
-    /// chunk are written once (the last wins); farther apart, the earlier
-    /// version is written first (see ``WriteCounts/duplicates``). Sorted runs
-    /// (``ImportOptions/sortRun``) bring the repeats of a run together.
-    static let chunkSize = 2_048
-
-    /// Runs (or resumes) an import to its end.
+    /// Runs (or resumes) an import to its end, on any backend.
+    ///
+    /// The feed (``ImportFeed``) reads and parses the file on a thread of
+    /// its own; while a save writes a batch, the next one is taken and made
+    /// ready (``StoreBackend/prepare(_:_:)``) on another thread, so that the
+    /// store's work on one batch and the preparing of the next overlap. A
+    /// batch taken ahead when a save ends goes to the next save; until a
+    /// save adds it, it is in no checkpoint, so a stop there reads it again.
     ///
     /// - Parameter progress: called after every save with the counters so far.
     /// - Returns: the final counters.
@@ -34,13 +34,13 @@ public enum Importer {
     ///   not fit the entity, its content changed since the job started, or the
     ///   rejects pass `maxRejects`; `CancellationError` when the task is
     ///   cancelled (after the current save). Saved records stay saved.
-    public static func run(
-        _ request: ImportRequest, into store: Store,
+    public static func run<Backend: StoreBackend>(
+        _ request: ImportRequest, into store: Backend,
         progress: (@Sendable (ImportProgress) -> Void)? = nil
     ) async throws -> ImportProgress {
-        let entity = try store.reader.entity(request.entity)
-        let options = request.options
-        let deferReferences = options.deferReferences
+        let settings = store.settings
+        let entity = try settings.schema.entity(request.entity)
+        let deferReferences = request.options.deferReferences
         // A record that may refer to another of the same entity must be
         // written after it, as in the file: no sorted runs then.
         let selfReferring =
@@ -48,42 +48,75 @@ public enum Importer {
             && entity.relationships.contains {
                 if case .toOne = $0.kind { $0.target == entity.name } else { false }
             }
-        let table = entity.table
+        var request = request
+        let chunk: Int
+        let adaptive: Bool
+        switch settings.importBatches {
+        case .rows(let rows):
+            (chunk, adaptive) = (rows, settings.adaptiveSaves)
+        case .perSave(let rows):
+            // Runs as long as a save: each batch is then a narrow band of
+            // the identifier's order, and the inserts of a save sweep the
+            // key's index once instead of once a batch. A run is cut into
+            // even batches of about `rows` (not three full ones and a small
+            // rest, which would cost a round of statements of its own and
+            // leave the next batch no time to be made ready).
+            let run = max(1, request.options.saveEvery ?? settings.saveEvery)
+            if request.options.sortRun > 0 { request.options.sortRun = run }
+            let batches = max(1, (run + rows / 2) / rows)
+            (chunk, adaptive) = ((run + batches - 1) / batches, false)
+        }
+        let perSave = if case .perSave = settings.importBatches { true } else { false }
         let start = try await ImportFeed.start(
-            request, entity: entity, saveEvery: store.configuration.saveEvery,
-            saveInterval: store.configuration.saveInterval, adaptiveSaves: store.configuration.adaptiveSaves,
-            chunk: Self.chunkSize, sortable: !selfReferring, checkpoint: try await store.checkpoint(job: request.job),
-            floor: {
-                try await store.reader.read { db in try Int64.fetchOne(db, sql: "SELECT max(rowid) FROM \(table)") ?? 0
-                }
-            },
-            progress: progress)
+            request, entity: entity, saveEvery: settings.saveEvery, saveInterval: settings.saveInterval,
+            adaptiveSaves: adaptive, chunk: chunk, sortable: !selfReferring, shortFirstRun: perSave,
+            checkpoint: try await store.checkpoint(job: request.job),
+            floor: { try await store.sourceFloor(of: entity) }, progress: progress)
         let feed: ImportFeed
         switch start {
         case .finished(let done): return done
         case .feed(let started): feed = started
         }
-        let policy = options.onConflict
+        let options = BatchOptions(
+            policy: request.options.onConflict, deferReferences: deferReferences,
+            source: ImportSource(floor: feed.beginSave().rowidFloor))
         let clock = ContinuousClock()
+        let ahead = Ahead<Backend.Context.Prepared>()
+        defer { ahead.task?.cancel() }
+        @Sendable func ready(_ save: ImportSave) -> Task<(ImportChunk, Backend.Context.Prepared), any Error> {
+            // Detached: the next batch is read ahead while the save writes this one; the save awaits it.
+            Task.detached {
+                let chunk = try await save.takeWaiting()
+                return (chunk, try store.prepare(chunk.batch, options))
+            }
+        }
         while true {
             let begun = feed.beginSave()
-            let outcome = try await store.save(author: request.author, job: request.job) { save in
+            let outcome = try await store.withSave(author: request.author, job: request.job) { save in
                 var this = begun
                 var chunk: ImportChunk
                 repeat {
-                    chunk = try this.take()
-                    let counts = try save.write(
-                        chunk.batch, policy: policy, sourceRowidFloor: this.rowidFloor,
-                        deferReferences: deferReferences)
+                    let taken = ahead.task ?? ready(this)
+                    let prepared: Backend.Context.Prepared
+                    (chunk, prepared) = try await taken.value
+                    ahead.task = chunk.isLast ? nil : ready(this)
+                    let counts = try await save.write(prepared)
                     this.add(chunk, counts)
                 } while !this.ends(after: chunk)
-                try save.setCheckpoint(job: this.job, data: try this.close())
+                try await save.setCheckpoint(job: this.job, data: try this.close())
                 return (this, clock.now)
             }.value
             if try feed.committed(outcome.0, commitEnded: outcome.1) { break }
             try Task.checkCancellation()
         }
         return try feed.finish()
+    }
+
+    /// The batch being taken and made ready ahead of the save that writes it.
+    // @unchecked: set and taken by the import's one save loop, one save at a time.
+    private final class Ahead<Prepared: Sendable>: @unchecked Sendable {
+        // Used by one save at a time, one after the other.
+        var task: Task<(ImportChunk, Prepared), any Error>?
     }
 
     static func judge(_ p: ImportProgress, request: ImportRequest) throws {
@@ -118,7 +151,7 @@ public enum Importer {
     ///     print("\(p.read) rows, \(Int(p.rate)) rows/s")
     /// }
     /// ```
-    public static func events(_ request: ImportRequest, into store: Store) -> AsyncThrowingStream<
+    public static func events(_ request: ImportRequest, into store: some StoreBackend) -> AsyncThrowingStream<
         ImportProgress, any Error
     > {
         AsyncThrowingStream { continuation in

@@ -1,25 +1,243 @@
+import GRDB
+
 /// An SQLite store is one backend of the daemon's store contract.
 extension Store: StoreBackend {
-    public nonisolated var location: String { configuration.path }
-    public nonisolated var historyRetention: Duration? { configuration.historyRetention }
-    public nonisolated var reads: any StoreReading { reader }
-
-    public nonisolated var jobPollInterval: Duration? { nil }
-    public nonisolated func requestCancel(_ id: String) async throws -> Bool { false }
-    public nonisolated func claimableJobs() async throws -> [(id: String, record: [UInt8])] { [] }
-
-    /// Only this host serves an SQLite store: the job runs at once.
-    public nonisolated func runJob<T: Sendable>(_ id: String, _ body: @escaping @Sendable () async throws -> T)
-        async throws -> T?
-    {
-        try await body()
+    /// A batch of an SQLite store is written as it comes: row by row on the
+    /// write connection (``RowWriter``), nothing to make ready beforehand.
+    public struct Prepared: Sendable {
+        let batch: RecordBatch
+        let options: BatchOptions
     }
 
-    public func importFile(_ request: ImportRequest, progress: @escaping @Sendable (ImportProgress) -> Void)
-        async throws
-        -> ImportProgress
+    public nonisolated var settings: StoreSettings {
+        StoreSettings(
+            name: configuration.name, location: configuration.path,
+            historyRetention: configuration.historyRetention, saveEvery: configuration.saveEvery,
+            saveInterval: configuration.saveInterval, adaptiveSaves: configuration.adaptiveSaves,
+            historyMaxRetention: configuration.historyMaxRetention, historyPruneStep: configuration.historyPruneStep,
+            importBatches: .rows(Self.importBatch), schema: schema, dialect: .sqlite)
+    }
+
+    /// Records per batch of an import. In-file duplicates within one batch
+    /// are written once (the last wins); farther apart, the earlier version
+    /// is written first (see ``WriteCounts/duplicates``). Sorted runs
+    /// (``ImportOptions/sortRun``) bring the repeats of a run together.
+    static let importBatch = 2_048
+
+    public nonisolated var reads: any StoreReading { reader }
+    public nonisolated var jobTable: any JobTable { self }
+
+    public nonisolated func prepare(_ batch: RecordBatch, _ options: BatchOptions) throws -> Prepared {
+        Prepared(batch: batch, options: options)
+    }
+
+    /// The greatest rowid of `entity`: what a new import writes comes after it.
+    public nonisolated func sourceFloor(of entity: EntitySchema) async throws -> Int64 {
+        let table = entity.table
+        return try await reader.read { db in
+            try Int64.fetchOne(db, sql: "SELECT max(rowid) FROM \(table)") ?? 0
+        }
+    }
+
+    /// Runs one save whose body is async: the body runs on the write
+    /// connection's thread, in the save's transaction (``WriterPump``).
+    public nonisolated func withSave<T: Sendable>(
+        author: String, job: String?, _ body: @Sendable (SQLiteWriteContext) async throws -> T
+    ) async throws -> SaveOutcome<T> {
+        let (value, transaction) = try await transact(author: author, job: job) { pump in
+            try await body(SQLiteWriteContext(pump: pump))
+        }
+        if let transaction { signal.bump(token: transaction) }
+        return SaveOutcome(value: value, token: transaction.map(HistoryToken.init))
+    }
+
+    public nonisolated func withHistory<T: Sendable>(_ body: @Sendable (SQLiteHistoryContext) async throws -> T)
+        async throws -> T
     {
-        try await Importer.run(request, into: self, progress: progress)
+        try await transact(author: "", job: nil) { pump in
+            try await body(SQLiteHistoryContext(pump: pump, store: name))
+        }.0
+    }
+
+    /// Runs `body` with the write connection's thread lent to it, in one
+    /// transaction, which commits when `body` returns and rolls back when
+    /// it throws.
+    ///
+    /// - Returns: `body`'s result and the id of the history transaction its
+    ///   changes made, if any.
+    private nonisolated func transact<T: Sendable>(
+        author: String, job: String?, _ body: @Sendable (WriterPump) async throws -> T
+    ) async throws -> (T, Int64?) {
+        let pump = WriterPump()
+        let schema = try await begin().schema
+        async let committed = { () async throws -> Int64? in
+            defer { pump.close() }
+            return try await pool.write { db in
+                let context = SaveContext(db: db, store: schema, author: author, job: job)
+                try pump.serve(context)
+                try context.flushChanges()
+                return context.transactionID
+            }
+        }()
+        let value: T
+        do {
+            value = try await withTaskExecutorPreference(pump) { try await body(pump) }
+        } catch {
+            pump.end(error)
+            _ = try? await committed
+            // SQLite's errors (a primitive's) become the store's; the body's own pass as they are.
+            throw error is DatabaseError ? Store.translate(error, store: name) : error
+        }
+        pump.end(nil)
+        do {
+            return (value, try await committed)
+        } catch {
+            throw Store.translate(error, store: name)
+        }
+    }
+
+    /// What a save needs of the actor: that the store is open, and its schema.
+    struct SaveStart: Sendable {
+        let schema: StoreSchema
+    }
+
+    private func begin() throws -> SaveStart {
+        guard !isClosed else { throw DepotError(.storeClosed, "store \(JSONText.quoted(name)) is closed") }
+        return SaveStart(schema: schema)
+    }
+}
+
+/// The writes of one save of an SQLite store: its body runs on the write
+/// connection's thread (``WriterPump``), so each is a plain call there.
+public final class SQLiteWriteContext: WriteContext {
+    private let pump: WriterPump
+
+    init(pump: WriterPump) { self.pump = pump }
+
+    public func write(_ batch: Store.Prepared) async throws -> WriteCounts {
+        try pump.context().write(
+            batch.batch, policy: batch.options.policy, sourceRowidFloor: batch.options.source?.floor,
+            deferReferences: batch.options.deferReferences)
+    }
+
+    public func setCheckpoint(job: String, data: [UInt8]) async throws {
+        try pump.context().setCheckpoint(job: job, data: data)
+    }
+
+    public func removeCheckpoint(job: String) async throws {
+        try pump.context().removeCheckpoint(job: job)
+    }
+
+    public func keys(_ selection: RowSelection, limit: Int) async throws -> [Int64] {
+        try pump.context().rowids(selection, limit: limit)
+    }
+
+    public func records(_ selection: RowSelection, positions: [Int], after cursor: RowCursor, limit: Int)
+        async throws -> (records: [StoredRecord<Int64>], cursor: RowCursor)
+    {
+        let after: Int64 = if case .rowid(let rowid) = cursor { rowid } else { 0 }
+        let found = try pump.context().records(selection, positions: positions, after: after, limit: limit)
+        return (found, found.last.map { .rowid($0.key) } ?? cursor)
+    }
+
+    public func exists(_ entity: EntitySchema, identifier: [Value]) async throws -> Bool {
+        try pump.context().exists(entity, identifier: identifier)
+    }
+
+    public func referring(_ reference: IncomingReference, to identifier: [Value]) async throws -> [Int64] {
+        try pump.context().referring(reference, to: identifier)
+    }
+
+    public func countReferring(_ reference: IncomingReference, to identifier: [Value]) async throws -> Int {
+        try pump.context().countReferring(reference, to: identifier)
+    }
+
+    public func remove(_ key: Int64, of entity: EntitySchema, returning positions: [Int]) async throws -> [Value]? {
+        try pump.context().remove(key, of: entity, returning: positions)
+    }
+
+    public func set(_ assignments: [(Int, Value)], on key: Int64, of entity: EntitySchema) async throws {
+        try pump.context().set(assignments, on: key, of: entity)
+    }
+
+    public func nullify(_ reference: IncomingReference, referringTo identifier: [Value]) async throws -> [[Value]] {
+        try pump.context().nullify(reference, referringTo: identifier)
+    }
+
+    public func log(_ change: HistoryChange) async throws {
+        try pump.context().logChange(
+            entity: change.entity, identifier: change.identifier, kind: change.kind,
+            fields: change.fields.map(JSONText.array),
+            tombstone: change.tombstone, old: change.old, new: change.new)
+    }
+}
+
+/// The history's bookkeeping of an SQLite store, on the write connection's
+/// thread in one transaction (``WriterPump``).
+public final class SQLiteHistoryContext: HistoryContext {
+    private let pump: WriterPump
+    private let store: String
+
+    init(pump: WriterPump, store: String) {
+        self.pump = pump
+        self.store = store
+    }
+
+    private var db: Database { get throws { try pump.context().db } }
+
+    public func lastIssued() async throws -> Int64 { try HistoryQuery.lastIssued(db) }
+    public func prunedThrough() async throws -> Int64 { try HistoryQuery.prunedThrough(db) }
+    public func checkAfter(_ id: Int64) async throws { try HistoryQuery.check(db, store: store, after: id) }
+
+    public func lastTransaction(before timestamp: String) async throws -> Int64 {
+        try Int64.fetchOne(
+            db, sql: "SELECT max(id) FROM depot_transactions WHERE timestamp < ?", arguments: [timestamp]) ?? 0
+    }
+
+    public func markLost(below token: Int64, committedBefore cutoff: String) async throws -> [String] {
+        try ConsumerQuery.markLost(db, below: token, olderThan: cutoff)
+    }
+
+    public func oldestActive() async throws -> (name: String, token: Int64)? { try ConsumerQuery.oldestActive(db) }
+
+    /// The transaction of the step's last change; none past it when fewer follow.
+    public func stepEnd(after: Int64, changes: Int) async throws -> Int64 {
+        try Int64.fetchOne(
+            db, sql: "SELECT txn FROM depot_changes WHERE txn > ? ORDER BY txn LIMIT 1 OFFSET ?",
+            arguments: [after, changes - 1]) ?? .max
+    }
+
+    public func deleteHistory(after: Int64, through: Int64) async throws -> Int {
+        let db = try self.db
+        try db.execute(sql: "DELETE FROM depot_changes WHERE txn > ? AND txn <= ?", arguments: [after, through])
+        try db.execute(sql: "DELETE FROM depot_transactions WHERE id > ? AND id <= ?", arguments: [after, through])
+        let deleted = db.changesCount
+        try db.execute(
+            sql: "INSERT INTO depot_meta(key, value) VALUES ('history_pruned_through', ?) "
+                + "ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [through])
+        return deleted
+    }
+
+    public func consumer(_ name: String) async throws -> Consumer {
+        try ConsumerQuery.consumer(db, store: store, name: name)
+    }
+
+    public func insertConsumer(_ name: String, token: Int64, at time: String) async throws -> Bool {
+        let db = try self.db
+        try db.execute(
+            sql: "INSERT INTO depot_consumers(name, token, state, created, acknowledged_at) "
+                + "VALUES (?, ?, 'active', ?, ?) ON CONFLICT(name) DO NOTHING", arguments: [name, token, time, time])
+        return db.changesCount == 1
+    }
+
+    public func moveConsumer(_ name: String, token: Int64, activate: Bool, at time: String) async throws {
+        try db.execute(
+            sql: "UPDATE depot_consumers SET token = ?, acknowledged_at = ?"
+                + (activate ? ", state = 'active'" : "") + " WHERE name = ?", arguments: [token, time, name])
+    }
+
+    public func deleteConsumer(_ name: String) async throws {
+        try db.execute(sql: "DELETE FROM depot_consumers WHERE name = ?", arguments: [name])
     }
 }
 

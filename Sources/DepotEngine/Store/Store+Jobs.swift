@@ -4,7 +4,21 @@ import GRDB
 /// The records a service keeps with a store: its jobs (in submission order)
 /// and the content hashes of the files it imported, in the store's own file
 /// (`depot_jobs`, `depot_imported_files`), so that they share its fate.
-extension Store {
+extension Store: JobTable {
+    /// Only this host serves an SQLite store: no other host's jobs to take over.
+    public nonisolated var jobPollInterval: Duration? { nil }
+    /// Only this host serves an SQLite store: none to take over.
+    public nonisolated func claimableJobs() async throws -> [(id: String, record: [UInt8])] { [] }
+    /// Only this host serves an SQLite store: its jobs stop here.
+    public nonisolated func requestCancel(_ id: String) async throws -> Bool { false }
+
+    /// Only this host serves an SQLite store: the job runs at once.
+    public nonisolated func runJob<T: Sendable>(_ id: String, _ body: @escaping @Sendable () async throws -> T)
+        async throws -> T?
+    {
+        try await body()
+    }
+
     /// The write connection's `PRAGMA synchronous`, as the store's commits
     /// run under it: 2 (FULL) or 1 (NORMAL), from ``StoreConfiguration/durability``.
     public func writerSynchronous() async throws -> Int {

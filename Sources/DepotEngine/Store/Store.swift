@@ -26,7 +26,7 @@ public actor Store {
     nonisolated let pool: DatabasePool
     nonisolated let schema: StoreSchema
     nonisolated let signal: CommitSignal
-    private var isClosed = false
+    private(set) var isClosed = false
 
     /// The store's name.
     public nonisolated var name: String { configuration.name }
@@ -114,9 +114,7 @@ public actor Store {
                 let context = SaveContext(db: db, store: schema, author: author, job: job)
                 let value = try body(context)
                 try context.flushChanges()
-                return SaveOutcome(
-                    value: value, token: context.transactionID.map(HistoryToken.init),
-                    entities: context.touchedEntities)
+                return SaveOutcome(value: value, token: context.transactionID.map(HistoryToken.init))
             }
         } catch {
             throw Store.translate(error, store: name)
@@ -214,6 +212,9 @@ public struct SaveOutcome<T: Sendable>: Sendable {
     public var value: T
     /// The history token of the save, or `nil` when it changed nothing.
     public var token: HistoryToken?
-    /// The entities whose records the save changed.
-    public var entities: Set<String>
+
+    package init(value: T, token: HistoryToken?) {
+        self.value = value
+        self.token = token
+    }
 }

@@ -16,90 +16,46 @@
 /// }
 /// ```
 public protocol StoreBackend: Sendable {
-    /// The store's name, as in the configuration.
-    var name: String { get }
-    /// Where the store lives, for people: a file's path, or a server and schema.
-    var location: String { get }
-    /// How long history is kept (DESIGN §5), nil for ever.
-    var historyRetention: Duration? { get }
+    /// The writes of one save of this backend: one transaction.
+    associatedtype Context: WriteContext
+    /// The history's bookkeeping in one transaction of this backend.
+    associatedtype History: HistoryContext
+
+    /// The store's name, where it lives, and how its saves and history go.
+    var settings: StoreSettings { get }
     /// The store's reads.
     var reads: any StoreReading { get }
+    /// The daemon's records kept with the store: its jobs and the files it imported.
+    var jobTable: any JobTable { get }
 
     /// Checks that the store answers (the watchdog's probe).
     func ping() async throws
     /// Closes the store: later calls throw ``DepotError/Code/storeClosed``.
     func close() async throws
 
-    // Jobs.
-    /// Every persisted job record, oldest first.
-    func jobs() async throws -> [(id: String, record: [UInt8])]
-    /// Persists a job's record (inserted, or replacing the one with its id).
-    /// On a store several hosts serve, a host's write of a job another host
-    /// holds, or of a job already ended, changes nothing.
-    func putJob(id: String, record: [UInt8]) async throws
-    /// A job's persisted record, nil when there is none.
-    func job(_ id: String) async throws -> [UInt8]?
-    /// How often a host looks for jobs it may take over on a store several
-    /// hosts serve (``claimableJobs()``); nil when only this host serves it.
-    var jobPollInterval: Duration? { get }
-    /// The jobs no live host holds: queued ones, and running ones whose
-    /// host's lease lapsed (it died). Always none on a store only this host serves.
-    func claimableJobs() async throws -> [(id: String, record: [UInt8])]
-    /// Runs job `id`'s work once this host holds the job: at once on a store
-    /// only this host serves; on a store several hosts serve (PostgreSQL,
-    /// DESIGN §15), after claiming it, waiting while another host holds it
-    /// under a live lease, and renewing the lease while `body` runs (`body`
-    /// is cancelled if another host took the job over).
+    /// Runs one save: `body`'s writes commit together, with their history
+    /// transaction and any checkpoint set, or not at all (when `body`
+    /// throws, or the commit fails).
     ///
-    /// - Returns: `body`'s result, or nil without running it when the job
-    ///   ended on another host meanwhile (its record is in ``job(_:)``).
-    func runJob<T: Sendable>(_ id: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T?
-    /// Asks the host running job `id` to cancel it (at its next save), on a
-    /// store several hosts serve; false when no host runs it unfinished
-    /// (always on a store only this host serves, whose jobs stop here).
-    func requestCancel(_ id: String) async throws -> Bool
-    /// Runs an import job to its end, resuming from its checkpoint.
-    func importFile(_ request: ImportRequest, progress: @escaping @Sendable (ImportProgress) -> Void) async throws
-        -> ImportProgress
-    /// The job that imported a file of this content hash, if one did (watched folders).
-    func importedFile(hash: String) async throws -> String?
-    /// Records that `job` imported a file of this content hash.
-    func recordImportedFile(hash: String, path: String, job: String) async throws
+    /// - Returns: `body`'s result and the save's history token, nil when it
+    ///   changed nothing.
+    func withSave<T: Sendable>(author: String, job: String?, _ body: @Sendable (Context) async throws -> T)
+        async throws -> SaveOutcome<T>
+    /// Makes a batch ready for a save's ``WriteContext/write(_:)``, without
+    /// the store: on any thread, while another save runs (an import reads
+    /// and prepares the next batch while the current one is written).
+    ///
+    /// - Throws: ``DepotError/Code/unknownEntity`` or
+    ///   ``DepotError/Code/unknownField`` for a batch that does not fit the schema.
+    func prepare(_ batch: RecordBatch, _ options: BatchOptions) throws -> Context.Prepared
+    /// The checkpoint `job` saved last, if any.
+    func checkpoint(job: String) async throws -> [UInt8]?
+    /// The floor of a new import's records in `entity` (``ImportSource/floor``).
+    func sourceFloor(of entity: EntitySchema) async throws -> Int64
 
-    // Batch writes.
-    /// Deletes the records a predicate selects, applying delete rules.
-    func delete(
-        entity: String, where predicate: String?, arguments: [String: Value], author: String, job: String?,
-        batchSize: Int?, progress: (@Sendable (WriteCounts) -> Void)?
-    ) async throws -> WriteCounts
-    /// Sets fields of the records a predicate selects.
-    func update(
-        entity: String, where predicate: String?, arguments: [String: Value], set values: [String: Value],
-        author: String, job: String?, batchSize: Int?,
-        progress: (@Sendable (WriteCounts) -> Void)?
-    ) async throws -> WriteCounts
-    /// Deletes all records but one of each group of duplicates.
-    func resolveDuplicates(
-        entity: String, by fields: [String], keep: DuplicateResolution, where predicate: String?,
-        arguments: [String: Value], author: String, job: String?, batchSize: Int?,
-        progress: (@Sendable (WriteCounts) -> Void)?
-    ) async throws -> WriteCounts
-
-    // History.
-    /// Removes the history before a token.
-    func pruneHistory(before token: HistoryToken) async throws -> PruneOutcome
-    /// Removes the history older than an age.
-    func pruneHistory(olderThan age: Duration) async throws -> PruneOutcome
-    /// Prunes by the configured retention, if there is one.
-    func applyHistoryRetention() async throws -> PruneOutcome
-    /// Creates a consumer at a start (DESIGN §11).
-    func createConsumer(_ name: String, from start: Consumer.Start) async throws -> Consumer
-    /// Moves a consumer's token forward.
-    func acknowledge(consumer name: String, token: HistoryToken) async throws -> Consumer
-    /// Moves a consumer to a start, back or forward.
-    func resetConsumer(_ name: String, from start: Consumer.Start) async throws -> Consumer
-    /// Removes a consumer.
-    func dropConsumer(_ name: String) async throws
+    /// Runs `body` in a transaction of the store's history bookkeeping
+    /// (pruning, consumers), one at a time.
+    func withHistory<T: Sendable>(_ body: @Sendable (History) async throws -> T) async throws -> T
 }
 
 /// The reads of a store, whatever holds it (see ``StoreBackend``).

@@ -12,16 +12,11 @@ final class RowWriter {
     /// outlives its save (a strong reference leaked both on every save).
     private unowned let context: SaveContext
     private let entity: EntitySchema
-    private let policy: ConflictPolicy
     private let columns: [String]
-    /// For each batch column, its field.
-    private let columnFields: [Field]
+    /// The batch's columns on the entity, and the judgement of its rows.
+    private let plan: BatchPlan
     /// The batch positions of the identifier's fields.
     private let identifierColumns: [Int]
-    /// The batch positions of the fields that are not part of the identifier.
-    private let valueColumns: [Int]
-    /// For each value column, its column in the lookup's result.
-    private let valuePositions: [Int32]
     /// Required fields the batch does not provide.
     private let missingRequired: [String]
     /// For `replace`: for each entity field, its batch position or nil.
@@ -59,13 +54,10 @@ final class RowWriter {
     ) throws {
         self.context = context
         self.entity = entity
-        self.policy = policy
         self.columns = columns
         let plan = try BatchPlan(entity: entity, columns: columns, policy: policy)
-        self.columnFields = plan.columnFields
+        self.plan = plan
         self.identifierColumns = plan.identifierColumns
-        self.valueColumns = plan.valueColumns
-        self.valuePositions = plan.valueColumns.map { Int32(plan.columnPositions[$0] + 1) }
         self.missingRequired = plan.missingRequired
         self.fieldToColumn = plan.fieldToColumn
         self.keepsValues = entity.history == .values
@@ -89,10 +81,7 @@ final class RowWriter {
         insertSQL =
             "INSERT INTO \(table) (" + columns.map(SQL.quote).joined(separator: ", ") + ") VALUES ("
             + SQL.markers(columns.count) + ") ON CONFLICT DO NOTHING"
-        let updated: [String] =
-            policy == .replace
-            ? entity.fields.map(\.name).filter { !entity.identifier.contains($0) }
-            : valueColumns.map { columns[$0] }
+        let updated = plan.updatedFields.map { entity.fields[$0].name }
         updateSQL =
             updated.isEmpty
             ? nil
@@ -115,16 +104,18 @@ final class RowWriter {
     ///   that a re-import of the same file changes nothing.
     func write(_ batch: RecordBatch, sourceRowidFloor: Int64? = nil) throws -> WriteCounts {
         let db = context.db
+        let width = columns.count
         let superseded =
-            sourceRowidFloor != nil && (policy == .upsert || policy == .replace)
-            ? supersededRows(batch) : nil
+            sourceRowidFloor != nil && (plan.policy == .upsert || plan.policy == .replace)
+            ? batch.values.withUnsafeBufferPointer { all in
+                plan.supersededRows(batch) { r in plan.nullRefusal { all[r * width + $0] } != nil }
+            } : nil
         let lookup = try db.cachedStatement(sql: lookupSQL).sqliteStatement
         let insert = try db.cachedStatement(sql: insertSQL).sqliteStatement
         let connection = db.sqliteConnection
         let update = try updateSQL.map { try db.cachedStatement(sql: $0).sqliteStatement }
         let finds = try references.map { try context.referenceStatement(to: $0.target) }
         var counts = WriteCounts()
-        let width = columns.count
         /// The entity positions of the fields a record changes.
         var changed: [Int] = []
         try batch.values.withUnsafeBufferPointer { all in
@@ -135,12 +126,8 @@ final class RowWriter {
                 }
                 let row = UnsafeBufferPointer(rebasing: all[r * width..<(r + 1) * width])
                 // Null identifier or required field: refuse the record.
-                for c in 0..<width where row[c].isNull && !columnFields[c].isOptional {
-                    let what = identifierColumns.contains(c) ? "identifier field" : "required field"
-                    counts.rejected.append(
-                        Rejection(
-                            row: r, field: columns[c],
-                            reason: "\(what) \(JSONText.quoted(columns[c])) is null"))
+                if let refusal = plan.nullRefusal({ row[$0] }) {
+                    counts.count(refusal, row: r)
                     continue rows
                 }
                 // A reference names a stored record of its target, or nothing
@@ -172,7 +159,7 @@ final class RowWriter {
                         try context.logChange(
                             entity: entity.name, identifier: identifierJSON(row), kind: .insert,
                             oldBytes: nil, newBytes: keepsValues ? newBuffer : nil, layout: layout)
-                        counts.inserted += 1
+                        counts.count(.insert, row: r)
                         continue rows
                     }
                 }
@@ -183,58 +170,21 @@ final class RowWriter {
                 guard try SQL.step(lookup, db) else {
                     // Not stored. With every required field given, the insert
                     // above ran and met a conflict, so the record must exist.
-                    guard let field = missingRequired.first else {
+                    guard !missingRequired.isEmpty else {
                         throw DepotError(
                             .database,
                             "record \(identifierJSON(row)) of \(JSONText.quoted(entity.name)) "
                                 + "conflicts with a stored record that its identifier does not find")
                     }
-                    counts.rejected.append(
-                        Rejection(
-                            row: r, field: field,
-                            reason: "new record lacks required field \(JSONText.quoted(field))"))
+                    counts.count(plan.judgeNew(), row: r)
                     continue rows
                 }
                 let rowid = sqlite3_column_int64(lookup, 0)
-                let duplicate = sourceRowidFloor.map { rowid > $0 } ?? false
-                switch policy {
-                case .skip:
-                    counts.skipped += 1
-                    continue rows
-                case .fail:
-                    if duplicate {
-                        throw DepotError(
-                            .conflict,
-                            "record \(identifierJSON(row)) of \(JSONText.quoted(entity.name)) "
-                                + "appears twice in the input and the conflict policy is fail; nothing of this save was kept"
-                        )
-                    }
-                    throw DepotError(
-                        .conflict,
-                        "record \(identifierJSON(row)) of \(JSONText.quoted(entity.name)) "
-                            + "already exists and the conflict policy is fail; nothing of this save was kept")
-                case .upsert:
-                    changed.removeAll(keepingCapacity: true)
-                    for (c, position) in zip(valueColumns, valuePositions)
-                    where !SQL.columnEquals(lookup, position, row[c]) {
-                        changed.append(Int(position) - 1)
-                    }
-                case .replace:
-                    if let field = missingRequired.first {
-                        counts.rejected.append(
-                            Rejection(
-                                row: r, field: field,
-                                reason: "a replacing record lacks required field \(JSONText.quoted(field))"))
-                        continue rows
-                    }
-                    changed.removeAll(keepingCapacity: true)
-                    for f in entity.fields.indices where !entity.identifierIndexes.contains(f) {
-                        let value = fieldToColumn[f].map { row[$0] } ?? .null
-                        if !SQL.columnEquals(lookup, Int32(f + 1), value) { changed.append(f) }
-                    }
-                }
-                if changed.isEmpty {
-                    counts.unchanged += 1
+                let verdict = try plan.judgeStored(
+                    { row[$0] }, equalsStored: { SQL.columnEquals(lookup, Int32($0 + 1), $1) }, changed: &changed,
+                    identifier: identifierJSON(row), twice: sourceRowidFloor.map { rowid > $0 } ?? false)
+                guard verdict == .update else {
+                    counts.count(verdict, row: r)
                     continue rows
                 }
                 // The old values come from the lookup, read before its reset.
@@ -245,16 +195,9 @@ final class RowWriter {
                 sqlite3_reset(lookup)
                 guard let update else { continue rows }
                 var index: Int32 = 1
-                if policy == .replace {
-                    for (f, _) in entity.fields.enumerated() where !entity.identifierIndexes.contains(f) {
-                        SQL.bind(fieldToColumn[f].map { row[$0] } ?? .null, to: update, at: index)
-                        index += 1
-                    }
-                } else {
-                    for c in valueColumns {
-                        SQL.bind(row[c], to: update, at: index)
-                        index += 1
-                    }
+                for f in plan.updatedFields {
+                    SQL.bind(fieldToColumn[f].map { row[$0] } ?? .null, to: update, at: index)
+                    index += 1
                 }
                 sqlite3_bind_int64(update, index, rowid)
                 try SQL.step(update, db)
@@ -269,38 +212,10 @@ final class RowWriter {
                     entity: entity.name, identifier: identifierJSON(row), kind: .update,
                     fields: fieldsJSON, oldBytes: keepsValues ? oldBuffer : nil,
                     newBytes: keepsValues ? newBuffer : nil)
-                counts.updated += 1
+                counts.count(.update, row: r)
             }
         }
         return counts
-    }
-
-    /// For each row, whether a later row of the batch has the same identifier
-    /// (rows with a null identifier or required field are left alone: they
-    /// are rejected, and must not hide an earlier good record).
-    private func supersededRows(_ batch: RecordBatch) -> [Bool] {
-        let width = columns.count
-        var superseded = [Bool](repeating: false, count: batch.count)
-        let required = (0..<width).filter { !columnFields[$0].isOptional }
-        batch.values.withUnsafeBufferPointer { all in
-            if identifierColumns.count == 1 {
-                let c = identifierColumns[0]
-                var seen = Set<Value>(minimumCapacity: batch.count)
-                for r in stride(from: batch.count - 1, through: 0, by: -1) {
-                    let base = r * width
-                    if required.contains(where: { all[base + $0].isNull }) { continue }
-                    if !seen.insert(all[base + c]).inserted { superseded[r] = true }
-                }
-            } else {
-                var seen = Set<[Value]>(minimumCapacity: batch.count)
-                for r in stride(from: batch.count - 1, through: 0, by: -1) {
-                    let base = r * width
-                    if required.contains(where: { all[base + $0].isNull }) { continue }
-                    if !seen.insert(identifierColumns.map { all[base + $0] }).inserted { superseded[r] = true }
-                }
-            }
-        }
-        return superseded
     }
 
     /// Writes into `out` the JSON array of the values of the fields at

@@ -1,142 +1,79 @@
 import GRDB
 import GRDBSQLite
 
+/// The record primitives of an SQLite store's save (``WriteContext``): rows
+/// named by their rowid, taken in storage order.
 extension SaveContext {
-    /// Deletes the records whose rowids `select` returns (at most `limit`),
-    /// logging a tombstone for each, and every old value when the entity's
-    /// history keeps values; then applies the delete rules of what refers
-    /// to each (DESIGN §12).
-    ///
-    /// - Returns: how many rows `select` gave, and the counts of everything
-    ///   deleted (cascades included) and updated (nullified references).
-    func deleteRows(
-        _ entity: EntitySchema, select: SQLFragment, limit: Int,
-        cached: Bool = false
-    ) throws -> (rows: Int, counts: WriteCounts) {
-        let rowids = try fetchRowids(select, limit: limit, cached: cached)
-        var counts = WriteCounts()
-        let tombstoneFields =
-            entity.identifierIndexes
-            + entity.preserveIndexes.filter { !entity.identifierIndexes.contains($0) }
-        let keepsValues = entity.history == .values
-        let returning = keepsValues ? Array(entity.fields.indices) : tombstoneFields
-        // The values are read before the delete, not with RETURNING: SQLite
-        // 3.40's RETURNING gave an INTEGER column that follows a REAL one as
-        // a float (a bool's false came back as 0.0; HistoryValuesOrderTests).
-        let select = try db.cachedStatement(
-            sql: "SELECT "
-                + returning.map { SQL.quote(entity.fields[$0].name) }.joined(separator: ", ")
-                + " FROM \(entity.table) WHERE rowid = ?"
-        ).sqliteStatement
-        let delete = try db.cachedStatement(sql: "DELETE FROM \(entity.table) WHERE rowid = ?").sqliteStatement
-        let incoming = references(to: entity).map { ($0, $0.match) }
-        for rowid in rowids {
-            sqlite3_bind_int64(select, 1, rowid)
-            guard try SQL.step(select, db) else { sqlite3_reset(select); continue }
-            var values: [Int: Value] = [:]
-            for (i, f) in returning.enumerated() {
-                values[f] = SQL.column(select, Int32(i), as: entity.fields[f].type)
-            }
-            sqlite3_reset(select)
-            sqlite3_bind_int64(delete, 1, rowid)
-            try SQL.step(delete, db)
-            sqlite3_reset(delete)
-            counts.deleted += 1
-            var identifier = ""
-            let identifierValues = entity.identifierIndexes.map { values[$0]! }
-            Identifier.appendJSON(identifierValues, to: &identifier)
-            try logChange(
-                entity: entity.name, identifier: identifier, kind: .delete,
-                tombstone: Self.object(entity, tombstoneFields.map { ($0, values[$0]!) }),
-                old: keepsValues ? Self.object(entity, returning.map { ($0, values[$0]!) }) : nil)
-            // What refers to it: cascade, nullify or deny (DESIGN §12).
-            if !incoming.isEmpty {
-                try applyDeleteRules(
-                    entity, incoming, identifier: identifierValues, identifierJSON: identifier,
-                    counts: &counts)
-            }
+    /// The rowids of the first `limit` records of `selection`.
+    func rowids(_ selection: RowSelection, limit: Int) throws -> [Int64] {
+        let entity = selection.entity
+        let query: SQLFragment
+        switch selection.kind {
+        case .matching(let filter):
+            query = SQLFragment(
+                sql: "SELECT rowid FROM \(entity.table) WHERE \(filter.sql) ORDER BY rowid",
+                arguments: filter.arguments)
+        case .redundant(let duplicates, let keep):
+            query = duplicates.redundantRowids(keep: keep)
         }
-        return (rowids.count, counts)
+        var rowids: [Int64] = []
+        try select(query.sql + " LIMIT \(limit)", query.arguments) { rowids.append(sqlite3_column_int64($0, 0)) }
+        return rowids
     }
 
-    /// Sets `assignments` on the records matching `predicate` with a rowid
-    /// above `after`, at most `limit` of them, in rowid order.
+    /// The records of `selection` with a rowid above `after`, at most
+    /// `limit`, in rowid order, each with its identifier and the values of
+    /// the fields at `positions`.
+    func records(_ selection: RowSelection, positions: [Int], after: Int64, limit: Int) throws -> [StoredRecord<Int64>]
+    {
+        guard case .matching(let filter) = selection.kind else {
+            throw DepotError(.invalidArgument, "an update takes the records a predicate matches")
+        }
+        let entity = selection.entity
+        let ids = entity.identifierIndexes
+        let selected = ids + positions
+        var found: [StoredRecord<Int64>] = []
+        try select(
+            "SELECT rowid, " + selected.map { SQL.quote(entity.fields[$0].name) }.joined(separator: ", ")
+                + " FROM \(entity.table) WHERE rowid > ? AND \(filter.sql) ORDER BY rowid LIMIT \(limit)",
+            [.int(after)] + filter.arguments
+        ) { statement in
+            let values = selected.indices.map {
+                SQL.column(statement, Int32($0 + 1), as: entity.fields[selected[$0]].type)
+            }
+            found.append(
+                StoredRecord(
+                    key: sqlite3_column_int64(statement, 0), identifier: Array(values[..<ids.count]),
+                    values: Array(values[ids.count...])))
+        }
+        return found
+    }
+
+    /// Deletes the record of `rowid`, giving the values it held in the
+    /// fields at `positions`; nil when it is gone already.
     ///
-    /// - Returns: the counts, the last rowid visited, and whether more may follow.
-    func updateRows(
-        _ entity: EntitySchema, predicate: SQLFragment, assignments: [(Int, Value)],
-        after: Int64, limit: Int
-    ) throws -> (WriteCounts, Int64, Bool) {
-        try checkReferences(entity, assignments: assignments)
-        let idColumns = entity.identifierIndexes
-        let selected = idColumns + assignments.map(\.0)
-        let preparedSelect = try db.makeStatement(
-            sql: "SELECT rowid, "
-                + selected.map { SQL.quote(entity.fields[$0].name) }.joined(separator: ", ")
-                + " FROM \(entity.table) WHERE rowid > ? AND \(predicate.sql) ORDER BY rowid LIMIT \(limit)")
-        defer { withExtendedLifetime(preparedSelect) {} }
-        let select = preparedSelect.sqliteStatement
-        sqlite3_bind_int64(select, 1, after)
-        for (i, v) in predicate.arguments.enumerated() { SQL.bind(v, to: select, at: Int32(i + 2)) }
-        let keepsValues = entity.history == .values
-        /// Rowid, identifier, changed fields, and the old and new values.
-        var pending: [(Int64, String, [String], String?, String?)] = []
-        var last = after
-        var visited = 0
-        var counts = WriteCounts()
-        while try SQL.step(select, db) {
-            visited += 1
-            last = sqlite3_column_int64(select, 0)
-            var changed: [String] = []
-            var changedAssignments: [Int] = []
-            for (k, (field, value)) in assignments.enumerated()
-            where !SQL.columnEquals(select, Int32(1 + idColumns.count + k), value) {
-                changed.append(entity.fields[field].name)
-                changedAssignments.append(k)
-            }
-            if changed.isEmpty {
-                counts.unchanged += 1
-                continue
-            }
-            var identifier = ""
-            Identifier.appendJSON(
-                idColumns.indices.map {
-                    SQL.column(select, Int32(1 + $0), as: entity.fields[idColumns[$0]].type)
-                }, to: &identifier)
-            var old: String? = nil
-            var new: String? = nil
-            if keepsValues {
-                old = Self.object(
-                    entity,
-                    changedAssignments.map { k in
-                        let field = assignments[k].0
-                        return (
-                            field, SQL.column(select, Int32(1 + idColumns.count + k), as: entity.fields[field].type)
-                        )
-                    })
-                new = Self.object(entity, changedAssignments.map { assignments[$0] })
-            }
-            pending.append((last, identifier, changed, old, new))
+    /// The values are read before the delete, not with RETURNING: SQLite
+    /// 3.40's RETURNING gave an INTEGER column that follows a REAL one as
+    /// a float (a bool's false came back as 0.0; HistoryValuesOrderTests).
+    func remove(_ rowid: Int64, of entity: EntitySchema, returning positions: [Int]) throws -> [Value]? {
+        var values: [Value]?
+        try select(
+            "SELECT " + positions.map { SQL.quote(entity.fields[$0].name) }.joined(separator: ", ")
+                + " FROM \(entity.table) WHERE rowid = ?", [.int(rowid)], cached: true
+        ) { statement in
+            values = positions.indices.map { SQL.column(statement, Int32($0), as: entity.fields[positions[$0]].type) }
         }
-        sqlite3_reset(select)
-        if !pending.isEmpty {
-            let update = try db.cachedStatement(
-                sql: "UPDATE \(entity.table) SET "
-                    + assignments.map { "\(SQL.quote(entity.fields[$0.0].name)) = ?" }.joined(separator: ", ")
-                    + " WHERE rowid = ?"
-            ).sqliteStatement
-            for (rowid, identifier, changed, old, new) in pending {
-                for (k, (_, value)) in assignments.enumerated() { SQL.bind(value, to: update, at: Int32(k + 1)) }
-                sqlite3_bind_int64(update, Int32(assignments.count + 1), rowid)
-                try SQL.step(update, db)
-                sqlite3_reset(update)
-                try logChange(
-                    entity: entity.name, identifier: identifier, kind: .update, fields: JSONText.array(changed),
-                    old: old, new: new)
-                counts.updated += 1
-            }
-        }
-        return (counts, last, visited == limit)
+        guard let values else { return nil }
+        try run("DELETE FROM \(entity.table) WHERE rowid = ?", [.int(rowid)])
+        return values
+    }
+
+    /// Sets `assignments` on the record of `rowid`.
+    func set(_ assignments: [(Int, Value)], on rowid: Int64, of entity: EntitySchema) throws {
+        try run(
+            "UPDATE \(entity.table) SET "
+                + assignments.map { "\(SQL.quote(entity.fields[$0.0].name)) = ?" }.joined(separator: ", ")
+                + " WHERE rowid = ?", assignments.map(\.1) + [.int(rowid)])
     }
 
     /// The JSON object of `entity`'s fields (by position) with their values.
@@ -152,11 +89,12 @@ extension SaveContext {
         return out
     }
 
-    private func fetchRowids(_ query: SQLFragment, limit: Int, cached: Bool) throws -> [Int64] {
-        var rowids: [Int64] = []
-        try select(query.sql + " LIMIT \(limit)", query.arguments, cached: cached) {
-            rowids.append(sqlite3_column_int64($0, 0))
-        }
-        return rowids
+    /// Runs a statement that returns no rows, cached (it recurs: a
+    /// record's delete, update or nullify).
+    func run(_ sql: String, _ arguments: [Value]) throws {
+        let statement = try db.cachedStatement(sql: sql).sqliteStatement
+        for (i, v) in arguments.enumerated() { SQL.bind(v, to: statement, at: Int32(i + 1)) }
+        defer { sqlite3_reset(statement) }
+        try SQL.step(statement, db)
     }
 }

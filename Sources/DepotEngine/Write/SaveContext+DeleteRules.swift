@@ -3,7 +3,7 @@ import GRDBSQLite
 
 /// A to-one of the store that points at an entity, with what deleting its
 /// target does to the records holding it (DESIGN §12).
-package struct IncomingReference: Sendable {
+public struct IncomingReference: Sendable {
     /// The entity holding the to-one.
     package var source: EntitySchema
     package var relationship: Relationship
@@ -53,64 +53,35 @@ extension IncomingReference {
 }
 
 extension SaveContext {
-    /// Every to-one of the store that points at `entity`.
-    func references(to entity: EntitySchema) -> [IncomingReference] {
-        IncomingReference.all(to: entity, in: store.entities)
+    /// The rowids of the records that refer to the record of `identifier` through `reference`.
+    func referring(_ reference: IncomingReference, to identifier: [Value]) throws -> [Int64] {
+        var rowids: [Int64] = []
+        try select("SELECT rowid FROM \(reference.source.table) WHERE \(reference.match)", identifier, cached: true) {
+            rowids.append(sqlite3_column_int64($0, 0))
+        }
+        return rowids
     }
 
-    /// Applies the delete rules of `incoming` (``references(to:)``) to the
-    /// records that refer to a record of `entity` just deleted (its
-    /// `identifier` values), in the same save:
-    /// `cascade` deletes them (and, through this again, theirs), `nullify`
-    /// sets their reference to null, `deny` throws, which rolls the whole
-    /// save back. Each effect is logged in the save's history transaction,
-    /// with values where the entity keeps them.
-    ///
-    /// Called after the record's own delete, so that a cycle of cascades
-    /// ends at records already gone.
-    ///
-    /// - Parameter counts: takes the records deleted by cascades and updated
-    ///   by nullify, so that a job's counters agree with its history (DESIGN §3).
-    /// - Throws: ``DepotError/Code/conflict`` for a `deny` rule with records
-    ///   still referring.
-    func applyDeleteRules(
-        _ entity: EntitySchema, _ incoming: [(reference: IncomingReference, match: String)],
-        identifier: [Value], identifierJSON: String, counts: inout WriteCounts
-    ) throws {
-        for (reference, match) in incoming {
-            let source = reference.source
-            switch reference.rule {
-            case .deny:
-                var count = 0
-                try select("SELECT count(*) FROM \(source.table) WHERE \(match)", identifier, cached: true) {
-                    count = Int(sqlite3_column_int64($0, 0))
-                }
-                if count > 0 { throw reference.denied(entity, identifierJSON: identifierJSON, count: count) }
-            case .cascade:
-                let cascaded = try deleteRows(
-                    source,
-                    select: SQLFragment(
-                        sql: "SELECT rowid FROM \(source.table) WHERE \(match)",
-                        arguments: identifier), limit: Int.max, cached: true)
-                counts.add(cascaded.counts)
-            case .nullify:
-                counts.updated += try nullify(reference, match: match, identifier: identifier)
-            }
+    /// How many records refer to the record of `identifier` through `reference`.
+    func countReferring(_ reference: IncomingReference, to identifier: [Value]) throws -> Int {
+        var count = 0
+        try select(
+            "SELECT count(*) FROM \(reference.source.table) WHERE \(reference.match)", identifier, cached: true
+        ) {
+            count = Int(sqlite3_column_int64($0, 0))
         }
+        return count
     }
 
     /// Sets `reference` to null in the records of its source that hold
-    /// `identifier`, logging each as an update of its columns.
-    ///
-    /// - Returns: how many records it updated.
-    private func nullify(_ reference: IncomingReference, match: String, identifier: [Value]) throws -> Int {
+    /// `identifier`, giving their identifiers in rowid order.
+    func nullify(_ reference: IncomingReference, referringTo identifier: [Value]) throws -> [[Value]] {
         let source = reference.source
-        let positions = reference.columns.compactMap { source.position(of: $0) }
         let ids = source.identifierIndexes
         var found: [(Int64, [Value])] = []
         try select(
             "SELECT rowid, " + ids.map { SQL.quote(source.fields[$0].name) }.joined(separator: ", ")
-                + " FROM \(source.table) WHERE \(match)", identifier, cached: true
+                + " FROM \(source.table) WHERE \(reference.match)", identifier, cached: true
         ) { statement in
             found.append(
                 (
@@ -118,38 +89,11 @@ extension SaveContext {
                     ids.indices.map { SQL.column(statement, Int32($0 + 1), as: source.fields[ids[$0]].type) }
                 ))
         }
-        guard !found.isEmpty else { return 0 }
-        let update = try db.cachedStatement(
-            sql: "UPDATE \(source.table) SET "
-                + reference.columns.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ") + " WHERE rowid = ?"
-        ).sqliteStatement
-        let fields = JSONText.array(reference.columns)
-        let keepsValues = source.history == .values
-        for (rowid, values) in found {
-            sqlite3_bind_int64(update, 1, rowid)
-            try SQL.step(update, db)
-            sqlite3_reset(update)
-            var id = ""
-            Identifier.appendJSON(values, to: &id)
-            try logChange(
-                entity: source.name, identifier: id, kind: .update, fields: fields,
-                old: keepsValues ? Self.object(source, Array(zip(positions, identifier))) : nil,
-                new: keepsValues ? Self.object(source, positions.map { ($0, Value.null) }) : nil)
-        }
-        return found.count
-    }
-
-    /// Checks that the to-ones a batch update sets name stored records of
-    /// their targets (null passes for an optional one), in the update's save.
-    ///
-    /// - Throws: ``DepotError/Code/invalidArgument`` naming the missing
-    ///   record, or a compound reference set in part.
-    func checkReferences(_ entity: EntitySchema, assignments: [(Int, Value)]) throws {
-        for (r, set) in try Self.assignedReferences(entity, assignments: assignments) {
-            if let missing = try missingReference(to: r.target, identifier: set) {
-                throw Self.unstoredReference(r, missing: missing)
-            }
-        }
+        let update =
+            "UPDATE \(source.table) SET "
+            + reference.columns.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ") + " WHERE rowid = ?"
+        for (rowid, _) in found { try run(update, [.int(rowid)]) }
+        return found.map(\.1)
     }
 
     /// The to-ones a batch update sets to a record (not to null), with the
@@ -183,16 +127,12 @@ extension SaveContext {
             .invalidArgument, "\(missing): set \(JSONText.quoted(r.name)) to the identifier of a stored \(r.target)")
     }
 
-    /// Why a reference to the `target` record with these identifier values
-    /// (in its identifier's order) does not hold, "no Customer with
-    /// identifier "C9"", or nil when the record is stored. Imports check
-    /// each row through it, so its statement is cached.
-    func missingReference(to target: String, identifier: [Value]) throws -> String? {
-        let find = try referenceStatement(to: target)
+    /// Whether `entity` has a record of `identifier` (its values in identifier order).
+    func exists(_ entity: EntitySchema, identifier: [Value]) throws -> Bool {
+        let find = try referenceStatement(to: entity.name)
         for (k, value) in identifier.enumerated() { SQL.bind(value, to: find, at: Int32(k + 1)) }
         defer { sqlite3_reset(find) }
-        guard try !SQL.step(find, db) else { return nil }
-        return Self.missing(target, identifier)
+        return try SQL.step(find, db)
     }
 
     /// The cached statement that finds a `target` record by its identifier

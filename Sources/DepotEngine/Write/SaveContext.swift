@@ -24,7 +24,6 @@ public final class SaveContext {
     let author: String
     let job: String?
     private(set) var transactionID: Int64?
-    private(set) var touchedEntities: Set<String> = []
     private var writers: [WriterKey: RowWriter] = [:]
 
     init(db: Database, store: StoreSchema, author: String, job: String?) {
@@ -119,7 +118,6 @@ public final class SaveContext {
         tombstone: String? = nil, oldBytes: [UInt8]?, newBytes: [UInt8]?, layout: Int64? = nil
     ) throws {
         let txn = try historyTransaction()
-        touchedEntities.insert(entity)
         pendingChanges.append(
             txn: txn, entity: entity, identifier: identifier, kind: kind, fields: fields,
             tombstone: tombstone, old: oldBytes, new: newBytes, layout: layout)

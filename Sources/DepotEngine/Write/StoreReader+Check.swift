@@ -12,7 +12,7 @@ extension StoreReader {
     /// // throws typeMismatch: field "budget" is double
     /// ```
     ///
-    /// - Throws: the ``DepotError`` that ``Store/update(entity:where:arguments:set:author:job:batchSize:progress:)``
+    /// - Throws: the ``DepotError`` that ``StoreBackend/update(entity:where:arguments:set:author:job:batchSize:progress:)``
     ///   would throw before writing anything.
     public func checkUpdate(
         entity name: String, where predicate: String?, arguments: [String: Value] = [:],
@@ -20,12 +20,12 @@ extension StoreReader {
     ) throws {
         let entity = try entity(name)
         _ = try PredicateCompiler.compile(predicate, entity: entity, schema: schema, arguments: arguments)
-        _ = try Store.assignments(values, in: entity)
+        _ = try Assignments.resolve(values, in: entity)
     }
 
     /// Checks a duplicate resolution without running it: its entity, fields and predicate.
     ///
-    /// - Throws: the ``DepotError`` that ``Store/resolveDuplicates(entity:by:keep:where:arguments:author:job:batchSize:progress:)``
+    /// - Throws: the ``DepotError`` that ``StoreBackend/resolveDuplicates(entity:by:keep:where:arguments:author:job:batchSize:progress:)``
     ///   would throw before writing anything.
     public func checkDuplicates(
         entity name: String, by fields: [String], where predicate: String?,

@@ -4,8 +4,8 @@ import Synchronization
 /// The identifiers an import job has given so far, as a Bloom filter: a
 /// key it never gave answers "no" for certain, one it gave "maybe".
 ///
-/// ``PostgresImporter`` looks up in the store only the rows whose key the
-/// job may have written before; the others go straight into the entity's
+/// A PostgreSQL store's import looks up in the store only the rows whose
+/// key the job may have written before; the others go straight into the entity's
 /// table as new records, under a savepoint, and the table's key is the
 /// judge: a key stored before the job (or by another writer meanwhile)
 /// fails that COPY, which is rolled back and done again with every key
@@ -14,7 +14,7 @@ import Synchronization
 ///
 /// Hand-written: none of the packages this project may use has a Bloom
 /// filter, and this one is a few lines on a zeroed allocation.
-final class JobKeys: Sendable {
+package final class SourceKeys: Sendable {
     /// 2^27 bits (16 MiB, from `calloc`: pages the job never touches cost
     /// nothing). With three probes a key, a key never given comes out
     /// "maybe" about once in 100,000 after a million keys, once in 125
@@ -25,7 +25,7 @@ final class JobKeys: Sendable {
     private let words: Mutex<UnsafeMutablePointer<UInt64>>
     private let conflictedFlag = Atomic<Bool>(false)
 
-    init() {
+    package init() {
         let memory = calloc(Self.bits / 64, MemoryLayout<UInt64>.size)!
         words = Mutex(memory.bindMemory(to: UInt64.self, capacity: Self.bits / 64))
     }
@@ -35,9 +35,9 @@ final class JobKeys: Sendable {
     }
 
     /// Whether a COPY of keys this filter called new met a stored record.
-    var conflicted: Bool { conflictedFlag.load(ordering: .relaxed) }
+    package var conflicted: Bool { conflictedFlag.load(ordering: .relaxed) }
 
-    func markConflicted() { conflictedFlag.store(true, ordering: .relaxed) }
+    package func markConflicted() { conflictedFlag.store(true, ordering: .relaxed) }
 
     /// The three bit positions of `key`: double hashing of one 64-bit hash
     /// (Swift's hasher, seeded per process: the filter lives in one job's memory).
@@ -50,7 +50,7 @@ final class JobKeys: Sendable {
 
     /// For each key, whether the job may have given it before (a key twice
     /// in `keys`: the second time), adding each.
-    func check(_ keys: [String]) -> [Bool] {
+    package func check(_ keys: [String]) -> [Bool] {
         words.withLock { words in
             keys.map { key in
                 let (p, q, r) = Self.positions(key)

@@ -1,0 +1,138 @@
+/// The record operations of a save, written once over the primitives of
+/// ``WriteContext``: a batch delete with the delete rules of DESIGN §12, a
+/// batch update. Each backend gives only how it finds, removes and sets
+/// records; what is judged, counted and logged is here.
+extension WriteContext {
+    /// Deletes the first `limit` records of `selection`, each logged with
+    /// its tombstone (and old values where the entity keeps them), and the
+    /// delete rules of what refers to each, right after it.
+    ///
+    /// - Returns: how many records the selection gave, and the counts of
+    ///   everything deleted (cascades included) and updated (nullified), so
+    ///   that a job's counters agree with its history (DESIGN §3).
+    /// - Throws: ``DepotError/Code/conflict`` for a `deny` rule with
+    ///   records still referring (the whole save rolls back).
+    public func deleteRows(_ selection: RowSelection, limit: Int) async throws -> (rows: Int, counts: WriteCounts) {
+        let found = try await keys(selection, limit: limit)
+        var counts = WriteCounts()
+        for key in found {
+            try await delete(key, of: selection.entity, in: selection.schema, counts: &counts)
+        }
+        return (found.count, counts)
+    }
+
+    /// Deletes one record (nothing when it is already gone, as at the end
+    /// of a cycle of cascades), logs it, and applies the delete rules of
+    /// what refers to it: `cascade` deletes those records (and, through
+    /// this again, theirs), `nullify` sets their reference to null, `deny`
+    /// throws. Each effect is logged in the save's history transaction.
+    private func delete(_ key: RecordKey, of entity: EntitySchema, in schema: StoreSchema, counts: inout WriteCounts)
+        async throws
+    {
+        let tombstoneFields =
+            entity.identifierIndexes
+            + entity.preserveIndexes.filter { !entity.identifierIndexes.contains($0) }
+        let keepsValues = entity.history == .values
+        let returning = keepsValues ? Array(entity.fields.indices) : tombstoneFields
+        guard let row = try await remove(key, of: entity, returning: returning) else { return }
+        var values: [Int: Value] = [:]
+        for (i, f) in returning.enumerated() { values[f] = row[i] }
+        counts.deleted += 1
+        let identifier = entity.identifierIndexes.map { values[$0]! }
+        var identifierJSON = ""
+        Identifier.appendJSON(identifier, to: &identifierJSON)
+        try await log(
+            HistoryChange(
+                entity: entity.name, identifier: identifierJSON, kind: .delete,
+                tombstone: SaveContext.object(entity, tombstoneFields.map { ($0, values[$0]!) }),
+                old: keepsValues ? SaveContext.object(entity, returning.map { ($0, values[$0]!) }) : nil))
+        for reference in IncomingReference.all(to: entity, in: schema.entities) {
+            switch reference.rule {
+            case .deny:
+                let count = try await countReferring(reference, to: identifier)
+                if count > 0 { throw reference.denied(entity, identifierJSON: identifierJSON, count: count) }
+            case .cascade:
+                for child in try await referring(reference, to: identifier) {
+                    try await delete(child, of: reference.source, in: schema, counts: &counts)
+                }
+            case .nullify:
+                let source = reference.source
+                let positions = reference.columns.compactMap { source.position(of: $0) }
+                let keeps = source.history == .values
+                for nullified in try await nullify(reference, referringTo: identifier) {
+                    var id = ""
+                    Identifier.appendJSON(nullified, to: &id)
+                    try await log(
+                        HistoryChange(
+                            entity: source.name, identifier: id, kind: .update,
+                            fields: reference.columns,
+                            old: keeps ? SaveContext.object(source, Array(zip(positions, identifier))) : nil,
+                            new: keeps ? SaveContext.object(source, positions.map { ($0, Value.null) }) : nil))
+                    counts.updated += 1
+                }
+            }
+        }
+    }
+
+    /// Sets `assignments` (entity positions and converted values) on the
+    /// records of `selection` after `cursor`, at most `limit` of them, in
+    /// the backend's order; records that hold the values already are
+    /// unchanged and not logged.
+    ///
+    /// - Returns: the counts, the cursor after the last record visited, and
+    ///   whether more may follow.
+    /// - Throws: ``DepotError/Code/invalidArgument`` when a to-one is set to
+    ///   a record that is not stored, or a compound one in part.
+    public func updateRows(_ selection: RowSelection, assignments: [(Int, Value)], after cursor: RowCursor, limit: Int)
+        async throws -> (counts: WriteCounts, cursor: RowCursor, more: Bool)
+    {
+        let entity = selection.entity
+        for (r, set) in try SaveContext.assignedReferences(entity, assignments: assignments) {
+            let target = try selection.schema.entity(r.target)
+            if try await !exists(target, identifier: set) {
+                throw SaveContext.unstoredReference(r, missing: SaveContext.missing(target.name, set))
+            }
+        }
+        let (found, next) = try await records(
+            selection, positions: assignments.map(\.0), after: cursor, limit: limit)
+        var counts = WriteCounts()
+        let keepsValues = entity.history == .values
+        for record in found {
+            let changed = assignments.indices.filter { !Value.storedEqual(record.values[$0], assignments[$0].1) }
+            if changed.isEmpty {
+                counts.unchanged += 1
+                continue
+            }
+            try await set(assignments, on: record.key, of: entity)
+            var id = ""
+            Identifier.appendJSON(record.identifier, to: &id)
+            try await log(
+                HistoryChange(
+                    entity: entity.name, identifier: id, kind: .update,
+                    fields: changed.map { entity.fields[assignments[$0].0].name },
+                    old: keepsValues
+                        ? SaveContext.object(entity, changed.map { (assignments[$0].0, record.values[$0]) }) : nil,
+                    new: keepsValues ? SaveContext.object(entity, changed.map { assignments[$0] }) : nil))
+            counts.updated += 1
+        }
+        return (counts, next, found.count == limit)
+    }
+}
+
+extension Value {
+    /// Whether a stored value (read back as its field's type) equals a
+    /// given one, as a store compares them before it writes: an integer
+    /// equals the same double, text by its bytes (what is stored).
+    package static func storedEqual(_ stored: Value, _ given: Value) -> Bool {
+        switch (stored, given) {
+        case (.null, .null): true
+        case (.bool(let a), .bool(let b)): a == b
+        case (.int(let a), .int(let b)): a == b
+        case (.double(let a), .double(let b)): a == b
+        case (.double(let a), .int(let b)): a == Double(b)
+        case (.int(let a), .double(let b)): Double(a) == b
+        case (.string(let a), .string(let b)): a.utf8.elementsEqual(b.utf8)
+        default: false
+        }
+    }
+}

@@ -1,0 +1,229 @@
+/// The writes of one save of a backend (``StoreBackend/withSave(author:job:_:)``):
+/// the primitives every write operation is made of. Each logs its changes
+/// in the save's history transaction; a save that changes nothing logs
+/// nothing.
+///
+/// The operations above them (import, delete, update, dedupe) are written
+/// once, in extensions of ``StoreBackend``; a backend gives these few, with
+/// its connections, transactions and SQL text.
+public protocol WriteContext: AnyObject, Sendable {
+    /// A batch made ready by ``StoreBackend/prepare(_:_:)``.
+    associatedtype Prepared: Sendable
+    /// A stored record as the primitives name it: an SQLite store's rowid,
+    /// a PostgreSQL store's identifier.
+    associatedtype RecordKey: Sendable
+
+    /// Writes a prepared batch, judging each row (``RowVerdict``).
+    ///
+    /// - Returns: what happened to the records, with the rows refused and why.
+    /// - Throws: ``DepotError/Code/conflict`` under ``ConflictPolicy/fail``
+    ///   when a record exists (the whole save rolls back).
+    func write(_ batch: Prepared) async throws -> WriteCounts
+    /// Saves a job's checkpoint in this save's transaction.
+    func setCheckpoint(job: String, data: [UInt8]) async throws
+    /// Removes a job's checkpoint in this save's transaction.
+    func removeCheckpoint(job: String) async throws
+
+    /// The keys of the first `limit` records of `selection`, in the backend's order.
+    func keys(_ selection: RowSelection, limit: Int) async throws -> [RecordKey]
+    /// The records of `selection` after `cursor`, at most `limit`, in the
+    /// backend's order: each its key, identifier and the values of the
+    /// fields at entity `positions`; and the cursor after the last.
+    func records(_ selection: RowSelection, positions: [Int], after cursor: RowCursor, limit: Int) async throws
+        -> (records: [StoredRecord<RecordKey>], cursor: RowCursor)
+    /// Whether `entity` has a record of `identifier`.
+    func exists(_ entity: EntitySchema, identifier: [Value]) async throws -> Bool
+    /// The keys of the records that refer to the record of `identifier`
+    /// through `reference`, in the backend's order.
+    func referring(_ reference: IncomingReference, to identifier: [Value]) async throws -> [RecordKey]
+    /// How many records refer to the record of `identifier` through `reference`.
+    func countReferring(_ reference: IncomingReference, to identifier: [Value]) async throws -> Int
+    /// Deletes record `key` of `entity`, giving the values it held in the
+    /// fields at entity `positions`; nil when it is gone already (the end
+    /// of a cycle of cascades).
+    func remove(_ key: RecordKey, of entity: EntitySchema, returning positions: [Int]) async throws -> [Value]?
+    /// Sets `assignments` (entity positions and values) on record `key` of `entity`.
+    func set(_ assignments: [(Int, Value)], on key: RecordKey, of entity: EntitySchema) async throws
+    /// Sets `reference` to null in the records that refer to the record of
+    /// `identifier` through it, giving their identifiers in the backend's order.
+    func nullify(_ reference: IncomingReference, referringTo identifier: [Value]) async throws -> [[Value]]
+    /// Logs one change in the save's history transaction (created on the first).
+    func log(_ change: HistoryChange) async throws
+}
+
+/// A stored record as ``WriteContext/records(_:positions:after:limit:)`` gives it.
+public struct StoredRecord<Key: Sendable>: Sendable {
+    public var key: Key
+    public var identifier: [Value]
+    /// The values of the fields asked for, in their order.
+    public var values: [Value]
+
+    package init(key: Key, identifier: [Value], values: [Value]) {
+        self.key = key
+        self.identifier = identifier
+        self.values = values
+    }
+}
+
+/// A store's name, where it lives, and the settings its operations follow.
+public struct StoreSettings: Sendable {
+    /// The store's name, as in the configuration.
+    public var name: String
+    /// Where the store lives, for people: a file's path, or a server and schema.
+    public var location: String
+    /// How long history is kept (DESIGN §5), nil for ever.
+    public var historyRetention: Duration?
+    /// Records a save of a batch operation or an import holds, about.
+    public var saveEvery: Int
+    /// The longest an import's save runs before it commits.
+    public var saveInterval: Duration
+    /// Whether an import's saves grow with the cost of a commit.
+    public var adaptiveSaves: Bool
+    /// How long a consumer may hold the history back before it is lost, nil for ever.
+    public var historyMaxRetention: Duration?
+    /// Changes a step of a prune deletes, about.
+    public var historyPruneStep: Int
+    /// How an import cuts its saves into batches.
+    public var importBatches: ImportBatches
+    package var schema: StoreSchema
+    package var dialect: any SQLDialect
+
+    package init(
+        name: String, location: String, historyRetention: Duration?, saveEvery: Int, saveInterval: Duration,
+        adaptiveSaves: Bool, historyMaxRetention: Duration?, historyPruneStep: Int, importBatches: ImportBatches,
+        schema: StoreSchema, dialect: any SQLDialect
+    ) {
+        self.name = name
+        self.location = location
+        self.historyRetention = historyRetention
+        self.saveEvery = saveEvery
+        self.saveInterval = saveInterval
+        self.adaptiveSaves = adaptiveSaves
+        self.historyMaxRetention = historyMaxRetention
+        self.historyPruneStep = historyPruneStep
+        self.importBatches = importBatches
+        self.schema = schema
+        self.dialect = dialect
+    }
+}
+
+/// How an import cuts its saves into batches (a backend's cost of a batch).
+public enum ImportBatches: Sendable, Hashable {
+    /// Batches of this many records: a batch costs little (SQLite, a
+    /// statement a row in-process).
+    case rows(Int)
+    /// Each save's run cut into even batches near this many records: a
+    /// batch costs a few round trips to a server (PostgreSQL).
+    case perSave(Int)
+}
+
+/// How ``StoreBackend/prepare(_:_:)`` makes a batch ready.
+public struct BatchOptions: Sendable {
+    /// What a record that exists already does.
+    public var policy: ConflictPolicy
+    /// Keep references to records that do not exist (yet) instead of
+    /// rejecting their rows (`references = "defer"`, DESIGN §12).
+    public var deferReferences: Bool
+    /// The import the batch is part of, if any: of the rows of one
+    /// identifier in the batch, only the last is written under `upsert`
+    /// and `replace` (the others are ``WriteCounts/duplicates``), and a
+    /// record written earlier from the same source is named as appearing
+    /// twice under `fail`.
+    public var source: ImportSource?
+
+    public init(policy: ConflictPolicy, deferReferences: Bool = false, source: ImportSource? = nil) {
+        self.policy = policy
+        self.deferReferences = deferReferences
+        self.source = source
+    }
+
+    /// Whether, of the rows of one identifier in a batch, only the last is written.
+    package var supersedes: Bool { source != nil && (policy == .upsert || policy == .replace) }
+}
+
+/// One import job's source of records, as its batches' writes see it.
+public final class ImportSource: Sendable {
+    /// Every stored record past this floor (an SQLite store's rowid) was
+    /// written from this source (0 where a backend has no such order).
+    public let floor: Int64
+    /// The identifiers the job gave so far (a backend that looks up only
+    /// the rows whose key the job may have written before).
+    package let keys = SourceKeys()
+
+    public init(floor: Int64) { self.floor = floor }
+}
+
+/// The records a batch delete or update takes, in the backend's order,
+/// compiled in the backend's dialect.
+public struct RowSelection: Sendable {
+    package enum Kind: Sendable {
+        /// The records of an entity that a compiled predicate matches.
+        case matching(SQLFragment)
+        /// All records but one of each group of duplicates.
+        case redundant(DuplicateQuery, keep: DuplicateResolution)
+    }
+    package let entity: EntitySchema
+    package let kind: Kind
+    /// The store's entities: what refers to the records taken.
+    package let schema: StoreSchema
+
+    package init(_ entity: EntitySchema, _ kind: Kind, in schema: StoreSchema) {
+        self.entity = entity
+        self.kind = kind
+        self.schema = schema
+    }
+}
+
+/// Where a batch update goes on from, in the backend's order of records.
+public enum RowCursor: Sendable, Hashable {
+    /// Before the first record.
+    case start
+    /// After the record of this rowid (SQLite's storage order).
+    case rowid(Int64)
+    /// After the record of this identifier (identifier order).
+    case identifier([Value])
+}
+
+/// How far ``StoreBackend/pruneHistory(_:)`` goes.
+public enum PruneBound: Sendable, Hashable {
+    /// The transactions before this token (keeping its own).
+    case before(HistoryToken)
+    /// The transactions committed more than this long ago.
+    case olderThan(Duration)
+}
+
+/// The records the daemon keeps with a store, sharing its fate: its jobs
+/// (in submission order) and the content hashes of the files it imported.
+public protocol JobTable: Sendable {
+    /// Every persisted job record, oldest first.
+    func jobs() async throws -> [(id: String, record: [UInt8])]
+    /// Persists a job's record (inserted, or replacing the one with its id).
+    /// On a store several hosts serve, a host's write of a job another host
+    /// holds, or of a job already ended, changes nothing.
+    func putJob(id: String, record: [UInt8]) async throws
+    /// A job's persisted record, nil when there is none.
+    func job(_ id: String) async throws -> [UInt8]?
+    /// How often a host looks for jobs it may take over on a store several
+    /// hosts serve (``claimableJobs()``); nil when only this host serves it.
+    var jobPollInterval: Duration? { get }
+    /// The jobs no live host holds: queued ones, and running ones whose
+    /// host's lease lapsed (it died). Always none on a store only this host serves.
+    func claimableJobs() async throws -> [(id: String, record: [UInt8])]
+    /// Runs job `id`'s work once this host holds the job: at once on a store
+    /// only this host serves; on a store several hosts serve (PostgreSQL,
+    /// DESIGN §15), after claiming it, waiting while another host holds it
+    /// under a live lease, and renewing the lease while `body` runs (`body`
+    /// is cancelled if another host took the job over).
+    ///
+    /// - Returns: `body`'s result, or nil without running it when the job
+    ///   ended on another host meanwhile (its record is in ``job(_:)``).
+    func runJob<T: Sendable>(_ id: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T?
+    /// Asks the host running job `id` to cancel it (at its next save), on a
+    /// store several hosts serve; false when no host runs it unfinished
+    /// (always on a store only this host serves, whose jobs stop here).
+    func requestCancel(_ id: String) async throws -> Bool
+    /// The job that imported a file of this content hash, if one did (watched folders).
+    func importedFile(hash: String) async throws -> String?
+    /// Records that `job` imported a file of this content hash.
+    func recordImportedFile(hash: String, path: String, job: String) async throws
+}
