@@ -19,39 +19,31 @@ public struct ClaimedJob: Sendable, Hashable {
 /// it from its last checkpoint (an import's is committed with its records).
 ///
 /// ```swift
-/// try await store.putJob(id: "j1", record: json)
+/// try await store.putJob(id: "j1", state: "queued", record: Array(json.utf8))
 /// if let job = try await store.claimJob(host: "host-a", lease: .seconds(10)) {
 ///     // run it, calling renewLease(job:host:lease:) every few seconds
 ///     try await store.finishJob(job.id, host: "host-a", record: doneJSON, state: "done")
 /// }
 /// ```
 extension PostgresStore {
-    /// Queues a job, or replaces its record when it exists (a job's record
-    /// changes as it runs; its claim stays).
-    public nonisolated func putJob(id: String, record: String) async throws {
-        let sql =
-            "INSERT INTO \(table("depot_jobs"))(id, record, state) VALUES ($1, $2, 'queued') "
-            + "ON CONFLICT (id) DO UPDATE SET record = excluded.record"
-        try await read { connection in
-            var binds = PostgresBindings()
-            binds.append(id)
-            binds.append(record)
-            try await PostgresSQL.execute(connection, sql, binds, logger: logger)
-        }
-    }
-
-    /// Claims the oldest job that is queued or whose lease lapsed, for
-    /// `host`, under a lease of `lease`; nil when there is none free.
-    public nonisolated func claimJob(host: String, lease: Duration) async throws -> ClaimedJob? {
+    /// Claims a job for `host` under a lease of `lease`: job `id`, or the
+    /// oldest one when nil, if it is queued, already `host`'s (a host
+    /// restarted takes its own jobs back), or running under a lease that
+    /// lapsed; nil when there is none free. The daemon's only claim: the
+    /// row is locked with `FOR UPDATE SKIP LOCKED`, so that two hosts
+    /// claiming at once never both take a job, and neither waits on the other.
+    public nonisolated func claimJob(_ id: String? = nil, host: String, lease: Duration) async throws -> ClaimedJob? {
         let jobs = table("depot_jobs")
         let sql =
             "UPDATE \(jobs) SET state = 'running', owner = $1, lease_until = clock_timestamp() + $2 * interval '1 millisecond' "
-            + "WHERE id = (SELECT id FROM \(jobs) WHERE state = 'queued' OR (state = 'running' AND lease_until < clock_timestamp()) "
+            + "WHERE id = (SELECT id FROM \(jobs) WHERE ($3::text IS NULL OR id = $3) AND (state = 'queued' "
+            + "OR (state = 'running' AND (owner = $1 OR lease_until < clock_timestamp()))) "
             + "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id, record"
         return try await read { connection in
             var binds = PostgresBindings()
             binds.append(host)
             binds.append(Self.milliseconds(lease))
+            binds.append(id)
             let rows = try await PostgresSQL.textRows(connection, sql, binds, logger: logger)
             guard let row = rows.first, let id = row[0], let record = row[1] else { return nil }
             return ClaimedJob(id: id, record: record)

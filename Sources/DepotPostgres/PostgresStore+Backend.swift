@@ -54,9 +54,9 @@ extension PostgresStore: JobTable {
     /// that ends the job (releasing its claim). A job another host holds
     /// under a live lease, or one already ended, is left as it is: a host
     /// that lost its claim cannot overwrite the new holder's record.
-    public nonisolated func putJob(id: String, record: [UInt8]) async throws {
-        let object = (try? JSONSerialization.jsonObject(with: Data(record))) as? [String: Any]
-        let state = (object?["state"] as? String).flatMap { Self.finalStates.contains($0) ? $0 : nil } ?? "queued"
+    public nonisolated func putJob(id: String, state: String, record: [UInt8]) async throws {
+        // A state that does not end the job is the claim's to keep (queued or running).
+        let state = Self.finalStates.contains(state) ? state : "queued"
         let jobs = table("depot_jobs")
         let sql =
             "INSERT INTO \(jobs) AS j (id, record, state) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET "
@@ -117,20 +117,9 @@ extension PostgresStore: JobTable {
         async throws -> T?
     {
         let host = configuration.host, lease = configuration.lease
-        let jobs = table("depot_jobs")
-        let claim =
-            "UPDATE \(jobs) SET state = 'running', owner = $2, "
-            + "lease_until = clock_timestamp() + $3 * interval '1 millisecond' WHERE id = $1 AND (state = 'queued' "
-            + "OR (state = 'running' AND (owner = $2 OR lease_until < clock_timestamp()))) RETURNING id"
-        var binds = PostgresBindings()
-        binds.append(id)
-        binds.append(host)
-        binds.append(Self.milliseconds(lease))
         while true {
             try Task.checkCancellation()
-            let claimed = try await read { [binds] connection in
-                !(try await PostgresSQL.textRows(connection, claim, binds, logger: logger)).isEmpty
-            }
+            let claimed = try await claimJob(id, host: host, lease: lease) != nil
             if claimed { return try await withLease(on: id, host: host, lease: lease, body) }
             guard let now = try await jobClaim(id), !Self.finalStates.contains(now.state) else { return nil }
             try await Task.sleep(for: lease / 3)

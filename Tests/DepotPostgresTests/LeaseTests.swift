@@ -34,8 +34,8 @@ struct LeaseTests {
     }
 
     func claimsOn(_ store: PostgresStore) async throws {
-        try await store.putJob(id: "j1", record: "{}")
-        try await store.putJob(id: "j2", record: "{}")
+        try await store.putJob(id: "j1", state: "queued", record: Array("{}".utf8))
+        try await store.putJob(id: "j2", state: "queued", record: Array("{}".utf8))
         // Two hosts at once: each gets one of the two jobs, never the same.
         async let first = store.claimJob(host: "A", lease: .seconds(60))
         async let second = store.claimJob(host: "B", lease: .seconds(60))
@@ -90,7 +90,7 @@ struct LeaseTests {
         do {
             let rejects = folder.appendingPathComponent("leased.rejects").path
             let spec = #"{"path":"\#(csv)","rejects":"\#(rejects)","saveEvery":\#(saveEvery)}"#
-            try await b.store.putJob(id: "lease-job", record: spec)
+            try await b.store.putJob(id: "lease-job", state: "queued", record: Array(spec.utf8))
             let lease = 5_000
             // PGImportChild: a host in a process of its own (URL SCHEMA HOST LEASE_MS).
             let hostA = try ChildProcess("PGImportChild", arguments: [TestServer.url!, b.schema, "A", String(lease)])

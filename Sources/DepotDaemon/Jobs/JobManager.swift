@@ -481,7 +481,8 @@ package actor JobManager {
 
     private func persist(_ record: JobRecord, in store: any StoreBackend) async throws {
         await recordUnrecordedEnds(in: store)
-        try await store.jobTable.putJob(id: record.id, record: Array(try JSONEncoder().encode(record)))
+        try await store.jobTable.putJob(
+            id: record.id, state: record.state.rawValue, record: Array(try JSONEncoder().encode(record)))
     }
 
     /// Writes to `store` the ends it could not record before; each one
@@ -489,7 +490,8 @@ package actor JobManager {
     private func recordUnrecordedEnds(in store: any StoreBackend) async {
         for (id, end) in unrecordedEnds where end.record.store == store.name {
             do {
-                try await store.jobTable.putJob(id: id, record: Array(try JSONEncoder().encode(end.record)))
+                try await store.jobTable.putJob(
+                    id: id, state: end.record.state.rawValue, record: Array(try JSONEncoder().encode(end.record)))
                 unrecordedEnds[id] = nil
                 ledger.clear(slot: end.slot)
                 logger.notice(

@@ -84,6 +84,17 @@ package enum SystemTables {
                     CREATE TABLE depot_layouts(
                         id INTEGER PRIMARY KEY, entity TEXT NOT NULL, fields TEXT NOT NULL, UNIQUE(entity, fields)) STRICT;
                     """)
+        },
+        // Version 4, a job's state as a column of its own, as a PostgreSQL
+        // store keeps it (issue #30): read without decoding the record. The
+        // jobs already kept take the state their record names.
+        Step(version: 4, summary: "a job's state in a column") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE depot_jobs ADD COLUMN state TEXT NOT NULL DEFAULT 'queued';
+                    UPDATE depot_jobs SET state = coalesce(json_extract(CAST(record AS TEXT), '$.state'), 'queued')
+                        WHERE json_valid(CAST(record AS TEXT));
+                    """)
         }
     ]
 

@@ -25,14 +25,14 @@ extension Store: JobTable {
         try await pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 
-    /// Creates or replaces the record of job `id` (opaque bytes, usually JSON).
-    public func putJob(id: String, record: [UInt8]) async throws {
+    /// Creates or replaces the record of job `id` (opaque bytes, usually JSON) and its state.
+    public func putJob(id: String, state: String, record: [UInt8]) async throws {
         do {
             try await pool.write { db in
                 try db.execute(
-                    sql: "INSERT INTO depot_jobs(id, record) VALUES (?, ?) "
-                        + "ON CONFLICT(id) DO UPDATE SET record = excluded.record",
-                    arguments: [id, Data(record)])
+                    sql: "INSERT INTO depot_jobs(id, state, record) VALUES (?, ?, ?) "
+                        + "ON CONFLICT(id) DO UPDATE SET state = excluded.state, record = excluded.record",
+                    arguments: [id, state, Data(record)])
             }
         } catch {
             // A full disk is the client's to know (507), as for any save.

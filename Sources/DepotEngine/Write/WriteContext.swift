@@ -197,10 +197,13 @@ public enum PruneBound: Sendable, Hashable {
 public protocol JobTable: Sendable {
     /// Every persisted job record, oldest first.
     func jobs() async throws -> [(id: String, record: [UInt8])]
-    /// Persists a job's record (inserted, or replacing the one with its id).
-    /// On a store several hosts serve, a host's write of a job another host
-    /// holds, or of a job already ended, changes nothing.
-    func putJob(id: String, record: [UInt8]) async throws
+    /// Persists a job's record (inserted, or replacing the one with its id)
+    /// and its state (the daemon's name of it: `queued`, `running`,
+    /// `succeeded`, `failed`, `cancelled`). On a store several hosts serve,
+    /// a host's write of a job another host holds, or of a job already
+    /// ended, changes nothing, and the claim keeps the state of a job not
+    /// ended (``runJob(_:_:)``).
+    func putJob(id: String, state: String, record: [UInt8]) async throws
     /// A job's persisted record, nil when there is none.
     func job(_ id: String) async throws -> [UInt8]?
     /// How often a host looks for jobs it may take over on a store several

@@ -162,7 +162,7 @@ struct SchemaTests {
         fields[2] = Field(name: "destination", type: .string)
         let entity = try EntitySchema(name: "Trip", fields: fields, identifier: ["id"])
         let reopened = try await TemporaryStore(entities: [entity], folder: t.folder)
-        #expect(try await reopened.store.reader.entity("Trip").fields[2].isOptional == false)
+        #expect(try reopened.store.reader.entity("Trip").fields[2].isOptional == false)
     }
 
     @Test("a table Depot did not create is not taken over")

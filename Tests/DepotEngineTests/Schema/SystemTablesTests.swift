@@ -21,12 +21,13 @@ struct SystemTablesTests {
         let t = try await TemporaryStore()
         try await t.insertSample()
         try await t.store.close()
-        // The layout of those releases: no version key, no values columns, no consumers, no layouts.
+        // The layout of those releases: no version key, no values columns, no consumers, no layouts, no job state.
         _ = try sqlite3(
             t.path,
             "DELETE FROM depot_meta WHERE key = 'system_version'; "
                 + "ALTER TABLE depot_changes DROP COLUMN old; ALTER TABLE depot_changes DROP COLUMN new; "
-                + "ALTER TABLE depot_changes DROP COLUMN layout; DROP TABLE depot_consumers; DROP TABLE depot_layouts")
+                + "ALTER TABLE depot_changes DROP COLUMN layout; DROP TABLE depot_consumers; DROP TABLE depot_layouts; "
+                + "ALTER TABLE depot_jobs DROP COLUMN state")
         #expect(try version(t.path) == "")
         let changes = try sqlite3(t.path, "SELECT count(*) FROM depot_changes")
         let again = try await TemporaryStore(folder: t.folder)
@@ -40,6 +41,31 @@ struct SystemTablesTests {
                     + "WHERE name IN ('old', 'new', 'layout')") == "3")
         #expect(try sqlite3(t.path, "SELECT count(*) FROM depot_changes") == changes)
         #expect(try await again.store.reader.history().flatMap(\.changes).count == Int(changes))
+    }
+
+    @Test("version 4: a job's state in a column, taken from the records kept before, written with each record after")
+    func jobState() async throws {
+        let t = try await TemporaryStore()
+        try await t.store.putJob(id: "a", state: "succeeded", record: Array(#"{"state":"succeeded"}"#.utf8))
+        try await t.store.close()
+        // A store of version 3: jobs without the column.
+        _ = try sqlite3(
+            t.path,
+            "ALTER TABLE depot_jobs DROP COLUMN state; UPDATE depot_meta SET value = 3 WHERE key = 'system_version'; "
+                + #"INSERT INTO depot_jobs(id, record) VALUES ('b', CAST('{"id":"b","state":"running"}' AS BLOB)), "#
+                + "('c', CAST('not json' AS BLOB))")
+        let again = try await TemporaryStore(folder: t.folder)
+        #expect(try version(t.path) == String(SystemTables.currentVersion))
+        #expect(
+            try sqlite3(t.path, "SELECT group_concat(id || '=' || state, ' ') FROM depot_jobs")
+                == "a=succeeded b=running c=queued")
+        // The column keeps what the daemon writes, as the record changes.
+        try await again.store.putJob(id: "a", state: "failed", record: Array(#"{"state":"failed"}"#.utf8))
+        try await again.store.putJob(id: "d", state: "queued", record: Array("{}".utf8))
+        #expect(
+            try sqlite3(t.path, "SELECT group_concat(id || '=' || state, ' ') FROM depot_jobs")
+                == "a=failed b=running c=queued d=queued")
+        #expect(try await again.store.jobs().map(\.id) == ["a", "b", "c", "d"])
     }
 
     /// Issue 35, item 4: GRDB's WAL setup set NORMAL on the writer after the
