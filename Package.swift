@@ -35,6 +35,10 @@ let package = Package(
     targets: [
         // The version, one constant that depotd, depotctl and DepotClient share.
         .target(name: "DepotVersion", swiftSettings: swiftSettings),
+        // The control API's wire types, shared by depotd, DepotClient and
+        // depotctl (issue 30): JSON values, and the requests, answers and
+        // events as they move there. Foundation only.
+        .target(name: "DepotWire", swiftSettings: swiftSettings),
         // The engine: schema, stores, the store actor, fetch and predicates,
         // aggregates, duplicates, history. Knows nothing of HTTP or systemd.
         // A C shim for sqlite3_config, which is variadic.
@@ -81,6 +85,7 @@ let package = Package(
             dependencies: [
                 "DepotEngine",
                 "DepotPostgres",
+                "DepotWire",
                 "CSystemd",
                 "CTOMLGuard",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -115,6 +120,7 @@ let package = Package(
             name: "DepotClient",
             dependencies: [
                 "DepotVersion",
+                "DepotWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio")
@@ -190,7 +196,7 @@ let package = Package(
             name: "FuzzConfig", dependencies: ["DepotDaemon", "DepotEngine", "FuzzSupport"],
             path: "Fuzz/Config", swiftSettings: swiftSettings),
         .executableTarget(
-            name: "FuzzAPIBody", dependencies: ["DepotDaemon", "DepotEngine", "FuzzSupport"],
+            name: "FuzzAPIBody", dependencies: ["DepotDaemon", "DepotEngine", "DepotWire", "FuzzSupport"],
             path: "Fuzz/APIBody", swiftSettings: swiftSettings),
         .testTarget(
             name: "DepotEngineTests",

@@ -6,6 +6,7 @@
 #if DEBUG || FUZZING
 @testable import DepotDaemon
 import DepotEngine
+import DepotWire
 import Foundation
 import FuzzSupport
 
@@ -93,7 +94,7 @@ enum APIBodyTarget {
                         AggregateRequest(
                             entity: "Trip", field: body.field, functions: functions,
                             groupBy: body.groupBy ?? [], where: body.where,
-                            arguments: (body.arguments ?? [:]).mapValues(\.value)))
+                            arguments: try JSONValue.scalars(body.arguments, key: "arguments")))
                 }
             }
         case 2:
@@ -102,7 +103,7 @@ enum APIBodyTarget {
                 await expected {
                     _ = try await reader.duplicates(
                         entity: "Trip", by: body.by, where: body.where,
-                        arguments: (body.arguments ?? [:]).mapValues(\.value),
+                        arguments: try JSONValue.scalars(body.arguments, key: "arguments"),
                         limit: body.limit.map { min($0.value, 10) })
                 }
             }

@@ -1,4 +1,6 @@
 import DepotVersion
+// The wire's types are the client's: `import DepotClient` gives `JSONValue`.
+@_exported public import DepotWire
 import Foundation
 import NIOHTTP1
 

@@ -22,7 +22,6 @@ extension PostgresStore: StoreBackend {
     static let importBatch = 65_536
 
     public nonisolated var reads: any StoreReading { PostgresReader(store: self) }
-    public nonisolated var jobTable: any JobTable { self }
 
     /// Every record of a PostgreSQL store may be an import's: no floor.
     public nonisolated func sourceFloor(of entity: EntitySchema) async throws -> Int64 { 0 }

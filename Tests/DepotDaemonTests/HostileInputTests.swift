@@ -99,6 +99,10 @@ struct HostileInputTests {
                 "invalid_argument", "identifier"
             ),
             (
+                #"{"kind":"update","store":"travel","entity":"Trip","set":{"budget":[1, 2]}}"#,
+                "invalid_argument", #""set.budget" must be a string, number, boolean or null, not an array"#
+            ),
+            (
                 #"{"kind":"export","store":"travel","entity":"Trip","format":"xlsx"}"#, "invalid_argument",
                 "ndjson or csv"
             ),
@@ -195,6 +199,12 @@ struct HostileInputTests {
             #expect(r.status == 400)
             #expect(error(r).message.hasPrefix("\"\(key)\" must be a whole number"), "\(body): \(error(r).message)")
         }
+        // A predicate's arguments are scalars: the answer names the one that is not.
+        let argument = try d.request(
+            "POST", "/v1/stores/travel/entities/Trip/fetch",
+            body: #"{"where": "name == $n", "arguments": {"n": {"a": 1}}}"#)
+        #expect(argument.status == 400)
+        #expect(error(argument).message == #""arguments.n" must be a string, number, boolean or null, not an object"#)
         let dup = try d.request(
             "POST", "/v1/stores/travel/entities/Trip/duplicates", body: #"{"by": ["name"], "limit": 1e300}"#)
         #expect(error(dup).message.hasPrefix("\"limit\" must be a whole number"))

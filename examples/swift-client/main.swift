@@ -51,7 +51,7 @@ struct Example {
     /// One live count per entity, merged: a line `Entity count` for each change.
     static func dashboard(_ client: DepotClient, store: String, updates: Int) async throws {
         let entities = try await client.store(store).entities.map(\.name)
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        await withThrowingTaskGroup(of: Void.self) { group in
             let (changes, sink) = AsyncStream<(String, Int)>.makeStream()
             for entity in entities {
                 group.addTask {

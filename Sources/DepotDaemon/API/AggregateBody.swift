@@ -1,3 +1,4 @@
+import DepotWire
 import Foundation
 
 struct AggregateBody: Decodable {
@@ -5,7 +6,7 @@ struct AggregateBody: Decodable {
     var functions: [String]?
     var groupBy: [String]?
     var `where`: String?
-    var arguments: [String: JSONScalar]?
+    var arguments: [String: JSONValue]?
 
     enum CodingKeys: String, CodingKey {
         case field, functions, groupBy = "group_by", `where`, arguments

@@ -1,4 +1,5 @@
 import DepotEngine
+import DepotWire
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -188,7 +189,8 @@ extension ControlRoutes {
         let result = try await store.reads.aggregate(
             AggregateRequest(
                 entity: context.parameters.get("entity") ?? "", field: body.field, functions: functions,
-                groupBy: body.groupBy ?? [], where: body.where, arguments: (body.arguments ?? [:]).mapValues(\.value)))
+                groupBy: body.groupBy ?? [], where: body.where,
+                arguments: try JSONValue.scalars(body.arguments, key: "arguments")))
         let rows = result.rows.map { row -> String in
             var parts: [String] = []
             if !result.groupBy.isEmpty {
@@ -209,7 +211,7 @@ extension ControlRoutes {
         let store = try await store(context)
         let body = try await JSONBody.decode(DuplicatesBody.self, from: request, limit: config.maxRequestBytes)
         let entity = context.parameters.get("entity") ?? ""
-        let arguments = (body.arguments ?? [:]).mapValues(\.value)
+        let arguments = try JSONValue.scalars(body.arguments, key: "arguments")
         // Errors in the request are statuses, before the stream starts.
         try store.reads.checkDuplicates(
             entity: entity, by: body.by, where: body.where, arguments: arguments,

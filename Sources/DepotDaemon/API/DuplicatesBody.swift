@@ -1,8 +1,9 @@
+import DepotWire
 import Foundation
 
 struct DuplicatesBody: Decodable {
     var by: [String]
     var `where`: String?
-    var arguments: [String: JSONScalar]?
+    var arguments: [String: JSONValue]?
     var limit: RequestCount?
 }

@@ -1,10 +1,11 @@
 import DepotEngine
+import DepotWire
 import Foundation
 
 /// The body of a streamed export (`POST .../export`).
 struct ExportBody: Decodable {
     var `where`: String?
-    var arguments: [String: JSONScalar]?
+    var arguments: [String: JSONValue]?
     var fields: [String]?
     /// `csv` or `ndjson` (the default).
     var format: String?
@@ -18,7 +19,7 @@ struct ExportBody: Decodable {
                     + "records, run an export job: POST /v1/jobs {\"kind\": \"export\", \"prefetch\": [...]}")
         }
         return FetchDescriptor(
-            entity: entity, where: self.where, arguments: (arguments ?? [:]).mapValues(\.value),
+            entity: entity, where: self.where, arguments: try JSONValue.scalars(arguments, key: "arguments"),
             fields: fields)
     }
 

@@ -1,10 +1,11 @@
 import DepotEngine
+import DepotWire
 import Foundation
 
 /// The body of a fetch.
 struct FetchBody: Decodable {
     var `where`: String?
-    var arguments: [String: JSONScalar]?
+    var arguments: [String: JSONValue]?
     var sort: [String]?
     var nulls: String?
     var limit: RequestCount?
@@ -37,7 +38,7 @@ struct FetchBody: Decodable {
             nulls = order
         }
         var descriptor = FetchDescriptor(
-            entity: entity, where: self.where, arguments: (arguments ?? [:]).mapValues(\.value),
+            entity: entity, where: self.where, arguments: try JSONValue.scalars(arguments, key: "arguments"),
             sort: (sort ?? []).map { DepotEngine.SortDescriptor(parsing: $0, nulls: nulls) }, limit: limit?.value,
             offset: offset?.value, fields: fields, sectionBy: sectionBy)
         descriptor.prefetch = prefetch ?? []

@@ -1,4 +1,5 @@
 package import DepotEngine
+import DepotWire
 
 /// What a job does, one case per kind, every setting in its engine type.
 ///
@@ -170,7 +171,7 @@ extension JobSpec {
         case .delete:
             self = .delete(entity: try entity(), where: try text(.where))
         case .update:
-            let values = (try c.decodeIfPresent([String: JSONScalar].self, forKey: .set) ?? [:]).mapValues(\.value)
+            let values = try JSONValue.scalars(c.decodeIfPresent([String: JSONValue].self, forKey: .set), key: "set")
             guard !values.isEmpty else {
                 throw DepotError(.invalidArgument, "an update job needs set: the fields to change and their values")
             }
@@ -218,7 +219,7 @@ extension JobSpec {
             try c.encodeIfPresent(predicate, forKey: .where)
         case .update(_, let predicate, let values):
             try c.encodeIfPresent(predicate, forKey: .where)
-            try c.encode(values.mapValues(JSONScalar.init), forKey: .set)
+            try c.encode(values.mapValues(JSONValue.init), forKey: .set)
         case .dedupe(_, let by, let keep, let predicate):
             try c.encode(by, forKey: .by)
             try c.encode(keep.rawValue, forKey: .keep)

@@ -25,7 +25,6 @@ extension Store: StoreBackend {
     static let importBatch = 2_048
 
     public nonisolated var reads: any StoreReading { reader }
-    public nonisolated var jobTable: any JobTable { self }
 
     public nonisolated func prepare(_ batch: RecordBatch, _ options: BatchOptions) throws -> Prepared {
         Prepared(batch: batch, options: options)

@@ -25,8 +25,6 @@ public protocol StoreBackend: Sendable {
     var settings: StoreSettings { get }
     /// The store's reads.
     var reads: any StoreReading { get }
-    /// The daemon's records kept with the store: its jobs and the files it imported.
-    var jobTable: any JobTable { get }
 
     /// Checks that the store answers (the watchdog's probe).
     func ping() async throws

@@ -194,6 +194,10 @@ public enum PruneBound: Sendable, Hashable {
 
 /// The records the daemon keeps with a store, sharing its fate: its jobs
 /// (in submission order) and the content hashes of the files it imported.
+///
+/// Not part of the store contract (``StoreBackend``): the daemon owns its
+/// jobs, and picks the table of each backend (an SQLite store's
+/// `depot_jobs`, or a PostgreSQL store's, which several hosts share).
 public protocol JobTable: Sendable {
     /// Every persisted job record, oldest first.
     func jobs() async throws -> [(id: String, record: [UInt8])]

@@ -152,7 +152,8 @@ public enum JSONValue: Codable, Hashable, Sendable, ExpressibleByStringLiteral, 
             self = .bool(b)
         } else if let i = try? c.decode(Int64.self) {
             self = .int(i)
-        } else if let d = try? c.decode(Double.self) {
+        } else if let d = try? c.decode(Double.self), d.isFinite {
+            // 1e400 is no number a store can keep: refused, not infinity.
             self = .double(d)
         } else if let s = try? c.decode(String.self) {
             self = .string(s)
