@@ -137,6 +137,26 @@ struct SaveContractTests {
         }
     }
 
+    @Test("a save whose task is cancelled before it begins: all or nothing, and the cause is the cancellation")
+    func cancelledBeforeItBegins() async throws {
+        try await Self.onEveryBackend { (backend: any Backend) async throws in
+            let contract = backend.contract
+            let task = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await Self.twoWrites(contract, Self.rows(["T1", "T2"]), Self.rows(["T3"]))
+            }
+            do {
+                _ = try await task.value
+                // A backend may finish a save it had begun: then wholly.
+                #expect(try await backend.records("Trip").count == 3, "\(backend.name)")
+            } catch {
+                #expect(error is CancellationError, "\(backend.name): \(error)")
+                #expect(try await backend.records("Trip").isEmpty, "\(backend.name)")
+                #expect(try await backend.checkpoint(job: "j") == nil, "\(backend.name)")
+            }
+        }
+    }
+
     static func closedSave<Store: StoreBackend>(_ store: Store) async throws -> String {
         try await store.close()
         do {

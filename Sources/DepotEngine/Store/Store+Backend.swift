@@ -68,7 +68,8 @@ extension Store: StoreBackend {
         author: String, job: String?, _ body: @Sendable (WriterPump) async throws -> T
     ) async throws -> (T, Int64?) {
         let pump = WriterPump()
-        let schema = try await begin().schema
+        try await checkOpen()
+        let schema = self.schema
         async let committed = { () async throws -> Int64? in
             defer { pump.close() }
             return try await pool.write { db in
@@ -83,7 +84,13 @@ extension Store: StoreBackend {
             value = try await withTaskExecutorPreference(pump) { try await body(pump) }
         } catch {
             pump.end(error)
-            _ = try? await committed
+            do {
+                _ = try await committed
+            } catch let failure where WriterPump.isEnded(error) {
+                // The transaction never served the body (it could not
+                // begin, or the task was cancelled first): its failure is the cause.
+                throw Store.translate(failure, store: name)
+            } catch {}
             // SQLite's errors (a primitive's) become the store's; the body's own pass as they are.
             throw error is DatabaseError ? Store.translate(error, store: name) : error
         }
@@ -95,14 +102,9 @@ extension Store: StoreBackend {
         }
     }
 
-    /// What a save needs of the actor: that the store is open, and its schema.
-    struct SaveStart: Sendable {
-        let schema: StoreSchema
-    }
-
-    private func begin() throws -> SaveStart {
+    /// Throws ``DepotError/Code/storeClosed`` once the store is closed.
+    private func checkOpen() throws {
         guard !isClosed else { throw DepotError(.storeClosed, "store \(JSONText.quoted(name)) is closed") }
-        return SaveStart(schema: schema)
     }
 }
 

@@ -113,6 +113,10 @@ final class WriterPump: TaskExecutor, Sendable {
         for case .job(let job) in left { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
     }
 
+    /// Whether `error` is the pump's own: the body called a primitive once
+    /// the transaction was over.
+    static func isEnded(_ error: any Error) -> Bool { (error as? DepotError) == ended }
+
     private static let ended = DepotError(
         .database, "the save's transaction is over (it could not begin, or it ended); nothing of this write was kept")
 }
