@@ -50,6 +50,8 @@ let package = Package(
             name: "DepotEngine",
             dependencies: [
                 "CDepotSQLite",
+                // For the counters a job's record shows (Counters).
+                "DepotWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift")
             ],

@@ -8,6 +8,7 @@ import NIOHTTP1
 /// let job = try await client.job("j90467cda1cb6")
 /// if job.state == .succeeded { print(job.inserted, job.updated, job.rejected) }
 /// ```
+@dynamicMemberLookup
 public struct Job: Sendable, Hashable, Decodable {
     /// Where a job stands.
     ///
@@ -108,78 +109,24 @@ public struct Job: Sendable, Hashable, Decodable {
     /// print(job.finished ?? "still going")
     /// ```
     public var finished: String?
-    /// Records read (an import's rows, a batch's matches).
+    /// What it has done so far: records read, inserted, updated, unchanged,
+    /// skipped, duplicated, rejected, deleted, exported, bytes read of the
+    /// input, saves; the same type the daemon counts in. Each reads as a
+    /// property of the job too: `job.inserted`.
     ///
     /// ```swift
-    /// print("\(job.read) rows read")
+    /// print("\(job.counters.read) rows read, \(job.inserted) new")
     /// ```
-    public var read: Int
-    /// Records inserted.
+    public var counters: Counters
+    /// A counter, as `job.inserted`, `job.rejected` or `job.bytesRead`.
     ///
     /// ```swift
-    /// print("\(job.inserted) new records")
+    /// if job.rejected > 0 { print("\(job.rejected) rejected of \(job.read)") }
     /// ```
-    public var inserted: Int
-    /// Records updated.
-    ///
-    /// ```swift
-    /// print("\(job.updated) records changed")
-    /// ```
-    public var updated: Int
-    /// Records whose values were already those given.
-    ///
-    /// ```swift
-    /// print("\(job.unchanged) already as given")
-    /// ```
-    public var unchanged: Int
-    /// Records kept as they were by `on_conflict = skip`.
-    ///
-    /// ```swift
-    /// print("\(job.skipped) kept as they were")
-    /// ```
-    public var skipped: Int
-    /// Rows superseded by a later row with the same identifier in the same save.
-    ///
-    /// ```swift
-    /// print("\(job.duplicates) rows superseded in the file")
-    /// ```
-    public var duplicates: Int
-    /// Rows rejected, each with its reason in the job's rejects.
-    ///
-    /// ```swift
-    /// if job.rejected > 0 { print("see the rejects of", job.id) }
-    /// ```
-    public var rejected: Int
-    /// Records deleted (a delete's cascade included).
-    ///
-    /// ```swift
-    /// print("\(job.deleted) records deleted")
-    /// ```
-    public var deleted: Int
-    /// Records an export wrote.
-    ///
-    /// ```swift
-    /// print("\(job.exported) records written")
-    /// ```
-    public var exported: Int
-    /// An import's bytes read so far, of ``bytesTotal``.
-    ///
-    /// ```swift
-    /// let done = Double(job.bytesRead) / Double(max(job.bytesTotal, 1))
-    /// ```
-    public var bytesRead: Int64
-    /// An import's file size.
-    ///
-    /// ```swift
-    /// print("\(job.bytesTotal / 1_000_000) MB to read")
-    /// ```
-    public var bytesTotal: Int64
-    /// Saves committed.
-    ///
-    /// ```swift
-    /// print("\(job.saves) saves committed")
-    /// ```
-    public var saves: Int
+    public subscript<T>(dynamicMember path: WritableKeyPath<Counters, T>) -> T {
+        get { counters[keyPath: path] }
+        set { counters[keyPath: path] = newValue }
+    }
     /// Records per second.
     ///
     /// ```swift
@@ -207,8 +154,7 @@ public struct Job: Sendable, Hashable, Decodable {
 
     enum CodingKeys: String, CodingKey {
         case id, kind, store, entity, state, author, created, started, finished
-        case read, inserted, updated, unchanged, skipped, duplicates, rejected, deleted, exported
-        case bytesRead = "bytes_read", bytesTotal = "bytes_total", saves, rate, eta, error, path
+        case rate, eta, error, path
     }
 
     /// Decodes a job record; counters the daemon leaves out are 0.
@@ -218,7 +164,6 @@ public struct Job: Sendable, Hashable, Decodable {
     /// ```
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        func count(_ key: CodingKeys) throws -> Int { try c.decodeIfPresent(Int.self, forKey: key) ?? 0 }
         id = try c.decode(String.self, forKey: .id)
         kind = try c.decode(String.self, forKey: .kind)
         store = try c.decode(String.self, forKey: .store)
@@ -228,18 +173,7 @@ public struct Job: Sendable, Hashable, Decodable {
         created = try c.decodeIfPresent(String.self, forKey: .created) ?? ""
         started = try c.decodeIfPresent(String.self, forKey: .started)
         finished = try c.decodeIfPresent(String.self, forKey: .finished)
-        read = try count(.read)
-        inserted = try count(.inserted)
-        updated = try count(.updated)
-        unchanged = try count(.unchanged)
-        skipped = try count(.skipped)
-        duplicates = try count(.duplicates)
-        rejected = try count(.rejected)
-        deleted = try count(.deleted)
-        exported = try count(.exported)
-        bytesRead = try c.decodeIfPresent(Int64.self, forKey: .bytesRead) ?? 0
-        bytesTotal = try c.decodeIfPresent(Int64.self, forKey: .bytesTotal) ?? 0
-        saves = try count(.saves)
+        counters = try Counters(from: decoder)
         rate = try c.decodeIfPresent(Double.self, forKey: .rate) ?? 0
         eta = try c.decodeIfPresent(Double.self, forKey: .eta)
         error = try c.decodeIfPresent(String.self, forKey: .error)

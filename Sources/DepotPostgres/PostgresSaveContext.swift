@@ -116,7 +116,7 @@ public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
             }
             try await write(round, of: prepared, plan: plan, counts: &counts, maybeStored: nil)
         }
-        counts.rejected.sort { $0.row < $1.row }
+        counts.sortRejections()
         return counts
     }
 
@@ -233,7 +233,7 @@ public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
         var logs: [Logged] = []
         for (k, r) in rows.enumerated() {
             if let rejection = refused[r] {
-                counts.rejected.append(rejection)
+                counts.reject(rejection)
                 continue
             }
             guard let old = stored[r] else {

@@ -1,4 +1,5 @@
 public import DepotEngine
+import DepotWire
 import NIOCore
 
 /// A batch made ready for a PostgreSQL store's save: everything about it

@@ -71,7 +71,7 @@ struct BatchContractTests {
     }
 
     static func describe(_ c: WriteCounts) -> String {
-        "ins \(c.inserted) upd \(c.updated) unch \(c.unchanged) del \(c.deleted) rej \(c.rejected.count)"
+        "ins \(c.inserted) upd \(c.updated) unch \(c.unchanged) del \(c.deleted) rej \(c.rejections.count)"
     }
 
     /// The script's outcomes, then the state it leaves.

@@ -220,9 +220,9 @@ struct FetchContractTests {
                 dangling.append(["o5", 20.0, "c9"])
                 dangling.append(["o7", 30.0, "c2"])
                 let counts = try await backend.write(dangling)
-                #expect(counts.inserted == 1 && counts.rejected.map(\.row) == [0], "\(name): \(counts)")
-                #expect(counts.rejected.first?.field == "customer", "\(name)")
-                #expect(counts.rejected.first?.reason == "no Customer with identifier \"c9\"", "\(name)")
+                #expect(counts.inserted == 1 && counts.rejections.map(\.row) == [0], "\(name): \(counts)")
+                #expect(counts.rejections.first?.field == "customer", "\(name)")
+                #expect(counts.rejections.first?.reason == "no Customer with identifier \"c9\"", "\(name)")
             } catch {
                 await backend.close()
                 throw error

@@ -144,7 +144,7 @@ struct WriteContractTests {
         #expect(t.errors.first?.contains("already exists and the conflict policy is fail") == true)
         #expect(t.counts[2].updated == 1 && t.counts[2].inserted == 1)
         #expect(
-            t.counts[3].rejected.map(\.reason) == [
+            t.counts[3].rejections.map(\.reason) == [
                 #"a replacing record lacks required field "startDate""#,
                 #"new record lacks required field "startDate""#
             ])
@@ -163,9 +163,11 @@ struct WriteContractTests {
             )
         ])
         #expect(t.counts[0].inserted == 2)
-        #expect(t.counts[0].rejected.map(\.row) == [1, 2])
+        #expect(t.counts[0].rejections.map(\.row) == [1, 2])
         #expect(
-            t.counts[0].rejected.map(\.reason) == [#"identifier field "id" is null"#, #"required field "name" is null"#]
+            t.counts[0].rejections.map(\.reason) == [
+                #"identifier field "id" is null"#, #"required field "name" is null"#
+            ]
         )
     }
 

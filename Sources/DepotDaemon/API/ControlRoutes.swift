@@ -146,8 +146,8 @@ package struct ControlRoutes: Sendable {
             let known = Set(all.map(\.id))
             var others: [JobRecord] = []
             for store in self.jobs.stores.shared {
-                for (id, bytes) in try await store.jobTable.jobs() where !known.contains(id) {
-                    if let record = JobRecord(stored: bytes) { others.append(record) }
+                for (id, read) in try await store.jobs.all() where !known.contains(id) {
+                    if case .success(let record) = read { others.append(record) }
                 }
             }
             if !others.isEmpty {
@@ -168,7 +168,7 @@ package struct ControlRoutes: Sendable {
         on(.get, "jobs/:id/events") { _, context in
             let record = try await self.job(context)
             if await self.jobs.job(record.id) == nil, let store = self.jobs.stores.store(record.store),
-                let interval = store.jobTable.jobPollInterval
+                let interval = store.jobs.pollInterval
             {
                 // Another host runs it: its record in the store, as it changes.
                 return JSONResponse.stream(context, deadline: self.deadline(context), metrics: self.metrics) { write in
@@ -176,9 +176,7 @@ package struct ControlRoutes: Sendable {
                     try await write(Self.line(last))
                     while !last.state.isFinal {
                         try await Task.sleep(for: min(interval, .seconds(1)))
-                        guard let bytes = try await store.jobTable.job(record.id),
-                            let now = JobRecord(stored: bytes)
-                        else { break }
+                        guard let now = try await store.jobs.record(record.id) else { break }
                         if now != last {
                             last = now
                             try await write(Self.line(now))
@@ -313,9 +311,7 @@ package struct ControlRoutes: Sendable {
         // A job another host of a shared store runs (issue #35: it was
         // unknown here while it ran).
         for store in jobs.stores.shared {
-            if let bytes = try await store.jobTable.job(id), let record = JobRecord(stored: bytes) {
-                return record
-            }
+            if let record = try await store.jobs.record(id) { return record }
         }
         throw APIError(.unknownJob, "no job has id \(JSONText.quoted(id))")
     }

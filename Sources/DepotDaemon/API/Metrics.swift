@@ -1,5 +1,6 @@
 import CSystemd
 import DepotEngine
+import DepotWire
 import Foundation
 import Synchronization
 

@@ -1,4 +1,5 @@
 import DepotEngine
+import DepotWire
 import Foundation
 
 /// Does one job's work on its store, reporting progress as it goes.

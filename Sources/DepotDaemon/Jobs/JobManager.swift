@@ -88,8 +88,8 @@ package actor JobManager {
         }
         // Every job, as on a store only this host serves: one whose file is
         // gone fails saying so when it runs, rather than wait unseen.
-        for (id, bytes) in try await store.jobTable.jobs() { await adopt(id, bytes, in: store) }
-        if let interval = store.jobTable.jobPollInterval {
+        for (id, record) in try await store.jobs.all() { await adopt(id, record, in: store) }
+        if let interval = store.jobs.pollInterval {
             // Several hosts serve the store (DESIGN §15): the jobs submitted
             // to the others, or left by one that died, are taken over here
             // too; a job runs on whichever host claims it (``JobTable/runJob(_:_:)``).
@@ -110,9 +110,9 @@ package actor JobManager {
     private func adoptClaimable(from store: any StoreBackend) async {
         guard !queue.isStopping else { return }
         do {
-            for (id, bytes) in try await store.jobTable.claimableJobs()
-            where queue.records[id] == nil && !submitting.contains(id) && canRun(id, bytes, in: store) {
-                await adopt(id, bytes, in: store)
+            for (id, record) in try await store.jobs.claimable()
+            where queue.records[id] == nil && !submitting.contains(id) && canRun(id, record, in: store) {
+                await adopt(id, record, in: store)
             }
         } catch {
             logger.warning(
@@ -124,8 +124,10 @@ package actor JobManager {
     /// Whether this host should take over a job another host left: an
     /// unfinished import whose file it cannot read (another machine's
     /// folder or spool) is left to the hosts that can.
-    private func canRun(_ id: String, _ bytes: [UInt8], in store: any StoreBackend) -> Bool {
-        guard let record = JobRecord(stored: bytes), !record.state.isFinal,
+    private func canRun(_ id: String, _ read: Result<JobRecord, StoredJobs.Unreadable>, in store: any StoreBackend)
+        -> Bool
+    {
+        guard case .success(let record) = read, !record.state.isFinal,
             record.kind == .import, let path = record.path, !FileManager.default.isReadableFile(atPath: path)
         else { return true }
         logger.debug(
@@ -135,12 +137,16 @@ package actor JobManager {
     }
 
     /// A persisted job: shown, and queued again unless it ended.
-    private func adopt(_ id: String, _ bytes: [UInt8], in store: any StoreBackend) async {
+    private func adopt(_ id: String, _ read: Result<JobRecord, StoredJobs.Unreadable>, in store: any StoreBackend)
+        async
+    {
         var record: JobRecord
-        do {
-            record = try JSONDecoder().decode(JobRecord.self, from: Data(bytes))
-        } catch {
-            guard var stub = JobRecord(unreadable: bytes, id: id, store: store.name) else {
+        switch read {
+        case .success(let stored):
+            record = stored
+        case .failure(let unreadable):
+            let error = unreadable.error
+            guard var stub = unreadable.stub else {
                 logger.error(
                     "a job record cannot be read and is not resumed",
                     metadata: [LogKey.jobID: "\(id)", LogKey.store: "\(store.name)", LogKey.error: "\(error)"])
@@ -248,15 +254,13 @@ package actor JobManager {
     /// this host does not know yet but another runs is found in the store.
     package func cancel(_ id: String) async throws -> JobRecord {
         guard let known = queue.records[id] else {
-            for store in stores.all where try await store.jobTable.requestCancel(id) {
-                if let bytes = try await store.jobTable.job(id), let record = JobRecord(stored: bytes) {
-                    return record
-                }
+            for store in stores.all where try await store.jobs.requestCancel(id) {
+                if let record = try await store.jobs.record(id) { return record }
             }
             throw JobRefusal.unknownJob(id)
         }
         if !known.state.isFinal, let store = stores.store(known.store) {
-            _ = try await store.jobTable.requestCancel(id)
+            _ = try await store.jobs.requestCancel(id)
         }
         try await transition(id) { try $0.cancel(id) }
         return job(id)!
@@ -362,7 +366,7 @@ package actor JobManager {
             // Run once this host holds the job (DESIGN §15): at once on an
             // SQLite store; on PostgreSQL after claiming it from the others.
             let (stateDir, metrics) = (stateDir, metrics)
-            let ran = try await store.jobTable.runJob(record.id) { [record] in
+            let ran = try await store.jobs.run(record.id) { [record] in
                 var running = record
                 try await self.persist(running, in: store)
                 try await JobExecutor(stateDir: stateDir, store: store, metrics: metrics) { report in
@@ -372,8 +376,8 @@ package actor JobManager {
             }
             if let ran {
                 record = ran
-            } else if let bytes = try await store.jobTable.job(record.id) {
-                endedElsewhere = try JSONDecoder().decode(JobRecord.self, from: Data(bytes))
+            } else if let ended = try await store.jobs.read(record.id) {
+                endedElsewhere = try ended.mapError(\.error).get()
             }
         } catch {
             failure = error
@@ -481,8 +485,7 @@ package actor JobManager {
 
     private func persist(_ record: JobRecord, in store: any StoreBackend) async throws {
         await recordUnrecordedEnds(in: store)
-        try await store.jobTable.putJob(
-            id: record.id, state: record.state.rawValue, record: Array(try JSONEncoder().encode(record)))
+        try await store.jobs.put(record)
     }
 
     /// Writes to `store` the ends it could not record before; each one
@@ -490,8 +493,7 @@ package actor JobManager {
     private func recordUnrecordedEnds(in store: any StoreBackend) async {
         for (id, end) in unrecordedEnds where end.record.store == store.name {
             do {
-                try await store.jobTable.putJob(
-                    id: id, state: end.record.state.rawValue, record: Array(try JSONEncoder().encode(end.record)))
+                try await store.jobs.put(end.record)
                 unrecordedEnds[id] = nil
                 ledger.clear(slot: end.slot)
                 logger.notice(

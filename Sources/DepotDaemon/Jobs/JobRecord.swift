@@ -1,7 +1,12 @@
 import DepotEngine
+package import DepotWire
 import Foundation
 
 /// A job as the API shows it and the store keeps it (`depot_jobs`).
+///
+/// Its counters are ``Counters``, the type an import's progress, a write's
+/// counts and DepotClient's `Job` hold too, read as `record.inserted`.
+@dynamicMemberLookup
 package struct JobRecord: Codable, Sendable, Hashable {
     package enum Kind: String, Codable, Sendable, CaseIterable {
         case `import`, delete, update, dedupe, export, prune
@@ -31,19 +36,8 @@ package struct JobRecord: Codable, Sendable, Hashable {
     /// The content hash of a watched-folder file.
     package var contentHash: String?
 
-    // How far it got.
-    package var read = 0
-    package var inserted = 0
-    package var updated = 0
-    package var unchanged = 0
-    package var skipped = 0
-    package var duplicates = 0
-    package var rejected = 0
-    package var deleted = 0
-    package var exported = 0
-    package var bytesRead: Int64 = 0
-    package var bytesTotal: Int64 = 0
-    package var saves = 0
+    /// How far it got.
+    package var counters = Counters()
     package var rate: Double = 0
     package var eta: Double?
     package var error: String?
@@ -60,8 +54,7 @@ package struct JobRecord: Codable, Sendable, Hashable {
     enum CodingKeys: String, CodingKey {
         case id, kind, store, state, author, created, started, finished
         case watchFile = "watch_file", contentHash = "content_hash"
-        case read, inserted, updated, unchanged, skipped, duplicates, rejected, deleted, exported
-        case bytesRead = "bytes_read", bytesTotal = "bytes_total", saves, rate, eta, error, rejects
+        case rate, eta, error, rejects
         case heldBackBy = "held_back_by", lostConsumers = "lost_consumers"
     }
 
@@ -109,18 +102,7 @@ package struct JobRecord: Codable, Sendable, Hashable {
             ?? decoder.container(keyedBy: JobSpec.Key.self).decodeIfPresent(String.self, forKey: .entity)
         watchFile = try c.decodeIfPresent(String.self, forKey: .watchFile)
         contentHash = try c.decodeIfPresent(String.self, forKey: .contentHash)
-        read = try c.decodeIfPresent(Int.self, forKey: .read) ?? 0
-        inserted = try c.decodeIfPresent(Int.self, forKey: .inserted) ?? 0
-        updated = try c.decodeIfPresent(Int.self, forKey: .updated) ?? 0
-        unchanged = try c.decodeIfPresent(Int.self, forKey: .unchanged) ?? 0
-        skipped = try c.decodeIfPresent(Int.self, forKey: .skipped) ?? 0
-        duplicates = try c.decodeIfPresent(Int.self, forKey: .duplicates) ?? 0
-        rejected = try c.decodeIfPresent(Int.self, forKey: .rejected) ?? 0
-        deleted = try c.decodeIfPresent(Int.self, forKey: .deleted) ?? 0
-        exported = try c.decodeIfPresent(Int.self, forKey: .exported) ?? 0
-        bytesRead = try c.decodeIfPresent(Int64.self, forKey: .bytesRead) ?? 0
-        bytesTotal = try c.decodeIfPresent(Int64.self, forKey: .bytesTotal) ?? 0
-        saves = try c.decodeIfPresent(Int.self, forKey: .saves) ?? 0
+        counters = try Counters(from: decoder)
         rate = try c.decodeIfPresent(Double.self, forKey: .rate) ?? 0
         eta = try c.decodeIfPresent(Double.self, forKey: .eta)
         error = try c.decodeIfPresent(String.self, forKey: .error)
@@ -147,18 +129,7 @@ package struct JobRecord: Codable, Sendable, Hashable {
         }
         try c.encodeIfPresent(watchFile, forKey: .watchFile)
         try c.encodeIfPresent(contentHash, forKey: .contentHash)
-        try c.encode(read, forKey: .read)
-        try c.encode(inserted, forKey: .inserted)
-        try c.encode(updated, forKey: .updated)
-        try c.encode(unchanged, forKey: .unchanged)
-        try c.encode(skipped, forKey: .skipped)
-        try c.encode(duplicates, forKey: .duplicates)
-        try c.encode(rejected, forKey: .rejected)
-        try c.encode(deleted, forKey: .deleted)
-        try c.encode(exported, forKey: .exported)
-        try c.encode(bytesRead, forKey: .bytesRead)
-        try c.encode(bytesTotal, forKey: .bytesTotal)
-        try c.encode(saves, forKey: .saves)
+        try counters.encode(to: encoder)
         try c.encode(rate, forKey: .rate)
         try c.encodeIfPresent(eta, forKey: .eta)
         try c.encodeIfPresent(error, forKey: .error)
@@ -182,52 +153,43 @@ package struct JobRecord: Codable, Sendable, Hashable {
         finished = Timestamp.now()
     }
 
+    /// A counter, as `record.inserted`.
+    package subscript<T>(dynamicMember path: WritableKeyPath<Counters, T>) -> T {
+        get { counters[keyPath: path] }
+        set { counters[keyPath: path] = newValue }
+    }
+
     mutating func apply(_ p: ImportProgress) {
-        read = p.read
-        inserted = p.inserted
-        updated = p.updated
-        unchanged = p.unchanged
-        skipped = p.skipped
-        duplicates = p.duplicates
-        rejected = p.rejected
-        bytesRead = p.bytesRead
-        bytesTotal = p.bytesTotal
-        saves = p.saves
+        counters = p.counters
         rate = p.rate
         eta = p.eta
     }
 
     mutating func apply(_ p: PruneOutcome) {
-        deleted = p.deleted
+        counters = p.counters
         heldBackBy = p.heldBackBy.map { HeldBack(consumer: $0.consumer, token: $0.token.description) }
         lostConsumers = p.lost.isEmpty ? nil : p.lost
     }
 
+    /// A delete's, an update's or a dedupe's counts: it read the records
+    /// its selection matched.
     mutating func apply(_ c: WriteCounts) {
-        updated = c.updated
-        deleted = c.deleted
-        read = c.updated + c.deleted + c.unchanged
-        unchanged = c.unchanged
+        counters = c.counters
+        counters.read = c.updated + c.deleted + c.unchanged
     }
 
     /// A one-line summary for systemd's STATUS= and logs.
     package var summary: String {
         var s = "\(kind.rawValue) \(id) on \(store)"
         if kind == .import {
-            s += ": \(read) read"
+            s += ": \(counters.read) read"
             // Clamped: a record read back from disk may hold anything.
-            if bytesTotal > 0 { s += " (\(Int(min(max(Double(bytesRead) / Double(bytesTotal), 0), 1) * 100))%)" }
+            if counters.bytesTotal > 0 {
+                let done = min(max(Double(counters.bytesRead) / Double(counters.bytesTotal), 0), 1)
+                s += " (\(Int(done * 100))%)"
+            }
             s += ", \(rate.isFinite && rate >= 0 && rate < 1e15 ? Int(rate) : 0) rows/s"
         }
         return s
-    }
-}
-
-extension JobRecord {
-    /// A record as a store keeps it (`depot_jobs`), or `nil` when it does
-    /// not read back.
-    init?(stored bytes: [UInt8]) {
-        guard let record = try? JSONDecoder().decode(JobRecord.self, from: Data(bytes)) else { return nil }
-        self = record
     }
 }

@@ -27,7 +27,7 @@ package final class StoreRegistry: Sendable {
 
     /// The stores several hosts serve: their jobs may run on another host,
     /// unknown here but for their record in the store (issue #35).
-    package var shared: [any StoreBackend] { all.filter { $0.jobTable.jobPollInterval != nil } }
+    package var shared: [any StoreBackend] { all.filter { $0.jobs.pollInterval != nil } }
 
     package var count: Int { stores.withLock { $0.count } }
 

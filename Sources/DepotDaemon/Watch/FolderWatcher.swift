@@ -202,7 +202,7 @@ package actor FolderWatcher: Service {
         pending.insert(path)
         do {
             let hash = try ContentHash.of(path: path)
-            if let store = jobs.stores.store(watch.store), let job = try await store.jobTable.importedFile(hash: hash) {
+            if let store = jobs.stores.store(watch.store), let job = try await store.jobs.importedFile(hash: hash) {
                 logger.info(
                     "a file's content was imported already; not importing it again",
                     metadata: [LogKey.path: "\(path)", LogKey.store: "\(watch.store)", LogKey.jobID: "\(job)"])
@@ -296,7 +296,7 @@ package actor FolderWatcher: Service {
         if record.state == .succeeded {
             if let hash = record.contentHash, let store = jobs.stores.store(record.store) {
                 do {
-                    try await store.jobTable.recordImportedFile(hash: hash, path: file, job: record.id)
+                    try await store.jobs.recordImportedFile(hash: hash, path: file, job: record.id)
                 } catch {
                     // The file still moves to .done/, so it is not imported
                     // again; only a copy dropped later would be.

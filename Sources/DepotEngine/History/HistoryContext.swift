@@ -1,3 +1,5 @@
+import DepotWire
+
 /// The history's bookkeeping in one transaction of a store
 /// (``StoreBackend/withHistory(_:)``): the primitives that pruning and the
 /// consumers are made of. What they decide (how far a prune goes, who

@@ -1,4 +1,11 @@
+public import DepotWire
+
 /// What a prune did, and what stopped it.
+///
+/// Its counts are ``Counters`` (the job record's type): `deleted`, the
+/// transactions deleted, and `saves`, the saves the deletes took (see
+/// ``StoreConfiguration/historyPruneStep``); read as `outcome.deleted`.
+@dynamicMemberLookup
 public struct PruneOutcome: Sendable, Hashable {
     /// The active consumer that stopped a prune, and its token: the prune
     /// kept every transaction after it.
@@ -14,18 +21,21 @@ public struct PruneOutcome: Sendable, Hashable {
         }
     }
 
-    /// Transactions deleted.
-    public var deleted: Int
+    /// Transactions deleted (`deleted`), and the saves that took (`saves`).
+    public var counters = Counters()
     /// The active consumer that stopped the prune before where it was asked
     /// to reach, if one did.
     public var heldBackBy: HeldBack?
     /// Consumers that `history_max_retention` marked `lost` in this prune.
     public var lost: [String]
-    /// The saves the deletes took (see ``StoreConfiguration/historyPruneStep``).
-    public var saves = 0
 
-    package init(deleted: Int = 0, lost: [String] = []) {
-        self.deleted = deleted
+    package init(lost: [String] = []) {
         self.lost = lost
+    }
+
+    /// A count, as `outcome.deleted`.
+    public subscript<T>(dynamicMember path: WritableKeyPath<Counters, T>) -> T {
+        get { counters[keyPath: path] }
+        set { counters[keyPath: path] = newValue }
     }
 }

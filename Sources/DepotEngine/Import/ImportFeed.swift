@@ -1,3 +1,4 @@
+import DepotWire
 import Foundation
 
 /// The reading side of an import, the same whichever backend writes it: the
@@ -237,18 +238,14 @@ package struct ImportSave: @unchecked Sendable {
     package mutating func add(_ chunk: ImportChunk, _ counts: WriteCounts) {
         let chunk = chunk.parsed
         rejected += chunk.rejects
-        for r in counts.rejected {
+        for r in counts.rejections {
             let line = chunk.lines[r.row]
             rejected.append(
                 .init(line: line, text: RejectsFile.line(line, field: r.field, reason: r.reason, value: nil)))
         }
+        next.progress.counters.add(counts.counters)
         next.progress.read += chunk.read
-        next.progress.inserted += counts.inserted
-        next.progress.updated += counts.updated
-        next.progress.unchanged += counts.unchanged
-        next.progress.skipped += counts.skipped
-        next.progress.duplicates += counts.duplicates
-        next.progress.rejected += chunk.rejects.count + counts.rejected.count
+        next.progress.rejected += chunk.rejects.count
         records += chunk.read
         if chunk.boundary {
             next.offset = chunk.endOffset

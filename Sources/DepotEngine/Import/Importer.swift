@@ -1,3 +1,4 @@
+import DepotWire
 import Foundation
 
 /// Imports a file into an entity of a store: streaming, saving periodically,

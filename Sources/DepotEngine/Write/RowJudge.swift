@@ -1,3 +1,5 @@
+import DepotWire
+
 /// What a row of a batch does to the store, judged the same way on every
 /// backend: written once here, while each backend finds the stored record
 /// its own way (an SQLite store probes the identifier's index a row at a
@@ -116,11 +118,11 @@ extension WriteCounts {
     @inline(__always)
     package mutating func count(_ verdict: RowVerdict, row: Int) {
         switch verdict {
-        case .insert: inserted += 1
-        case .update: updated += 1
-        case .unchanged: unchanged += 1
-        case .skipped: skipped += 1
-        case .rejected(let field, let reason): rejected.append(Rejection(row: row, field: field, reason: reason))
+        case .insert: counters.inserted += 1
+        case .update: counters.updated += 1
+        case .unchanged: counters.unchanged += 1
+        case .skipped: counters.skipped += 1
+        case .rejected(let field, let reason): reject(Rejection(row: row, field: field, reason: reason))
         }
     }
 }

@@ -1,3 +1,4 @@
+import DepotWire
 import GRDB
 import GRDBSQLite
 
@@ -139,7 +140,7 @@ final class RowWriter {
                     let found = try SQL.step(find, db)
                     sqlite3_reset(find)
                     if !found {
-                        counts.rejected.append(
+                        counts.reject(
                             Rejection(
                                 row: r, field: reference.name,
                                 reason: SaveContext.missing(reference.target, reference.columns.map { row[$0] })))

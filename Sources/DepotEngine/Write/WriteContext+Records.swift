@@ -1,3 +1,5 @@
+import DepotWire
+
 /// The record operations of a save, written once over the primitives of
 /// ``WriteContext``: a batch delete with the delete rules of DESIGN §12, a
 /// batch update. Each backend gives only how it finds, removes and sets

@@ -1,38 +1,49 @@
+public import DepotWire
+
 /// What a write did, record by record, summed.
+///
+/// The counts are ``Counters`` (the job record's type), read through this
+/// value as if they were its own: `counts.updated`. `inserted`, `updated`,
+/// `unchanged`, `skipped`, `deleted`, `duplicates` and `rejected` are the
+/// ones a write sets; a record's `duplicates` counts records whose
+/// identifier came earlier in the same input (an import's file): the later
+/// one was written in their place (`upsert`, `replace`) or dropped (`skip`).
+@dynamicMemberLookup
 public struct WriteCounts: Sendable, Hashable {
-    /// Records that were new.
-    public var inserted = 0
-    /// Stored records that changed.
-    public var updated = 0
-    /// Stored records whose values were all equal to the new ones: neither written nor logged.
-    public var unchanged = 0
-    /// Stored records kept under ``ConflictPolicy/skip``.
-    public var skipped = 0
-    /// Records deleted.
-    public var deleted = 0
-    /// Records whose identifier came earlier in the same input (an import's
-    /// file): the later one was written in their place (`upsert`,
-    /// `replace`) or dropped (`skip`).
-    public var duplicates = 0
-    /// Records refused, with their row in the batch and the reason.
-    public var rejected: [Rejection] = []
+    /// The counts.
+    public var counters = Counters()
+    /// Records refused, with their row in the batch and the reason
+    /// (``reject(_:)`` adds one and counts it).
+    public package(set) var rejections: [Rejection] = []
 
     /// Creates zero counts.
     public init() {}
 
+    /// A count, as `counts.inserted`.
+    public subscript<T>(dynamicMember path: WritableKeyPath<Counters, T>) -> T {
+        get { counters[keyPath: path] }
+        set { counters[keyPath: path] = newValue }
+    }
+
+    /// Counts a refused record.
+    package mutating func reject(_ rejection: Rejection) {
+        rejections.append(rejection)
+        counters.rejected += 1
+    }
+
+    /// Puts the rejections in the order of their rows.
+    package mutating func sortRejections() {
+        rejections.sort { $0.row < $1.row }
+    }
+
     /// Adds `other` to these counts.
     public mutating func add(_ other: WriteCounts) {
-        inserted += other.inserted
-        updated += other.updated
-        unchanged += other.unchanged
-        skipped += other.skipped
-        deleted += other.deleted
-        duplicates += other.duplicates
-        rejected += other.rejected
+        counters.add(other.counters)
+        rejections += other.rejections
     }
 
     /// Whether anything was written.
-    public var changedAnything: Bool { inserted + updated + deleted > 0 }
+    public var changedAnything: Bool { counters.inserted + counters.updated + counters.deleted > 0 }
 }
 
 /// A record the writer refused, and why.

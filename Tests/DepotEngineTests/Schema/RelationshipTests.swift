@@ -184,8 +184,8 @@ struct RelationshipTests {
                 ["O3", 30.0, "2025-01-04", nil]  // an optional reference may be null
             ])
         #expect(orders.inserted == 2)
-        #expect(orders.rejected.map(\.row) == [1] && orders.rejected.map(\.field) == ["customer"])
-        #expect(orders.rejected.map(\.reason) == [#"no Customer with identifier "C9""#])
+        #expect(orders.rejections.map(\.row) == [1] && orders.rejections.map(\.field) == ["customer"])
+        #expect(orders.rejections.map(\.reason) == [#"no Customer with identifier "C9""#])
         // A to-one in the identifier is checked too; the batch that does
         // not give a reference's column leaves it alone.
         let lines = try await write(
@@ -194,7 +194,7 @@ struct RelationshipTests {
                 ["O1", 1, "A", 2, 1.5], ["O2", 1, "B", 1, 3.0]
             ])
         #expect(lines.inserted == 1)
-        #expect(lines.rejected.map(\.reason) == [#"no Order with identifier "O2""#])
+        #expect(lines.rejections.map(\.reason) == [#"no Order with identifier "O2""#])
         #expect(try await write("Order", ["id", "total"], [["O1", 11.0]]).updated == 1)
         #expect(try await t.store.reader.count(FetchDescriptor(entity: "Order", where: "customer == 'C1'")) == 1)
     }

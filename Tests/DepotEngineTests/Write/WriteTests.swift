@@ -102,10 +102,10 @@ struct WriteTests {
         batch.append(["t2", "Zürich trip", 900.0])  // fine: an update
         let frozen = batch
         let outcome = try await t.store.save(author: "test") { try $0.write(frozen, policy: .upsert) }
-        #expect(outcome.value.rejected.map(\.row) == [0, 1, 2])
-        #expect(outcome.value.rejected[0].reason == "identifier field \"id\" is null")
-        #expect(outcome.value.rejected[1].field == "name")
-        #expect(outcome.value.rejected[2].reason.contains("lacks required field \"startDate\""))
+        #expect(outcome.value.rejections.map(\.row) == [0, 1, 2])
+        #expect(outcome.value.rejections[0].reason == "identifier field \"id\" is null")
+        #expect(outcome.value.rejections[1].field == "name")
+        #expect(outcome.value.rejections[2].reason.contains("lacks required field \"startDate\""))
         #expect(outcome.value.updated == 1)
     }
 
