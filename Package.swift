@@ -223,7 +223,7 @@ let package = Package(
         .testTarget(
             name: "DepotDaemonTests",
             dependencies: [
-                "DepotDaemon", "DepotEngine", "DepotClient", "DepotPostgres",
+                "DepotDaemon", "DepotEngine", "DepotClient", "DepotPostgres", "DepotWire",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams")
             ],

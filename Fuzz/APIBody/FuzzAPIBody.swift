@@ -104,7 +104,7 @@ enum APIBodyTarget {
                     _ = try await reader.duplicates(
                         entity: "Trip", by: body.by, where: body.where,
                         arguments: try JSONValue.scalars(body.arguments, key: "arguments"),
-                        limit: body.limit.map { min($0.value, 10) })
+                        limit: body.limit.map { min($0, 10) })
                 }
             }
         default:

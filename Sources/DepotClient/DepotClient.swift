@@ -63,8 +63,7 @@ public struct DepotClient: Sendable {
     /// for store in try await client.stores() { print(store.name, store.entities.map(\.name)) }
     /// ```
     public func stores() async throws -> [StoreInfo] {
-        struct List: Decodable { var stores: [StoreInfo] }
-        return try await json(List.self, .GET, "/v1/stores").stores
+        try await json(StoreList.self, .GET, "/v1/stores").stores
     }
 
     /// One store: its entities, their fields, counts and relationships.
@@ -90,8 +89,7 @@ public struct DepotClient: Sendable {
     /// - Throws: ``DepotClientError``: an unknown store, entity or field, a
     ///   predicate that does not parse (with its position), a type mismatch.
     public func fetch(_ request: FetchRequest) async throws -> [Record] {
-        struct Answer: Decodable { var records: [[String: JSONValue]] }
-        return try await json(Answer.self, .POST, request.path("fetch"), body: request.body())
+        try await json(RecordsAnswer.self, .POST, request.path("fetch"), body: request.body())
             .records.map(Record.init)
     }
 
@@ -107,7 +105,7 @@ public struct DepotClient: Sendable {
     /// - Throws: as ``fetch(_:)``, and ``DepotClientError/Code/unexpectedAnswer``
     ///   naming the record and the key when a record does not decode as `T`.
     public func fetch<T: Decodable>(_ request: FetchRequest, as type: T.Type) async throws -> [T] {
-        return try await json(RecordsAnswer<T>.self, .POST, request.path("fetch"), body: request.body())
+        return try await json(TypedRecords<T>.self, .POST, request.path("fetch"), body: request.body())
             .records
     }
 
@@ -117,8 +115,7 @@ public struct DepotClient: Sendable {
     /// let favourites = try await client.count(FetchRequest(store: "travel", entity: "Trip", where: "isFavorite == true"))
     /// ```
     public func count(_ request: FetchRequest) async throws -> Int {
-        struct Answer: Decodable { var count: Int }
-        return try await json(Answer.self, .POST, request.path("fetch"), body: request.body(result: "count"))
+        try await json(CountAnswer.self, .POST, request.path("fetch"), body: request.body(result: "count"))
             .count
     }
 
@@ -129,9 +126,9 @@ public struct DepotClient: Sendable {
     /// let ids = try await client.identifiers(FetchRequest(store: "travel", entity: "Trip", sort: ["id"]))
     /// ```
     public func identifiers(_ request: FetchRequest) async throws -> [JSONValue] {
-        struct Answer: Decodable { var identifiers: [JSONValue] }
-        return try await json(Answer.self, .POST, request.path("fetch"), body: request.body(result: "identifiers"))
-            .identifiers
+        try await json(
+            IdentifiersAnswer.self, .POST, request.path("fetch"), body: request.body(result: "identifiers")
+        ).identifiers
     }
 
     /// Statistics of a field — count, sum, avg, min, max, or those named —
@@ -147,14 +144,13 @@ public struct DepotClient: Sendable {
         groupBy: [String] = [], where predicate: String? = nil,
         arguments: [String: JSONValue] = [:]
     ) async throws -> [AggregateRow] {
-        var body: [String: JSONValue] = [:]
-        if let field { body["field"] = .string(field) }
-        if let functions { body["functions"] = .array(functions.map { .string($0.rawValue) }) }
-        if !groupBy.isEmpty { body["group_by"] = .array(groupBy.map(JSONValue.string)) }
-        if let predicate { body["where"] = .string(predicate) }
-        if !arguments.isEmpty { body["arguments"] = .object(arguments) }
-        struct Answer: Decodable { var rows: [[String: JSONValue]] }
-        return try await json(Answer.self, .POST, Self.entityPath(store, entity, "aggregate"), body: body)
+        var body = AggregateBody()
+        body.field = field
+        body.functions = functions?.map(\.rawValue)
+        if !groupBy.isEmpty { body.groupBy = groupBy }
+        body.where = predicate
+        if !arguments.isEmpty { body.arguments = arguments }
+        return try await json(AggregateAnswer.self, .POST, Self.entityPath(store, entity, "aggregate"), body: body)
             .rows.map(AggregateRow.init)
     }
 
@@ -171,12 +167,11 @@ public struct DepotClient: Sendable {
         store: String, entity: String, by fields: [String], where predicate: String? = nil,
         arguments: [String: JSONValue] = [:], limit: Int? = nil
     ) async throws -> [DuplicateGroup] {
-        var body: [String: JSONValue] = ["by": .array(fields.map(JSONValue.string))]
-        if let predicate { body["where"] = .string(predicate) }
-        if !arguments.isEmpty { body["arguments"] = .object(arguments) }
-        if let limit { body["limit"] = .int(Int64(limit)) }
-        struct Answer: Decodable { var groups: [DuplicateGroup] }
-        return try await json(Answer.self, .POST, Self.entityPath(store, entity, "duplicates"), body: body)
+        var body = DuplicatesBody(by: fields)
+        body.where = predicate
+        if !arguments.isEmpty { body.arguments = arguments }
+        body.limit = limit
+        return try await json(DuplicatesAnswer.self, .POST, Self.entityPath(store, entity, "duplicates"), body: body)
             .groups
     }
 
@@ -195,6 +190,7 @@ public struct DepotClient: Sendable {
 }
 
 /// `{"records": [...]}` decoded as `T`s.
-private struct RecordsAnswer<T: Decodable>: Decodable {
+/// A fetch's records, each decoded as the caller's type.
+private struct TypedRecords<T: Decodable>: Decodable {
     var records: [T]
 }

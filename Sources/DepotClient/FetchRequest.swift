@@ -114,17 +114,17 @@ public struct FetchRequest: Sendable, Hashable {
     }
 
     /// The fetch body of the control API (docs/api.md, "Fetch").
-    package func body(result: String? = nil) -> [String: JSONValue] {
-        var body: [String: JSONValue] = [:]
-        if let predicate { body["where"] = .string(predicate) }
-        if !arguments.isEmpty { body["arguments"] = .object(arguments) }
-        if !sort.isEmpty { body["sort"] = .array(sort.map(JSONValue.string)) }
-        if let nulls { body["nulls"] = .string(nulls.rawValue) }
-        if let limit { body["limit"] = .int(Int64(limit)) }
-        if let offset { body["offset"] = .int(Int64(offset)) }
-        if let fields { body["fields"] = .array(fields.map(JSONValue.string)) }
-        if !prefetch.isEmpty { body["prefetch"] = .array(prefetch.map(JSONValue.string)) }
-        if let result { body["result"] = .string(result) }
+    package func body(result: String? = nil) -> FetchBody {
+        var body = FetchBody()
+        body.where = predicate
+        if !arguments.isEmpty { body.arguments = arguments }
+        if !sort.isEmpty { body.sort = sort }
+        body.nulls = nulls?.rawValue
+        body.limit = limit
+        body.offset = offset
+        body.fields = fields
+        if !prefetch.isEmpty { body.prefetch = prefetch }
+        body.result = result
         return body
     }
 

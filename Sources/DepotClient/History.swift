@@ -1,201 +1,5 @@
 import NIOHTTP1
 
-/// One save that changed data: its token, when, who, which job, and one
-/// change per record touched (DESIGN §2, §11).
-///
-/// ```swift
-/// for t in try await client.history(store: "travel", after: lastToken) {
-///     for c in t.changes where c.kind == .update { print(c.identifier, c.fields ?? []) }
-/// }
-/// ```
-public struct HistoryTransaction: Sendable, Hashable, Decodable {
-    /// Its token: pass it as `after` to read what came later.
-    ///
-    /// ```swift
-    /// let page = try await client.history(store: "travel", after: last.token)
-    /// ```
-    public var token: String
-    /// When it committed (ISO 8601).
-    ///
-    /// ```swift
-    /// print(transaction.timestamp)     // "2026-11-24T18:52:48.165Z"
-    /// ```
-    public var timestamp: String
-    /// Who made it.
-    ///
-    /// ```swift
-    /// let mine = transactions.filter { $0.author == "alice" }
-    /// ```
-    public var author: String
-    /// The job it belongs to, if any.
-    ///
-    /// ```swift
-    /// if let job = transaction.job { print(try await client.job(job).kind) }
-    /// ```
-    public var job: String?
-    /// Whether more of its changes follow after ``token``, a place inside
-    /// it: a page holds at most so many changes, so a large transaction
-    /// comes in parts; `nil` (or `false`) for its last or only part.
-    ///
-    /// ```swift
-    /// if transaction.continues == true { print("more of", transaction.token, "on the next page") }
-    /// ```
-    public var continues: Bool?
-    /// What it changed.
-    ///
-    /// ```swift
-    /// let inserts = transaction.changes.filter { $0.kind == .insert }.count
-    /// ```
-    public var changes: [HistoryChange]
-}
-
-/// One record's change in a ``HistoryTransaction``.
-///
-/// ```swift
-/// if change.kind == .update, let old = change.old, let new = change.new { print(old, "→", new) }
-/// ```
-public struct HistoryChange: Sendable, Hashable, Decodable {
-    /// What happened to the record.
-    ///
-    /// ```swift
-    /// if change.kind == .delete { cache[change.identifier] = nil }
-    /// ```
-    public enum Kind: String, Sendable, Hashable, Decodable {
-        /// It was inserted.
-        ///
-        /// ```swift
-        /// let added = t.changes.filter { $0.kind == .insert }
-        /// ```
-        case insert
-        /// Some of its fields changed.
-        ///
-        /// ```swift
-        /// let edited = t.changes.filter { $0.kind == .update }
-        /// ```
-        case update
-        /// It was deleted.
-        ///
-        /// ```swift
-        /// let removed = t.changes.filter { $0.kind == .delete }.map(\.identifier)
-        /// ```
-        case delete
-    }
-
-    /// The entity.
-    ///
-    /// ```swift
-    /// if change.entity == "Trip" { reindex(change.identifier) }
-    /// ```
-    public var entity: String
-    /// The record's identifier (an array for a compound one).
-    ///
-    /// ```swift
-    /// let id = change.identifier.string ?? change.identifier.text
-    /// ```
-    public var identifier: JSONValue
-    /// What happened.
-    ///
-    /// ```swift
-    /// switch change.kind { case .insert, .update: upsert(change); case .delete: remove(change) }
-    /// ```
-    public var kind: Kind
-    /// An update's changed fields.
-    ///
-    /// ```swift
-    /// if change.fields?.contains("budget") == true { recomputeTotals() }
-    /// ```
-    public var fields: [String]?
-    /// A delete's preserved fields (`preserve_on_delete`).
-    ///
-    /// ```swift
-    /// print(change.tombstone?["name"]?.string ?? "")     // preserve_on_delete = ["name"]
-    /// ```
-    public var tombstone: JSONValue?
-    /// With `history = "values"`: the values before (update, delete).
-    ///
-    /// ```swift
-    /// let before = change.old?["budget"]?.double
-    /// ```
-    public var old: JSONValue?
-    /// With `history = "values"`: the values after (insert, update).
-    ///
-    /// ```swift
-    /// let after = change.new?["budget"]?.double
-    /// ```
-    public var new: JSONValue?
-}
-
-/// A durable cursor over a store's history (DESIGN §11): one per
-/// downstream system, which reads after its token and acknowledges.
-///
-/// ```swift
-/// let indexer = try await client.createConsumer("indexer", store: "travel", from: .beginning)
-/// print(indexer.token, indexer.lagTransactions)
-/// ```
-public struct Consumer: Sendable, Hashable, Decodable {
-    /// Its name.
-    ///
-    /// ```swift
-    /// let names = try await client.consumers(store: "travel").map(\.name)
-    /// ```
-    public var name: String
-    /// The last transaction it acknowledged.
-    ///
-    /// ```swift
-    /// let next = try await client.history(store: "travel", after: consumer.token)
-    /// ```
-    public var token: String
-    /// Transactions committed after its token.
-    ///
-    /// ```swift
-    /// if consumer.lagTransactions > 10_000 { alert("\(consumer.name) is behind") }
-    /// ```
-    public var lagTransactions: Int
-    /// Seconds since the oldest of those committed.
-    ///
-    /// ```swift
-    /// if consumer.lagSeconds > 3600 { alert("an hour behind") }
-    /// ```
-    public var lagSeconds: Double
-    /// When it last acknowledged.
-    ///
-    /// ```swift
-    /// print(consumer.acknowledgedAt ?? "never")
-    /// ```
-    public var acknowledgedAt: String?
-    /// `active`, or `lost` once the history it needs was pruned.
-    ///
-    /// ```swift
-    /// if consumer.state == "lost" { try await client.resetConsumer(consumer.name, store: "travel", from: .now) }
-    /// ```
-    public var state: String
-
-    enum CodingKeys: String, CodingKey {
-        case name, token, lagTransactions = "lag_transactions", lagSeconds = "lag_seconds"
-        case acknowledgedAt = "acknowledged_at", state
-    }
-
-    /// Where a new or reset consumer starts.
-    ///
-    /// ```swift
-    /// try await client.createConsumer("audit", store: "travel", from: .beginning)
-    /// ```
-    public enum Start: String, Sendable, Hashable {
-        /// At the oldest transaction kept: it reads the whole history.
-        ///
-        /// ```swift
-        /// try await client.resetConsumer("indexer", store: "travel", from: .beginning)     // rebuild the index
-        /// ```
-        case beginning
-        /// After the latest: it reads what commits from now on.
-        ///
-        /// ```swift
-        /// try await client.createConsumer("alerts", store: "travel", from: .now)
-        /// ```
-        case now
-    }
-}
-
 extension DepotClient {
     /// A page of a store's history, oldest first, after a token (or from
     /// the beginning), optionally of one entity or author.
@@ -210,9 +14,9 @@ extension DepotClient {
         store: String, after token: String? = nil, entity: String? = nil, author: String? = nil,
         limit: Int = 100
     ) async throws -> [HistoryTransaction] {
-        struct Answer: Decodable { var transactions: [HistoryTransaction] }
         let query = Self.query([("after", token), ("entity", entity), ("author", author), ("limit", String(limit))])
-        return try await json(Answer.self, .GET, "/v1/stores/\(Self.escaped(store))/history" + query).transactions
+        return try await json(TransactionPage.self, .GET, "/v1/stores/\(Self.escaped(store))/history" + query)
+            .transactions
     }
 
     /// The history after a token as it commits, live: the transactions
@@ -237,9 +41,8 @@ extension DepotClient {
     /// ```
     @discardableResult
     public func pruneHistory(store: String, before token: String) async throws -> Int {
-        struct Answer: Decodable { var pruned: Int }
-        return try await json(
-            Answer.self, .DELETE,
+        try await json(
+            PruneAnswer.self, .DELETE,
             "/v1/stores/\(Self.escaped(store))/history" + Self.query([("before", token)])
         ).pruned
     }
@@ -255,7 +58,7 @@ extension DepotClient {
     {
         try await json(
             Consumer.self, .POST, "/v1/stores/\(Self.escaped(store))/consumers",
-            body: ["name": .string(name), "from": .string(start.rawValue)])
+            body: ConsumerBody(name: name, from: start.rawValue))
     }
 
     /// A store's consumers, with their tokens and lags.
@@ -264,8 +67,7 @@ extension DepotClient {
     /// let behind = try await client.consumers(store: "travel").filter { $0.lagTransactions > 1000 }
     /// ```
     public func consumers(store: String) async throws -> [Consumer] {
-        struct Answer: Decodable { var consumers: [Consumer] }
-        return try await json(Answer.self, .GET, "/v1/stores/\(Self.escaped(store))/consumers").consumers
+        try await json(ConsumerList.self, .GET, "/v1/stores/\(Self.escaped(store))/consumers").consumers
     }
 
     /// A page of the history after a consumer's token (reading does not move it).
@@ -278,9 +80,9 @@ extension DepotClient {
         store: String, consumer: String, entity: String? = nil,
         limit: Int = 100
     ) async throws -> [HistoryTransaction] {
-        struct Answer: Decodable { var transactions: [HistoryTransaction] }
         let query = Self.query([("consumer", consumer), ("entity", entity), ("limit", String(limit))])
-        return try await json(Answer.self, .GET, "/v1/stores/\(Self.escaped(store))/history" + query).transactions
+        return try await json(TransactionPage.self, .GET, "/v1/stores/\(Self.escaped(store))/history" + query)
+            .transactions
     }
 
     /// Moves a consumer's token forward: what it has handled up to `token`.
@@ -293,7 +95,7 @@ extension DepotClient {
         try await json(
             Consumer.self, .POST,
             "/v1/stores/\(Self.escaped(store))/consumers/\(Self.escaped(consumer))/ack",
-            body: ["token": .string(token)])
+            body: AckBody(token: token))
     }
 
     /// Moves a consumer to the beginning of the history or to now (a lost one comes back).
@@ -306,7 +108,7 @@ extension DepotClient {
         try await json(
             Consumer.self, .POST,
             "/v1/stores/\(Self.escaped(store))/consumers/\(Self.escaped(consumer))/reset",
-            body: ["from": .string(start.rawValue)])
+            body: ConsumerBody(from: start.rawValue))
     }
 
     /// Drops a consumer (it no longer holds back pruning).

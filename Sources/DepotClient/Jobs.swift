@@ -1,186 +1,6 @@
 import Foundation
 import NIOHTTP1
 
-/// A job's record (`GET /v1/jobs/ID`): what it is, where it stands, and
-/// its counters, which add up to `read` and agree with its history.
-///
-/// ```swift
-/// let job = try await client.job("j90467cda1cb6")
-/// if job.state == .succeeded { print(job.inserted, job.updated, job.rejected) }
-/// ```
-@dynamicMemberLookup
-public struct Job: Sendable, Hashable, Decodable {
-    /// Where a job stands.
-    ///
-    /// ```swift
-    /// if job.state == .failed { print(job.error ?? "") }
-    /// ```
-    public enum State: String, Sendable, Hashable, Decodable {
-        /// Waiting for the jobs of its store before it.
-        ///
-        /// ```swift
-        /// let waiting = try await client.jobs().filter { $0.state == .queued }.count
-        /// ```
-        case queued
-        /// Running now.
-        ///
-        /// ```swift
-        /// let busy = try await client.jobs().contains { $0.state == .running }
-        /// ```
-        case running
-        /// Done.
-        ///
-        /// ```swift
-        /// if job.state == .succeeded { print(job.inserted, "inserted") }
-        /// ```
-        case succeeded
-        /// Stopped by an error; ``Job/error`` says which. What it saved stays saved.
-        ///
-        /// ```swift
-        /// if job.state == .failed { print(job.error ?? "") }
-        /// ```
-        case failed
-        /// Stopped on request, at a save boundary.
-        ///
-        /// ```swift
-        /// if job.state == .cancelled { print("stopped after \(job.saves) saves") }
-        /// ```
-        case cancelled
-
-        /// Whether the job has ended (succeeded, failed or cancelled).
-        ///
-        /// ```swift
-        /// while !(try await client.job(id).state.isFinal) { try await Task.sleep(for: .seconds(1)) }
-        /// ```
-        public var isFinal: Bool { self == .succeeded || self == .failed || self == .cancelled }
-    }
-
-    /// The job's id: `j90467cda1cb6`.
-    ///
-    /// ```swift
-    /// for try await state in client.progress(of: job.id) { print(state.read) }
-    /// ```
-    public var id: String
-    /// `import`, `delete`, `update`, `dedupe`, `export` or `prune`.
-    ///
-    /// ```swift
-    /// let imports = try await client.jobs().filter { $0.kind == "import" }
-    /// ```
-    public var kind: String
-    /// The store it works on.
-    ///
-    /// ```swift
-    /// let travelJobs = try await client.jobs().filter { $0.store == "travel" }
-    /// ```
-    public var store: String
-    /// The entity, for all kinds but `prune`.
-    ///
-    /// ```swift
-    /// print(job.entity ?? "(the whole store)")
-    /// ```
-    public var entity: String?
-    /// Where it stands.
-    ///
-    /// ```swift
-    /// if job.state == .running { try await client.cancel(job.id) }
-    /// ```
-    public var state: State
-    /// Who submitted it.
-    ///
-    /// ```swift
-    /// print("submitted by", job.author)
-    /// ```
-    public var author: String
-    /// When it was submitted, started, finished (ISO 8601).
-    ///
-    /// ```swift
-    /// print(job.created)     // "2026-11-24T18:52:48.162Z"
-    /// ```
-    public var created: String
-    /// When it started running.
-    ///
-    /// ```swift
-    /// print(job.started ?? "not yet")
-    /// ```
-    public var started: String?
-    /// When it ended.
-    ///
-    /// ```swift
-    /// print(job.finished ?? "still going")
-    /// ```
-    public var finished: String?
-    /// What it has done so far: records read, inserted, updated, unchanged,
-    /// skipped, duplicated, rejected, deleted, exported, bytes read of the
-    /// input, saves; the same type the daemon counts in. Each reads as a
-    /// property of the job too: `job.inserted`.
-    ///
-    /// ```swift
-    /// print("\(job.counters.read) rows read, \(job.inserted) new")
-    /// ```
-    public var counters: Counters
-    /// A counter, as `job.inserted`, `job.rejected` or `job.bytesRead`.
-    ///
-    /// ```swift
-    /// if job.rejected > 0 { print("\(job.rejected) rejected of \(job.read)") }
-    /// ```
-    public subscript<T>(dynamicMember path: WritableKeyPath<Counters, T>) -> T {
-        get { counters[keyPath: path] }
-        set { counters[keyPath: path] = newValue }
-    }
-    /// Records per second.
-    ///
-    /// ```swift
-    /// print("\(Int(job.rate)) records/s")
-    /// ```
-    public var rate: Double
-    /// Seconds left, when the daemon can tell.
-    ///
-    /// ```swift
-    /// if let eta = job.eta { print("about \(Int(eta)) s left") }
-    /// ```
-    public var eta: Double?
-    /// Why it failed.
-    ///
-    /// ```swift
-    /// if let reason = job.error { print("failed:", reason) }
-    /// ```
-    public var error: String?
-    /// An import's or an export's file on the daemon's machine.
-    ///
-    /// ```swift
-    /// print(job.path ?? "")     // the spooled upload or the file imported
-    /// ```
-    public var path: String?
-
-    enum CodingKeys: String, CodingKey {
-        case id, kind, store, entity, state, author, created, started, finished
-        case rate, eta, error, path
-    }
-
-    /// Decodes a job record; counters the daemon leaves out are 0.
-    ///
-    /// ```swift
-    /// let job = try JSONDecoder().decode(Job.self, from: Data(line.utf8))
-    /// ```
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        id = try c.decode(String.self, forKey: .id)
-        kind = try c.decode(String.self, forKey: .kind)
-        store = try c.decode(String.self, forKey: .store)
-        entity = try c.decodeIfPresent(String.self, forKey: .entity)
-        state = try c.decode(State.self, forKey: .state)
-        author = try c.decodeIfPresent(String.self, forKey: .author) ?? ""
-        created = try c.decodeIfPresent(String.self, forKey: .created) ?? ""
-        started = try c.decodeIfPresent(String.self, forKey: .started)
-        finished = try c.decodeIfPresent(String.self, forKey: .finished)
-        counters = try Counters(from: decoder)
-        rate = try c.decodeIfPresent(Double.self, forKey: .rate) ?? 0
-        eta = try c.decodeIfPresent(Double.self, forKey: .eta)
-        error = try c.decodeIfPresent(String.self, forKey: .error)
-        path = try c.decodeIfPresent(String.self, forKey: .path)
-    }
-}
-
 /// How an import reads its data and treats what is already stored.
 ///
 /// ```swift
@@ -291,6 +111,17 @@ public struct ImportOptions: Sendable, Hashable {
         self.references = references
     }
 
+    /// The options as a job's settings.
+    var settings: JobSettings {
+        var s = JobSettings()
+        s.format = format?.rawValue
+        s.onConflict = onConflict?.rawValue
+        s.maxRejects = maxRejects
+        s.references = references
+        return s
+    }
+
+    /// The options as an upload's query parameters.
     var members: [(String, String)] {
         [
             ("format", format?.rawValue), ("on_conflict", onConflict?.rawValue), ("max_rejects", maxRejects),
@@ -311,12 +142,11 @@ extension DepotClient {
         _ path: String, store: String, entity: String,
         options: ImportOptions = ImportOptions()
     ) async throws -> Job {
-        var body: [String: JSONValue] = [
-            "kind": "import", "store": .string(store), "entity": .string(entity),
-            "path": .string(path)
-        ]
-        for (key, value) in options.members { body[key] = .string(value) }
-        return try await json(Job.self, .POST, "/v1/jobs", body: body)
+        var settings = options.settings
+        settings.path = path
+        return try await json(
+            Job.self, .POST, "/v1/jobs",
+            body: JobRequest(kind: "import", store: store, entity: entity, settings: settings))
     }
 
     /// Uploads `bytes` (spooled to disk by the daemon first, so the import
@@ -382,12 +212,12 @@ extension DepotClient {
         store: String, entity: String, where predicate: String,
         set values: [String: JSONValue]
     ) async throws -> Job {
-        try await json(
+        var settings = JobSettings()
+        settings.where = predicate
+        settings.set = values
+        return try await json(
             Job.self, .POST, "/v1/jobs",
-            body: [
-                "kind": "update", "store": .string(store), "entity": .string(entity), "where": .string(predicate),
-                "set": .object(values)
-            ])
+            body: JobRequest(kind: "update", store: store, entity: entity, settings: settings))
     }
 
     /// Deletes the records `where` selects, in a job (delete rules apply).
@@ -396,11 +226,11 @@ extension DepotClient {
     /// let job = try await client.delete(store: "travel", entity: "Trip", where: "endDate < '2020-01-01'")
     /// ```
     public func delete(store: String, entity: String, where predicate: String) async throws -> Job {
-        try await json(
+        var settings = JobSettings()
+        settings.where = predicate
+        return try await json(
             Job.self, .POST, "/v1/jobs",
-            body: [
-                "kind": "delete", "store": .string(store), "entity": .string(entity), "where": .string(predicate)
-            ])
+            body: JobRequest(kind: "delete", store: store, entity: entity, settings: settings))
     }
 
     /// Every job the daemon knows, oldest first.
@@ -409,8 +239,7 @@ extension DepotClient {
     /// let running = try await client.jobs().filter { $0.state == .running }
     /// ```
     public func jobs() async throws -> [Job] {
-        struct Answer: Decodable { var jobs: [Job] }
-        return try await json(Answer.self, .GET, "/v1/jobs").jobs
+        try await json(JobList.self, .GET, "/v1/jobs").jobs
     }
 
     /// One job's record.

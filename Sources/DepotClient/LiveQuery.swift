@@ -133,9 +133,9 @@ public struct LiveQuery: AsyncSequence, Sendable {
             if since == nil { continuation.yield(.loading) }
             while !Task.isCancelled {
                 var body = request.body()
-                body["watch"] = true
-                body["changes"] = true
-                if resuming, let token { body["since"] = .string(token) }
+                body.watch = true
+                body.changes = true
+                if resuming, let token { body.since = token }
                 refetchNow = false
                 do {
                     try await client.lines(
@@ -250,7 +250,7 @@ extension DepotClient {
         // Unstructured: it feeds the stream returned here; the stream's termination cancels it.
         let task = Task { [self] in
             var body = request.body(result: "count")
-            body["watch"] = true
+            body.watch = true
             var backoff = Backoff(maximum: maximumDelay)
             var last: Int?
             while !Task.isCancelled {

@@ -9,9 +9,9 @@ package enum RequestBody: Sendable {
     case bytes([UInt8], contentType: String)
     case file(path: String, contentType: String)
 
-    /// A JSON object as the body.
-    package static func json(_ object: [String: JSONValue]) -> RequestBody {
-        .bytes(Array(JSONValue.object(object).text.utf8), contentType: "application/json")
+    /// A wire type (or any JSON value) as the body.
+    package static func json(_ value: any Encodable) -> RequestBody {
+        .bytes(Array((try? JSONEncoder().encode(value)) ?? Data("{}".utf8)), contentType: "application/json")
     }
 }
 
@@ -24,11 +24,6 @@ private struct CallerError: Error {
 // through SwiftNIO's HTTP client codec: the requests every public call and
 // depotctl's commands are made of.
 extension DepotClient {
-    /// A request with a JSON object as its body; the answer's bytes.
-    package func call(_ method: HTTPMethod, _ uri: String, json body: [String: JSONValue]) async throws -> [UInt8] {
-        try await call(method, uri, body: .json(body))
-    }
-
     /// One request; the whole answer's body. A status of 300 or more throws
     /// the daemon's error.
     package func call(_ method: HTTPMethod, _ uri: String, body: RequestBody = .none) async throws -> [UInt8] {
@@ -43,7 +38,7 @@ extension DepotClient {
     /// A request; its answer decoded from JSON.
     package func json<T: Decodable>(
         _ type: T.Type, _ method: HTTPMethod, _ uri: String,
-        body: [String: JSONValue]? = nil
+        body: (any Encodable)? = nil
     ) async throws -> T {
         let bytes = try await call(method, uri, body: body.map(RequestBody.json) ?? .none)
         return try Self.decode(type, bytes, answering: "\(method) \(uri)")
@@ -203,11 +198,7 @@ extension DepotClient {
 
     /// The daemon's `{"error": {"code", "message", "position"}}`.
     static func failure(status: Int, body: [UInt8]) -> DepotClientError {
-        struct Envelope: Decodable {
-            struct Inner: Decodable { var code: String; var message: String; var position: Int? }
-            var error: Inner
-        }
-        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: Data(body)) else {
+        guard let envelope = try? JSONDecoder().decode(ErrorAnswer.self, from: Data(body)) else {
             return DepotClientError(
                 .unexpectedAnswer, "the daemon answered \(status) without saying why", status: status)
         }

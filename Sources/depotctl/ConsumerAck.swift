@@ -21,7 +21,7 @@ struct ConsumerAck: DepotCommand {
     func execute(_ client: DaemonClient) async throws {
         let bytes = try await client.call(
             .POST, "/v1/stores/\(store.encoded)/consumers/\(name.encoded)/ack",
-            json: ["token": .string(token)])
+            body: .json(AckBody(token: token)))
         try showConsumer(bytes, json: global.json, "acknowledged")
     }
 }

@@ -20,7 +20,7 @@ struct ConsumerCreate: DepotCommand {
     func execute(_ client: DaemonClient) async throws {
         let bytes = try await client.call(
             .POST, "/v1/stores/\(store.encoded)/consumers",
-            json: ["name": .string(name), "from": .string(start.from)])
+            body: .json(ConsumerBody(name: name, from: start.from)))
         try showConsumer(bytes, json: global.json, "created")
     }
 }

@@ -20,7 +20,7 @@ struct ConsumerReset: DepotCommand {
     func execute(_ client: DaemonClient) async throws {
         let bytes = try await client.call(
             .POST, "/v1/stores/\(store.encoded)/consumers/\(name.encoded)/reset",
-            json: ["from": .string(start.from)])
+            body: .json(ConsumerBody(from: start.from)))
         try showConsumer(bytes, json: global.json, "reset")
     }
 }

@@ -1,3 +1,4 @@
+import DepotWire
 import Testing
 
 @testable import DepotDaemon

@@ -1,3 +1,4 @@
+import DepotWire
 import Foundation
 import Testing
 
@@ -130,12 +131,12 @@ struct ShopDaemonTests {
         #expect(last.count == 5, "C1, O1, O2 and O1's two lines")
 
         // The store describes its relationships.
-        let store = try d.request("GET", "/v1/stores/shop")
+        let store = try JSONDecoder().decode(
+            StoreInfo.self, from: Data(try d.request("GET", "/v1/stores/shop").body.utf8))
         #expect(
-            store.body.contains(
-                #"{"name":"customer","to":"Customer","kind":"to-one","required":false,"columns":["customer"]}"#))
-        #expect(
-            store.body.contains(
-                #"{"name":"lines","to":"OrderLine","kind":"to-many","inverse":"order","delete":"cascade"}"#))
+            store.entity("Order")?.relationships == [
+                .init(name: "customer", to: "Customer", kind: "to-one", required: false, columns: ["customer"]),
+                .init(name: "lines", to: "OrderLine", kind: "to-many", inverse: "order", delete: "cascade")
+            ])
     }
 }

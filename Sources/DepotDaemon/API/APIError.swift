@@ -1,4 +1,6 @@
 import DepotEngine
+import DepotWire
+import Foundation
 package import HTTPTypes
 import Hummingbird
 
@@ -122,7 +124,7 @@ package struct APIError: Error, Sendable {
     package static let unexpected = APIError(.internal, "the daemon failed to serve the request; see its log")
 
     var body: String {
-        "{\"error\":{\"code\":" + JSONText.quoted(code.rawValue) + ",\"message\":" + JSONText.quoted(message)
-            + (position.map { ",\"position\":\($0)" } ?? "") + "}}"
+        let answer = ErrorAnswer(error: .init(code: code.rawValue, message: message, position: position))
+        return (try? String(decoding: JSONResponse.encoder.encode(answer), as: UTF8.self)) ?? ""
     }
 }

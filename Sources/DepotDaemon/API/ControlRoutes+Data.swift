@@ -8,12 +8,6 @@ import NIOCore
 import Synchronization
 
 extension ControlRoutes {
-    func value(_ v: Value) -> String {
-        var out = ""
-        JSONText.append(v, to: &out)
-        return out
-    }
-
     /// A fetch of at most this many records is answered from memory; a
     /// larger one, or one without a limit, streams.
     static let pageInMemory = 10_000
@@ -34,19 +28,16 @@ extension ControlRoutes {
         let run: @Sendable () async throws -> String = {
             switch result {
             case "count":
-                return "{\"count\":\(try await store.reads.count(descriptor))}"
+                return Self.line(CountAnswer(count: try await store.reads.count(descriptor)))
             case "identifiers":
                 let ids = try await store.reads.identifiers(descriptor)
-                return "{\"identifiers\":[" + ids.map(\.json).joined(separator: ",") + "]}"
+                return Self.line(IdentifiersAnswer(identifiers: ids.map(JSONValue.init)))
             default:
                 if descriptor.sectionBy != nil {
                     let sections = try await store.reads.fetchSections(descriptor)
-                    return "{\"sections\":["
-                        + sections.map { s in
-                            "{\"key\":\(self.value(s.key)),\"records\":" + s.records.jsonArray() + "}"
-                        }.joined(separator: ",") + "]}"
+                    return StreamedJSON.sections(sections.map { ($0.key, $0.records) })
                 }
-                return "{\"records\":" + (try await store.reads.fetchJSON(descriptor)) + "}"
+                return StreamedJSON.recordsHead + (try await store.reads.fetchJSON(descriptor)) + "}"
             }
         }
         guard body.watch == true else {
@@ -59,9 +50,9 @@ extension ControlRoutes {
                     contentType: "application/json", deadline: deadline(context), metrics: metrics,
                     countsAsStream: false
                 ) { pipe in
-                    try pipe.send(Array("{\"records\":".utf8))
+                    try pipe.send(Array(StreamedJSON.recordsHead.utf8))
                     try await store.reads.fetchJSON(descriptor) { try pipe.send($0) }
-                    try pipe.send(Array("}\n".utf8))
+                    try pipe.send(Array(StreamedJSON.recordsTail.utf8))
                     return [:]
                 }
             }
@@ -69,9 +60,9 @@ extension ControlRoutes {
                 // The page's bytes go out as the engine wrote them.
                 let records = try await store.reads.fetchJSONBytes(descriptor)
                 var buffer = ByteBufferAllocator().buffer(capacity: records.count + 16)
-                buffer.writeStaticString("{\"records\":")
+                buffer.writeString(StreamedJSON.recordsHead)
                 buffer.writeBytes(records)
-                buffer.writeStaticString("}\n")
+                buffer.writeString(StreamedJSON.recordsTail)
                 return Response(
                     status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
             }
@@ -87,8 +78,7 @@ extension ControlRoutes {
             // store, or of job bookkeeping, may leave it as it was).
             func send(_ text: String) async throws {
                 guard text != sent else { return }
-                let token = try await store.reads.latestToken().map { JSONText.quoted($0.description) } ?? "null"
-                try await write("{\"token\":\(token),\"result\":\(text)}")
+                try await write(StreamedJSON.watchEvent(token: try await store.reads.latestToken(), result: text))
                 sent = text
             }
             try await send(first)
@@ -125,7 +115,7 @@ extension ControlRoutes {
                 try await feed.resume(after: try HistoryToken.parseWhole(since, for: "since"))
             } catch let error as DepotError where error.code == .historyExpired {
                 return JSONResponse.stream(context, deadline: deadline(context), metrics: metrics) { write in
-                    try await write("{\"type\":\"history_expired\",\"message\":\(JSONText.quoted(error.message))}")
+                    try await write(Self.line(ChangeEvent.historyExpired(error.message)))
                 }
             }
         } else {
@@ -133,9 +123,7 @@ extension ControlRoutes {
             let (start, shared) = try await liveStarts.start(store: store, descriptor: descriptor, version: version) {
                 let (token, records) = try await feed.start()
                 var line = ByteBuffer()
-                line.writeString(
-                    "{\"type\":\"result\",\"token\":\(token.map { JSONText.quoted($0.description) } ?? "null"),"
-                        + "\"records\":" + records.jsonArray() + "}\n")
+                line.writeString(StreamedJSON.resultEvent(token: token, records: records))
                 return LiveStarts.Start(state: feed.started!, line: line)
             }
             feed.start(from: start.state)
@@ -148,10 +136,10 @@ extension ControlRoutes {
             func send() async throws -> Bool {
                 do {
                     let changes = try await feed.changes()
-                    if !changes.isEmpty { try await write(Self.changesJSON(changes)) }
+                    if !changes.isEmpty { try await write(StreamedJSON.changesEvent(changes)) }
                     return true
                 } catch let error as DepotError where error.code == .historyExpired {
-                    try await write("{\"type\":\"history_expired\",\"message\":\(JSONText.quoted(error.message))}")
+                    try await write(Self.line(ChangeEvent.historyExpired(error.message)))
                     return false
                 }
             }
@@ -163,15 +151,6 @@ extension ControlRoutes {
                 guard try await send() else { return }
             }
         }
-    }
-
-    static func changesJSON(_ c: ResultChanges) -> String {
-        func objects(_ set: RecordSet) -> String {
-            set.jsonArray()
-        }
-        return "{\"type\":\"changes\",\"token\":\(c.token.map { JSONText.quoted($0.description) } ?? "null"),"
-            + "\"inserted\":\(objects(c.inserted)),\"updated\":\(objects(c.updated)),"
-            + "\"deleted\":[" + c.deleted.map(\.json).joined(separator: ",") + "]}"
     }
 
     func aggregate(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
@@ -191,20 +170,16 @@ extension ControlRoutes {
                 entity: context.parameters.get("entity") ?? "", field: body.field, functions: functions,
                 groupBy: body.groupBy ?? [], where: body.where,
                 arguments: try JSONValue.scalars(body.arguments, key: "arguments")))
-        let rows = result.rows.map { row -> String in
-            var parts: [String] = []
+        let rows = result.rows.map { row -> [String: JSONValue] in
+            var object: [String: JSONValue] = [:]
             if !result.groupBy.isEmpty {
-                parts.append(
-                    "\"group\":{"
-                        + zip(result.groupBy, row.groups).map { "\(JSONText.quoted($0)):\(value($1))" }
-                        .joined(separator: ",") + "}")
+                object["group"] = .object(
+                    Dictionary(zip(result.groupBy, row.groups.map(JSONValue.init)), uniquingKeysWith: { a, _ in a }))
             }
-            for (f, v) in zip(result.functions, row.values) {
-                parts.append("\(JSONText.quoted(f.rawValue)):\(value(v))")
-            }
-            return "{" + parts.joined(separator: ",") + "}"
+            for (f, v) in zip(result.functions, row.values) { object[f.rawValue] = JSONValue(v) }
+            return object
         }
-        return JSONResponse.make("{\"rows\":[\(rows.joined(separator: ","))]}")
+        return try JSONResponse.encode(AggregateAnswer(rows: rows))
     }
 
     func duplicates(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
@@ -215,27 +190,17 @@ extension ControlRoutes {
         // Errors in the request are statuses, before the stream starts.
         try store.reads.checkDuplicates(
             entity: entity, by: body.by, where: body.where, arguments: arguments,
-            limit: body.limit?.value)
+            limit: body.limit)
         // The groups go out as they are found, a megabyte at a time: memory
         // holds a few chunks of the answer, whatever its size.
         return BytePipe.response(contentType: "application/json", deadline: deadline(context), metrics: metrics) {
             pipe in
-            let out = Mutex<(bytes: [UInt8], groups: Int)>((Array("{\"groups\":[".utf8), 0))
+            let out = Mutex<(bytes: [UInt8], groups: Int)>((Array(StreamedJSON.groupsHead.utf8), 0))
             try await store.reads.duplicates(
                 entity: entity, by: body.by, where: body.where, arguments: arguments,
-                limit: body.limit?.value
+                limit: body.limit
             ) { g in
-                var text = "{\"values\":["
-                for (i, v) in g.values.enumerated() {
-                    if i > 0 { text += "," }
-                    JSONText.append(v, to: &text)
-                }
-                text += "],\"identifiers\":["
-                for (i, id) in g.identifiers.enumerated() {
-                    if i > 0 { text += "," }
-                    text += id.json
-                }
-                text += "]}"
+                let text = StreamedJSON.group(g)
                 try out.withLock { out in
                     if out.groups > 0 { out.bytes.append(UInt8(ascii: ",")) }
                     out.bytes += text.utf8
@@ -247,7 +212,7 @@ extension ControlRoutes {
                 }
             }
             try out.withLock { out in
-                out.bytes += "]}\n".utf8
+                out.bytes += StreamedJSON.groupsTail.utf8
                 try out.bytes.withUnsafeBytes { try pipe.send($0) }
             }
             return [:]
@@ -277,21 +242,6 @@ extension ControlRoutes {
     }
 
     static let recordsTrailer = "Depot-Records"
-
-    static func transactionJSON(_ t: HistoryTransaction) -> String {
-        let changes = t.changes.map { c -> String in
-            var s =
-                "{\"entity\":\(JSONText.quoted(c.entity)),\"identifier\":\(c.identifier),\"kind\":\"\(c.kind.rawValue)\""
-            if let fields = c.fields { s += ",\"fields\":[" + fields.map(JSONText.quoted).joined(separator: ",") + "]" }
-            if let tomb = c.tombstone { s += ",\"tombstone\":\(tomb)" }
-            if let old = c.old { s += ",\"old\":\(old)" }
-            if let new = c.new { s += ",\"new\":\(new)" }
-            return s + "}"
-        }
-        return "{\"token\":\(JSONText.quoted(t.token.description)),\"timestamp\":\(JSONText.quoted(t.timestamp)),"
-            + "\"author\":\(JSONText.quoted(t.author)),\"job\":\(t.job.map(JSONText.quoted) ?? "null"),"
-            + "\"changes\":[\(changes.joined(separator: ","))]" + (t.continues ? ",\"continues\":true}" : "}")
-    }
 
     /// The changes a history page holds at most, unless `max_changes` says.
     static let pageChanges = 10_000
@@ -332,8 +282,7 @@ extension ControlRoutes {
                     : try await store.reads.history(
                         after: after, entity: entity, author: author, limit: limit,
                         maxChanges: maxChanges)
-                return JSONResponse.make(
-                    "{\"transactions\":[" + page.map(Self.transactionJSON).joined(separator: ",") + "]}")
+                return JSONResponse.make(StreamedJSON.transactionPage(page))
             }
             // Checks that it exists and is not lost, so that errors are statuses.
             _ = try await store.reads.history(
@@ -345,14 +294,14 @@ extension ControlRoutes {
             _ = try await store.reads.history(after: after, entity: entity, author: author, limit: 1, maxChanges: 1)
             return JSONResponse.stream(context, deadline: deadline(context), metrics: metrics) { [after] write in
                 for try await t in store.reads.followHistory(after: after, entity: entity, author: author) {
-                    try await write(Self.transactionJSON(t))
+                    try await write(StreamedJSON.transaction(t))
                 }
             }
         }
         let page = try await store.reads.history(
             after: after, entity: entity, author: author, limit: limit,
             maxChanges: maxChanges)
-        return JSONResponse.make("{\"transactions\":[" + page.map(Self.transactionJSON).joined(separator: ",") + "]}")
+        return JSONResponse.make(StreamedJSON.transactionPage(page))
     }
 
     /// `POST /v1/jobs`: the job, refused with `400` (or `404`) unless it can run.
@@ -547,17 +496,17 @@ extension ControlRoutes {
             limit = try QueryCount.parse(text, name: "limit", minimum: 0, cap: 10_000)
         }
         let check = try await store.reads.danglingReferences(limit: limit)
-        let relationships = check.relationships.map { r in
-            "{\"entity\":\(JSONText.quoted(r.entity)),\"relationship\":\(JSONText.quoted(r.relationship)),"
-                + "\"to\":\(JSONText.quoted(r.target)),\"dangling\":\(r.dangling)}"
-        }
-        let dangling = check.dangling.map { d in
-            "{\"entity\":\(JSONText.quoted(d.entity)),\"identifier\":\(d.identifier.json),"
-                + "\"relationship\":\(JSONText.quoted(d.relationship)),\"to\":\(JSONText.quoted(d.target)),"
-                + "\"reference\":\(d.reference.json)}"
-        }
-        return JSONResponse.make(
-            "{\"total\":\(check.total),\"relationships\":[\(relationships.joined(separator: ","))],"
-                + "\"dangling\":[\(dangling.joined(separator: ","))]}")
+        return try JSONResponse.encode(
+            ReferenceCheck(
+                total: check.total,
+                relationships: check.relationships.map {
+                    ReferenceCheck.Relationship(
+                        entity: $0.entity, relationship: $0.relationship, to: $0.target, dangling: $0.dangling)
+                },
+                dangling: check.dangling.map {
+                    ReferenceCheck.Dangling(
+                        entity: $0.entity, identifier: JSONValue($0.identifier), relationship: $0.relationship,
+                        to: $0.target, reference: JSONValue($0.reference))
+                }))
     }
 }

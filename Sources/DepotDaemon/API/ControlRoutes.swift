@@ -1,4 +1,5 @@
 import DepotEngine
+import DepotWire
 import Foundation
 import HTTPTypes
 package import Hummingbird
@@ -54,23 +55,27 @@ package struct ControlRoutes: Sendable {
             methods.append((path, method))
         }
         on(.get, "health") { _, context in
-            var stores: [String] = []
+            var stores: [Health.Store] = []
             for s in self.jobs.stores.all {
+                let ok: Bool
                 do {
                     try await s.ping()
-                    stores.append("{\"name\":\(JSONText.quoted(s.name)),\"ok\":true}")
+                    ok = true
                 } catch {
-                    stores.append("{\"name\":\(JSONText.quoted(s.name)),\"ok\":false}")
+                    ok = false
                 }
+                stores.append(Health.Store(name: s.name, ok: ok))
             }
             let all = await self.jobs.all()
-            return JSONResponse.make(
-                "{\"status\":\"ok\",\"stores\":[\(stores.joined(separator: ","))],"
-                    + "\"jobs\":{\"running\":\(all.filter { $0.state == .running }.count),"
-                    + "\"queued\":\(all.filter { $0.state == .queued }.count)}}")
+            return try JSONResponse.encode(
+                Health(
+                    status: "ok", stores: stores,
+                    jobs: Health.Jobs(
+                        running: all.filter { $0.state == .running }.count,
+                        queued: all.filter { $0.state == .queued }.count)))
         }
         on(.get, "metrics") { _, context in
-            var lag: [(store: String, consumers: [Consumer])] = []
+            var lag: [(store: String, consumers: [DepotEngine.Consumer])] = []
             for store in self.jobs.stores.all { lag.append((store.name, try await store.reads.consumers())) }
             var buffer = ByteBuffer()
             buffer.writeString(self.metrics.render() + Metrics.consumerLag(lag))
@@ -79,12 +84,12 @@ package struct ControlRoutes: Sendable {
                 body: .init(byteBuffer: buffer))
         }
         on(.get, "stores") { _, context in
-            var items: [String] = []
+            var items: [StoreInfo] = []
             for s in self.jobs.stores.all { items.append(try await self.describe(s)) }
-            return JSONResponse.make("{\"stores\":[\(items.joined(separator: ","))]}")
+            return try JSONResponse.encode(StoreList(stores: items))
         }
         on(.get, "stores/:store") { _, context in
-            return JSONResponse.make(try await self.describe(try await self.store(context)))
+            return try JSONResponse.encode(try await self.describe(try await self.store(context)))
         }
         on(.get, "stores/:store/check") { request, context in
             return try await self.check(request, context)
@@ -118,7 +123,7 @@ package struct ControlRoutes: Sendable {
                 case .before(let token): try await store.pruneHistory(before: token)
                 case .olderThan(let age): try await store.pruneHistory(olderThan: age)
                 }
-            return JSONResponse.make(Self.pruneJSON(pruned))
+            return try JSONResponse.encode(Self.pruneAnswer(pruned))
         }
         on(.get, "stores/:store/consumers") { _, context in
             return try await self.listConsumers(context)
@@ -138,7 +143,7 @@ package struct ControlRoutes: Sendable {
         on(.post, "jobs") { request, context in
             let body = try await JSONBody.decode(JobSubmission.self, from: request, limit: self.config.maxRequestBytes)
             let record = try await self.submit(body, context)
-            return try JSONResponse.encode(record, status: .accepted)
+            return try JSONResponse.encode(record.wire, status: .accepted)
         }
         on(.get, "jobs") { _, context in
             var all = await self.jobs.all()
@@ -156,14 +161,14 @@ package struct ControlRoutes: Sendable {
                 }
                 .map(\.element)
             }
-            return try JSONResponse.encode(["jobs": all])
+            return try JSONResponse.encode(JobList(jobs: all.map(\.wire)))
         }
         on(.get, "jobs/:id") { _, context in
-            return try JSONResponse.encode(try await self.job(context))
+            return try JSONResponse.encode(try await self.job(context).wire)
         }
         on(.delete, "jobs/:id") { _, context in
             let id = context.parameters.get("id") ?? ""
-            return try JSONResponse.encode(try await self.jobs.cancel(id))
+            return try JSONResponse.encode(try await self.jobs.cancel(id).wire)
         }
         on(.get, "jobs/:id/events") { _, context in
             let record = try await self.job(context)
@@ -173,20 +178,20 @@ package struct ControlRoutes: Sendable {
                 // Another host runs it: its record in the store, as it changes.
                 return JSONResponse.stream(context, deadline: self.deadline(context), metrics: self.metrics) { write in
                     var last = record
-                    try await write(Self.line(last))
+                    try await write(Self.line(last.wire))
                     while !last.state.isFinal {
                         try await Task.sleep(for: min(interval, .seconds(1)))
                         guard let now = try await store.jobs.record(record.id) else { break }
                         if now != last {
                             last = now
-                            try await write(Self.line(now))
+                            try await write(Self.line(now.wire))
                         }
                     }
                 }
             }
             let stream = await self.jobs.events(job: record.id)
             return JSONResponse.stream(context, deadline: self.deadline(context), metrics: self.metrics) { write in
-                for await event in stream { try await write(Self.line(event)) }
+                for await event in stream { try await write(Self.line(event.wire)) }
             }
         }
         on(.get, "jobs/:id/rejects") { _, context in
@@ -214,19 +219,19 @@ package struct ControlRoutes: Sendable {
         on(.get, "watches") { _, context in
             let watches = await self.watcher?.list() ?? []
             let items = watches.map { w, pending in
-                "{\"path\":\(JSONText.quoted(w.path)),\"store\":\(JSONText.quoted(w.store)),"
-                    + "\"entity\":\(JSONText.quoted(w.entity)),\"format\":\(JSONText.quoted(w.format?.rawValue ?? "auto")),"
-                    + "\"on_conflict\":\(JSONText.quoted(w.onConflict.rawValue)),\"max_rejects\":\(JSONText.quoted(w.maxRejects.text)),"
-                    + "\"references\":\"\(w.deferReferences ? "defer" : "check")\","
-                    + "\"delete_after\":\(w.deleteAfter),\"pending\":\(pending),"
-                    + "\"done\":\(Self.files(in: w.path + "/.done")),\"failed\":\(Self.files(in: w.path + "/.failed", excluding: ".error.json"))}"
+                Watch(
+                    path: w.path, store: w.store, entity: w.entity, format: w.format?.rawValue ?? "auto",
+                    onConflict: w.onConflict.rawValue, maxRejects: w.maxRejects.text,
+                    references: w.deferReferences ? "defer" : "check", deleteAfter: w.deleteAfter, pending: pending,
+                    done: Self.files(in: w.path + "/.done"),
+                    failed: Self.files(in: w.path + "/.failed", excluding: ".error.json"))
             }
-            return JSONResponse.make("{\"watches\":[\(items.joined(separator: ","))]}")
+            return try JSONResponse.encode(WatchList(watches: items))
         }
         on(.get, "events") { _, context in
             let stream = await self.jobs.events(job: nil)
             return JSONResponse.stream(context, deadline: self.deadline(context), metrics: self.metrics) { write in
-                for await event in stream { try await write("{\"job\":" + Self.line(event) + "}") }
+                for await event in stream { try await write(Self.line(JobEvent(job: event.wire))) }
             }
         }
         router.middlewares.add(MethodNotAllowedMiddleware(answered: methods.map { ("/v1/" + $0.path, $0.method) }))
@@ -301,8 +306,9 @@ package struct ControlRoutes: Sendable {
             })
     }
 
-    static func line(_ record: JobRecord) -> String {
-        (try? String(decoding: JSONResponse.encoder.encode(record), as: UTF8.self)) ?? "{}"
+    /// A line of a stream: `value` as JSON.
+    static func line(_ value: some Encodable) -> String {
+        (try? String(decoding: JSONResponse.encoder.encode(value), as: UTF8.self)) ?? "{}"
     }
 
     func job(_ context: DepotRequestContext) async throws -> JobRecord {
@@ -316,35 +322,29 @@ package struct ControlRoutes: Sendable {
         throw APIError(.unknownJob, "no job has id \(JSONText.quoted(id))")
     }
 
-    func describe(_ store: any StoreBackend) async throws -> String {
-        var entities: [String] = []
+    func describe(_ store: any StoreBackend) async throws -> StoreInfo {
+        var entities: [EntityInfo] = []
         for e in store.reads.entities {
             let count = try await store.reads.count(FetchDescriptor(entity: e.name))
-            let fields = e.fields.map {
-                "{\"name\":\(JSONText.quoted($0.name)),\"type\":\(JSONText.quoted($0.declaration))}"
-            }
-            let identifier = e.identifier.map(JSONText.quoted).joined(separator: ",")
-            let indexes = e.indexes.map { "[" + $0.map(JSONText.quoted).joined(separator: ",") + "]" }.joined(
-                separator: ",")
             let relationships = e.relationships.map { r in
-                var o = "{\"name\":\(JSONText.quoted(r.name)),\"to\":\(JSONText.quoted(r.target)),"
                 switch r.kind {
                 case .toOne(let required):
-                    o +=
-                        "\"kind\":\"to-one\",\"required\":\(required),\"columns\":"
-                        + JSONText.array(e.relationshipColumns[r.name] ?? [])
+                    EntityInfo.Relationship(
+                        name: r.name, to: r.target, kind: "to-one", required: required,
+                        columns: e.relationshipColumns[r.name] ?? [])
                 case .toMany(let inverse, let rule):
-                    o += "\"kind\":\"to-many\",\"inverse\":\(JSONText.quoted(inverse)),\"delete\":\"\(rule.rawValue)\""
+                    EntityInfo.Relationship(
+                        name: r.name, to: r.target, kind: "to-many", inverse: inverse, delete: rule.rawValue)
                 }
-                return o + "}"
             }
             entities.append(
-                "{\"name\":\(JSONText.quoted(e.name)),\"count\":\(count),\"identifier\":[\(identifier)],"
-                    + "\"indexes\":[\(indexes)],\"fields\":[\(fields.joined(separator: ","))],"
-                    + "\"relationships\":[\(relationships.joined(separator: ","))]}")
+                EntityInfo(
+                    name: e.name, count: count, identifier: e.identifier, indexes: e.indexes,
+                    fields: e.fields.map { EntityInfo.Field(name: $0.name, type: $0.declaration) },
+                    relationships: relationships))
         }
-        let token = try await store.reads.latestToken().map { JSONText.quoted($0.description) } ?? "null"
-        return "{\"name\":\(JSONText.quoted(store.name)),\"path\":\(JSONText.quoted(store.location)),"
-            + "\"token\":\(token),\"entities\":[\(entities.joined(separator: ","))]}"
+        return StoreInfo(
+            name: store.name, path: store.location, token: try await store.reads.latestToken()?.description,
+            entities: entities)
     }
 }

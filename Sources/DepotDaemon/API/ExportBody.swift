@@ -3,14 +3,7 @@ import DepotWire
 import Foundation
 
 /// The body of a streamed export (`POST .../export`).
-struct ExportBody: Decodable {
-    var `where`: String?
-    var arguments: [String: JSONValue]?
-    var fields: [String]?
-    /// `csv` or `ndjson` (the default).
-    var format: String?
-    var prefetch: [String]?
-
+extension ExportBody {
     func descriptor(entity: String) throws -> FetchDescriptor {
         if let prefetch, !prefetch.isEmpty {
             throw APIError(

@@ -28,6 +28,14 @@ extension JSONValue {
         }
     }
 
+    /// The JSON value of an identifier: a single key's value, a compound
+    /// key's values as an array (``DepotEngine/Identifier/json``).
+    package init(_ identifier: Identifier) {
+        self =
+            identifier.values.count == 1
+            ? JSONValue(identifier.values[0]) : .array(identifier.values.map(JSONValue.init))
+    }
+
     /// The engine's values of `values`, named under `key` (`arguments`, `set`).
     ///
     /// - Throws: ``DepotError/Code/invalidArgument`` naming the first value that is not a scalar.

@@ -166,7 +166,7 @@ package final class Metrics: Sendable {
 
     /// The consumers' lag gauges (DESIGN §11), from each store's consumers
     /// read at scrape time.
-    static func consumerLag(_ stores: [(store: String, consumers: [Consumer])]) -> String {
+    static func consumerLag(_ stores: [(store: String, consumers: [DepotEngine.Consumer])]) -> String {
         var transactions =
             "# HELP depot_consumer_lag_transactions Transactions a consumer has not acknowledged.\n"
             + "# TYPE depot_consumer_lag_transactions gauge\n"

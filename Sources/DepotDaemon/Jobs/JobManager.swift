@@ -1,4 +1,5 @@
 package import DepotEngine
+import DepotWire
 import Foundation
 package import Logging
 import Synchronization

@@ -1,4 +1,5 @@
 import DepotEngine
+import DepotWire
 
 /// The job queue as a pure state machine: the jobs the daemon knows, in the
 /// order it learnt them; one running job per store, the others of that store

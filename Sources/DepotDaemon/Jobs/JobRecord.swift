@@ -10,13 +10,23 @@ import Foundation
 package struct JobRecord: Codable, Sendable, Hashable {
     package enum Kind: String, Codable, Sendable, CaseIterable {
         case `import`, delete, update, dedupe, export, prune
+
+        /// The kind `text` names, or the error that lists them.
+        static func read(_ text: String) throws -> Kind {
+            guard let kind = Kind(rawValue: text) else {
+                throw DepotError(
+                    .invalidArgument,
+                    "kind must be one of " + allCases.map(\.rawValue).joined(separator: ", ")
+                        + ", not \(JSONText.quoted(text))")
+            }
+            return kind
+        }
     }
 
-    package enum State: String, Codable, Sendable {
-        case queued, running, succeeded, failed, cancelled
-
-        package var isFinal: Bool { self == .succeeded || self == .failed || self == .cancelled }
-    }
+    /// Where a job stands: the wire's states.
+    package typealias State = Job.State
+    /// The consumer that stopped a prune, and its token.
+    package typealias HeldBack = Job.HeldBack
 
     package var id: String
     package var kind: Kind
@@ -51,19 +61,6 @@ package struct JobRecord: Codable, Sendable, Hashable {
     /// An import's input or an export's output.
     package var path: String? { spec?.path }
 
-    enum CodingKeys: String, CodingKey {
-        case id, kind, store, state, author, created, started, finished
-        case watchFile = "watch_file", contentHash = "content_hash"
-        case rate, eta, error, rejects
-        case heldBackBy = "held_back_by", lostConsumers = "lost_consumers"
-    }
-
-    /// The consumer that stopped a prune, and its token.
-    package struct HeldBack: Codable, Sendable, Hashable {
-        package var consumer: String
-        package var token: String
-    }
-
     /// A new job doing what `spec` says.
     package init(id: String, spec: JobSpec, store: String, author: String) {
         self.init(id: id, kind: spec.kind, store: store, entity: spec.entity, author: author)
@@ -81,61 +78,59 @@ package struct JobRecord: Codable, Sendable, Hashable {
         self.created = Timestamp.now()
     }
 
-    /// Reads a record, its settings through ``JobSpec``'s readers: a
-    /// setting of an unfinished job that no longer reads (a hand edit, an
-    /// older release) fails the decoding with the setting named.
+    /// The record as the API shows it and the store keeps it.
+    package var wire: Job {
+        var job = Job(id: id, kind: kind.rawValue, store: store, state: state, author: author, created: created)
+        job.started = started
+        job.finished = finished
+        job.entity = entity
+        job.settings = spec?.settings ?? JobSettings()
+        job.watchFile = watchFile
+        job.contentHash = contentHash
+        job.counters = counters
+        job.rate = rate
+        job.eta = eta
+        job.error = error
+        job.rejects = rejects
+        job.heldBackBy = heldBackBy
+        job.lostConsumers = lostConsumers
+        return job
+    }
+
+    /// A record read from the wire's form, its settings through
+    /// ``JobSpec``'s readers: a setting of an unfinished job that no longer
+    /// reads (a hand edit, an older release) fails with the setting named;
+    /// a finished job's settings are only shown, so one that no longer
+    /// reads leaves the record readable, without them.
+    package init(_ job: Job) throws {
+        let kind = try Kind.read(job.kind)
+        self.init(id: job.id, kind: kind, store: job.store, entity: job.entity, author: job.author)
+        created = job.created
+        state = job.state
+        started = job.started
+        finished = job.finished
+        spec =
+            state.isFinal
+            ? try? JobSpec(kind: kind, entity: job.entity, settings: job.settings)
+            : try JobSpec(kind: kind, entity: job.entity, settings: job.settings)
+        entity = spec?.entity ?? job.entity
+        watchFile = job.watchFile
+        contentHash = job.contentHash
+        counters = job.counters
+        rate = job.rate
+        eta = job.eta
+        error = job.error
+        rejects = job.rejects
+        heldBackBy = job.heldBackBy
+        lostConsumers = job.lostConsumers
+    }
+
     package init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        id = try c.decode(String.self, forKey: .id)
-        kind = try c.decode(Kind.self, forKey: .kind)
-        store = try c.decode(String.self, forKey: .store)
-        state = try c.decode(State.self, forKey: .state)
-        author = try c.decode(String.self, forKey: .author)
-        created = try c.decode(String.self, forKey: .created)
-        started = try c.decodeIfPresent(String.self, forKey: .started)
-        finished = try c.decodeIfPresent(String.self, forKey: .finished)
-        // A finished job's settings are only shown: one that no longer
-        // reads leaves the record readable, without them.
-        spec = state.isFinal ? try? JobSpec(kind: kind, from: decoder) : try JobSpec(kind: kind, from: decoder)
-        entity =
-            try spec?.entity
-            ?? decoder.container(keyedBy: JobSpec.Key.self).decodeIfPresent(String.self, forKey: .entity)
-        watchFile = try c.decodeIfPresent(String.self, forKey: .watchFile)
-        contentHash = try c.decodeIfPresent(String.self, forKey: .contentHash)
-        counters = try Counters(from: decoder)
-        rate = try c.decodeIfPresent(Double.self, forKey: .rate) ?? 0
-        eta = try c.decodeIfPresent(Double.self, forKey: .eta)
-        error = try c.decodeIfPresent(String.self, forKey: .error)
-        rejects = try c.decodeIfPresent(String.self, forKey: .rejects)
-        heldBackBy = try c.decodeIfPresent(HeldBack.self, forKey: .heldBackBy)
-        lostConsumers = try c.decodeIfPresent([String].self, forKey: .lostConsumers)
+        try self.init(try Job(from: decoder))
     }
 
     package func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(kind, forKey: .kind)
-        try c.encode(store, forKey: .store)
-        try c.encode(state, forKey: .state)
-        try c.encode(author, forKey: .author)
-        try c.encode(created, forKey: .created)
-        try c.encodeIfPresent(started, forKey: .started)
-        try c.encodeIfPresent(finished, forKey: .finished)
-        if let spec {
-            try spec.encode(to: encoder)
-        } else if let entity {
-            var settings = encoder.container(keyedBy: JobSpec.Key.self)
-            try settings.encode(entity, forKey: .entity)
-        }
-        try c.encodeIfPresent(watchFile, forKey: .watchFile)
-        try c.encodeIfPresent(contentHash, forKey: .contentHash)
-        try counters.encode(to: encoder)
-        try c.encode(rate, forKey: .rate)
-        try c.encodeIfPresent(eta, forKey: .eta)
-        try c.encodeIfPresent(error, forKey: .error)
-        try c.encodeIfPresent(rejects, forKey: .rejects)
-        try c.encodeIfPresent(heldBackBy, forKey: .heldBackBy)
-        try c.encodeIfPresent(lostConsumers, forKey: .lostConsumers)
+        try wire.encode(to: encoder)
     }
 
     /// A failed record standing for one that does not decode: what can be

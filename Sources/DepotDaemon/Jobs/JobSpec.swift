@@ -123,116 +123,97 @@ package enum JobSpec: Sendable, Hashable {
     }
 }
 
-// MARK: - Coding
+// MARK: - The wire's settings
 
 extension JobSpec {
-    /// The settings' keys, shared by job records and `POST /v1/jobs` bodies.
-    enum Key: String, CodingKey {
-        case entity, path, format, onConflict = "on_conflict", maxRejects = "max_rejects", `where`, set, by, keep
-        case before, olderThan = "older_than", prefetch, references
-    }
-
-    /// Reads the settings of a job of `kind` from `decoder`'s keyed container.
-    ///
-    /// - Throws: ``DepotError`` (`invalidArgument`, or `invalidToken` for a
-    ///   prune's token) naming the setting and what it accepts; a
-    ///   `DecodingError` for a value of the wrong JSON type.
-    init(kind: JobRecord.Kind, from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: Key.self)
-        func text(_ key: Key) throws -> String? { try c.decodeIfPresent(String.self, forKey: key) }
-        func entity() throws -> String {
-            guard let e = try text(.entity), !e.isEmpty else {
+    /// The spec of a `kind` job on `entity` with these settings, each read
+    /// through its ``JobSetting`` reader; the settings of other kinds are
+    /// not read.
+    init(kind: JobRecord.Kind, entity: String?, settings: JobSettings) throws {
+        func entityName() throws -> String {
+            guard let e = entity, !e.isEmpty else {
                 throw DepotError(.invalidArgument, "a \(kind.rawValue) job names its entity")
             }
             return e
         }
         switch kind {
         case .import:
-            guard let path = try text(.path), !path.isEmpty else {
+            guard let path = settings.path, !path.isEmpty else {
                 throw DepotError(
                     .invalidArgument,
                     "an import names a path on the daemon's machine, "
                         + "or uploads the data to /v1/stores/STORE/entities/ENTITY/import")
             }
-            let entityName = try entity()
+            let entityName = try entityName()
             var options = ImportOptions()
-            let format = try text(.format).flatMap { try JobSetting.read("format", $0, JobSetting.importFormat) }
+            let format = try settings.format.flatMap { try JobSetting.read("format", $0, JobSetting.importFormat) }
             options.format = format ?? ImportOptions.Format(fileName: path) ?? .csv
-            if let policy = try text(.onConflict) {
+            if let policy = settings.onConflict {
                 options.onConflict = try JobSetting.read("on_conflict", policy, JobSetting.conflictPolicy)
             }
-            if let limit = try Self.rejectLimitText(c) {
+            if let limit = settings.maxRejects {
                 options.maxRejects = try JobSetting.read("max_rejects", limit, JobSetting.rejectLimit)
             }
-            if let references = try text(.references) {
+            if let references = settings.references {
                 options.deferReferences = try JobSetting.read("references", references, JobSetting.references)
             }
             self = .importFile(entity: entityName, path: path, options: options)
         case .delete:
-            self = .delete(entity: try entity(), where: try text(.where))
+            self = .delete(entity: try entityName(), where: settings.where)
         case .update:
-            let values = try JSONValue.scalars(c.decodeIfPresent([String: JSONValue].self, forKey: .set), key: "set")
+            let values = try JSONValue.scalars(settings.set, key: "set")
             guard !values.isEmpty else {
                 throw DepotError(.invalidArgument, "an update job needs set: the fields to change and their values")
             }
-            self = .update(entity: try entity(), where: try text(.where), set: values)
+            self = .update(entity: try entityName(), where: settings.where, set: values)
         case .dedupe:
-            guard let by = try c.decodeIfPresent([String].self, forKey: .by), !by.isEmpty else {
+            guard let by = settings.by, !by.isEmpty else {
                 throw DepotError(
                     .invalidArgument, "a dedupe job needs by: the fields whose equal values make duplicates")
             }
             let keep = try JobSetting.read(
-                "keep", try text(.keep) ?? DuplicateResolution.keepFirst.rawValue, JobSetting.keep)
-            self = .dedupe(entity: try entity(), by: by, keep: keep, where: try text(.where))
+                "keep", settings.keep ?? DuplicateResolution.keepFirst.rawValue, JobSetting.keep)
+            self = .dedupe(entity: try entityName(), by: by, keep: keep, where: settings.where)
         case .export:
             let format = try JobSetting.read(
-                "format", try text(.format) ?? ExportFormat.ndjson.rawValue,
-                JobSetting.exportFormat)
+                "format", settings.format ?? ExportFormat.ndjson.rawValue, JobSetting.exportFormat)
             self = .export(
-                entity: try entity(), where: try text(.where), format: format, path: try text(.path),
-                prefetch: try c.decodeIfPresent([String].self, forKey: .prefetch) ?? [])
+                entity: try entityName(), where: settings.where, format: format, path: settings.path,
+                prefetch: settings.prefetch ?? [])
         case .prune:
-            self = .prune(try Prune(before: try text(.before), olderThan: try text(.olderThan)))
+            self = .prune(try Prune(before: settings.before, olderThan: settings.olderThan))
         }
     }
 
-    /// `max_rejects` as text: a JSON string ("1%") or number (1000, 0.01).
-    private static func rejectLimitText(_ c: KeyedDecodingContainer<Key>) throws -> String? {
-        guard c.contains(.maxRejects), try !c.decodeNil(forKey: .maxRejects) else { return nil }
-        if let text = try? c.decode(String.self, forKey: .maxRejects) { return text }
-        if let count = try? c.decode(Int.self, forKey: .maxRejects) { return String(count) }
-        return String(try c.decode(Double.self, forKey: .maxRejects))
-    }
-
-    /// Writes the settings under the same keys ``init(kind:from:)`` reads.
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: Key.self)
-        try c.encodeIfPresent(entity, forKey: .entity)
+    /// The settings as the job's record shows them, every default filled in.
+    var settings: JobSettings {
+        var s = JobSettings()
         switch self {
         case .importFile(_, let path, let options):
-            try c.encode(path, forKey: .path)
-            try c.encode(options.format.rawValue, forKey: .format)
-            try c.encode(options.onConflict.rawValue, forKey: .onConflict)
-            try c.encode(options.maxRejects.text, forKey: .maxRejects)
-            if options.deferReferences { try c.encode("defer", forKey: .references) }
+            s.path = path
+            s.format = options.format.rawValue
+            s.onConflict = options.onConflict.rawValue
+            s.maxRejects = options.maxRejects.text
+            if options.deferReferences { s.references = "defer" }
         case .delete(_, let predicate):
-            try c.encodeIfPresent(predicate, forKey: .where)
+            s.where = predicate
         case .update(_, let predicate, let values):
-            try c.encodeIfPresent(predicate, forKey: .where)
-            try c.encode(values.mapValues(JSONValue.init), forKey: .set)
+            s.where = predicate
+            s.set = values.mapValues(JSONValue.init)
         case .dedupe(_, let by, let keep, let predicate):
-            try c.encode(by, forKey: .by)
-            try c.encode(keep.rawValue, forKey: .keep)
-            try c.encodeIfPresent(predicate, forKey: .where)
+            s.by = by
+            s.keep = keep.rawValue
+            s.where = predicate
         case .export(_, let predicate, let format, let path, let prefetch):
-            try c.encodeIfPresent(predicate, forKey: .where)
-            try c.encode(format.rawValue, forKey: .format)
-            try c.encodeIfPresent(path, forKey: .path)
-            if !prefetch.isEmpty { try c.encode(prefetch, forKey: .prefetch) }
+            s.where = predicate
+            s.format = format.rawValue
+            s.path = path
+            if !prefetch.isEmpty { s.prefetch = prefetch }
         case .prune(.before(let token)):
-            try c.encode(token.description, forKey: .before)
+            s.before = token.description
         case .prune(.olderThan(let age)):
-            try c.encode(DurationText.format(age), forKey: .olderThan)
+            s.olderThan = DurationText.format(age)
         }
+        return s
     }
 }

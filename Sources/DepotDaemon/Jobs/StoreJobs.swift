@@ -1,5 +1,6 @@
 import DepotEngine
 import DepotPostgres
+import DepotWire
 import Foundation
 
 extension StoreBackend {

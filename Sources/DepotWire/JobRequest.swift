@@ -1,0 +1,257 @@
+/// The settings of a job's kind, as `POST /v1/jobs` takes them and a job's
+/// record shows them (DESIGN §5): an import's `path`, `format`,
+/// `on_conflict`, `max_rejects`, `references`; a delete's `where`; an
+/// update's `where` and `set`; a dedupe's `by`, `keep`, `where`; an
+/// export's `format`, `where`, `path`, `prefetch`; a prune's `before` or
+/// `older_than`. The daemon reads each for the kinds that have it.
+///
+/// ```swift
+/// var settings = JobSettings()
+/// settings.where = "budget < 100"
+/// ```
+public struct JobSettings: Sendable, Hashable, Codable {
+    /// An import's input or an export's output, on the daemon's machine.
+    ///
+    /// ```swift
+    /// settings.path = "/srv/inbox/trips.csv"
+    /// ```
+    public var path: String?
+    /// `auto`, `csv`, `tsv`, `ndjson` or `json` (an import); `ndjson` or `csv` (an export).
+    ///
+    /// ```swift
+    /// settings.format = "ndjson"
+    /// ```
+    public var format: String?
+    /// `upsert`, `replace`, `skip` or `fail`.
+    ///
+    /// ```swift
+    /// settings.onConflict = "skip"
+    /// ```
+    public var onConflict: String?
+    /// When an import fails for its rejects: a count (`1000`), a fraction
+    /// (`0.01`) or a percentage (`1%`); a JSON number reads as the first two.
+    ///
+    /// ```swift
+    /// settings.maxRejects = "1%"
+    /// ```
+    public var maxRejects: String?
+    /// `check` (the default) or `defer`: an import keeps references to
+    /// records not there (yet).
+    ///
+    /// ```swift
+    /// settings.references = "defer"
+    /// ```
+    public var references: String?
+    /// An export's relationships whose records each record embeds.
+    ///
+    /// ```swift
+    /// settings.prefetch = ["customer"]
+    /// ```
+    public var prefetch: [String]?
+    /// The predicate that selects the records (delete, update, dedupe, export).
+    ///
+    /// ```swift
+    /// settings.where = "endDate < '2024-01-01'"
+    /// ```
+    public var `where`: String?
+    /// An update's fields and their new values (scalars).
+    ///
+    /// ```swift
+    /// settings.set = ["isFavorite": true]
+    /// ```
+    public var set: [String: JSONValue]?
+    /// A dedupe's fields whose equal values make duplicates.
+    ///
+    /// ```swift
+    /// settings.by = ["name", "startDate"]
+    /// ```
+    public var by: [String]?
+    /// Which record of a duplicate group a dedupe keeps: `keep-first` or `keep-last`.
+    ///
+    /// ```swift
+    /// settings.keep = "keep-last"
+    /// ```
+    public var keep: String?
+    /// A prune's token: the history up to it goes.
+    ///
+    /// ```swift
+    /// settings.before = "41"
+    /// ```
+    public var before: String?
+    /// A prune's age: the history older than it goes (`7d`).
+    ///
+    /// ```swift
+    /// settings.olderThan = "30d"
+    /// ```
+    public var olderThan: String?
+
+    /// No settings.
+    ///
+    /// ```swift
+    /// let none = JobSettings()
+    /// ```
+    public init() {}
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case path, format, onConflict = "on_conflict", maxRejects = "max_rejects", references, prefetch
+        case `where`, set, by, keep, before, olderThan = "older_than"
+    }
+
+    /// Reads the settings; `max_rejects` may be a JSON number.
+    ///
+    /// ```swift
+    /// let settings = try JSONDecoder().decode(JobSettings.self, from: Data(#"{"where": "budget > 10"}"#.utf8))
+    /// ```
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        path = try c.decodeIfPresent(String.self, forKey: .path)
+        format = try c.decodeIfPresent(String.self, forKey: .format)
+        onConflict = try c.decodeIfPresent(String.self, forKey: .onConflict)
+        if c.contains(.maxRejects), try !c.decodeNil(forKey: .maxRejects) {
+            if let text = try? c.decode(String.self, forKey: .maxRejects) {
+                maxRejects = text
+            } else if let count = try? c.decode(Int.self, forKey: .maxRejects) {
+                maxRejects = String(count)
+            } else {
+                maxRejects = String(try c.decode(Double.self, forKey: .maxRejects))
+            }
+        }
+        references = try c.decodeIfPresent(String.self, forKey: .references)
+        prefetch = try c.decodeIfPresent([String].self, forKey: .prefetch)
+        `where` = try c.decodeIfPresent(String.self, forKey: .where)
+        set = try c.decodeIfPresent([String: JSONValue].self, forKey: .set)
+        by = try c.decodeIfPresent([String].self, forKey: .by)
+        keep = try c.decodeIfPresent(String.self, forKey: .keep)
+        before = try c.decodeIfPresent(String.self, forKey: .before)
+        olderThan = try c.decodeIfPresent(String.self, forKey: .olderThan)
+    }
+
+    /// Writes the settings that are set.
+    ///
+    /// ```swift
+    /// let json = try JSONEncoder().encode(settings)
+    /// ```
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(path, forKey: .path)
+        try c.encodeIfPresent(format, forKey: .format)
+        try c.encodeIfPresent(onConflict, forKey: .onConflict)
+        try c.encodeIfPresent(maxRejects, forKey: .maxRejects)
+        try c.encodeIfPresent(references, forKey: .references)
+        try c.encodeIfPresent(prefetch, forKey: .prefetch)
+        try c.encodeIfPresent(`where`, forKey: .where)
+        try c.encodeIfPresent(set, forKey: .set)
+        try c.encodeIfPresent(by, forKey: .by)
+        try c.encodeIfPresent(keep, forKey: .keep)
+        try c.encodeIfPresent(before, forKey: .before)
+        try c.encodeIfPresent(olderThan, forKey: .olderThan)
+    }
+}
+
+/// The body of `POST /v1/jobs`: the kind, the store, the entity (every kind
+/// but `prune`) and the kind's settings, in one object.
+///
+/// ```swift
+/// var request = JobRequest(kind: "delete", store: "travel", entity: "Trip")
+/// request.settings.where = "budget < 100"
+/// ```
+public struct JobRequest: Sendable, Hashable, Codable {
+    /// `import`, `delete`, `update`, `dedupe`, `export` or `prune`.
+    ///
+    /// ```swift
+    /// print(request.kind)
+    /// ```
+    public var kind: String
+    /// The store to work on.
+    ///
+    /// ```swift
+    /// print(request.store)
+    /// ```
+    public var store: String
+    /// The entity (every kind but `prune`).
+    ///
+    /// ```swift
+    /// print(request.entity ?? "the whole store")
+    /// ```
+    public var entity: String?
+    /// The kind's settings.
+    ///
+    /// ```swift
+    /// request.settings.format = "ndjson"
+    /// ```
+    public var settings: JobSettings
+
+    /// A request of `kind` on `store`.
+    ///
+    /// ```swift
+    /// let prune = JobRequest(kind: "prune", store: "travel")
+    /// ```
+    public init(kind: String, store: String, entity: String? = nil, settings: JobSettings = JobSettings()) {
+        self.kind = kind
+        self.store = store
+        self.entity = entity
+        self.settings = settings
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case kind, store, entity
+    }
+
+    /// Reads a request: its fields and its settings from one object.
+    ///
+    /// ```swift
+    /// let request = try JSONDecoder().decode(JobRequest.self, from: body)
+    /// ```
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        kind = try c.decode(String.self, forKey: .kind)
+        store = try c.decode(String.self, forKey: .store)
+        entity = try c.decodeIfPresent(String.self, forKey: .entity)
+        settings = try JobSettings(from: decoder)
+    }
+
+    /// Writes the request as one object.
+    ///
+    /// ```swift
+    /// let body = try JSONEncoder().encode(request)
+    /// ```
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(store, forKey: .store)
+        try c.encodeIfPresent(entity, forKey: .entity)
+        try settings.encode(to: encoder)
+    }
+}
+
+/// `GET /v1/jobs`: every job, oldest first.
+///
+/// ```swift
+/// let list = try JSONDecoder().decode(JobList.self, from: body)
+/// ```
+public struct JobList: Sendable, Hashable, Codable {
+    /// The jobs.
+    ///
+    /// ```swift
+    /// for job in list.jobs { print(job.id, job.state) }
+    /// ```
+    public var jobs: [Job]
+
+    package init(jobs: [Job]) { self.jobs = jobs }
+}
+
+/// A line of `GET /v1/events`: a job's record as it changed.
+///
+/// ```swift
+/// let event = try JSONDecoder().decode(JobEvent.self, from: Data(line.utf8))
+/// ```
+public struct JobEvent: Sendable, Hashable, Codable {
+    /// The job, as it is now.
+    ///
+    /// ```swift
+    /// print(event.job.id, event.job.state)
+    /// ```
+    public var job: Job
+
+    package init(job: Job) { self.job = job }
+}

@@ -1,0 +1,426 @@
+/// A store as the daemon describes it (`GET /v1/stores/S`).
+///
+/// ```swift
+/// let store = try await client.store("travel")
+/// print(store.entities.map { "\($0.name): \($0.count)" })
+/// ```
+public struct StoreInfo: Sendable, Hashable, Codable {
+    /// The store's name.
+    ///
+    /// ```swift
+    /// let names = try await client.stores().map(\.name)
+    /// ```
+    public var name: String
+    /// Its file on the daemon's machine.
+    ///
+    /// ```swift
+    /// print(store.path)     // "/var/lib/depot/travel.sqlite"
+    /// ```
+    public var path: String
+    /// The latest history token, `nil` before the first change.
+    ///
+    /// ```swift
+    /// let live = client.live(request, since: try await client.store("travel").token ?? "0")
+    /// ```
+    public var token: String?
+    /// Its entities, in declaration order.
+    ///
+    /// ```swift
+    /// for e in store.entities { print(e.name, e.count) }
+    /// ```
+    public var entities: [EntityInfo]
+
+    /// The entity of that name, if the store has one: `store.entity("Trip")?.count`.
+    ///
+    /// ```swift
+    /// let trips = store.entity("Trip")?.count ?? 0
+    /// ```
+    public func entity(_ name: String) -> EntityInfo? { entities.first { $0.name == name } }
+
+    package init(name: String, path: String, token: String?, entities: [EntityInfo]) {
+        self.name = name
+        self.path = path
+        self.token = token
+        self.entities = entities
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, path, token, entities
+    }
+
+    /// Writes the store; a store without history yet has a `null` token.
+    ///
+    /// ```swift
+    /// let json = try JSONEncoder().encode(store)
+    /// ```
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(path, forKey: .path)
+        try c.encode(token, forKey: .token)
+        try c.encode(entities, forKey: .entities)
+    }
+}
+
+/// An entity as the daemon describes it.
+///
+/// ```swift
+/// let trip = try await client.store("travel").entity("Trip")!
+/// print(trip.identifier, trip.fields.map(\.name), trip.count)
+/// ```
+public struct EntityInfo: Sendable, Hashable, Codable {
+    /// A field and its declared type (`string`, `double?`, …).
+    ///
+    /// ```swift
+    /// let optional = entity.fields.filter { $0.type.hasSuffix("?") }.map(\.name)
+    /// ```
+    public struct Field: Sendable, Hashable, Codable {
+        /// The field's name.
+        ///
+        /// ```swift
+        /// let names = entity.fields.map(\.name)
+        /// ```
+        public var name: String
+        /// Its type as declared: `string`, `int`, `double`, `bool`, `date`, `json`, with `?` when optional.
+        ///
+        /// ```swift
+        /// let dates = entity.fields.filter { $0.type.hasPrefix("date") }
+        /// ```
+        public var type: String
+
+        package init(name: String, type: String) {
+            self.name = name
+            self.type = type
+        }
+    }
+
+    /// A relationship (DESIGN §12).
+    ///
+    /// ```swift
+    /// for r in entity.relationships { print(r.name, r.kind, r.to) }
+    /// ```
+    public struct Relationship: Sendable, Hashable, Codable {
+        /// The relationship's name, as `prefetch` and key paths take it.
+        ///
+        /// ```swift
+        /// request.prefetch = entity.relationships.map(\.name)
+        /// ```
+        public var name: String
+        /// The entity it points at.
+        ///
+        /// ```swift
+        /// let targets = Set(entity.relationships.map(\.to))
+        /// ```
+        public var to: String
+        /// `to-one` or `to-many`.
+        ///
+        /// ```swift
+        /// let toOnes = entity.relationships.filter { $0.kind == "to-one" }
+        /// ```
+        public var kind: String
+        /// A to-one: whether it may be null.
+        ///
+        /// ```swift
+        /// let mandatory = entity.relationships.filter { $0.required == true }
+        /// ```
+        public var required: Bool?
+        /// A to-one: the fields that hold the target's identifier.
+        ///
+        /// ```swift
+        /// print(relationship.columns ?? [])     // ["customer"]
+        /// ```
+        public var columns: [String]?
+        /// A to-many: the to-one of the target that points back.
+        ///
+        /// ```swift
+        /// print(relationship.inverse ?? "")     // "customer", on Order
+        /// ```
+        public var inverse: String?
+        /// A to-many: what deleting this record does to its targets (`cascade`, `nullify`, `deny`).
+        ///
+        /// ```swift
+        /// if relationship.delete == "deny" { print("delete the \(relationship.to) records first") }
+        /// ```
+        public var delete: String?
+
+        package init(
+            name: String, to: String, kind: String, required: Bool? = nil, columns: [String]? = nil,
+            inverse: String? = nil, delete: String? = nil
+        ) {
+            self.name = name
+            self.to = to
+            self.kind = kind
+            self.required = required
+            self.columns = columns
+            self.inverse = inverse
+            self.delete = delete
+        }
+    }
+
+    /// The entity's name.
+    ///
+    /// ```swift
+    /// let request = FetchRequest(store: store.name, entity: entity.name)
+    /// ```
+    public var name: String
+    /// Its records now.
+    ///
+    /// ```swift
+    /// let total = store.entities.map(\.count).reduce(0, +)
+    /// ```
+    public var count: Int
+    /// The identifier's fields.
+    ///
+    /// ```swift
+    /// let key = entity.identifier.joined(separator: "+")
+    /// ```
+    public var identifier: [String]
+    /// Its secondary indexes, each a list of fields.
+    ///
+    /// ```swift
+    /// let indexed = Set(entity.indexes.compactMap(\.first))
+    /// ```
+    public var indexes: [[String]]
+    /// Its fields, in declaration order.
+    ///
+    /// ```swift
+    /// let columns = entity.fields.map(\.name)
+    /// ```
+    public var fields: [Field]
+    /// Its relationships.
+    ///
+    /// ```swift
+    /// let prefetchable = entity.relationships.map(\.name)
+    /// ```
+    public var relationships: [Relationship]
+
+    package init(
+        name: String, count: Int, identifier: [String], indexes: [[String]], fields: [Field],
+        relationships: [Relationship]
+    ) {
+        self.name = name
+        self.count = count
+        self.identifier = identifier
+        self.indexes = indexes
+        self.fields = fields
+        self.relationships = relationships
+    }
+}
+
+/// `GET /v1/stores`: every store the daemon serves.
+///
+/// ```swift
+/// let list = try JSONDecoder().decode(StoreList.self, from: body)
+/// ```
+public struct StoreList: Sendable, Hashable, Codable {
+    /// The stores, in the configuration's order.
+    ///
+    /// ```swift
+    /// for store in list.stores { print(store.name) }
+    /// ```
+    public var stores: [StoreInfo]
+
+    package init(stores: [StoreInfo]) { self.stores = stores }
+}
+
+/// `GET /v1/health`: whether the daemon and each store answer, and its jobs.
+///
+/// ```swift
+/// let health = try await client.health()
+/// print(health.status, health.jobs.running)
+/// ```
+public struct Health: Sendable, Hashable, Codable {
+    /// A store, and whether it answered.
+    ///
+    /// ```swift
+    /// for store in health.stores where !store.ok { print(store.name, "does not answer") }
+    /// ```
+    public struct Store: Sendable, Hashable, Codable {
+        /// The store's name.
+        ///
+        /// ```swift
+        /// print(store.name)
+        /// ```
+        public var name: String
+        /// Whether it answered.
+        ///
+        /// ```swift
+        /// print(store.ok ? "ok" : "down")
+        /// ```
+        public var ok: Bool
+
+        package init(name: String, ok: Bool) {
+            self.name = name
+            self.ok = ok
+        }
+    }
+
+    /// The jobs running and queued.
+    ///
+    /// ```swift
+    /// print(health.jobs.running, "running,", health.jobs.queued, "queued")
+    /// ```
+    public struct Jobs: Sendable, Hashable, Codable {
+        /// Jobs running now.
+        ///
+        /// ```swift
+        /// print(health.jobs.running)
+        /// ```
+        public var running: Int
+        /// Jobs waiting.
+        ///
+        /// ```swift
+        /// print(health.jobs.queued)
+        /// ```
+        public var queued: Int
+
+        package init(running: Int, queued: Int) {
+            self.running = running
+            self.queued = queued
+        }
+    }
+
+    /// `ok` while the daemon answers.
+    ///
+    /// ```swift
+    /// print(health.status)
+    /// ```
+    public var status: String
+    /// Each store.
+    ///
+    /// ```swift
+    /// print(health.stores.filter(\.ok).count, "stores answer")
+    /// ```
+    public var stores: [Store]
+    /// The jobs.
+    ///
+    /// ```swift
+    /// print(health.jobs.running)
+    /// ```
+    public var jobs: Jobs
+
+    package init(status: String, stores: [Store], jobs: Jobs) {
+        self.status = status
+        self.stores = stores
+        self.jobs = jobs
+    }
+}
+
+/// `GET /v1/stores/S/check`: the references that point at nothing
+/// (DESIGN §12), counted per to-one, the first ones listed.
+///
+/// ```swift
+/// let check = try await client.check(store: "shop")
+/// if check.total > 0 { print(check.dangling.map(\.identifier)) }
+/// ```
+public struct ReferenceCheck: Sendable, Hashable, Codable {
+    /// A to-one and how many of its references point at nothing.
+    ///
+    /// ```swift
+    /// for r in check.relationships { print(r.entity, r.relationship, r.dangling) }
+    /// ```
+    public struct Relationship: Sendable, Hashable, Codable {
+        /// The entity that holds the reference.
+        ///
+        /// ```swift
+        /// print(r.entity)
+        /// ```
+        public var entity: String
+        /// The to-one's name.
+        ///
+        /// ```swift
+        /// print(r.relationship)
+        /// ```
+        public var relationship: String
+        /// The entity it points at.
+        ///
+        /// ```swift
+        /// print(r.to)
+        /// ```
+        public var to: String
+        /// References to no record.
+        ///
+        /// ```swift
+        /// print(r.dangling)
+        /// ```
+        public var dangling: Int
+
+        package init(entity: String, relationship: String, to: String, dangling: Int) {
+            self.entity = entity
+            self.relationship = relationship
+            self.to = to
+            self.dangling = dangling
+        }
+    }
+
+    /// A record whose reference points at nothing.
+    ///
+    /// ```swift
+    /// for d in check.dangling { print(d.entity, d.identifier, "->", d.reference) }
+    /// ```
+    public struct Dangling: Sendable, Hashable, Codable {
+        /// The record's entity.
+        ///
+        /// ```swift
+        /// print(d.entity)
+        /// ```
+        public var entity: String
+        /// The record's identifier.
+        ///
+        /// ```swift
+        /// print(d.identifier)
+        /// ```
+        public var identifier: JSONValue
+        /// The to-one.
+        ///
+        /// ```swift
+        /// print(d.relationship)
+        /// ```
+        public var relationship: String
+        /// The entity it points at.
+        ///
+        /// ```swift
+        /// print(d.to)
+        /// ```
+        public var to: String
+        /// The identifier it names, which no record has.
+        ///
+        /// ```swift
+        /// print(d.reference)
+        /// ```
+        public var reference: JSONValue
+
+        package init(entity: String, identifier: JSONValue, relationship: String, to: String, reference: JSONValue) {
+            self.entity = entity
+            self.identifier = identifier
+            self.relationship = relationship
+            self.to = to
+            self.reference = reference
+        }
+    }
+
+    /// References to no record, in all.
+    ///
+    /// ```swift
+    /// print(check.total)
+    /// ```
+    public var total: Int
+    /// Each to-one's count.
+    ///
+    /// ```swift
+    /// print(check.relationships.count)
+    /// ```
+    public var relationships: [Relationship]
+    /// The first of them.
+    ///
+    /// ```swift
+    /// print(check.dangling.first?.reference ?? .null)
+    /// ```
+    public var dangling: [Dangling]
+
+    package init(total: Int, relationships: [Relationship], dangling: [Dangling]) {
+        self.total = total
+        self.relationships = relationships
+        self.dangling = dangling
+    }
+}
