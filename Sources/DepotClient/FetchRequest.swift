@@ -70,6 +70,12 @@ public struct FetchRequest: Sendable, Hashable {
     /// request.prefetch = ["customer", "lines"]     // each order embeds its customer and lines
     /// ```
     public var prefetch: [String]
+    /// A field whose values split the result into sections (``DepotClient/fetchJSON(_:)``).
+    ///
+    /// ```swift
+    /// request.sectionBy = "destination"
+    /// ```
+    public var sectionBy: String?
 
     /// Where nulls sort.
     ///
@@ -124,6 +130,7 @@ public struct FetchRequest: Sendable, Hashable {
         body.offset = offset
         body.fields = fields
         if !prefetch.isEmpty { body.prefetch = prefetch }
+        body.sectionBy = sectionBy
         body.result = result
         return body
     }

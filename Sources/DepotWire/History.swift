@@ -317,7 +317,12 @@ public struct ConsumerList: Sendable, Hashable, Codable {
     /// ```
     public var consumers: [Consumer]
 
-    package init(consumers: [Consumer]) { self.consumers = consumers }
+    /// A list of `consumers`, as the daemon answers it.
+    ///
+    /// ```swift
+    /// let list = ConsumerList(consumers: try await client.consumers(store: "travel"))
+    /// ```
+    public init(consumers: [Consumer]) { self.consumers = consumers }
 }
 
 /// The body of `POST /v1/stores/S/consumers` and of a consumer's `reset`:
@@ -386,5 +391,10 @@ public struct DroppedConsumer: Sendable, Hashable, Codable {
     /// ```
     public var dropped: String
 
-    package init(dropped: String) { self.dropped = dropped }
+    /// The answer to dropping consumer `dropped`.
+    ///
+    /// ```swift
+    /// let answer = DroppedConsumer(dropped: "indexer")
+    /// ```
+    public init(dropped: String) { self.dropped = dropped }
 }

@@ -237,7 +237,12 @@ public struct JobList: Sendable, Hashable, Codable {
     /// ```
     public var jobs: [Job]
 
-    package init(jobs: [Job]) { self.jobs = jobs }
+    /// A list of `jobs`, as the daemon answers it.
+    ///
+    /// ```swift
+    /// let line = try JSONEncoder().encode(JobList(jobs: try await client.jobs()))
+    /// ```
+    public init(jobs: [Job]) { self.jobs = jobs }
 }
 
 /// A line of `GET /v1/events`: a job's record as it changed.

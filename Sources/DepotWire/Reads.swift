@@ -359,7 +359,12 @@ public struct CountAnswer: Sendable, Hashable, Codable {
     /// ```
     public var count: Int
 
-    package init(count: Int) { self.count = count }
+    /// The answer of a count.
+    ///
+    /// ```swift
+    /// let answer = CountAnswer(count: try await client.count(request))
+    /// ```
+    public init(count: Int) { self.count = count }
 }
 
 /// A fetch's answer with `"result": "identifiers"`.
@@ -375,7 +380,12 @@ public struct IdentifiersAnswer: Sendable, Hashable, Codable {
     /// ```
     public var identifiers: [JSONValue]
 
-    package init(identifiers: [JSONValue]) { self.identifiers = identifiers }
+    /// The answer of an identifiers fetch.
+    ///
+    /// ```swift
+    /// let answer = IdentifiersAnswer(identifiers: try await client.identifiers(request))
+    /// ```
+    public init(identifiers: [JSONValue]) { self.identifiers = identifiers }
 }
 
 /// An event of a live fetch (`"watch": true`): the result again, after a
@@ -487,7 +497,12 @@ public struct AggregateAnswer: Sendable, Hashable, Codable {
     /// ```
     public var rows: [[String: JSONValue]]
 
-    package init(rows: [[String: JSONValue]]) { self.rows = rows }
+    /// The answer of an aggregate: its rows.
+    ///
+    /// ```swift
+    /// let answer = AggregateAnswer(rows: [["count": 3]])
+    /// ```
+    public init(rows: [[String: JSONValue]]) { self.rows = rows }
 }
 
 /// `POST .../duplicates`'s answer: the groups of records that share values.
@@ -690,7 +705,12 @@ public struct WatchList: Sendable, Hashable, Codable {
     /// ```
     public var watches: [Watch]
 
-    package init(watches: [Watch]) { self.watches = watches }
+    /// A list of `watches`, as the daemon answers it.
+    ///
+    /// ```swift
+    /// let list = WatchList(watches: try await client.watches())
+    /// ```
+    public init(watches: [Watch]) { self.watches = watches }
 }
 
 /// A line of `GET /v1/jobs/ID/rejects`: a record an import refused, where

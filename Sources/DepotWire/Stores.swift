@@ -220,7 +220,12 @@ public struct StoreList: Sendable, Hashable, Codable {
     /// ```
     public var stores: [StoreInfo]
 
-    package init(stores: [StoreInfo]) { self.stores = stores }
+    /// A list of `stores`, as the daemon answers it.
+    ///
+    /// ```swift
+    /// let list = StoreList(stores: try await client.stores())
+    /// ```
+    public init(stores: [StoreInfo]) { self.stores = stores }
 }
 
 /// `GET /v1/health`: whether the daemon and each store answer, and its jobs.

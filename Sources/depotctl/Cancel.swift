@@ -19,13 +19,12 @@ struct Cancel: DepotCommand {
     var id: String { job.id }
 
     func execute(_ client: DaemonClient) async throws {
-        let text = String(decoding: try await client.call(.DELETE, "/v1/jobs/\(id.encoded)"), as: UTF8.self).trimmed
-        if global.json { Out.line(text); return }
-        let j = try Job.decode(text)
+        let j = try await client.cancel(id)
+        if global.json { try Out.json(j); return }
         switch j.state {
-        case "cancelled": Out.line("job \(j.id) cancelled")
-        case "running": Out.line("job \(j.id) stops at its next save (depotctl follow \(j.id) to see it end)")
-        default: Out.line("job \(j.id) had already ended: \(j.state)")
+        case .cancelled: Out.line("job \(j.id) cancelled")
+        case .running: Out.line("job \(j.id) stops at its next save (depotctl follow \(j.id) to see it end)")
+        default: Out.line("job \(j.id) had already ended: \(j.state.rawValue)")
         }
     }
 }

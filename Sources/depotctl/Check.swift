@@ -24,30 +24,22 @@ struct Check: DepotCommand {
     }
 
     func execute(_ client: DaemonClient) async throws {
-        let query = limit.map { "?limit=\($0)" } ?? ""
-        let bytes = try await client.call(.GET, "/v1/stores/\(store.encoded)/check\(query)")
-        let result = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-        let total = result["total"]?.int ?? 0
+        let result = try await client.check(store: store, limit: limit)
+        let total = result.total
         if global.json {
-            Out.line(String(decoding: bytes, as: UTF8.self).trimmed)
+            try Out.json(result)
         } else {
             var counts = Table(["ENTITY", "RELATIONSHIP", "TO", "DANGLING"], rightAligned: [3])
-            for r in result["relationships"]?.array ?? [] {
-                counts.add([
-                    r["entity"]?.display ?? "", r["relationship"]?.display ?? "", r["to"]?.display ?? "",
-                    Format.grouped(r["dangling"]?.int ?? 0)
-                ])
+            for r in result.relationships {
+                counts.add([r.entity, r.relationship, r.to, Format.grouped(r.dangling)])
             }
             Out.line(counts.rows.isEmpty ? Terminal.dim("store \(store) has no relationships") : counts.render())
-            let dangling = result["dangling"]?.array ?? []
+            let dangling = result.dangling
             if !dangling.isEmpty {
                 Out.line()
                 var list = Table(["ENTITY", "IDENTIFIER", "RELATIONSHIP", "POINTS AT"])
                 for d in dangling {
-                    list.add([
-                        d["entity"]?.display ?? "", d["identifier"]?.display ?? "", d["relationship"]?.display ?? "",
-                        "no \(d["to"]?.display ?? "") \(d["reference"]?.text ?? "")"
-                    ])
+                    list.add([d.entity, d.identifier.display, d.relationship, "no \(d.to) \(d.reference.text)"])
                 }
                 Out.line(list.render())
                 if dangling.count < total {

@@ -19,9 +19,7 @@ struct ConsumerAck: DepotCommand {
     @Argument(help: ArgumentHelp("The last token it processed.", valueName: "token")) var token: String
 
     func execute(_ client: DaemonClient) async throws {
-        let bytes = try await client.call(
-            .POST, "/v1/stores/\(store.encoded)/consumers/\(name.encoded)/ack",
-            body: .json(AckBody(token: token)))
-        try showConsumer(bytes, json: global.json, "acknowledged")
+        try showConsumer(
+            try await client.acknowledge(name, store: store, token: token), json: global.json, "acknowledged")
     }
 }

@@ -30,11 +30,28 @@ struct ConsumerStart: ParsableArguments {
 }
 
 /// Prints a consumer the daemon answered with, as JSON or as one line.
-func showConsumer(_ bytes: [UInt8], json: Bool, _ verb: String) throws {
-    if json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
-    let c = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-    let lag = c["lag_transactions"]?.int ?? 0
+func showConsumer(_ c: Consumer, json: Bool, _ verb: String) throws {
+    if json { try Out.json(c); return }
+    let lag = c.lagTransactions
     Out.line(
-        "\(verb) consumer \(c["name"]?.string ?? "") at token \(c["token"]?.string ?? "?"): "
+        "\(verb) consumer \(c.name) at token \(c.token): "
             + "\(Format.grouped(lag)) transaction\(lag == 1 ? "" : "s") to read")
+}
+
+extension ConsumerStart {
+    /// Creates consumer `name` on `store`, reading from where `from` says.
+    func create(_ name: String, store: String, _ client: DaemonClient) async throws -> Consumer {
+        switch Consumer.Start(rawValue: from) {
+        case let start?: try await client.createConsumer(name, store: store, from: start)
+        case nil: try await client.createConsumer(name, store: store, after: from)
+        }
+    }
+
+    /// Moves consumer `name` of `store` to where `from` says.
+    func reset(_ name: String, store: String, _ client: DaemonClient) async throws -> Consumer {
+        switch Consumer.Start(rawValue: from) {
+        case let start?: try await client.resetConsumer(name, store: store, from: start)
+        case nil: try await client.resetConsumer(name, store: store, after: from)
+        }
+    }
 }

@@ -18,9 +18,6 @@ struct ConsumerCreate: DepotCommand {
     @OptionGroup var start: ConsumerStart
 
     func execute(_ client: DaemonClient) async throws {
-        let bytes = try await client.call(
-            .POST, "/v1/stores/\(store.encoded)/consumers",
-            body: .json(ConsumerBody(name: name, from: start.from)))
-        try showConsumer(bytes, json: global.json, "created")
+        try showConsumer(try await start.create(name, store: store, client), json: global.json, "created")
     }
 }

@@ -16,8 +16,8 @@ struct ConsumerDrop: DepotCommand {
     @Argument(help: ArgumentHelp("The consumer.", valueName: "name")) var name: String
 
     func execute(_ client: DaemonClient) async throws {
-        let bytes = try await client.call(.DELETE, "/v1/stores/\(store.encoded)/consumers/\(name.encoded)")
-        if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
+        try await client.dropConsumer(name, store: store)
+        if global.json { try Out.json(DroppedConsumer(dropped: name)); return }
         Out.line("dropped consumer \(name) of \(store)")
     }
 }

@@ -18,9 +18,6 @@ struct ConsumerReset: DepotCommand {
     @OptionGroup var start: ConsumerStart
 
     func execute(_ client: DaemonClient) async throws {
-        let bytes = try await client.call(
-            .POST, "/v1/stores/\(store.encoded)/consumers/\(name.encoded)/reset",
-            body: .json(ConsumerBody(from: start.from)))
-        try showConsumer(bytes, json: global.json, "reset")
+        try showConsumer(try await start.reset(name, store: store, client), json: global.json, "reset")
     }
 }

@@ -22,9 +22,8 @@ struct Consumers: DepotCommand {
     @Argument(help: ArgumentHelp("The store whose consumers to list.", valueName: "store")) var store: String
 
     func execute(_ client: DaemonClient) async throws {
-        let bytes = try await client.call(.GET, "/v1/stores/\(store.encoded)/consumers")
-        if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
-        let consumers = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["consumers"]?.array ?? []
+        let consumers = try await client.consumers(store: store)
+        if global.json { try Out.json(ConsumerList(consumers: consumers)); return }
         guard !consumers.isEmpty else {
             Out.line("no consumers on \(store) (depotctl consumer create \(store) NAME adds one)")
             return
@@ -34,16 +33,10 @@ struct Consumers: DepotCommand {
         Out.line(table.render())
     }
 
-    static func row(_ c: JSONValue) -> [String] {
-        let age: Double =
-            switch c["lag_seconds"] {
-            case .double(let d)?: d
-            case .int(let i)?: Double(i)
-            default: 0
-            }
-        return [
-            c["name"]?.string ?? "", c["token"]?.string ?? "", c["lag_transactions"]?.display ?? "",
-            Format.duration(age), Format.date(c["acknowledged_at"]?.string), c["state"]?.string ?? ""
+    static func row(_ c: Consumer) -> [String] {
+        [
+            c.name, c.token, Format.grouped(c.lagTransactions), Format.duration(c.lagSeconds),
+            Format.date(c.acknowledgedAt), c.state
         ]
     }
 }

@@ -21,10 +21,8 @@ struct Count: DepotCommand {
     var predicate: String? { predicateText }
 
     func execute(_ client: DaemonClient) async throws {
-        var body: [String: JSONValue] = ["result": .string("count")]
-        if let predicateText { body["where"] = .string(predicateText) }
-        let bytes = try await post(client, dataPath(store, entity, "fetch"), body)
-        if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
-        Out.line(Format.grouped(try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["count"]?.int ?? 0))
+        let count = try await client.count(FetchRequest(store: store, entity: entity, where: predicateText))
+        if global.json { try Out.json(CountAnswer(count: count)); return }
+        Out.line(Format.grouped(count))
     }
 }

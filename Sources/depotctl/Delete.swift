@@ -20,14 +20,11 @@ struct Delete: DepotCommand {
     var predicate: String? { predicateText }
 
     func execute(_ client: DaemonClient) async throws {
-        let accepted = try await JobFlow.submit(
-            client,
-            [
-                "kind": .string("delete"), "store": .string(store), "entity": .string(entity),
-                "where": .string(predicateText)
-            ])
-        let (last, text) = try await JobFlow.follow(client, try Job.decode(accepted).id, quiet: global.json)
-        try JobFlow.finish(last, text: text, json: global.json) {
+        var request = JobRequest(kind: "delete", store: store, entity: entity)
+        request.settings.where = predicateText
+        let accepted = try await client.submit(request)
+        let last = try await JobFlow.follow(client, accepted.id, quiet: global.json)
+        try JobFlow.finish(last, json: global.json) {
             "deleted \(RecordPrinter.plural($0.deleted, "record")) from \(store).\(entity)"
         }
     }

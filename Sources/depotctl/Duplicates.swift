@@ -31,29 +31,26 @@ struct Duplicates: DepotCommand {
     func execute(_ client: DaemonClient) async throws {
         let fields = commaList(by) ?? []
         if let resolve {
-            let accepted = try await JobFlow.submit(
-                client,
-                [
-                    "kind": .string("dedupe"), "store": .string(store), "entity": .string(entity),
-                    "by": .array(fields.map(JSONValue.string)), "keep": .string(resolve)
-                ])
-            let (last, text) = try await JobFlow.follow(client, try Job.decode(accepted).id, quiet: global.json)
-            try JobFlow.finish(last, text: text, json: global.json) {
+            var request = JobRequest(kind: "dedupe", store: store, entity: entity)
+            request.settings.by = fields
+            request.settings.keep = resolve
+            let accepted = try await client.submit(request)
+            let last = try await JobFlow.follow(client, accepted.id, quiet: global.json)
+            try JobFlow.finish(last, json: global.json) {
                 "deleted \(RecordPrinter.plural($0.deleted, "duplicate")), kept the \(resolve == "keep-first" ? "first" : "last") of each group"
             }
             return
         }
-        let bytes = try await post(
-            client, dataPath(store, entity, "duplicates"), ["by": .array(fields.map(JSONValue.string))])
+        // The daemon's answer as it is for --json: a large one is passed on, not decoded and encoded again.
+        let bytes = try await client.duplicatesJSON(store: store, entity: entity, DuplicatesBody(by: fields))
         if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
-        let groups = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["groups"]?.array ?? []
+        let groups = try JSONDecoder().decode(DuplicatesAnswer.self, from: Data(bytes)).groups
         var table = Table(fields + ["COUNT", "IDENTIFIERS"], rightAligned: [fields.count])
         for g in groups {
-            let values = g["values"]?.array ?? []
-            let ids = g["identifiers"]?.array ?? []
             table.add(
-                values.map(\.display) + [
-                    Format.grouped(ids.count), ids.map { $0.string ?? $0.text }.joined(separator: ", ")
+                g.values.map(\.display) + [
+                    Format.grouped(g.identifiers.count),
+                    g.identifiers.map { $0.string ?? $0.text }.joined(separator: ", ")
                 ])
         }
         Out.line(groups.isEmpty ? "no duplicates by \(fields.joined(separator: ", "))" : table.render())

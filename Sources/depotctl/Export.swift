@@ -67,44 +67,32 @@ struct Export: DepotCommand {
 
     /// `POST .../export`: the daemon writes as it reads, depotctl as it receives.
     func stream(_ client: DaemonClient, to fd: Int32) async throws -> Int {
-        var body: [String: JSONValue] = ["format": .string(format)]
-        if let predicateText { body["where"] = .string(predicateText) }
-        let trailers = try await client.exchange(
-            .POST, dataPath(store, entity, "export"),
-            body: .json(body)
-        ) { chunk in
-            try Self.write(chunk, to: fd)
-        }
-        guard let count = trailers?.first(name: "Depot-Records").flatMap({ Int($0) }) else {
-            throw Failure("the daemon ended the export without saying how many records it wrote")
-        }
-        return count
+        var body = ExportBody()
+        body.format = format
+        body.where = predicateText
+        return try await client.export(store: store, entity: entity, body) { chunk in try Self.write(chunk, to: fd) }
     }
 
     /// An export job, whose output is then copied from the daemon.
     func job(_ client: DaemonClient, to fd: Int32) async throws -> Int {
-        var body: [String: JSONValue] = [
-            "kind": .string("export"), "store": .string(store), "entity": .string(entity),
-            "format": .string(format)
-        ]
-        if let predicateText { body["where"] = .string(predicateText) }
-        if let p = commaList(prefetch) { body["prefetch"] = .array(p.map(JSONValue.string)) }
-        let accepted = try await JobFlow.submit(client, body)
+        var request = JobRequest(kind: "export", store: store, entity: entity)
+        request.settings.format = format
+        request.settings.where = predicateText
+        request.settings.prefetch = commaList(prefetch)
+        let accepted = try await client.submit(request)
         // With the data on stdout, no progress bar there.
-        let (last, _) = try await JobFlow.follow(
-            client, try Job.decode(accepted).id, quiet: output == nil || global.json)
-        guard last.state == "succeeded" else {
-            throw Failure("job \(last.id) \(last.state): \(last.error ?? "no reason given")")
+        let last = try await JobFlow.follow(client, accepted.id, quiet: output == nil || global.json)
+        guard last.state == .succeeded else {
+            throw Failure("job \(last.id) \(last.state.rawValue): \(last.error ?? "no reason given")")
         }
-        try await client.exchange(.GET, "/v1/jobs/\(last.id)/output") { chunk in try Self.write(chunk, to: fd) }
+        try await client.output(ofJob: last.id) { chunk in try Self.write(chunk, to: fd) }
         return last.exported
     }
 
-    /// Writes a chunk of the export to `fd`; true, to go on receiving.
-    static func write(_ chunk: [UInt8], to fd: Int32) throws -> Bool {
+    /// Writes a chunk of the export to `fd`.
+    static func write(_ chunk: [UInt8], to fd: Int32) throws {
         guard Out.write(fd, chunk) else {
             throw Failure("cannot write the export: \(String(cString: strerror(errno)))")
         }
-        return true
     }
 }

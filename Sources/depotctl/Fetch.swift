@@ -97,16 +97,11 @@ struct Fetch: DepotCommand {
 
     func execute(_ client: DaemonClient) async throws {
         let format = format ?? (global.json ? "json" : "table")
-        var body: [String: JSONValue] = [:]
-        if let predicateText { body["where"] = .string(predicateText) }
-        if let s = commaList(sort) { body["sort"] = .array(s.map(JSONValue.string)) }
-        if let limit { body["limit"] = .int(Int64(limit)) }
-        if let offset { body["offset"] = .int(Int64(offset)) }
-        if let f = commaList(fields) { body["fields"] = .array(f.map(JSONValue.string)) }
-        if let sectionBy { body["section_by"] = .string(sectionBy) }
         let prefetched = commaList(prefetch) ?? []
-        if !prefetched.isEmpty { body["prefetch"] = .array(prefetched.map(JSONValue.string)) }
-        let path = dataPath(store, entity, "fetch")
+        var request = FetchRequest(
+            store: store, entity: entity, where: predicateText, sort: commaList(sort) ?? [], limit: limit,
+            offset: offset, fields: commaList(fields), prefetch: prefetched)
+        request.sectionBy = sectionBy
         var order = commaList(fields) ?? []
         // The embedded relationships get a column each, unless a key path of --fields shows them.
         func withPrefetched(_ columns: [String]) -> [String] {
@@ -119,9 +114,6 @@ struct Fetch: DepotCommand {
         }
         order = withPrefetched(order)
         if watch, changes {
-            body["watch"] = .bool(true)
-            body["changes"] = .bool(true)
-            if let since { body["since"] = .string(since) }
             Interrupt.onInterrupt {}
             // Records carry their identifier, shown first in the tables.
             let schema = format == "table" ? try await entitySchema(client, store: store, entity: entity) : nil
@@ -130,7 +122,7 @@ struct Fetch: DepotCommand {
                     commaList(fields) == nil
                     ? withPrefetched(schema.columns) : schema.identifier.filter { !order.contains($0) } + order
             }
-            try await client.lines(.POST, path, body: .json(body)) { line in
+            try await client.liveLines(request, changes: true, since: since) { line in
                 // JSON and NDJSON: the events as they come, one line each.
                 if format != "table" { Out.line(line); return true }
                 let event = try JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))
@@ -140,10 +132,9 @@ struct Fetch: DepotCommand {
             return
         }
         if watch {
-            body["watch"] = .bool(true)
             Interrupt.onInterrupt {}
             var first = true
-            try await client.lines(.POST, path, body: .json(body)) { line in
+            try await client.liveLines(request) { line in
                 if format == "json" { Out.line(line); return true }
                 let event = try JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))
                 if commaList(fields) == nil && order == withPrefetched([]) {
@@ -162,7 +153,8 @@ struct Fetch: DepotCommand {
             }
             return
         }
-        let bytes = try await post(client, path, body)
+        // The records as the daemon wrote them: --json passes them on as they are.
+        let bytes = try await client.fetchJSON(request)
         if format == "json" { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
         if commaList(fields) == nil {
             order = withPrefetched(try await entitySchema(client, store: store, entity: entity).columns)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DepotClient
 import Foundation
 
 struct Follow: DepotCommand {
@@ -20,11 +21,11 @@ struct Follow: DepotCommand {
     func execute(_ client: DaemonClient) async throws {
         Interrupt.onInterrupt { if Terminal.isTTY { Out.write(1, "\r\u{1B}[K") } }
         let json = global.json
-        let (last, _) = try await JobFlow.follow(client, id, quiet: json, onEvent: json ? { Out.line($0) } : nil)
+        let last = try await JobFlow.follow(client, id, quiet: json, onEvent: json ? { try Out.json($0) } : nil)
         if !json { Out.line("job \(last.id) \(Terminal.state(last.state)): \(last.summary)") }
         switch last.state {
-        case "succeeded": return
-        case "cancelled": throw Failure("job \(last.id) was cancelled")
+        case .succeeded: return
+        case .cancelled: throw Failure("job \(last.id) was cancelled")
         default: throw Failure("job \(last.id) failed: \(last.error ?? "no reason given")")
         }
     }

@@ -39,16 +39,11 @@ struct HistoryList: DepotCommand {
     }
 
     func execute(_ client: DaemonClient) async throws {
-        var query: [String] = []
-        if let after { query.append("after=\(after.encoded)") }
-        if let consumer { query.append("consumer=\(consumer.encoded)") }
-        if let entity { query.append("entity=\(entity.encoded)") }
-        if let limit { query.append("limit=\(limit)") }
-        if follow { query.append("follow=true") }
-        let path = "/v1/stores/\(store.encoded)/history" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
         if follow {
             Interrupt.onInterrupt {}
-            try await client.lines(.GET, path) { line in
+            try await client.historyLines(
+                store: store, after: after, consumer: consumer, entity: entity, limit: limit, follow: true
+            ) { line in
                 if global.json {
                     Out.line(line)
                 } else {
@@ -58,9 +53,14 @@ struct HistoryList: DepotCommand {
             }
             return
         }
-        let bytes = try await client.call(.GET, path)
-        if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
-        let transactions = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["transactions"]?.array ?? []
+        // The page as the daemon wrote it: --json passes its values on as they are stored.
+        var page = ""
+        try await client.historyLines(store: store, after: after, consumer: consumer, entity: entity, limit: limit) {
+            page = $0
+            return false
+        }
+        if global.json { Out.line(page.trimmed); return }
+        let transactions = try JSONDecoder().decode(JSONValue.self, from: Data(page.utf8))["transactions"]?.array ?? []
         if transactions.isEmpty {
             Out.line(
                 consumer.map { "consumer \($0) has read everything" }

@@ -32,21 +32,19 @@ struct HistoryPrune: DepotCommand {
     }
 
     func execute(_ client: DaemonClient) async throws {
-        let query = before.map { "before=\($0.encoded)" } ?? "older_than=\(olderThan!.encoded)"
-        let bytes = try await client.call(.DELETE, "/v1/stores/\(store.encoded)/history?\(query)")
-        if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
-        let answer = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-        let pruned = answer["pruned"]?.int ?? 0
+        let answer = try await client.prune(store: store, before: before, olderThan: olderThan)
+        if global.json { try Out.json(answer); return }
+        let pruned = answer.pruned
         Out.line("pruned \(Format.grouped(pruned)) transaction\(pruned == 1 ? "" : "s") from \(store)'s history")
-        if let held = answer["held_back_by"] {
+        if let held = answer.heldBackBy {
             Out.line(
-                "stopped at token \(held["token"]?.string ?? "?"): consumer \(held["consumer"]?.string ?? "?") "
+                "stopped at token \(held.token): consumer \(held.consumer) "
                     + "has not acknowledged what follows (depotctl consumers \(store))")
         }
-        for lost in answer["lost"]?.array ?? [] {
+        for lost in answer.lost ?? [] {
             Out.line(
-                "consumer \(lost.string ?? "?") is lost: history_max_retention pruned what it had not "
-                    + "acknowledged; reset it with depotctl consumer reset \(store) \(lost.string ?? "?")")
+                "consumer \(lost) is lost: history_max_retention pruned what it had not "
+                    + "acknowledged; reset it with depotctl consumer reset \(store) \(lost)")
         }
     }
 }

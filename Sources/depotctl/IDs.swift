@@ -25,14 +25,9 @@ struct IDs: DepotCommand {
     var predicate: String? { predicateText }
 
     func execute(_ client: DaemonClient) async throws {
-        var body: [String: JSONValue] = ["result": .string("identifiers")]
-        if let predicateText { body["where"] = .string(predicateText) }
-        if let s = commaList(sort) { body["sort"] = .array(s.map(JSONValue.string)) }
-        if let limit { body["limit"] = .int(Int64(limit)) }
-        let bytes = try await post(client, dataPath(store, entity, "fetch"), body)
-        if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
-        for id in try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["identifiers"]?.array ?? [] {
-            Out.line(id.string ?? id.text)
-        }
+        let ids = try await client.identifiers(
+            FetchRequest(store: store, entity: entity, where: predicateText, sort: commaList(sort) ?? [], limit: limit))
+        if global.json { try Out.json(IdentifiersAnswer(identifiers: ids)); return }
+        for id in ids { Out.line(id.string ?? id.text) }
     }
 }

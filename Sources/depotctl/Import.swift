@@ -88,32 +88,17 @@ struct Import: DepotCommand {
             throw Failure(
                 "cannot tell the format of \(file) from its extension; pass --format csv, tsv, ndjson or json")
         }
-        let accepted: String
-        if byPath {
-            var body: [String: JSONValue] = [
-                "kind": .string("import"), "store": .string(store), "entity": .string(entity),
-                "path": .string(url.standardizedFileURL.path), "format": .string(format)
-            ]
-            if let onConflict { body["on_conflict"] = .string(onConflict) }
-            if let maxRejects { body["max_rejects"] = .string(maxRejects) }
-            if let references { body["references"] = .string(references) }
-            accepted = try await JobFlow.submit(client, body)
-        } else {
-            var query = "format=\(format)"
-            if let onConflict { query += "&on_conflict=\(onConflict.encoded)" }
-            if let maxRejects { query += "&max_rejects=\(maxRejects.encoded)" }
-            if let references { query += "&references=\(references.encoded)" }
-            let type =
-                format == "csv" ? "text/csv" : format == "tsv" ? "text/tab-separated-values" : "application/x-ndjson"
-            let bytes = try await client.call(
-                .POST, "/v1/stores/\(store.encoded)/entities/\(entity.encoded)/import?\(query)",
-                body: .file(path: url.path, contentType: type))
-            accepted = String(decoding: bytes, as: UTF8.self).trimmed
-        }
-        let job = try Job.decode(accepted)
+        let options = ImportOptions(
+            format: ImportOptions.Format(rawValue: format),
+            onConflict: onConflict.flatMap(ImportOptions.ConflictPolicy.init),
+            maxRejects: maxRejects, references: references)
+        let job =
+            byPath
+            ? try await client.importFile(url.standardizedFileURL.path, store: store, entity: entity, options: options)
+            : try await client.upload(file: url.path, store: store, entity: entity, options: options)
         if detach {
             if global.json {
-                Out.line(accepted)
+                try Out.json(job)
             } else {
                 Out.line(job.id)
                 if Terminal.isTTY { Out.error("follow it with: depotctl follow \(job.id)") }
@@ -127,8 +112,8 @@ struct Import: DepotCommand {
                 "depotctl: stopped following; job \(id) carries on in the daemon (depotctl follow \(id), depotctl cancel \(id))"
             )
         }
-        let (last, text) = try await JobFlow.follow(client, id, quiet: global.json)
-        try JobFlow.finish(last, text: text, json: global.json) { job in
+        let last = try await JobFlow.follow(client, id, quiet: global.json)
+        try JobFlow.finish(last, json: global.json) { job in
             var line = "imported \(url.lastPathComponent) into \(store).\(entity): \(job.summary)"
             if job.rate > 0 { line += " (\(Format.grouped(Int(min(job.rate, 1e15)))) rows/s)" }
             if job.rejected > 0 {

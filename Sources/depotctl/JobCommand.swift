@@ -27,7 +27,7 @@ struct JobCommand: DepotCommand {
         if rejects {
             var table = Table(["LINE", "FIELD", "REASON", "VALUE"], rightAligned: [0])
             var count = 0
-            try await client.lines(.GET, "/v1/jobs/\(id.encoded)/rejects") { line in
+            try await client.rejectLines(ofJob: id) { line in
                 count += 1
                 if global.json { Out.line(line); return true }
                 let r = (try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))) ?? .null
@@ -40,9 +40,8 @@ struct JobCommand: DepotCommand {
             if !global.json { Out.line(count == 0 ? "job \(id) rejected no records" : table.render()) }
             return
         }
-        let text = String(decoding: try await client.call(.GET, "/v1/jobs/\(id.encoded)"), as: UTF8.self).trimmed
-        if global.json { Out.line(text); return }
-        let j = try Job.decode(text)
+        let j = try await client.job(id)
+        if global.json { try Out.json(j); return }
         var rows: [(String, String)] = [
             ("id", j.id), ("kind", j.kind), ("store", j.store + (j.entity.map { ".\($0)" } ?? "")),
             ("state", Terminal.state(j.state)), ("author", j.author), ("created", Format.date(j.created))
@@ -55,7 +54,7 @@ struct JobCommand: DepotCommand {
             rows.append(
                 (
                     "read",
-                    "\(Format.grouped(j.bytesRead)) of \(Format.grouped(j.bytesTotal)) bytes, \(RecordPrinter.plural(j.saves, "save"))"
+                    "\(Format.grouped(Int(j.bytesRead))) of \(Format.grouped(Int(j.bytesTotal))) bytes, \(RecordPrinter.plural(j.saves, "save"))"
                 ))
         }
         if j.rate > 0 { rows.append(("rate", "\(Format.grouped(Int(min(j.rate, 1e15)))) rows/s")) }

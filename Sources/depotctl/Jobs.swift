@@ -17,10 +17,8 @@ struct Jobs: DepotCommand {
     @OptionGroup var global: Global
 
     func execute(_ client: DaemonClient) async throws {
-        let bytes = try await client.call(.GET, "/v1/jobs")
-        if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
-        struct List: Decodable { var jobs: [JSONValue] }
-        let jobs = try JSONDecoder().decode(List.self, from: Data(bytes)).jobs.map { try Job.decode($0.text) }
+        let jobs = try await client.jobs()
+        if global.json { try Out.json(JobList(jobs: jobs)); return }
         var table = Table(
             ["ID", "KIND", "STORE", "ENTITY", "STATE", "ROWS", "REJECTED", "CREATED", "SOURCE"], rightAligned: [5, 6])
         for j in jobs {

@@ -1,3 +1,4 @@
+import DepotClient
 import Foundation
 
 /// A job's progress: a live bar on a terminal (percent, rows, rows/s, ETA,
@@ -14,7 +15,7 @@ final class ProgressDisplay {
         let rows = job.kind == "import" ? job.read : job.deleted + job.updated + job.exported
         var parts = ["\(Format.grouped(rows)) rows"]
         if job.rate > 0 { parts.append("\(Format.grouped(Int(min(job.rate, 1e15)))) rows/s") }
-        if let eta = job.eta, job.state == "running", eta > 0 { parts.append("ETA \(Format.duration(eta))") }
+        if let eta = job.eta, job.state == .running, eta > 0 { parts.append("ETA \(Format.duration(eta))") }
         if job.kind == "import" { parts.append("\(Format.grouped(job.rejected)) rejected") }
         let percent: Int? =
             job.bytesTotal > 0 ? Int(100 * min(max(Double(job.bytesRead) / Double(job.bytesTotal), 0), 1)) : nil
@@ -33,7 +34,8 @@ final class ProgressDisplay {
         } else if Date().timeIntervalSince(lastPlain) >= 1 || job.isFinal {
             lastPlain = Date()
             Out.line(
-                "job \(job.id) \(job.state)" + (percent.map { " \($0)%" } ?? "") + ": " + parts.joined(separator: ", "))
+                "job \(job.id) \(job.state.rawValue)" + (percent.map { " \($0)%" } ?? "") + ": "
+                    + parts.joined(separator: ", "))
         }
     }
 

@@ -25,20 +25,25 @@ struct Stats: DepotCommand {
     var predicate: String? { predicateText }
 
     func execute(_ client: DaemonClient) async throws {
-        var body: [String: JSONValue] = [
-            "field": .string(field),
-            "functions": .array(["count", "sum", "avg", "min", "max"].map(JSONValue.string))
-        ]
         let groups = commaList(groupBy) ?? []
-        if !groups.isEmpty { body["group_by"] = .array(groups.map(JSONValue.string)) }
-        if let predicateText { body["where"] = .string(predicateText) }
-        let bytes = try await post(client, dataPath(store, entity, "aggregate"), body)
-        if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
-        let rows = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["rows"]?.array ?? []
-        let functions = ["count", "sum", "avg", "min", "max"]
-        var table = Table(groups + functions, rightAligned: Set(groups.count..<(groups.count + functions.count)))
+        let functions = AggregateFunction.allCases
+        let rows = try await client.aggregate(
+            store: store, entity: entity, field: field, functions: functions, groupBy: groups, where: predicateText)
+        if global.json {
+            // The rows as the daemon answers them: the group's values, then each statistic.
+            try Out.json(
+                AggregateAnswer(
+                    rows: rows.map { row in
+                        var object = Dictionary(uniqueKeysWithValues: row.values.map { ($0.key.rawValue, $0.value) })
+                        if !groups.isEmpty { object["group"] = .object(row.group) }
+                        return object
+                    }))
+            return
+        }
+        var table = Table(
+            groups + functions.map(\.rawValue), rightAligned: Set(groups.count..<(groups.count + functions.count)))
         for r in rows {
-            table.add(groups.map { r["group"]?[$0]?.display ?? "" } + functions.map { r[$0]?.display ?? "" })
+            table.add(groups.map { r.group[$0]?.display ?? "" } + functions.map { r[$0]?.display ?? "" })
         }
         Out.line(table.render())
     }

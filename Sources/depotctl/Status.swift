@@ -17,21 +17,18 @@ struct Status: DepotCommand {
     @OptionGroup var global: Global
 
     func execute(_ client: DaemonClient) async throws {
-        let health = String(decoding: try await client.call(.GET, "/v1/health"), as: UTF8.self)
-        let storesText = String(decoding: try await client.call(.GET, "/v1/stores"), as: UTF8.self)
+        let h = try await client.health()
+        let stores = try await client.stores()
         if global.json {
-            Out.line(
-                "{\"socket\":\(JSONValue.quoted(global.socketPath)),\"health\":\(health.trimmed),\"stores\":\(storesText.trimmed)}"
-            )
+            /// What `status --json` prints: the socket, the health and the stores.
+            struct Status: Encodable {
+                var socket: String
+                var health: Health
+                var stores: StoreList
+            }
+            try Out.json(Status(socket: global.socketPath, health: h, stores: StoreList(stores: stores)))
             return
         }
-        struct Health: Decodable {
-            struct Counts: Decodable { var running: Int; var queued: Int }
-            var status: String
-            var jobs: Counts
-        }
-        let h = try JSONDecoder().decode(Health.self, from: Data(health.utf8))
-        let stores = try JSONDecoder().decode(StoreList.self, from: Data(storesText.utf8)).stores
         Out.line("depotd at \(global.socketPath): \(h.status)")
         var table = Table(["STORE", "ENTITY", "RECORDS", "TOKEN", "FILE"], rightAligned: [2, 3])
         for store in stores {

@@ -1,3 +1,4 @@
+import DepotClient
 import Foundation
 
 /// What stdout and stderr are connected to.
@@ -27,6 +28,8 @@ enum Terminal {
     static func dim(_ text: String) -> String { paint(text, "2") }
 
     /// A job state, coloured by how it went.
+    static func state(_ state: Job.State) -> String { self.state(state.rawValue) }
+
     static func state(_ state: String) -> String {
         switch state {
         case "succeeded": paint(state, "32")

@@ -44,14 +44,12 @@ struct Update: DepotCommand {
             }
             values[name] = try Self.value(text, type: field.type, field: name)
         }
-        let accepted = try await JobFlow.submit(
-            client,
-            [
-                "kind": .string("update"), "store": .string(store), "entity": .string(entity),
-                "where": .string(predicateText), "set": .object(values)
-            ])
-        let (last, text) = try await JobFlow.follow(client, try Job.decode(accepted).id, quiet: global.json)
-        try JobFlow.finish(last, text: text, json: global.json) {
+        var request = JobRequest(kind: "update", store: store, entity: entity)
+        request.settings.where = predicateText
+        request.settings.set = values
+        let accepted = try await client.submit(request)
+        let last = try await JobFlow.follow(client, accepted.id, quiet: global.json)
+        try JobFlow.finish(last, json: global.json) {
             "updated \(RecordPrinter.plural($0.updated, "record")) of \(store).\(entity) (\(Format.grouped($0.unchanged)) already so)"
         }
     }

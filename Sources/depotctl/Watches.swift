@@ -17,16 +17,14 @@ struct Watches: DepotCommand {
     @OptionGroup var global: Global
 
     func execute(_ client: DaemonClient) async throws {
-        let bytes = try await client.call(.GET, "/v1/watches")
-        if global.json { Out.line(String(decoding: bytes, as: UTF8.self).trimmed); return }
-        let watches = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))["watches"]?.array ?? []
+        let watches = try await client.watches()
+        if global.json { try Out.json(WatchList(watches: watches)); return }
         var table = Table(
             ["FOLDER", "FEEDS", "FORMAT", "ON CONFLICT", "WAITING", "DONE", "FAILED"], rightAligned: [4, 5, 6])
         for w in watches {
             table.add([
-                w["path"]?.string ?? "", "\(w["store"]?.string ?? "").\(w["entity"]?.string ?? "")",
-                w["format"]?.string ?? "", w["on_conflict"]?.string ?? "", w["pending"]?.display ?? "",
-                w["done"]?.display ?? "", w["failed"]?.display ?? ""
+                w.path, "\(w.store).\(w.entity)", w.format, w.onConflict, Format.grouped(w.pending),
+                Format.grouped(w.done), Format.grouped(w.failed)
             ])
         }
         Out.line(

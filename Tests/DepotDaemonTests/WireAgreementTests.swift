@@ -351,3 +351,47 @@ struct WireAgreementTests {
         #expect(Self.differences(extra, schema, at: "C", in: document) == ["C.state is documented but not written"])
     }
 }
+
+@Suite("depotctl on DepotClient's public API")
+struct CtlPublicAPITests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
+        .standardized
+
+    static func sources(_ folder: String) throws -> [(name: String, text: String)] {
+        let url = root.appendingPathComponent(folder)
+        return try FileManager.default.contentsOfDirectory(atPath: url.path).filter { $0.hasSuffix(".swift") }.map {
+            ($0, try String(contentsOf: url.appendingPathComponent($0), encoding: .utf8))
+        }
+    }
+
+    /// The names DepotClient and DepotWire declare `package`: what the
+    /// daemon may use and a client program may not.
+    static func packageNames() throws -> Set<String> {
+        var names = Set<String>()
+        let pattern = try Regex(#"package (?:static )?(?:func|enum|struct|var|let) ([A-Za-z_]+)"#)
+        for folder in ["Sources/DepotClient", "Sources/DepotWire"] {
+            for (_, text) in try sources(folder) {
+                for match in text.matches(of: pattern) {
+                    if let name = match.output[1].substring { names.insert(String(name)) }
+                }
+            }
+        }
+        return names
+    }
+
+    @Test("depotctl calls none of DepotClient's package-only members (its transport, paths, bodies)")
+    func publicOnly() throws {
+        let names = try Self.packageNames()
+        #expect(names.isSuperset(of: ["call", "lines", "exchange", "json", "RequestBody", "entityPath"]))
+        var uses: [String] = []
+        for (file, text) in try Self.sources("Sources/depotctl") {
+            for name in names {
+                for form in ["client.\(name)(", "DaemonClient.\(name)(", "DepotClient.\(name)(", "\(name)."]
+                where name.first!.isUppercase || !form.hasSuffix(".") {
+                    if text.contains(form) { uses.append("\(file): \(form)") }
+                }
+            }
+        }
+        #expect(uses == [])
+    }
+}
