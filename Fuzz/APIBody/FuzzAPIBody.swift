@@ -11,7 +11,7 @@ import Foundation
 import FuzzSupport
 
 /// Any bytes as the JSON body of a fetch, an aggregate, a duplicates
-/// request or a job (the first byte chooses), read and checked as the
+/// request, a job or a save (the first byte chooses), read and checked as the
 /// daemon's routes do: a clear refusal (a decoding error's message, an
 /// engine or API error) or a request that runs. A trap, a stack overflow
 /// (1 MB of nesting) or an error of another kind is a finding.
@@ -58,7 +58,7 @@ enum APIBodyTarget {
 
     /// Errors a route may answer with: the API's own and the engine's.
     static func expected(_ body: () async throws -> Void) async {
-        do { try await body() } catch is APIError {} catch let error as DepotError {
+        do { try await body() } catch is APIError {} catch is SaveRefusal {} catch let error as DepotError {
             if error.code == .database { Fuzz.fail("a database error: \(error.message)") }
         } catch {
             Fuzz.fail("an error of another kind: \(error)")
@@ -67,7 +67,7 @@ enum APIBodyTarget {
 
     static func check(_ kind: UInt8, _ bytes: Data) {
         let reader = store.reader
-        switch kind % 4 {
+        switch kind % 5 {
         case 0:
             guard let body = decode(FetchBody.self, bytes) else { return }
             try? Fuzz.blocking {
@@ -105,6 +105,15 @@ enum APIBodyTarget {
                         entity: "Trip", by: body.by, where: body.where,
                         arguments: try JSONValue.scalars(body.arguments, key: "arguments"),
                         limit: body.limit.map { min($0, 10) })
+                }
+            }
+        case 4:
+            // A save: read as the route reads it, then applied (or refused) on the store.
+            guard let body = decode(SaveBody.self, bytes) else { return }
+            try? Fuzz.blocking {
+                await expected {
+                    let changeSet = try ControlRoutes.changeSet(body, reads: reader)
+                    _ = try await store.save(changeSet, author: "fuzz")
                 }
             }
         default:
@@ -157,7 +166,13 @@ enum Main {
             + Array(
                 #"{"kind": "import", "store": "travel", "entity": "Trip", "path": "/x.csv", "on_conflict": "merge", "max_rejects": "1%"}"#
                     .utf8),
-        [3] + Array(("{\"kind\": \"dedupe\", \"by\": " + Fuzz.repeated("[", 500_000) + "}").utf8)
+        [3] + Array(("{\"kind\": \"dedupe\", \"by\": " + Fuzz.repeated("[", 500_000) + "}").utf8),
+        [4]
+            + Array(
+                (#"{"author": "f", "changes": [{"insert": "Trip", "record": {"id": "t1", "name": "x", "startDate": "2025-01-01", "#
+                    + #""budget": 1, "isFavorite": false}}, {"update": "Trip", "identifier": "t1", "set": {"nights": 2}}, "#
+                    + #"{"delete": "Trip", "identifier": "t9"}]}"#).utf8),
+        [4] + Array(#"{"changes": [{"upsert": "Trip", "record": {"id": [1, {"a": 2}], "budget": "x"}}]}"#.utf8)
     ]
     static func main() { Fuzz.main(fuzzAPIBody, seeds: seeds) }
 }

@@ -578,11 +578,18 @@ public struct ErrorAnswer: Sendable, Hashable, Codable {
         /// if let at = failure.error.position { print("at character", at) }
         /// ```
         public var position: Int?
+        /// For a refused save: every failing change, by index.
+        ///
+        /// ```swift
+        /// for change in failure.error.changes ?? [] { print(change.index, change.code) }
+        /// ```
+        public var changes: [ChangeFailure]?
 
-        package init(code: String, message: String, position: Int?) {
+        package init(code: String, message: String, position: Int?, changes: [ChangeFailure]? = nil) {
             self.code = code
             self.message = message
             self.position = position
+            self.changes = changes
         }
     }
 

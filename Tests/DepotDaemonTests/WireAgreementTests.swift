@@ -187,6 +187,22 @@ struct WireAgreementTests {
             ),
             "POST /v1/stores/{store}/entities/{entity}/export": (try json(export), []),
             "POST /v1/stores/{store}/entities/{entity}/import": (nil, [try json(job)]),
+            "POST /v1/stores/{store}/save": (
+                try json(
+                    SaveBody(
+                        author: "web",
+                        changes: [
+                            SaveChange(.update, entity: "Trip", identifier: "T1", set: ["budget": 1], ifToken: "41")
+                        ])),
+                [
+                    try json(
+                        SaveAnswer(
+                            token: "42",
+                            changes: [
+                                .init(index: 0, entity: "Trip", identifier: "T1", kind: "update", effect: "updated")
+                            ]))
+                ]
+            ),
             "GET /v1/stores/{store}/history": (
                 nil, [try json(TransactionPage(transactions: [transaction])), try json(transaction)]
             ),
@@ -335,7 +351,11 @@ struct WireAgreementTests {
         #expect(checked > 30)
         // The error every operation may answer.
         let error = Self.resolve(["$ref": "#/components/schemas/Error"], in: document)
-        let failure = try Self.json(ErrorAnswer(error: .init(code: "conflict", message: "m", position: 3)))
+        let failure = try Self.json(
+            ErrorAnswer(
+                error: .init(
+                    code: "save_refused", message: "m", position: 3,
+                    changes: [ChangeFailure(index: 0, code: "not_found", field: "id", message: "m")])))
         #expect(Self.differences(failure, error, at: "Error", in: document) == [])
     }
 

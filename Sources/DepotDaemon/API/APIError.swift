@@ -1,5 +1,5 @@
 import DepotEngine
-import DepotWire
+package import DepotWire
 import Foundation
 package import HTTPTypes
 import Hummingbird
@@ -36,6 +36,12 @@ package struct APIError: Error, Sendable {
         /// The request does not fit the state of what it names (a job's
         /// output before it succeeded, a record that exists under `fail`).
         case conflict
+        /// A save refused because a change does not fit what is stored
+        /// (`409`); `changes` lists every failing one.
+        case saveRefused = "save_refused"
+        /// A save refused because a change is wrong in itself (`422`): a
+        /// value of the wrong type, a missing field, one record changed twice.
+        case invalidChange = "invalid_change"
         /// The body is larger than the daemon accepts.
         case tooLarge = "too_large"
         /// The daemon's disk cannot hold what was sent; nothing of it is kept.
@@ -63,11 +69,14 @@ package struct APIError: Error, Sendable {
     package var code: Code
     package var message: String
     package var position: Int?
+    /// For a refused save: every failing change.
+    package var changes: [ChangeFailure]?
 
-    package init(_ code: Code, _ message: String, position: Int? = nil) {
+    package init(_ code: Code, _ message: String, position: Int? = nil, changes: [ChangeFailure]? = nil) {
         self.code = code
         self.message = message
         self.position = position
+        self.changes = changes
     }
 
     /// The HTTP status of each code: the only place where one is chosen.
@@ -79,7 +88,8 @@ package struct APIError: Error, Sendable {
         case .forbidden: .forbidden
         case .notFound, .unknownStore, .unknownJob, .unknownEntity, .unknownConsumer: .notFound
         case .methodNotAllowed: .methodNotAllowed
-        case .conflict, .migrationRefused: .conflict
+        case .conflict, .migrationRefused, .saveRefused: .conflict
+        case .invalidChange: .unprocessableContent
         case .historyExpired: .gone
         case .tooLarge: .contentTooLarge
         case .storeClosed, .tooManyConnections: .serviceUnavailable
@@ -104,6 +114,12 @@ package struct APIError: Error, Sendable {
             case .unknownStore: return APIError(.unknownStore, e.description)
             case .unknownJob: return APIError(.unknownJob, e.description)
             }
+        case let e as SaveRefusal:
+            return APIError(
+                e.isInvalid ? .invalidChange : .saveRefused, e.description,
+                changes: e.failures.map {
+                    ChangeFailure(index: $0.index, code: $0.code.rawValue, field: $0.field, message: $0.message)
+                })
         case let e as DepotError:
             guard e.code != .database, let code = Code(rawValue: e.code.description) else { return .unexpected }
             return APIError(code, e.message, position: e.position)
@@ -124,7 +140,8 @@ package struct APIError: Error, Sendable {
     package static let unexpected = APIError(.internal, "the daemon failed to serve the request; see its log")
 
     var body: String {
-        let answer = ErrorAnswer(error: .init(code: code.rawValue, message: message, position: position))
+        let answer = ErrorAnswer(
+            error: .init(code: code.rawValue, message: message, position: position, changes: changes))
         return (try? String(decoding: JSONResponse.encoder.encode(answer), as: UTF8.self)) ?? ""
     }
 }

@@ -106,6 +106,9 @@ package struct ControlRoutes: Sendable {
         on(.post, "stores/:store/entities/:entity/export") { request, context in
             return try await self.export(request, context)
         }
+        on(.post, "stores/:store/save") { request, context in
+            return try await self.save(request, context)
+        }
         on(.post, "stores/:store/entities/:entity/import") { request, context in
             return try await self.upload(request, context)
         }

@@ -1,0 +1,267 @@
+import DepotWire
+
+// A save (DESIGN §16), written once over the write context's primitives,
+// for every backend: the changes are checked first, against the store as
+// this transaction sees it, and every failing one is listed; only a set
+// without failures is applied. Records come first (inserted, upserted,
+// replaced, without reference checks: the check was made over the whole
+// set, so records may name each other in any order), then updates, then
+// deletes with their delete rules (so that a cascade cannot remove a
+// record another change of the set updates); one history transaction logs
+// them in that order.
+extension StoreBackend {
+    /// Applies `changeSet` in one transaction, logged as one history
+    /// transaction by `author`.
+    ///
+    /// - Throws: ``SaveRefusal`` listing every failing change (nothing is
+    ///   written); ``DepotError/Code/unknownEntity`` for an entity the
+    ///   store does not have; ``DepotError/Code/invalidArgument`` for an
+    ///   empty set or one larger than `limit`.
+    public func save(_ changeSet: ChangeSet, author: String, limit: Int = 10_000) async throws -> SaveResult {
+        guard !changeSet.changes.isEmpty else {
+            throw DepotError(.invalidArgument, "a save needs at least one change")
+        }
+        guard changeSet.changes.count <= limit else {
+            throw DepotError(
+                .invalidArgument,
+                "a save holds at most \(limit) changes (max_save_changes), not \(changeSet.changes.count); "
+                    + "larger work is an import")
+        }
+        let schema = settings.schema
+        let planned = try changeSet.changes.enumerated().map { i, change in
+            try PlannedChange(index: i, change, schema: schema, dialect: settings.dialect)
+        }
+        let outcome = try await withSave(author: author, job: nil) { save -> [ChangeOutcome] in
+            try await Self.check(planned, in: save, schema: schema)
+            var outcomes: [Int: ChangeOutcome] = [:]
+            let order =
+                planned.filter(\.writesRecord) + planned.filter { $0.kind == .update }
+                + planned.filter { $0.kind == .delete }
+            for p in order {
+                do {
+                    outcomes[p.index] = try await p.apply(in: save, backend: self)
+                } catch let error as DepotError {
+                    throw SaveRefusal(failures: [p.failure(error)])
+                }
+            }
+            return planned.map { outcomes[$0.index]! }
+        }
+        return SaveResult(token: outcome.token, changes: outcome.value)
+    }
+
+    /// Every failing change of the set, against the store as `save` sees it.
+    private static func check(_ planned: [PlannedChange], in save: Context, schema: StoreSchema) async throws {
+        var failures = planned.compactMap(\.invalid)
+        // One change per record.
+        var seen: [PlannedChange.Key: Int] = [:]
+        for p in planned where !p.identifier.isEmpty {
+            if let first = seen[p.key] {
+                failures.append(
+                    .init(
+                        index: p.index, code: .duplicateChange, field: nil,
+                        message: "change \(first) already changes \(p.describe); one change per record in a save"))
+            } else {
+                seen[p.key] = p.index
+            }
+        }
+        let written = Set(planned.filter { $0.invalid == nil && $0.writesRecord }.map(\.key))
+        let deleted = Set(planned.filter { $0.invalid == nil && $0.kind == .delete }.map(\.key))
+        for p in planned where p.invalid == nil && !failures.contains(where: { $0.index == p.index }) {
+            let stored = try await save.exists(p.entity, identifier: p.identifier)
+            switch p.kind {
+            case .insert where stored:
+                failures.append(
+                    .init(index: p.index, code: .alreadyExists, field: nil, message: "\(p.describe) already exists"))
+                continue
+            case .update where !stored, .delete where !stored:
+                failures.append(
+                    .init(index: p.index, code: .notFound, field: nil, message: "there is no \(p.describe)"))
+                continue
+            default:
+                break
+            }
+            // A new record has every required field.
+            if p.kind == .insert || p.kind == .replace || (p.kind == .upsert && !stored) {
+                if let field = p.entity.fields.first(where: { !$0.isOptional && p.values[$0.name] == nil }) {
+                    failures.append(
+                        .init(
+                            index: p.index, code: .invalidValue, field: field.name,
+                            message: "\(p.describe) lacks required field \(JSONText.quoted(field.name))"))
+                    continue
+                }
+            }
+            // Its references name records that are stored (and stay) or come with the set.
+            for (relationship, target) in p.references {
+                let targetEntity = try schema.entity(relationship.target)
+                let key = PlannedChange.Key(entity: targetEntity.name, identifier: target)
+                var there = written.contains(key)
+                if !there, !deleted.contains(key) { there = try await save.exists(targetEntity, identifier: target) }
+                if !there {
+                    failures.append(
+                        .init(
+                            index: p.index, code: .danglingReference, field: relationship.name,
+                            message: "\(p.describe): \(SaveContext.missing(targetEntity.name, target))"
+                                + (deleted.contains(key) ? ", which this save deletes" : "")))
+                    break
+                }
+            }
+        }
+        if !failures.isEmpty { throw SaveRefusal(failures: failures.sorted { $0.index < $1.index }) }
+    }
+}
+
+/// A change read against the schema: its entity, identifier and values
+/// converted to the fields' types, or why it cannot be.
+struct PlannedChange: Sendable {
+    struct Key: Hashable, Sendable {
+        var entity: String
+        var identifier: [Value]
+    }
+
+    let index: Int
+    let kind: ChangeSet.Kind
+    let entity: EntitySchema
+    /// The record's fields (insert, upsert, replace) or those an update sets, converted.
+    var values: [String: Value] = [:]
+    var identifier: [Value] = []
+    /// The selection of this record (update, delete).
+    var selection: RowSelection?
+    /// Why the change is wrong in itself, whatever is stored.
+    var invalid: SaveRefusal.Failure?
+
+    init(index: Int, _ change: ChangeSet.Change, schema: StoreSchema, dialect: any SQLDialect) throws {
+        self.index = index
+        self.kind = change.kind
+        entity = try schema.entity(change.entity)
+        do {
+            switch kind {
+            case .insert, .upsert, .replace:
+                for (name, value) in change.record { values[name] = try Self.convert(value, name, of: entity) }
+                identifier = try entity.identifier.map { name in
+                    guard let value = values[name], !value.isNull else {
+                        throw Refused(
+                            field: name, message: "the record lacks its identifier field \(JSONText.quoted(name))")
+                    }
+                    return value
+                }
+            case .update, .delete:
+                guard change.identifier.count == entity.identifier.count else {
+                    throw Refused(
+                        field: nil,
+                        message: "the identifier of \(JSONText.quoted(entity.name)) is "
+                            + (entity.identifier.count == 1
+                                ? "one value (\(entity.identifier[0]))"
+                                : "an array of \(entity.identifier.count) values ("
+                                    + entity.identifier.joined(separator: ", ") + ")")
+                            + ", not \(change.identifier.count)")
+                }
+                identifier = try zip(entity.identifier, change.identifier).map { name, value in
+                    try Self.convert(value, name, of: entity)
+                }
+                var arguments: [String: Value] = [:]
+                var terms: [String] = []
+                for (k, (name, value)) in zip(entity.identifier, identifier).enumerated() {
+                    arguments["k\(k)"] = value
+                    terms.append("\(name) == $k\(k)")
+                }
+                let filter = try PredicateCompiler.compile(
+                    terms.joined(separator: " AND "), entity: entity, schema: schema, arguments: arguments,
+                    dialect: dialect)
+                selection = RowSelection(entity, .matching(filter), in: schema)
+                if kind == .update {
+                    guard !change.set.isEmpty else {
+                        throw Refused(field: nil, message: "an update sets at least one field")
+                    }
+                    for (name, value) in change.set {
+                        if entity.identifier.contains(name) {
+                            throw Refused(
+                                field: name,
+                                message:
+                                    "field \(JSONText.quoted(name)) is part of the identifier and cannot be updated; "
+                                    + "delete the record and insert it under its new identifier")
+                        }
+                        values[name] = try Self.convert(value, name, of: entity)
+                    }
+                }
+            }
+        } catch let refused as Refused {
+            invalid = .init(index: index, code: .invalidValue, field: refused.field, message: refused.message)
+        }
+    }
+
+    private struct Refused: Error {
+        var field: String?
+        var message: String
+    }
+
+    private static func convert(_ value: Value, _ name: String, of entity: EntitySchema) throws -> Value {
+        do {
+            return try ValueConversion.convert(value, to: try entity.field(named: name))
+        } catch let error as DepotError {
+            throw Refused(field: name, message: error.message)
+        }
+    }
+
+    var key: Key { Key(entity: entity.name, identifier: identifier) }
+    var writesRecord: Bool { kind == .insert || kind == .upsert || kind == .replace }
+
+    /// The record, as errors name it: `Trip "T1"`.
+    var describe: String {
+        var id = ""
+        Identifier.appendJSON(identifier, to: &id)
+        return "\(entity.name) \(id)"
+    }
+
+    /// The to-one references the change sets, and the identifiers they name (nulls left out).
+    var references: [(Relationship, [Value])] {
+        entity.relationships.compactMap { r -> (Relationship, [Value])? in
+            guard r.isToOne, let columns = entity.relationshipColumns[r.name] else { return nil }
+            let named = columns.map { values[$0] }
+            guard named.allSatisfy({ $0 != nil && !$0!.isNull }) else { return nil }
+            return (r, named.map { $0! })
+        }
+    }
+
+    /// The failure a change's write ended in: a delete rule that denies, a
+    /// value the writer refused.
+    func failure(_ error: DepotError) -> SaveRefusal.Failure {
+        let code: SaveRefusal.Code =
+            switch error.code {
+            case .conflict where kind == .delete: .deniedByDeleteRule
+            case .conflict: .conflict
+            default: .invalidValue
+            }
+        return .init(index: index, code: code, field: nil, message: error.message)
+    }
+
+    /// Writes the change in `save`.
+    func apply<Backend: StoreBackend>(in save: Backend.Context, backend: Backend) async throws -> ChangeOutcome {
+        var effect: ChangeOutcome.Effect
+        switch kind {
+        case .insert, .upsert, .replace:
+            let columns = entity.fields.map(\.name).filter { values[$0] != nil }
+            var batch = RecordBatch(entity: entity.name, columns: columns, reservingCapacity: 1)
+            batch.append(columns.map { values[$0]! })
+            let policy: ConflictPolicy = kind == .insert ? .fail : kind == .upsert ? .upsert : .replace
+            let counts = try await save.write(
+                try backend.prepare(batch, BatchOptions(policy: policy, deferReferences: true)))
+            if let rejection = counts.rejections.first {
+                throw DepotError(.invalidArgument, "\(describe): \(rejection.reason)")
+            }
+            effect = counts.inserted > 0 ? .inserted : counts.updated > 0 ? .updated : .unchanged
+        case .update:
+            let assignments = try Assignments.resolve(values, in: entity)
+            let counts = try await save.updateRows(selection!, assignments: assignments, after: .start, limit: 1).counts
+            effect = counts.updated > 0 ? .updated : .unchanged
+        case .delete:
+            let (rows, _) = try await save.deleteRows(selection!, limit: 1)
+            effect = .deleted
+            if rows == 0 {
+                throw SaveRefusal(failures: [
+                    .init(index: index, code: .notFound, field: nil, message: "there is no \(describe)")
+                ])
+            }
+        }
+        return ChangeOutcome(index: index, entity: entity.name, identifier: identifier, kind: kind, effect: effect)
+    }
+}

@@ -1,0 +1,89 @@
+import DepotWire
+import Foundation
+import Testing
+
+/// Saves through depotd (DESIGN §16, issue 31): `POST /v1/stores/S/save`.
+@Suite("depotd: saves", .serialized)
+struct SaveTests {
+    static func save(_ d: DaemonProcess, _ body: String) throws -> HTTPResult {
+        try d.request("POST", "/v1/stores/travel/save", body: body)
+    }
+
+    static func trip(_ id: String, budget: Double = 900) -> String {
+        #"{"id":"\#(id)","name":"Trip \#(id)","startDate":"2025-05-02","budget":\#(budget),"isFavorite":false}"#
+    }
+
+    @Test("a save answers its token and each change; its changes are one history transaction by its author")
+    func appliedSave() throws {
+        let d = try DaemonProcess()
+        defer { d.stop() }
+        let first = try Self.save(
+            d,
+            #"{"author":"web","changes":[{"insert":"Trip","record":\#(Self.trip("T1"))},"#
+                + #"{"insert":"Trip","record":\#(Self.trip("T2"))}]}"#)
+        #expect(first.status == 200, "\(first.body)")
+        let answer = try JSONDecoder().decode(SaveAnswer.self, from: Data(first.body.utf8))
+        #expect(answer.changes.map(\.effect) == ["inserted", "inserted"])
+        #expect(answer.changes.map(\.identifier) == ["T1", "T2"])
+        let second = try Self.save(
+            d,
+            #"{"changes":[{"update":"Trip","identifier":"T1","set":{"budget":950.5}},"#
+                + #"{"delete":"Trip","identifier":"T2"},{"upsert":"Trip","record":\#(Self.trip("T3"))}]}"#)
+        #expect(second.status == 200, "\(second.body)")
+        let next = try JSONDecoder().decode(SaveAnswer.self, from: Data(second.body.utf8))
+        #expect(next.changes.map(\.effect) == ["updated", "deleted", "inserted"])
+        #expect(Int(next.token ?? "") ?? 0 > Int(answer.token ?? "") ?? .max)
+        // The history holds each save as one transaction under the answered token.
+        let history = try JSONDecoder().decode(
+            TransactionPage.self, from: Data(try d.request("GET", "/v1/stores/travel/history").body.utf8)
+        ).transactions
+        #expect(history.map(\.token) == [answer.token, next.token].compactMap { $0 })
+        #expect(history.first?.author == "web")
+        // Logged records first, then updates, then deletes.
+        #expect(history.last?.changes.map(\.kind) == [.insert, .update, .delete])
+        let records = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"sort":["id"]}"#)
+        let fetched = try JSONDecoder().decode(RecordsAnswer.self, from: Data(records.body.utf8)).records
+        #expect(fetched.map { $0["id"] } == ["T1", "T3"])
+        #expect(fetched.first?["budget"] == 950.5)
+        // Nothing to change: no transaction, no token.
+        let same = try Self.save(d, #"{"changes":[{"update":"Trip","identifier":"T1","set":{"budget":950.5}}]}"#)
+        #expect(same.status == 200 && same.object["token"] is NSNull, "\(same.body)")
+    }
+
+    @Test("a refused save lists every failing change by index with its code, 409 or 422, and writes nothing")
+    func refusedSave() throws {
+        let d = try DaemonProcess()
+        defer { d.stop() }
+        #expect(try Self.save(d, #"{"changes":[{"insert":"Trip","record":\#(Self.trip("T1"))}]}"#).status == 200)
+        let conflict = try Self.save(
+            d,
+            #"{"changes":[{"insert":"Trip","record":\#(Self.trip("T9"))},{"insert":"Trip","record":\#(Self.trip("T1"))},"#
+                + #"{"delete":"Trip","identifier":"T7"}]}"#)
+        #expect(conflict.status == 409, "\(conflict.body)")
+        let refusal = try JSONDecoder().decode(ErrorAnswer.self, from: Data(conflict.body.utf8)).error
+        #expect(refusal.code == "save_refused")
+        #expect(
+            refusal.changes?.map(\.index) == [1, 2] && refusal.changes?.map(\.code) == ["already_exists", "not_found"])
+        let invalid = try Self.save(
+            d,
+            #"{"changes":[{"update":"Trip","identifier":"T1","set":{"budget":"lots"}},"#
+                + #"{"insert":"Trip","record":{"id":"T5"}},{"update":"Trip","identifier":"T1","set":{"name":"x"}}]}"#)
+        #expect(invalid.status == 422, "\(invalid.body)")
+        let reasons = try JSONDecoder().decode(ErrorAnswer.self, from: Data(invalid.body.utf8)).error
+        #expect(reasons.code == "invalid_change")
+        #expect(reasons.changes?.map(\.code) == ["invalid_value", "invalid_value", "duplicate_change"])
+        #expect(reasons.changes?.first?.field == "budget")
+        // Not ignored: if_token is refused until it is taken.
+        let guarded = try Self.save(
+            d, #"{"changes":[{"update":"Trip","identifier":"T1","set":{"budget":1},"if_token":"1"}]}"#)
+        #expect(guarded.status == 422 && guarded.body.contains("if_token"), "\(guarded.body)")
+        #expect(try Self.save(d, #"{"changes":[{"insert":"Nope","record":{}}]}"#).status == 404)
+        #expect(try Self.save(d, #"{"changes":[]}"#).status == 400)
+        #expect(try Self.save(d, #"{"changes":[{"insert":"Trip","delete":"Trip"}]}"#).status == 400)
+        // Nothing of them was written: T1 alone, one transaction.
+        let count = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#)
+        #expect(count.object["count"] as? Int == 1)
+        let history = try d.request("GET", "/v1/stores/travel/history").object["transactions"] as? [Any]
+        #expect(history?.count == 1)
+    }
+}
