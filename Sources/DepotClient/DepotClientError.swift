@@ -102,6 +102,20 @@ public struct DepotClientError: Error, Sendable, Hashable, CustomStringConvertib
         /// catch let e as DepotClientError where e.code == .conflict { print(e.message) }
         /// ```
         public static let conflict = Code(rawValue: "conflict")
+        /// A save refused because a change does not fit what is stored (409);
+        /// ``DepotClientError/changes`` lists every failing one.
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .saveRefused { print(e.changes.map(\.code)) }
+        /// ```
+        public static let saveRefused = Code(rawValue: "save_refused")
+        /// A save refused because a change is wrong in itself (422);
+        /// ``DepotClientError/changes`` lists every failing one.
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .invalidChange { print(e.changes.first?.field ?? "") }
+        /// ```
+        public static let invalidChange = Code(rawValue: "invalid_change")
         /// The caller's role does not allow it (403).
         ///
         /// ```swift
@@ -219,6 +233,12 @@ public struct DepotClientError: Error, Sendable, Hashable, CustomStringConvertib
     /// print(predicate); print(String(repeating: " ", count: (error.position ?? 1) - 1) + "^")
     /// ```
     public var position: Int?
+    /// For a refused save: every failing change, by index, with its code.
+    ///
+    /// ```swift
+    /// for f in error.changes { print("change \(f.index): \(f.code) \(f.message)") }
+    /// ```
+    public var changes: [ChangeFailure] = []
 
     /// An error; the client makes them, a test may too.
     ///

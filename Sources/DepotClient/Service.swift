@@ -90,6 +90,24 @@ extension DepotClient {
             body: ConsumerBody(from: token))
     }
 
+    /// Applies a change set to `store` in one transaction, logged as one
+    /// history transaction (DESIGN §16), or nothing of it: a refused save
+    /// throws ``DepotClientError/Code/saveRefused`` or
+    /// ``DepotClientError/Code/invalidChange`` with every failing change in
+    /// ``DepotClientError/changes``.
+    ///
+    /// ```swift
+    /// let answer = try await client.save(store: "shop", SaveBody(changes: [
+    ///     SaveChange(.insert, entity: "Customer", record: ["id": "C9", "name": "Ada"]),
+    ///     SaveChange(.update, entity: "Order", identifier: "O4", set: ["total": 41]),
+    /// ]))
+    /// print(answer.token ?? "nothing changed")
+    /// ```
+    @discardableResult
+    public func save(store: String, _ body: SaveBody) async throws -> SaveAnswer {
+        try await json(SaveAnswer.self, .POST, "/v1/stores/\(Self.escaped(store))/save", body: body)
+    }
+
     // MARK: Answers as the daemon wrote them
 
     /// A fetch's answer as the daemon wrote it: `{"records": [...]}` (or

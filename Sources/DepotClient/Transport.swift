@@ -202,9 +202,11 @@ extension DepotClient {
             return DepotClientError(
                 .unexpectedAnswer, "the daemon answered \(status) without saying why", status: status)
         }
-        return DepotClientError(
+        var error = DepotClientError(
             .init(rawValue: envelope.error.code), envelope.error.message, status: status,
             position: envelope.error.position)
+        error.changes = envelope.error.changes ?? []
+        return error
     }
 
     static func unreachable(_ path: String, _ error: any Error) -> DepotClientError {

@@ -501,3 +501,38 @@ struct ClientExampleTests {
         #expect(doc.contains("```swift\n" + program + "```\n"))
     }
 }
+
+/// Saves through DepotClient (issue 31): the answer, and a refusal's changes.
+@Suite("DepotClient: saves", .serialized)
+struct DepotClientSaveTests {
+    @Test("save answers each change's outcome; a refused save throws with every failing change, nothing written")
+    func save() async throws {
+        let d = try DepotClientTests.daemon()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let client = DepotClient(socketPath: d.socket)
+        let before = try await client.count(FetchRequest(store: "travel", entity: "Trip"))
+        let answer = try await client.save(
+            store: "travel",
+            SaveBody(changes: [
+                SaveChange(
+                    .insert, entity: "Trip",
+                    record: ["id": "n1", "name": "New", "startDate": "2025-06-01", "budget": 10, "isFavorite": true]),
+                SaveChange(.delete, entity: "Trip", identifier: "t1")
+            ]))
+        #expect(answer.changes.map(\.effect) == ["inserted", "deleted"] && answer.token != nil)
+        #expect(try await client.count(FetchRequest(store: "travel", entity: "Trip")) == before)
+        let refused = await #expect(throws: DepotClientError.self) {
+            try await client.save(
+                store: "travel",
+                SaveBody(changes: [
+                    SaveChange(.update, entity: "Trip", identifier: "n1", set: ["budget": 11]),
+                    SaveChange(.delete, entity: "Trip", identifier: "t1")
+                ]))
+        }
+        #expect(refused?.code == .saveRefused && refused?.status == 409)
+        #expect(refused?.changes.map(\.index) == [1] && refused?.changes.first?.code == "not_found")
+        // The update at index 0 was not applied.
+        let kept = try await client.fetch(FetchRequest(store: "travel", entity: "Trip", where: "id == 'n1'"))
+        #expect(kept.first?["budget"] == 10)
+    }
+}
