@@ -13,7 +13,7 @@ struct CtlTests {
             [], ["status"], ["import"], ["jobs"], ["job"], ["follow"], ["cancel"], ["fetch"], ["count"], ["ids"],
             ["stats"], ["duplicates"], ["delete"], ["update"], ["export"], ["history"], ["history", "list"],
             ["history", "prune"], ["consumers"], ["consumer"], ["consumer", "create"], ["consumer", "ack"],
-            ["consumer", "reset"], ["consumer", "drop"], ["watches"], ["check"]
+            ["consumer", "reset"], ["consumer", "drop"], ["watches"], ["check"], ["save"]
         ]
         for command in commands {
             let result = try Ctl.run(command + ["--help"], socket: nil)
@@ -506,5 +506,40 @@ struct CtlTests {
         #expect(plain.out.contains("succeeded"))
         let piped = try Ctl.run(["jobs"], socket: d.socket)
         #expect(!piped.out.contains("\u{1B}"))
+    }
+
+    @Test("save: a change set from a file or stdin, a summary or --json; a refusal names each failing change, exit 1")
+    func save() throws {
+        let d = try DaemonProcess()
+        defer { d.stop() }
+        let file = d.folder.appendingPathComponent("changes.json")
+        try Data(
+            (#"{"changes": [{"insert": "Trip", "record": {"id": "T1", "name": "Rome", "startDate": "2025-05-02", "#
+                + #""budget": 900, "isFavorite": false}}, {"upsert": "Trip", "record": {"id": "T2", "name": "Oslo", "#
+                + #""startDate": "2025-06-01", "budget": 700, "isFavorite": true}}]}"#).utf8
+        ).write(to: file)
+        let saved = try Ctl.run(["save", "travel", file.path], socket: d.socket)
+        #expect(saved.status == 0, "\(saved.err)")
+        #expect(
+            saved.out.hasPrefix("saved 2 changes to travel at token ") && saved.out.contains("2 inserted"),
+            "\(saved.out)")
+        // Standard input, --json: the daemon's answer.
+        let update = try Ctl.run(
+            ["--json", "save", "travel", "-"], socket: d.socket,
+            stdin: #"{"changes": [{"update": "Trip", "identifier": "T1", "set": {"budget": 950}}]}"#)
+        #expect(update.status == 0, "\(update.err)")
+        #expect((update.json["changes"] as? [[String: Any]])?.first?["effect"] as? String == "updated", "\(update.out)")
+        // A refusal: exit 1, each failing change named on stderr, nothing written.
+        let refused = try Ctl.run(
+            ["save", "travel", "-"], socket: d.socket,
+            stdin: #"{"changes": [{"delete": "Trip", "identifier": "T2"}, {"insert": "Trip", "record": {"id": "T1"}}]}"#
+        )
+        #expect(refused.status == 1)
+        #expect(refused.err.contains("change 1: Trip \"T1\" already exists"), "\(refused.err)")
+        #expect(
+            try Ctl.run(["count", "travel", "Trip"], socket: d.socket).out.trimmingCharacters(
+                in: .whitespacesAndNewlines) == "2")
+        let garbage = try Ctl.run(["save", "travel", "-"], socket: d.socket, stdin: "not json")
+        #expect(garbage.status == 1 && garbage.err.contains("not a save's body"), "\(garbage.err)")
     }
 }

@@ -15,7 +15,10 @@ enum Ctl {
     }
 
     /// Runs `depotctl ARGS` to its end, with `DEPOT_SOCKET` naming the daemon's socket.
-    static func run(_ args: [String], socket: String?, environment: [String: String] = [:]) throws -> Result {
+    /// With `stdin`, that text is its standard input (else nothing).
+    static func run(_ args: [String], socket: String?, environment: [String: String] = [:], stdin: String? = nil)
+        throws -> Result
+    {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ctl-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -28,7 +31,13 @@ enum Ctl {
         p.environment = env(socket: socket, environment)
         p.standardOutput = FileHandle(forWritingAtPath: outPath)
         p.standardError = FileHandle(forWritingAtPath: errPath)
-        p.standardInput = FileHandle.nullDevice
+        if let stdin {
+            let inPath = folder.appendingPathComponent("in").path
+            _ = FileManager.default.createFile(atPath: inPath, contents: Data(stdin.utf8))
+            p.standardInput = FileHandle(forReadingAtPath: inPath)
+        } else {
+            p.standardInput = FileHandle.nullDevice
+        }
         try p.run()
         p.waitUntilExit()
         return Result(
