@@ -41,7 +41,9 @@ extension StoreBackend {
                 do {
                     outcomes[p.index] = try await p.apply(in: save, backend: self)
                 } catch let error as DepotError {
-                    throw SaveRefusal(failures: [p.failure(error)])
+                    // The change's own failure; the store's (I/O, a full disk) passes as it is.
+                    guard let failure = p.failure(error) else { throw error }
+                    throw SaveRefusal(failures: [failure])
                 }
             }
             return planned.map { outcomes[$0.index]! }
@@ -223,14 +225,15 @@ struct PlannedChange: Sendable {
     }
 
     /// The failure a change's write ended in: a delete rule that denies, a
-    /// value the writer refused.
-    func failure(_ error: DepotError) -> SaveRefusal.Failure {
-        let code: SaveRefusal.Code =
-            switch error.code {
-            case .conflict where kind == .delete: .deniedByDeleteRule
-            case .conflict: .conflict
-            default: .invalidValue
-            }
+    /// value the writer refused; nil for an error of the store itself.
+    func failure(_ error: DepotError) -> SaveRefusal.Failure? {
+        let code: SaveRefusal.Code
+        switch error.code {
+        case .conflict where kind == .delete: code = .deniedByDeleteRule
+        case .conflict: code = .conflict
+        case .invalidArgument, .typeMismatch, .unknownField: code = .invalidValue
+        default: return nil
+        }
         return .init(index: index, code: code, field: nil, message: error.message)
     }
 
