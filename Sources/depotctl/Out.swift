@@ -1,17 +1,11 @@
+import DepotClient
 import Foundation
 
 /// Writes to stdout and stderr without Foundation's buffering surprises.
 enum Out {
-    /// The encoder of `--json`: the daemon's (sorted keys, slashes as they are).
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return e
-    }()
-
-    /// A wire value as one line of JSON, as the daemon sends it.
+    /// A wire value as one line of JSON, as the daemon sends it (``WireJSON``).
     static func json(_ value: some Encodable) throws {
-        line(String(decoding: try encoder.encode(value), as: UTF8.self))
+        line(String(decoding: try WireJSON.encoder.encode(value), as: UTF8.self))
     }
 
     static func line(_ text: String = "") { write(1, text + "\n") }

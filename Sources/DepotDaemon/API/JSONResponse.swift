@@ -1,4 +1,5 @@
 import AsyncAlgorithms
+import DepotWire
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -28,11 +29,7 @@ enum JSONResponse {
         make(String(decoding: try encoder.encode(value), as: UTF8.self), status: status)
     }
 
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return e
-    }()
+    static var encoder: JSONEncoder { WireJSON.encoder }
 
     /// An NDJSON stream, one line per element, flushed as each is written.
     ///

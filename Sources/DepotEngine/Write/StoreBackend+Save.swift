@@ -56,8 +56,10 @@ extension StoreBackend {
         var failures = planned.compactMap(\.invalid)
         // One change per record.
         var seen: [PlannedChange.Key: Int] = [:]
+        var repeated = Set<Int>()
         for p in planned where !p.identifier.isEmpty {
             if let first = seen[p.key] {
+                repeated.insert(p.index)
                 failures.append(
                     .init(
                         index: p.index, code: .duplicateChange, field: nil,
@@ -68,7 +70,7 @@ extension StoreBackend {
         }
         let written = Set(planned.filter { $0.invalid == nil && $0.writesRecord }.map(\.key))
         let deleted = Set(planned.filter { $0.invalid == nil && $0.kind == .delete }.map(\.key))
-        for p in planned where p.invalid == nil && !failures.contains(where: { $0.index == p.index }) {
+        for p in planned where p.invalid == nil && !repeated.contains(p.index) {
             let stored = try await save.exists(p.entity, identifier: p.identifier)
             switch p.kind {
             case .insert where stored:
