@@ -152,14 +152,14 @@ let package = Package(
         // The import benchmark (bench/run-import).
         .executableTarget(
             name: "ImportBench",
-            dependencies: ["DepotEngine"],
+            dependencies: ["DepotEngine", "DepotWire"],
             path: "bench/ImportBench",
             swiftSettings: swiftSettings
         ),
         // The PostgreSQL import benchmark (bench/pg-import).
         .executableTarget(
             name: "PGImportBench",
-            dependencies: ["DepotEngine", "DepotPostgres"],
+            dependencies: ["DepotEngine", "DepotPostgres", "DepotWire"],
             path: "bench/PGImportBench",
             swiftSettings: swiftSettings
         ),

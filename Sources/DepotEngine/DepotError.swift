@@ -37,6 +37,7 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
             case diskFull = "disk_full"
             case io = "io"
             case database = "database"
+            case idempotencyKeyReused = "idempotency_key_reused"
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -73,6 +74,8 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let io = Code(.io)
         /// SQLite reported an error (an I/O error, corruption…).
         public static let database = Code(.database)
+        /// A save's idempotency key was used before by a save of another body.
+        public static let idempotencyKeyReused = Code(.idempotencyKeyReused)
 
         /// Every code, for the daemon's mapping to the API and its tests.
         package static var all: [Code] { Base.allCases.map(Code.init) }

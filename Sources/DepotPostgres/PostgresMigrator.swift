@@ -19,7 +19,14 @@ enum PostgresMigrator {
     /// 3: a row of `depot_changes` may hold a run of new records of one
     /// save (`span` changes from its id on, their identifiers and values
     /// one a line), stored uncompressed or by lz4, not pglz.
-    static let systemVersion = 3
+    /// 4: each record's `depot_token`, the token of its last change (the
+    /// records stored before take the last token issued), and the
+    /// idempotency keys of saves (DESIGN §16).
+    static let systemVersion = 4
+
+    /// The column of a record's token: new records take the token of the
+    /// save's history transaction (PostgresSaveContext.tokenExpression).
+    static let tokenColumn = "depot_token bigint DEFAULT \(PostgresSaveContext.tokenExpression)"
 
     /// How `depot_changes` stores the long texts of runs of new records
     /// (a run's identifiers and values, hundreds of kilobytes): compressed
@@ -103,11 +110,37 @@ enum PostgresMigrator {
             }
             if version == "1" || version == "2" {
                 try await run("ALTER TABLE \(table("depot_changes")) ADD COLUMN IF NOT EXISTS span integer")
-                try await run(
-                    "UPDATE \(table("depot_meta")) SET value = '\(systemVersion)' WHERE key = 'system_version'")
                 storage = true
             }
+            if let version, let number = Int(version), number < 4 {
+                // Each stored entity's records take the last token issued
+                // (added as a constant: no rewrite of the table), and new
+                // ones the save's.
+                let last = try await store.lastIssued(connection)
+                let stored = try await PostgresSQL.textRows(
+                    connection,
+                    "SELECT s.entity FROM \(table("depot_schema")) s JOIN information_schema.tables i "
+                        + "ON i.table_schema = \(PostgresSQL.literal(location.schema)) AND i.table_name = s.entity "
+                        + "ORDER BY s.entity", logger: logger)
+                for name in stored.compactMap({ $0[0] }) {
+                    try await run(
+                        "ALTER TABLE \(table(name)) ADD COLUMN IF NOT EXISTS depot_token bigint DEFAULT \(last)")
+                    try await run(
+                        "ALTER TABLE \(table(name)) ALTER COLUMN depot_token SET DEFAULT \(PostgresSaveContext.tokenExpression)"
+                    )
+                }
+            }
+            if let version, let number = Int(version), number < systemVersion {
+                try await run(
+                    "UPDATE \(table("depot_meta")) SET value = '\(systemVersion)' WHERE key = 'system_version'")
+            }
         }
+        // The idempotency keys of saves: each with a digest of its request and its answer.
+        try await run(
+            "CREATE TABLE IF NOT EXISTS \(table("depot_idempotency"))(key text PRIMARY KEY, digest text NOT NULL, "
+                + "answer text NOT NULL, created timestamptz NOT NULL)")
+        try await run(
+            "CREATE INDEX IF NOT EXISTS depot_idempotency_created ON \(table("depot_idempotency"))(created)")
         if storage { try await run(try await changesStorage(connection, store: store)) }
         try await run(
             "CREATE TABLE IF NOT EXISTS \(table("depot_checkpoints"))(job text PRIMARY KEY, "
@@ -270,6 +303,7 @@ enum PostgresMigrator {
             "\(PostgresSQL.quote(field.name)) \(PostgresSQL.type(field.type))"
                 + (field.isOptional && !entity.identifier.contains(field.name) ? "" : " NOT NULL")
         }
+        columns.append(tokenColumn)
         columns.append("PRIMARY KEY (" + entity.identifier.map(PostgresSQL.quote).joined(separator: ", ") + ")")
         try await PostgresSQL.execute(
             connection, "CREATE TABLE \(store.table(entity.name)) (\(columns.joined(separator: ", ")))",

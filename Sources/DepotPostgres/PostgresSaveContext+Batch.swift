@@ -139,7 +139,8 @@ extension PostgresSaveContext {
             connection,
             "UPDATE \(store.table(entity.name)) SET "
                 + assignments.enumerated().map { k, a in "\(PostgresSQL.quote(entity.fields[a.0].name)) = $\(k + 1)" }
-                .joined(separator: ", ") + " WHERE " + Self.identifierMatch(entity, first: assignments.count + 1),
+                .joined(separator: ", ") + ", depot_token = \(try await historyTransaction()) WHERE "
+                + Self.identifierMatch(entity, first: assignments.count + 1),
             PostgresSQL.bindings(assignments.map(\.1) + key), logger: store.logger)
     }
 
@@ -151,7 +152,8 @@ extension PostgresSaveContext {
             connection,
             "UPDATE \(store.table(source.name)) SET "
                 + reference.columns.map { "\(PostgresSQL.quote($0)) = NULL" }.joined(separator: ", ")
-                + " WHERE " + Self.identifierMatch(source, columns: reference.columns),
+                + ", depot_token = \(try await historyTransaction()) WHERE "
+                + Self.identifierMatch(source, columns: reference.columns),
             PostgresSQL.bindings(identifier), logger: store.logger)
         return found
     }

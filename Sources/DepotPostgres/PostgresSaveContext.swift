@@ -368,7 +368,7 @@ public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
             }.joined(separator: ", ")
             try await PostgresSQL.execute(
                 connection,
-                "UPDATE \(store.table(entity.name)) t SET \(set) "
+                "UPDATE \(store.table(entity.name)) t SET \(set), depot_token = \(Self.tokenExpression) "
                     + "FROM \(stage) s WHERE \(join)", logger: logger)
         }
         if let history { try await copyChanges(await history.value) }
@@ -476,10 +476,13 @@ public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
         binds.append(Timestamp.now())
         binds.append(author)
         binds.append(job)
+        // Its id is also, for this transaction, the default token of the
+        // records it writes (tokenExpression).
         let rows = try await PostgresSQL.textRows(
             connection,
-            "INSERT INTO \(store.table("depot_transactions"))"
-                + "(timestamp, author, job) VALUES ($1, $2, $3) RETURNING id::text", binds, logger: store.logger)
+            "WITH t AS (INSERT INTO \(store.table("depot_transactions"))"
+                + "(timestamp, author, job) VALUES ($1, $2, $3) RETURNING id) "
+                + "SELECT id::text, set_config('depot.token', id::text, true) FROM t", binds, logger: store.logger)
         guard let id = PostgresSQL.scalar(rows).flatMap({ Int64($0) }) else {
             throw DepotError(.database, "the server did not return the new history transaction's id")
         }

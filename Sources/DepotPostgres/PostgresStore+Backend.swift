@@ -166,6 +166,9 @@ struct PostgresReader: StoreReading {
     func fetchJSONBytes(_ descriptor: FetchDescriptor) async throws -> [UInt8] {
         Array(try await store.fetch(descriptor).jsonArray().utf8)
     }
+    func record(_ entity: String, identifier: [Value]) async throws -> RecordVersion? {
+        try await store.record(entity, identifier: identifier)
+    }
     func fetchJSON(_ descriptor: FetchDescriptor, write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void)
         async throws
     {

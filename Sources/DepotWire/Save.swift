@@ -154,9 +154,34 @@ public struct SaveBody: Sendable, Hashable, Codable {
     /// ```swift
     /// let body = SaveBody(changes: changes)
     /// ```
-    public init(author: String? = nil, changes: [SaveChange]) {
+    public init(
+        author: String? = nil, merge: String? = nil, idempotencyKey: String? = nil, changes: [SaveChange]
+    ) {
         self.author = author
+        self.merge = merge
+        self.idempotencyKey = idempotencyKey
         self.changes = changes
+    }
+
+    /// How a change read at a token (`if_token`) merges with the saves
+    /// that changed its record since: `error` (the default), `object-trump`,
+    /// `store-trump` or `overwrite` (DESIGN §16).
+    ///
+    /// ```swift
+    /// var body = SaveBody(changes: changes); body.merge = "store-trump"
+    /// ```
+    public var merge: String?
+    /// A key that makes the save happen once: the same key again answers
+    /// the first save's answer, `replayed`, and writes nothing.
+    ///
+    /// ```swift
+    /// var body = SaveBody(changes: changes); body.idempotencyKey = "order-7781"
+    /// ```
+    public var idempotencyKey: String?
+
+    enum CodingKeys: String, CodingKey {
+        case author, merge, changes
+        case idempotencyKey = "idempotency_key"
     }
 }
 
@@ -228,13 +253,34 @@ public struct SaveAnswer: Sendable, Hashable, Codable {
     /// ```
     public var changes: [Outcome]
 
-    package init(token: String?, changes: [Outcome]) {
+    /// Whether this is the answer of an earlier save of the same
+    /// idempotency key, given again (nothing was written this time).
+    ///
+    /// ```swift
+    /// if answer.replayed { print("saved before") }
+    /// ```
+    public var replayed: Bool
+
+    package init(token: String?, changes: [Outcome], replayed: Bool = false) {
         self.token = token
         self.changes = changes
+        self.replayed = replayed
     }
 
     enum CodingKeys: String, CodingKey {
-        case token, changes
+        case token, changes, replayed
+    }
+
+    /// Reads an answer; `replayed` is false when absent.
+    ///
+    /// ```swift
+    /// let answer = try JSONDecoder().decode(SaveAnswer.self, from: data)
+    /// ```
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        token = try c.decodeIfPresent(String.self, forKey: .token)
+        changes = try c.decode([Outcome].self, forKey: .changes)
+        replayed = try c.decodeIfPresent(Bool.self, forKey: .replayed) ?? false
     }
 
     /// Writes the answer; `token` is `null` when nothing changed.
@@ -246,6 +292,7 @@ public struct SaveAnswer: Sendable, Hashable, Codable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(token, forKey: .token)
         try c.encode(changes, forKey: .changes)
+        if replayed { try c.encode(true, forKey: .replayed) }
     }
 }
 
@@ -280,11 +327,61 @@ public struct ChangeFailure: Sendable, Hashable, Codable {
     /// print(f.message)
     /// ```
     public var message: String
+    /// For a `conflict`: each field another save changed since the
+    /// change's token and the change sets, with its three values.
+    ///
+    /// ```swift
+    /// for c in f.conflicts ?? [] { print(c.field, c.base ?? "?", c.stored, c.yours) }
+    /// ```
+    public var conflicts: [FieldConflict]?
 
-    package init(index: Int, code: String, field: String?, message: String) {
+    package init(index: Int, code: String, field: String?, message: String, conflicts: [FieldConflict]? = nil) {
         self.index = index
         self.code = code
         self.field = field
         self.message = message
+        self.conflicts = conflicts
+    }
+}
+
+/// One field of a conflict (DESIGN §16): its value when the record was
+/// read (`base`, at the change's token), as stored now, and as the change
+/// sets it.
+///
+/// ```swift
+/// if let c = failure.conflicts?.first { print("\(c.field): \(c.base ?? "?") → \(c.stored), yours \(c.yours)") }
+/// ```
+public struct FieldConflict: Sendable, Hashable, Codable {
+    /// The field's name.
+    ///
+    /// ```swift
+    /// print(c.field)
+    /// ```
+    public var field: String
+    /// Its value at the change's token; absent when the history does not
+    /// keep values (`history = "values"` keeps them).
+    ///
+    /// ```swift
+    /// print(c.base ?? "unknown")
+    /// ```
+    public var base: JSONValue?
+    /// Its value now (`null` for a record deleted since).
+    ///
+    /// ```swift
+    /// print(c.stored)
+    /// ```
+    public var stored: JSONValue
+    /// The change's value (`null` for a delete).
+    ///
+    /// ```swift
+    /// print(c.yours)
+    /// ```
+    public var yours: JSONValue
+
+    package init(field: String, base: JSONValue?, stored: JSONValue, yours: JSONValue) {
+        self.field = field
+        self.base = base
+        self.stored = stored
+        self.yours = yours
     }
 }

@@ -73,10 +73,13 @@ struct SaveTests {
         #expect(reasons.code == "invalid_change")
         #expect(reasons.changes?.map(\.code) == ["invalid_value", "invalid_value", "duplicate_change"])
         #expect(reasons.changes?.first?.field == "budget")
-        // Not ignored: if_token is refused until it is taken.
+        // A token that is not one, or was never issued.
         let guarded = try Self.save(
-            d, #"{"changes":[{"update":"Trip","identifier":"T1","set":{"budget":1},"if_token":"1"}]}"#)
+            d, #"{"changes":[{"update":"Trip","identifier":"T1","set":{"budget":1},"if_token":"x1"}]}"#)
         #expect(guarded.status == 422 && guarded.body.contains("if_token"), "\(guarded.body)")
+        let never = try Self.save(
+            d, #"{"changes":[{"update":"Trip","identifier":"T1","set":{"budget":1},"if_token":"77"}]}"#)
+        #expect(never.status == 422 && never.body.contains("never issued"), "\(never.body)")
         #expect(try Self.save(d, #"{"changes":[{"insert":"Nope","record":{}}]}"#).status == 404)
         #expect(try Self.save(d, #"{"changes":[]}"#).status == 400)
         #expect(try Self.save(d, #"{"changes":[{"insert":"Trip","delete":"Trip"}]}"#).status == 400)
@@ -85,5 +88,34 @@ struct SaveTests {
         #expect(count.object["count"] as? Int == 1)
         let history = try d.request("GET", "/v1/stores/travel/history").object["transactions"] as? [Any]
         #expect(history?.count == 1)
+    }
+
+    @Test("an idempotency key makes a save happen once: a retry answers the first answer, replayed, writing nothing")
+    func idempotency() throws {
+        let d = try DaemonProcess()
+        defer { d.stop() }
+        let body = #"{"idempotency_key":"order-7781","changes":[{"insert":"Trip","record":\#(Self.trip("T1"))}]}"#
+        let first = try Self.save(d, body)
+        #expect(first.status == 200 && first.object["replayed"] == nil, "\(first.body)")
+        // The same body again (its keys in another order): the first answer, nothing written.
+        let reordered = #"{"changes":[{"insert":"Trip","record":\#(Self.trip("T1"))}],"idempotency_key":"order-7781"}"#
+        let retry = try Self.save(d, reordered)
+        #expect(retry.status == 200 && retry.object["replayed"] as? Bool == true, "\(retry.body)")
+        #expect(retry.object["token"] as? String == first.object["token"] as? String)
+        let history = try d.request("GET", "/v1/stores/travel/history").object["transactions"] as? [Any]
+        #expect(history?.count == 1)
+        // The key with another body.
+        let other = try Self.save(
+            d, #"{"idempotency_key":"order-7781","changes":[{"delete":"Trip","identifier":"T1"}]}"#)
+        #expect(other.status == 422 && other.body.contains("idempotency_key_reused"), "\(other.body)")
+        #expect(
+            try Self.save(d, #"{"idempotency_key":"","changes":[{"delete":"Trip","identifier":"T1"}]}"#).status == 400)
+        // One record's writes take the key as a header.
+        let path = "/v1/stores/travel/entities/Trip/records/T1"
+        let patch = try d.request("PATCH", path, body: #"{"budget":1000}"#, headers: ["Idempotency-Key": "p1"])
+        let again = try d.request("PATCH", path, body: #"{"budget":1000}"#, headers: ["Idempotency-Key": "p1"])
+        #expect(patch.status == 200 && again.object["replayed"] as? Bool == true, "\(again.body)")
+        #expect(again.headers["etag"] == patch.headers["etag"])
+        #expect((try d.request("GET", "/v1/stores/travel/history").object["transactions"] as? [Any])?.count == 2)
     }
 }

@@ -49,6 +49,14 @@ struct WireAgreementTests {
         return s
     }
 
+    /// A save's answer, replayed.
+    static var saved: SaveAnswer {
+        SaveAnswer(
+            token: "42",
+            changes: [.init(index: 0, entity: "Trip", identifier: "T1", kind: "update", effect: "updated")],
+            replayed: true)
+    }
+
     static var fetch: FetchBody {
         var f = FetchBody()
         f.where = "budget > $min"
@@ -190,19 +198,16 @@ struct WireAgreementTests {
             "POST /v1/stores/{store}/save": (
                 try json(
                     SaveBody(
-                        author: "web",
+                        author: "web", merge: "store-trump", idempotencyKey: "order-7781",
                         changes: [
                             SaveChange(.update, entity: "Trip", identifier: "T1", set: ["budget": 1], ifToken: "41")
                         ])),
-                [
-                    try json(
-                        SaveAnswer(
-                            token: "42",
-                            changes: [
-                                .init(index: 0, entity: "Trip", identifier: "T1", kind: "update", effect: "updated")
-                            ]))
-                ]
+                [try json(Self.saved)]
             ),
+            "GET /v1/stores/{store}/entities/{entity}/records/{id}": (nil, [try json(Self.record)]),
+            "PUT /v1/stores/{store}/entities/{entity}/records/{id}": (try json(Self.record), [try json(Self.saved)]),
+            "PATCH /v1/stores/{store}/entities/{entity}/records/{id}": (try json(Self.record), [try json(Self.saved)]),
+            "DELETE /v1/stores/{store}/entities/{entity}/records/{id}": (nil, [try json(Self.saved)]),
             "GET /v1/stores/{store}/history": (
                 nil, [try json(TransactionPage(transactions: [transaction])), try json(transaction)]
             ),
@@ -355,7 +360,11 @@ struct WireAgreementTests {
             ErrorAnswer(
                 error: .init(
                     code: "save_refused", message: "m", position: 3,
-                    changes: [ChangeFailure(index: 0, code: "not_found", field: "id", message: "m")])))
+                    changes: [
+                        ChangeFailure(
+                            index: 0, code: "conflict", field: "id", message: "m",
+                            conflicts: [FieldConflict(field: "budget", base: 1, stored: 2, yours: 3)])
+                    ])))
         #expect(Self.differences(failure, error, at: "Error", in: document) == [])
     }
 

@@ -3,6 +3,7 @@
 // daemon, socket or upload. Run with `bench/run-import --engine`, which also
 // times the daemon path and sqlite3's `.import` in the same run.
 import DepotEngine
+import DepotWire
 import Foundation
 
 func rssPeakKB() -> Int {

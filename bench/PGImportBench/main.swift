@@ -4,6 +4,7 @@
 // same reading as the daemon's imports (upsert, sorted runs, saves), and
 // prints one line of figures.
 import DepotEngine
+import DepotWire
 import DepotPostgres
 import Foundation
 

@@ -64,6 +64,7 @@ package struct APIError: Error, Sendable {
         case invalidToken = "invalid_token"
         case unknownConsumer = "unknown_consumer"
         case storeClosed = "store_closed"
+        case idempotencyKeyReused = "idempotency_key_reused"
     }
 
     package var code: Code
@@ -89,7 +90,7 @@ package struct APIError: Error, Sendable {
         case .notFound, .unknownStore, .unknownJob, .unknownEntity, .unknownConsumer: .notFound
         case .methodNotAllowed: .methodNotAllowed
         case .conflict, .migrationRefused, .saveRefused: .conflict
-        case .invalidChange: .unprocessableContent
+        case .invalidChange, .idempotencyKeyReused: .unprocessableContent
         case .historyExpired: .gone
         case .tooLarge: .contentTooLarge
         case .storeClosed, .tooManyConnections: .serviceUnavailable
@@ -115,10 +116,22 @@ package struct APIError: Error, Sendable {
             case .unknownJob: return APIError(.unknownJob, e.description)
             }
         case let e as SaveRefusal:
+            // A save refused only by conflicts is a `conflict` (what a
+            // client rereads and retries on), else a refusal of its changes.
+            let code: Code =
+                e.isInvalid ? .invalidChange : e.failures.allSatisfy { $0.code == .conflict } ? .conflict : .saveRefused
             return APIError(
-                e.isInvalid ? .invalidChange : .saveRefused, e.description,
+                code, e.description,
                 changes: e.failures.map {
-                    ChangeFailure(index: $0.index, code: $0.code.rawValue, field: $0.field, message: $0.message)
+                    ChangeFailure(
+                        index: $0.index, code: $0.code.rawValue, field: $0.field, message: $0.message,
+                        conflicts: $0.conflicts.isEmpty
+                            ? nil
+                            : $0.conflicts.map {
+                                DepotWire.FieldConflict(
+                                    field: $0.field, base: $0.base.map(JSONValue.init), stored: JSONValue($0.stored),
+                                    yours: JSONValue($0.yours))
+                            })
                 })
         case let e as DepotError:
             guard e.code != .database, let code = Code(rawValue: e.code.description) else { return .unexpected }

@@ -9,10 +9,37 @@ extension ControlRoutes {
     func save(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
         let body = try await JSONBody.decode(SaveBody.self, from: request, limit: config.maxRequestBytes)
+        return try JSONResponse.encode(try await save(body, store: store, context: context))
+    }
+
+    /// Applies a save's body to `store`, by its author or the peer; with
+    /// an idempotency key, once (a retry answers the first answer, replayed).
+    func save(_ body: SaveBody, store: any StoreBackend, context: DepotRequestContext) async throws -> SaveAnswer {
         let changeSet = try Self.changeSet(body, reads: store.reads)
         let author = body.author ?? context.peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd"
-        let result = try await store.save(changeSet, author: author)
-        return try JSONResponse.encode(Self.answer(result))
+        let settings = config.stores.first { $0.name == store.settings.name }
+        let limit = settings?.maxSaveChanges ?? 10_000
+        guard let key = body.idempotencyKey else {
+            return Self.answer(try await store.save(changeSet, author: author, limit: limit))
+        }
+        guard !key.isEmpty, key.utf8.count <= 255 else {
+            throw APIError(.invalidArgument, "an idempotency key is 1 to 255 bytes of text")
+        }
+        // The request's digest: its body written again in one canonical form
+        // (sorted keys), the key itself aside.
+        var canonical = body
+        canonical.idempotencyKey = nil
+        let digest = ContentHash.of(bytes: Array(try WireJSON.encoder.encode(canonical)))
+        let (text, replayed) = try await store.save(
+            changeSet, author: author, limit: limit,
+            idempotency: IdempotencyKey(
+                key: key, digest: digest, retention: settings?.idempotencyRetention ?? .seconds(86_400))
+        ) { result in
+            String(decoding: try WireJSON.encoder.encode(Self.answer(result)), as: UTF8.self)
+        }
+        var answer = try JSONDecoder().decode(SaveAnswer.self, from: Data(text.utf8))
+        answer.replayed = replayed
+        return answer
     }
 
     /// The engine's change set of a save's body: its values as the fields'
@@ -22,14 +49,16 @@ extension ControlRoutes {
         var changes: [ChangeSet.Change] = []
         for (index, change) in body.changes.enumerated() {
             let entity = try reads.entity(change.entity)
-            if change.ifToken != nil {
-                // Optimistic concurrency is the next step of issue 31: refused
-                // rather than ignored, so that no client believes it is protected.
-                refused.append(
-                    .init(
-                        index: index, code: .invalidValue, field: "if_token",
-                        message: "if_token is not taken yet (optimistic concurrency comes with merge policies); "
-                            + "send the change without it"))
+            var ifToken: HistoryToken?
+            if let text = change.ifToken {
+                ifToken = HistoryToken(text)
+                if ifToken == nil {
+                    refused.append(
+                        .init(
+                            index: index, code: .invalidValue, field: "if_token",
+                            message: "if_token \(JSONText.quoted(text)) is not a token (tokens are numbers, as a save "
+                                + "or the history gives them)"))
+                }
             }
             func values(_ object: [String: JSONValue]?) -> [String: DepotEngine.Value] {
                 var out: [String: DepotEngine.Value] = [:]
@@ -76,10 +105,21 @@ extension ControlRoutes {
             changes.append(
                 ChangeSet.Change(
                     ChangeSet.Kind(rawValue: change.kind.rawValue)!, entity: entity.name,
-                    record: values(change.record), identifier: identifier, set: values(change.set)))
+                    record: values(change.record), identifier: identifier, set: values(change.set),
+                    ifToken: ifToken))
         }
         if !refused.isEmpty { throw SaveRefusal(failures: refused) }
-        return ChangeSet(changes)
+        var merge = ChangeSet.MergePolicy.error
+        if let name = body.merge {
+            guard let policy = ChangeSet.MergePolicy(rawValue: name) else {
+                throw APIError(
+                    .invalidArgument,
+                    "merge \(JSONText.quoted(name)) is not a merge policy; one of "
+                        + ChangeSet.MergePolicy.allCases.map { JSONText.quoted($0.rawValue) }.joined(separator: ", "))
+            }
+            merge = policy
+        }
+        return ChangeSet(changes, merge: merge)
     }
 
     /// The answer of an applied save.

@@ -109,6 +109,14 @@ package struct ControlRoutes: Sendable {
         on(.post, "stores/:store/save") { request, context in
             return try await self.save(request, context)
         }
+        on(.get, "stores/:store/entities/:entity/records/:id") { request, context in
+            return try await self.getRecord(request, context)
+        }
+        for method in [HTTPRequest.Method.put, .patch, .delete] {
+            on(method, "stores/:store/entities/:entity/records/:id") { request, context in
+                return try await self.writeRecord(request, context)
+            }
+        }
         on(.post, "stores/:store/entities/:entity/import") { request, context in
             return try await self.upload(request, context)
         }

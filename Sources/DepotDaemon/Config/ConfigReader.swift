@@ -318,7 +318,8 @@ struct ConfigReader {
             table,
             [
                 "name", "path", "save_every", "save_interval", "history_retention", "history_max_retention",
-                "cache_mb", "durability", "entity", "backend", "url", "schema", "password_file", "lease"
+                "cache_mb", "durability", "entity", "backend", "url", "schema", "password_file", "lease",
+                "max_save_changes", "idempotency_retention"
             ],
             at: key)
         guard let name = string(table, "name", at: "\(key).name"), !name.isEmpty else {
@@ -439,6 +440,14 @@ struct ConfigReader {
             in: DurationText.retention)
         {
             config.historyMaxRetention = maximum
+        }
+        if let most = int(table, "max_save_changes", at: "\(key).max_save_changes", in: 1...1_000_000) {
+            config.maxSaveChanges = most
+        }
+        if let retention = duration(
+            table, "idempotency_retention", at: "\(key).idempotency_retention", in: DurationText.retention)
+        {
+            config.idempotencyRetention = retention
         }
         // At most 64 GiB: more than this machine class has, and far from overflowing the shift.
         if let mb = int(table, "cache_mb", at: "\(key).cache_mb", in: 1...65_536) {

@@ -10,20 +10,36 @@ enum ContentHash {
         // the daemon here).
         let (fd, _) = try SafeFile.openForReading(path)
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        var a: UInt64 = 0xcbf2_9ce4_8422_2325
-        var b: UInt64 = 0x84_2222_325c_bf29_ce
-        var size = 0
+        var hash = Running()
         while true {
             let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
             if chunk.isEmpty { break }
-            size += chunk.count
-            chunk.withUnsafeBytes { bytes in
-                for byte in bytes {
-                    a = (a ^ UInt64(byte)) &* 0x100_0000_01b3
-                    b = (b &* 0x100_0000_01b3) ^ UInt64(byte) ^ (b >> 29)
-                }
+            chunk.withUnsafeBytes { hash.add($0) }
+        }
+        return hash.text
+    }
+
+    /// The same hash of bytes in memory (a save's request, for its idempotency key).
+    static func of(bytes: [UInt8]) -> String {
+        var hash = Running()
+        bytes.withUnsafeBytes { hash.add($0) }
+        return hash.text
+    }
+
+    /// The hash of the bytes added so far.
+    private struct Running {
+        var a: UInt64 = 0xcbf2_9ce4_8422_2325
+        var b: UInt64 = 0x84_2222_325c_bf29_ce
+        var size = 0
+
+        mutating func add(_ bytes: UnsafeRawBufferPointer) {
+            size += bytes.count
+            for byte in bytes {
+                a = (a ^ UInt64(byte)) &* 0x100_0000_01b3
+                b = (b &* 0x100_0000_01b3) ^ UInt64(byte) ^ (b >> 29)
             }
         }
-        return String(a, radix: 16) + String(b, radix: 16) + "-" + String(size)
+
+        var text: String { String(a, radix: 16) + String(b, radix: 16) + "-" + String(size) }
     }
 }

@@ -24,6 +24,33 @@ package enum CompactValues {
         return out + "}"
     }
 
+    /// A change as `depot_changes` holds it, its values as objects:
+    /// compact values (arrays) follow an update's `fields`, an insert's or
+    /// a delete's `layout` (names remembered in `layouts`).
+    static func change(
+        _ db: Database, entity: String, identifier: String, kind: String, fields fieldsText: String?,
+        tombstone: String?, old: String?, new: String?, layout: Int64?, layouts: inout [Int64: [String]]
+    ) throws -> HistoryChange {
+        var fields: [String]? = nil
+        if let fieldsText, case .array(let names)? = MiniJSON.parse(fieldsText) {
+            fields = names.compactMap { if case .string(let s) = $0 { s } else { nil } }
+        }
+        let kind = ChangeKind(rawValue: kind) ?? .update
+        var old = old
+        var new = new
+        if old?.utf8.first == UInt8(ascii: "[") || new?.utf8.first == UInt8(ascii: "[") {
+            let names =
+                try kind == .update
+                ? fields ?? []
+                : layout.map { try CompactValues.names(db, layout: $0, cache: &layouts) } ?? []
+            old = old.map { CompactValues.object($0, names: names) }
+            new = new.map { CompactValues.object($0, names: names) }
+        }
+        return HistoryChange(
+            entity: entity, identifier: identifier, kind: kind, fields: fields, tombstone: tombstone, old: old, new: new
+        )
+    }
+
     /// The top-level elements of a JSON array, as text.
     static func split(_ text: String) -> [Substring] {
         var elements: [Substring] = []

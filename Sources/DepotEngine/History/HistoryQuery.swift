@@ -86,28 +86,9 @@ enum HistoryQuery {
         while let row = try cursor.next() {
             let txn: Int64 = row[0]
             guard positions[txn] != nil else { continue }
-            let fieldsText: String? = row[4]
-            var fields: [String]? = nil
-            if let fieldsText, case .array(let names)? = MiniJSON.parse(fieldsText) {
-                fields = names.compactMap { if case .string(let s) = $0 { s } else { nil } }
-            }
-            let kind = ChangeKind(rawValue: row[3]) ?? .update
-            var old: String? = row[6]
-            var new: String? = row[7]
-            // Compact values (arrays): an update's follow its fields, an
-            // insert's or a delete's its layout.
-            if old?.utf8.first == UInt8(ascii: "[") || new?.utf8.first == UInt8(ascii: "[") {
-                let layout: Int64? = row[8]
-                let names =
-                    try kind == .update
-                    ? fields ?? []
-                    : layout.map { try CompactValues.names(db, layout: $0, cache: &layouts) } ?? []
-                old = old.map { CompactValues.object($0, names: names) }
-                new = new.map { CompactValues.object($0, names: names) }
-            }
-            let change = HistoryChange(
-                entity: row[1], identifier: row[2], kind: kind,
-                fields: fields, tombstone: row[5], old: old, new: new)
+            let change = try CompactValues.change(
+                db, entity: row[1], identifier: row[2], kind: row[3], fields: row[4], tombstone: row[5], old: row[6],
+                new: row[7], layout: row[8], layouts: &layouts)
             guard page.add(change, to: txn) else { break }
         }
         return page.result

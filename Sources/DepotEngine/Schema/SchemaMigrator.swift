@@ -80,6 +80,8 @@ enum SchemaMigrator {
             }
             columns.append(column)
         }
+        // The token of the record's last change (SystemTables version 5).
+        columns.append("depot_token INTEGER")
         if entity.identifier.count > 1 {
             columns.append("UNIQUE(" + entity.identifier.map(SQL.quote).joined(separator: ", ") + ")")
         }

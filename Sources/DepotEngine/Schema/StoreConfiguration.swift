@@ -33,6 +33,10 @@ public struct StoreConfiguration: Sendable {
     public var adaptiveSaves = false
     /// History older than this is pruned; `nil` keeps it all.
     public var historyRetention: Duration?
+    /// The most changes one save holds (`max_save_changes`, DESIGN §16).
+    public var maxSaveChanges = 10_000
+    /// How long a save's idempotency key is kept (`idempotency_retention`).
+    public var idempotencyRetention: Duration = .seconds(86_400)
     /// How long an active consumer may hold back a prune: one whose oldest
     /// unacknowledged transaction is older is marked lost, and the prune
     /// goes on. `nil` lets consumers hold the history back for ever.

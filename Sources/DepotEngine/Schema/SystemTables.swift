@@ -95,6 +95,32 @@ package enum SystemTables {
                     UPDATE depot_jobs SET state = coalesce(json_extract(CAST(record AS TEXT), '$.state'), 'queued')
                         WHERE json_valid(CAST(record AS TEXT));
                     """)
+        },
+        // Version 5, saves (DESIGN §16, issue #31): each record keeps the
+        // token of its last change (`depot_token`, its ETag), set by every
+        // write in the same statement as the record; the records stored
+        // before take the last token issued, which is no earlier than their
+        // last change (a save that read them before is checked against the
+        // history, never passed unchecked). And the idempotency keys of
+        // saves, each with a digest of its request and its answer.
+        Step(version: 5, summary: "the token of each record's last change; idempotency keys of saves") { db in
+            let last = try HistoryQuery.lastIssued(db)
+            let entities = try String.fetchAll(db, sql: "SELECT entity FROM depot_schema ORDER BY entity")
+            for entity in entities where try db.tableExists(entity) {
+                let has =
+                    try Bool.fetchOne(
+                        db, sql: "SELECT count(*) > 0 FROM pragma_table_info(?) WHERE name = 'depot_token'",
+                        arguments: [entity]) ?? false
+                if has { continue }
+                try db.execute(
+                    sql: "ALTER TABLE \(SQL.quote(entity)) ADD COLUMN depot_token INTEGER DEFAULT \(last)")
+            }
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS depot_idempotency(
+                        key TEXT PRIMARY KEY, digest TEXT NOT NULL, answer TEXT NOT NULL, created TEXT NOT NULL) STRICT;
+                    CREATE INDEX IF NOT EXISTS depot_idempotency_created ON depot_idempotency(created);
+                    """)
         }
     ]
 

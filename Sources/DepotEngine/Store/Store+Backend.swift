@@ -145,6 +145,16 @@ public final class SQLiteWriteContext: WriteContext {
         try pump.context().exists(entity, identifier: identifier)
     }
 
+    public func version(_ entity: EntitySchema, identifier: [Value]) async throws -> RecordVersion? {
+        try pump.context().version(entity, identifier: identifier)
+    }
+
+    public func history(of entity: EntitySchema, identifier: [Value], after token: Int64, through: Int64)
+        async throws -> RecordHistory
+    {
+        try pump.context().history(of: entity, identifier: identifier, after: token, through: through)
+    }
+
     public func referring(_ reference: IncomingReference, to identifier: [Value]) async throws -> [Int64] {
         try pump.context().referring(reference, to: identifier)
     }
@@ -163,6 +173,28 @@ public final class SQLiteWriteContext: WriteContext {
 
     public func nullify(_ reference: IncomingReference, referringTo identifier: [Value]) async throws -> [[Value]] {
         try pump.context().nullify(reference, referringTo: identifier)
+    }
+
+    public func transaction() async throws -> Int64? { try pump.context().transactionID }
+
+    public func idempotentAnswer(_ key: String, since: String) async throws -> (digest: String, answer: String)? {
+        let db = try pump.context().db
+        return try Row.fetchOne(
+            db, sql: "SELECT digest, answer FROM depot_idempotency WHERE key = ? AND created >= ?",
+            arguments: [key, since]
+        ).map { ($0[0], $0[1]) }
+    }
+
+    public func keepIdempotentAnswer(_ key: String, digest: String, answer: String, forgetBefore: String)
+        async throws
+    {
+        let db = try pump.context().db
+        try db.execute(sql: "DELETE FROM depot_idempotency WHERE created < ?", arguments: [forgetBefore])
+        try db.execute(
+            sql: "INSERT INTO depot_idempotency(key, digest, answer, created) VALUES (?, ?, ?, ?) "
+                + "ON CONFLICT(key) DO UPDATE SET digest = excluded.digest, answer = excluded.answer, "
+                + "created = excluded.created",
+            arguments: [key, digest, answer, Timestamp.now()])
     }
 
     public func log(_ change: HistoryChange) async throws {

@@ -28,25 +28,72 @@ public struct ChangeSet: Sendable {
         public var identifier: [Value]
         /// The fields an update sets.
         public var set: [String: Value]
+        /// The token the client read the record at (`if_token`, `If-Match`):
+        /// if another save changed the record since, ``ChangeSet/merge`` decides.
+        public var ifToken: HistoryToken?
 
         /// A change of `kind`.
         public init(
             _ kind: Kind, entity: String, record: [String: Value] = [:], identifier: [Value] = [],
-            set: [String: Value] = [:]
+            set: [String: Value] = [:], ifToken: HistoryToken? = nil
         ) {
             self.kind = kind
             self.entity = entity
             self.record = record
             self.identifier = identifier
             self.set = set
+            self.ifToken = ifToken
         }
+    }
+
+    /// What a change read at a token does when another save changed its
+    /// record since (Core Data's merge policies, decided per field from
+    /// the history; DESIGN §16).
+    public enum MergePolicy: String, Sendable, Hashable, CaseIterable {
+        /// Refused (`conflict`) when another save changed a field this
+        /// change sets; edits of other fields merge.
+        case error
+        /// This change's fields are applied over the stored record.
+        case objectTrump = "object-trump"
+        /// The stored value of each field both changed is kept; the rest applied.
+        case storeTrump = "store-trump"
+        /// The record is written as this change has it: the fields the
+        /// other saves changed and this one does not set go back to their
+        /// value at the token (which needs `history = "values"`).
+        case overwrite
     }
 
     /// The changes, in order.
     public var changes: [Change]
+    /// How changes read at a token merge with later saves.
+    public var merge: MergePolicy
 
     /// A change set of `changes`.
-    public init(_ changes: [Change]) { self.changes = changes }
+    public init(_ changes: [Change], merge: MergePolicy = .error) {
+        self.changes = changes
+        self.merge = merge
+    }
+}
+
+/// One field of a conflict: its value when the change's record was read
+/// (`base`, at its token), as stored now, and as the change sets it.
+public struct FieldConflict: Sendable, Hashable {
+    /// The field's name.
+    public var field: String
+    /// Its value at the change's token; nil when the history does not keep
+    /// it (an entity without `history = "values"`, or pruned history).
+    public var base: Value?
+    /// Its value now (null for a record deleted since).
+    public var stored: Value
+    /// The change's value (null for a delete).
+    public var yours: Value
+
+    package init(field: String, base: Value?, stored: Value, yours: Value) {
+        self.field = field
+        self.base = base
+        self.stored = stored
+        self.yours = yours
+    }
 }
 
 /// What a save did to each change's record.
@@ -105,12 +152,15 @@ public struct SaveRefusal: Error, Sendable, Hashable, CustomStringConvertible {
         public var field: String?
         /// What went wrong, in a sentence.
         public var message: String
+        /// For a conflict: each field both changed, with its three values.
+        public var conflicts: [FieldConflict]
 
-        package init(index: Int, code: Code, field: String?, message: String) {
+        package init(index: Int, code: Code, field: String?, message: String, conflicts: [FieldConflict] = []) {
             self.index = index
             self.code = code
             self.field = field
             self.message = message
+            self.conflicts = conflicts
         }
     }
 
@@ -125,5 +175,22 @@ public struct SaveRefusal: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         "the save was refused, nothing of it written: "
             + failures.map { "change \($0.index): \($0.message)" }.joined(separator: "; ")
+    }
+}
+
+/// A save's idempotency key (DESIGN §16): the save happens once; the same
+/// key again within `retention` answers the first save's answer.
+public struct IdempotencyKey: Sendable, Hashable {
+    /// The client's key.
+    public var key: String
+    /// A digest of the save's request: the same key with another request is refused.
+    public var digest: String
+    /// How long the key is kept (`idempotency_retention`).
+    public var retention: Duration
+
+    public init(key: String, digest: String, retention: Duration) {
+        self.key = key
+        self.digest = digest
+        self.retention = retention
     }
 }

@@ -80,14 +80,14 @@ final class RowWriter {
             "SELECT rowid, " + entity.fields.map { SQL.quote($0.name) }.joined(separator: ", ")
             + " FROM \(table) WHERE " + entity.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ")
         insertSQL =
-            "INSERT INTO \(table) (" + columns.map(SQL.quote).joined(separator: ", ") + ") VALUES ("
-            + SQL.markers(columns.count) + ") ON CONFLICT DO NOTHING"
+            "INSERT INTO \(table) (" + columns.map(SQL.quote).joined(separator: ", ") + ", depot_token) VALUES ("
+            + SQL.markers(columns.count + 1) + ") ON CONFLICT DO NOTHING"
         let updated = plan.updatedFields.map { entity.fields[$0].name }
         updateSQL =
             updated.isEmpty
             ? nil
             : "UPDATE \(table) SET " + updated.map { "\(SQL.quote($0)) = ?" }.joined(separator: ", ")
-                + " WHERE rowid = ?"
+                + ", depot_token = ? WHERE rowid = ?"
     }
 
     /// Writes `batch`.
@@ -116,6 +116,10 @@ final class RowWriter {
         let connection = db.sqliteConnection
         let update = try updateSQL.map { try db.cachedStatement(sql: $0).sqliteStatement }
         let finds = try references.map { try context.referenceStatement(to: $0.target) }
+        // The token of the save's history transaction, on every record it
+        // writes (the record's last change: its ETag, DESIGN §16).
+        let token = try context.nextToken()
+        sqlite3_bind_int64(insert, Int32(width + 1), token)
         var counts = WriteCounts()
         /// The entity positions of the fields a record changes.
         var changed: [Int] = []
@@ -200,7 +204,8 @@ final class RowWriter {
                     SQL.bind(fieldToColumn[f].map { row[$0] } ?? .null, to: update, at: index)
                     index += 1
                 }
-                sqlite3_bind_int64(update, index, rowid)
+                sqlite3_bind_int64(update, index, token)
+                sqlite3_bind_int64(update, index + 1, rowid)
                 try SQL.step(update, db)
                 sqlite3_reset(update)
                 var fieldsJSON = "["

@@ -73,7 +73,7 @@ extension SaveContext {
         try run(
             "UPDATE \(entity.table) SET "
                 + assignments.map { "\(SQL.quote(entity.fields[$0.0].name)) = ?" }.joined(separator: ", ")
-                + " WHERE rowid = ?", assignments.map(\.1) + [.int(rowid)])
+                + ", depot_token = ? WHERE rowid = ?", assignments.map(\.1) + [.int(try nextToken()), .int(rowid)])
     }
 
     /// The JSON object of `entity`'s fields (by position) with their values.

@@ -91,8 +91,9 @@ extension SaveContext {
         }
         let update =
             "UPDATE \(source.table) SET "
-            + reference.columns.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ") + " WHERE rowid = ?"
-        for (rowid, _) in found { try run(update, [.int(rowid)]) }
+            + reference.columns.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ")
+            + ", depot_token = ? WHERE rowid = ?"
+        for (rowid, _) in found { try run(update, [.int(try nextToken()), .int(rowid)]) }
         return found.map(\.1)
     }
 

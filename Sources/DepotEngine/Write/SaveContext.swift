@@ -85,13 +85,28 @@ public final class SaveContext {
     /// The id of this save's history transaction, created on the first change.
     func historyTransaction() throws -> Int64 {
         if let transactionID { return transactionID }
+        let id = try nextToken()
         try db.execute(
-            sql: "INSERT INTO depot_transactions(timestamp, author, job) VALUES (?, ?, ?)",
-            arguments: [Timestamp.now(), author, job])
-        let id = db.lastInsertedRowID
+            sql: "INSERT INTO depot_transactions(id, timestamp, author, job) VALUES (?, ?, ?, ?)",
+            arguments: [id, Timestamp.now(), author, job])
         transactionID = id
         return id
     }
+
+    /// The id this save's history transaction has or will have, which the
+    /// records it writes keep as the token of their last change
+    /// (`depot_token`) before their change is logged: the next id of
+    /// `depot_transactions`, which no other save can take while this one
+    /// holds the store's write lock.
+    func nextToken() throws -> Int64 {
+        if let transactionID { return transactionID }
+        if let peeked { return peeked }
+        let id = try HistoryQuery.lastIssued(db) + 1
+        peeked = id
+        return id
+    }
+
+    private var peeked: Int64?
 
     /// Logs one change; `identifier`, `fields`, `tombstone`, `old` and `new`
     /// are JSON text (`old` and `new` only for entities that keep values).

@@ -18,6 +18,54 @@ extension StoreBackend {
     ///   store does not have; ``DepotError/Code/invalidArgument`` for an
     ///   empty set or one larger than `limit`.
     public func save(_ changeSet: ChangeSet, author: String, limit: Int = 10_000) async throws -> SaveResult {
+        let planned = try plan(changeSet, limit: limit)
+        let merge = changeSet.merge
+        let outcome = try await withSave(author: author, job: nil) { save -> [ChangeOutcome] in
+            try await Self.apply(planned, merge: merge, in: save, backend: self)
+        }
+        return SaveResult(token: outcome.token, changes: outcome.value)
+    }
+
+    /// Applies `changeSet` as ``save(_:author:limit:)`` does, exactly once
+    /// for `idempotency`'s key: the first save keeps its answer (`answer`
+    /// of its result) under the key in its own transaction; a save of the
+    /// same key within its retention writes nothing and gives that answer
+    /// again, `replayed`.
+    ///
+    /// - Throws: as ``save(_:author:limit:)``; and
+    ///   ``DepotError/Code/idempotencyKeyReused`` when the key was used by a
+    ///   save of another request (another digest).
+    public func save(
+        _ changeSet: ChangeSet, author: String, limit: Int = 10_000, idempotency: IdempotencyKey,
+        answer: @escaping @Sendable (SaveResult) throws -> String
+    ) async throws -> (answer: String, replayed: Bool) {
+        let planned = try plan(changeSet, limit: limit)
+        let merge = changeSet.merge
+        let outcome = try await withSave(author: author, job: nil) { save -> (String, Bool) in
+            if let kept = try await save.idempotentAnswer(
+                idempotency.key, since: Timestamp.ago(idempotency.retention))
+            {
+                guard kept.digest == idempotency.digest else {
+                    throw DepotError(
+                        .idempotencyKeyReused,
+                        "idempotency key \(JSONText.quoted(idempotency.key)) was used by a save of another body; "
+                            + "a retried save sends the same body, another save another key")
+                }
+                return (kept.answer, true)
+            }
+            let outcomes = try await Self.apply(planned, merge: merge, in: save, backend: self)
+            let token = try await save.transaction().map(HistoryToken.init)
+            let text = try answer(SaveResult(token: token, changes: outcomes))
+            try await save.keepIdempotentAnswer(
+                idempotency.key, digest: idempotency.digest, answer: text,
+                forgetBefore: Timestamp.ago(idempotency.retention))
+            return (text, false)
+        }
+        return outcome.value
+    }
+
+    /// The changes read against the schema.
+    private func plan(_ changeSet: ChangeSet, limit: Int) throws -> [PlannedChange] {
         guard !changeSet.changes.isEmpty else {
             throw DepotError(.invalidArgument, "a save needs at least one change")
         }
@@ -28,31 +76,39 @@ extension StoreBackend {
                     + "larger work is an import")
         }
         let schema = settings.schema
-        let planned = try changeSet.changes.enumerated().map { i, change in
+        return try changeSet.changes.enumerated().map { i, change in
             try PlannedChange(index: i, change, schema: schema, dialect: settings.dialect)
         }
-        let outcome = try await withSave(author: author, job: nil) { save -> [ChangeOutcome] in
-            try await Self.check(planned, in: save, schema: schema)
-            var outcomes: [Int: ChangeOutcome] = [:]
-            let order =
-                planned.filter(\.writesRecord) + planned.filter { $0.kind == .update }
-                + planned.filter { $0.kind == .delete }
-            for p in order {
-                do {
-                    outcomes[p.index] = try await p.apply(in: save, backend: self)
-                } catch let error as DepotError {
-                    // The change's own failure; the store's (I/O, a full disk) passes as it is.
-                    guard let failure = p.failure(error) else { throw error }
-                    throw SaveRefusal(failures: [failure])
-                }
-            }
-            return planned.map { outcomes[$0.index]! }
-        }
-        return SaveResult(token: outcome.token, changes: outcome.value)
     }
 
-    /// Every failing change of the set, against the store as `save` sees it.
-    private static func check(_ planned: [PlannedChange], in save: Context, schema: StoreSchema) async throws {
+    /// Checks the changes in `save`, then writes them: records, then
+    /// updates, then deletes; their outcomes in the set's order.
+    private static func apply(
+        _ planned: [PlannedChange], merge: ChangeSet.MergePolicy, in save: Context, backend: Self
+    ) async throws -> [ChangeOutcome] {
+        let planned = try await check(planned, merge: merge, in: save, schema: backend.settings.schema)
+        var outcomes: [Int: ChangeOutcome] = [:]
+        let order =
+            planned.filter(\.writesRecord) + planned.filter { $0.kind == .update }
+            + planned.filter { $0.kind == .delete }
+        for p in order {
+            do {
+                outcomes[p.index] = try await p.apply(in: save, backend: backend)
+            } catch let error as DepotError {
+                // The change's own failure; the store's (I/O, a full disk) passes as it is.
+                guard let failure = p.failure(error) else { throw error }
+                throw SaveRefusal(failures: [failure])
+            }
+        }
+        return planned.map { outcomes[$0.index]! }
+    }
+
+    /// Every failing change of the set, against the store as `save` sees
+    /// it; the changes merged with the saves since their tokens.
+    private static func check(
+        _ planned: [PlannedChange], merge: ChangeSet.MergePolicy, in save: Context, schema: StoreSchema
+    ) async throws -> [PlannedChange] {
+        var planned = planned
         var failures = planned.compactMap(\.invalid)
         // One change per record.
         var seen: [PlannedChange.Key: Int] = [:]
@@ -70,8 +126,10 @@ extension StoreBackend {
         }
         let written = Set(planned.filter { $0.invalid == nil && $0.writesRecord }.map(\.key))
         let deleted = Set(planned.filter { $0.invalid == nil && $0.kind == .delete }.map(\.key))
-        for p in planned where p.invalid == nil && !repeated.contains(p.index) {
-            let stored = try await save.exists(p.entity, identifier: p.identifier)
+        for i in planned.indices where planned[i].invalid == nil && !repeated.contains(planned[i].index) {
+            let version = try await save.version(planned[i].entity, identifier: planned[i].identifier)
+            let stored = version != nil
+            var p = planned[i]
             switch p.kind {
             case .insert where stored:
                 failures.append(
@@ -84,6 +142,14 @@ extension StoreBackend {
             default:
                 break
             }
+            if p.ifToken != nil {
+                if let failure = try await planned[i].merge(with: version, policy: merge, in: save) {
+                    failures.append(failure)
+                    continue
+                }
+            }
+            p = planned[i]
+            if p.skip { continue }
             // A new record has every required field.
             if p.kind == .insert || p.kind == .replace || (p.kind == .upsert && !stored) {
                 if let field = p.entity.fields.first(where: { !$0.isOptional && p.values[$0.name] == nil }) {
@@ -111,6 +177,7 @@ extension StoreBackend {
             }
         }
         if !failures.isEmpty { throw SaveRefusal(failures: failures.sorted { $0.index < $1.index }) }
+        return planned
     }
 }
 
@@ -132,12 +199,27 @@ struct PlannedChange: Sendable {
     var selection: RowSelection?
     /// Why the change is wrong in itself, whatever is stored.
     var invalid: SaveRefusal.Failure?
+    /// The token its record was read at.
+    let ifToken: HistoryToken?
+    /// Whether the merge left it nothing to write (``ChangeSet/MergePolicy/storeTrump``).
+    var skip = false
 
     init(index: Int, _ change: ChangeSet.Change, schema: StoreSchema, dialect: any SQLDialect) throws {
         self.index = index
         self.kind = change.kind
+        self.ifToken = change.ifToken
         entity = try schema.entity(change.entity)
         do {
+            if let token = change.ifToken {
+                if kind == .insert {
+                    throw Refused(
+                        field: nil, message: "an insert takes no if_token: its record is new, read at no token")
+                }
+                if token.change != 0 {
+                    throw Refused(
+                        field: nil, message: "if_token \(token) names part of a transaction; give a whole one")
+                }
+            }
             switch kind {
             case .insert, .upsert, .replace:
                 for (name, value) in change.record { values[name] = try Self.convert(value, name, of: entity) }
@@ -242,6 +324,10 @@ struct PlannedChange: Sendable {
     /// Writes the change in `save`.
     func apply<Backend: StoreBackend>(in save: Backend.Context, backend: Backend) async throws -> ChangeOutcome {
         var effect: ChangeOutcome.Effect
+        if skip {
+            return ChangeOutcome(
+                index: index, entity: entity.name, identifier: identifier, kind: kind, effect: .unchanged)
+        }
         switch kind {
         case .insert, .upsert, .replace:
             let columns = entity.fields.map(\.name).filter { values[$0] != nil }

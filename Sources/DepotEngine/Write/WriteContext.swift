@@ -33,6 +33,14 @@ public protocol WriteContext: AnyObject, Sendable {
         -> (records: [StoredRecord<RecordKey>], cursor: RowCursor)
     /// Whether `entity` has a record of `identifier`.
     func exists(_ entity: EntitySchema, identifier: [Value]) async throws -> Bool
+    /// The stored record of `identifier` with the token of its last change
+    /// (a save's optimistic concurrency); nil when there is none.
+    func version(_ entity: EntitySchema, identifier: [Value]) async throws -> RecordVersion?
+    /// The changes of the record of `identifier` logged in the transactions
+    /// after `token` through `through` (none asked when `through` is not
+    /// after `token`), oldest first, with the history's bounds.
+    func history(of entity: EntitySchema, identifier: [Value], after token: Int64, through: Int64) async throws
+        -> RecordHistory
     /// The keys of the records that refer to the record of `identifier`
     /// through `reference`, in the backend's order.
     func referring(_ reference: IncomingReference, to identifier: [Value]) async throws -> [RecordKey]
@@ -49,6 +57,15 @@ public protocol WriteContext: AnyObject, Sendable {
     func nullify(_ reference: IncomingReference, referringTo identifier: [Value]) async throws -> [[Value]]
     /// Logs one change in the save's history transaction (created on the first).
     func log(_ change: HistoryChange) async throws
+    /// The id of this save's history transaction; nil while it changed nothing.
+    func transaction() async throws -> Int64?
+    /// The answer kept under idempotency key `key` since `since` (a
+    /// timestamp), with the digest of its request; nil when none is. Saves
+    /// of one key, on any host, wait for each other from here to their end.
+    func idempotentAnswer(_ key: String, since: String) async throws -> (digest: String, answer: String)?
+    /// Keeps `answer` under idempotency key `key`, in this save's
+    /// transaction, and forgets the keys kept before `forgetBefore`.
+    func keepIdempotentAnswer(_ key: String, digest: String, answer: String, forgetBefore: String) async throws
 }
 
 /// A stored record as ``WriteContext/records(_:positions:after:limit:)`` gives it.

@@ -165,8 +165,11 @@ final class DaemonProcess {
         #expect(seen == count)
     }
 
-    func request(_ method: String, _ path: String, body: String? = nil) throws -> HTTPResult {
-        try UnixHTTP.request(socket: socket, method: method, path: path, body: body.map { Data($0.utf8) })
+    func request(_ method: String, _ path: String, body: String? = nil, headers: [String: String] = [:]) throws
+        -> HTTPResult
+    {
+        try UnixHTTP.request(
+            socket: socket, method: method, path: path, body: body.map { Data($0.utf8) }, headers: headers)
     }
 
     deinit {
@@ -306,11 +309,12 @@ enum UnixHTTP {
 
     static func request(
         socket: String, method: String, path: String, body: Data? = nil,
-        contentType: String = "application/json"
+        contentType: String = "application/json", headers: [String: String] = [:]
     ) throws -> HTTPResult {
         let fd = try connect(socket)
         defer { close(fd) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: depot\r\nConnection: close\r\n"
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
         if let body { head += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n" }
         head += "\r\n"
         send(fd, Data(head.utf8) + (body ?? Data()))

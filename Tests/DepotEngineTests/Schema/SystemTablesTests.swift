@@ -101,8 +101,8 @@ struct SystemTablesTests {
         #expect(error?.message.contains("version 99") == true)
         #expect(error?.message.contains("up to \(SystemTables.currentVersion)") == true)
         #expect(try version(t.path) == "99")
-        // The entity's migration did not run either.
-        #expect(try sqlite3(t.path, "SELECT count(*) FROM pragma_table_info('Trip')") == "8")
+        // The entity's migration did not run either (8 fields and depot_token).
+        #expect(try sqlite3(t.path, "SELECT count(*) FROM pragma_table_info('Trip')") == "9")
         #expect(try sqlite3(t.path, "SELECT count(*) FROM Trip") == "6")
     }
 

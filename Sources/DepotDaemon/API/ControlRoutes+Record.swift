@@ -1,0 +1,147 @@
+import DepotEngine
+import DepotWire
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// One record (DESIGN §16): `GET`, `PUT`, `PATCH` and `DELETE` on
+/// `/v1/stores/{store}/entities/{entity}/records/{id}`, with the token of
+/// the record's last change as its `ETag`, and `If-Match` for optimistic
+/// concurrency. The writes are one-change saves.
+extension ControlRoutes {
+    /// `GET …/records/{id}`: the record as a fetch gives it, its token as the `ETag`.
+    func getRecord(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        let (entity, identifier) = try Self.recordPath(context, reads: store.reads)
+        guard let version = try await store.reads.record(entity.name, identifier: identifier) else {
+            throw Self.missing(entity, identifier)
+        }
+        var response = JSONResponse.make(RecordSet(fields: entity.fields, rows: [version.values]).jsonObject(row: 0))
+        response.headers[.eTag] = Self.etag(version.token)
+        return response
+    }
+
+    /// `PUT` (the whole record, replaced or inserted), `PATCH` (the fields
+    /// to set) and `DELETE`: a save of one change, answered as a save is,
+    /// the record's new token as the `ETag`.
+    func writeRecord(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        let (entity, identifier) = try Self.recordPath(context, reads: store.reads)
+        let ifToken = try Self.ifMatch(request)
+        var change: SaveChange
+        let id = JSONValue(Identifier(identifier))
+        switch request.method {
+        case .delete:
+            change = SaveChange(.delete, entity: entity.name, identifier: id)
+        case .patch:
+            let fields = try await JSONBody.decode(
+                [String: JSONValue].self, from: request, limit: config.maxRequestBytes)
+            change = SaveChange(.update, entity: entity.name, identifier: id, set: fields)
+        default:
+            var record = try await JSONBody.decode(
+                [String: JSONValue].self, from: request, limit: config.maxRequestBytes)
+            // The identifier is the path's; a body that names another is refused.
+            for (name, value) in zip(entity.identifier, identifier) {
+                let path = JSONValue(value)
+                if let given = record[name], given != path {
+                    throw APIError(
+                        .invalidArgument,
+                        "the record's \(JSONText.quoted(name)) is \(given), but the path names \(path); "
+                            + "a record's identifier is its path")
+                }
+                record[name] = path
+            }
+            change = SaveChange(.replace, entity: entity.name, record: record)
+        }
+        change.ifToken = ifToken?.description
+        let query = request.uri.queryParameters
+        let body = SaveBody(
+            merge: query.get("merge").map { String($0) },
+            idempotencyKey: request.headers[.idempotencyKey],
+            changes: [change])
+        let answer: SaveAnswer
+        do {
+            answer = try await save(body, store: store, context: context)
+        } catch let refusal as SaveRefusal where refusal.failures.allSatisfy({ $0.code == .notFound }) {
+            throw Self.missing(entity, identifier)
+        }
+        var response = try JSONResponse.encode(answer)
+        if request.method != .delete {
+            // The record's token now: the save's, or the stored one when it changed nothing.
+            let token: HistoryToken? =
+                if let text = answer.token { HistoryToken(text) } else {
+                    try await store.reads.record(entity.name, identifier: identifier)?.token
+                }
+            if let token { response.headers[.eTag] = Self.etag(token) }
+        }
+        return response
+    }
+
+    /// `"41"`: an ETag of a token.
+    static func etag(_ token: HistoryToken) -> String { "\"\(token)\"" }
+
+    /// The token of `If-Match` (`"41"`, `W/"41"` or `41`), nil without one or for `*`.
+    static func ifMatch(_ request: Request) throws -> HistoryToken? {
+        guard var text = request.headers[.ifMatch]?.trimmingCharacters(in: .whitespaces), !text.isEmpty, text != "*"
+        else { return nil }
+        if text.hasPrefix("W/") { text.removeFirst(2) }
+        if text.count >= 2, text.hasPrefix("\""), text.hasSuffix("\"") { text = String(text.dropFirst().dropLast()) }
+        guard let token = HistoryToken(text), token.isWhole else {
+            throw APIError(
+                .invalidArgument,
+                "If-Match \(JSONText.quoted(request.headers[.ifMatch] ?? "")) is not a record's ETag "
+                    + "(a token in quotes, as GET gives it)")
+        }
+        return token
+    }
+
+    /// The entity and the identifier a record's path names: the identifier's
+    /// value as text (a number or boolean as its JSON), a compound one as
+    /// its JSON array, URL-encoded.
+    static func recordPath(_ context: DepotRequestContext, reads: any StoreReading) throws
+        -> (EntitySchema, [DepotEngine.Value])
+    {
+        let entity = try reads.entity(context.parameters.get("entity") ?? "")
+        let raw = context.parameters.get("id") ?? ""
+        guard let text = raw.removingPercentEncoding else {
+            throw APIError(.invalidArgument, "the record's identifier \(JSONText.quoted(raw)) is not URL-encoded text")
+        }
+        let fields = try entity.identifier.map { try entity.field(named: $0) }
+        func refused() -> APIError {
+            APIError(
+                .invalidArgument,
+                "\(JSONText.quoted(text)) is not an identifier of \(entity.name): "
+                    + (fields.count == 1
+                        ? "its \(fields[0].type.rawValue) field \(JSONText.quoted(fields[0].name))"
+                        : "a JSON array of its \(fields.count) fields ("
+                            + entity.identifier.joined(separator: ", ") + "), URL-encoded"))
+        }
+        let given: [DepotEngine.Value]
+        if fields.count == 1 {
+            switch fields[0].type {
+            case .string, .date, .json: given = [.string(text)]
+            default:
+                guard let parsed = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)),
+                    let v = parsed.scalar
+                else { throw refused() }
+                given = [v]
+            }
+        } else {
+            guard let parsed = try? Identifier(json: text, fieldCount: fields.count) else { throw refused() }
+            given = parsed.values
+        }
+        do {
+            return (entity, try zip(fields, given).map { try ValueConversion.convert($1, to: $0) })
+        } catch let error as DepotError {
+            throw APIError(.invalidArgument, "\(refused().message); \(error.message)")
+        }
+    }
+
+    static func missing(_ entity: EntitySchema, _ identifier: [DepotEngine.Value]) -> APIError {
+        APIError(.notFound, "there is no \(entity.name) \(Identifier(identifier).json)")
+    }
+}
+
+extension HTTPField.Name {
+    static let idempotencyKey = Self("Idempotency-Key")!
+}

@@ -1,0 +1,126 @@
+public import DepotEngine
+import Foundation
+import NIOCore
+import PostgresNIO
+
+/// The tokens of records (DESIGN §16): each record keeps the token of its
+/// last change in `depot_token`, and a save's optimistic concurrency
+/// reads it, and the record's history since the token it was read at.
+extension PostgresSaveContext {
+    /// The token of this save's history transaction as SQL: the column's
+    /// default, so that a COPY of new records (whose lines are made before
+    /// the save has a transaction) takes it without a column of its own;
+    /// ``historyTransaction()`` sets it, for this transaction only.
+    static let tokenExpression = "nullif(current_setting('depot.token', true), '')::bigint"
+
+    /// The stored record of `identifier` with its token, locked for the rest
+    /// of the save (`FOR UPDATE`): a save on another host that read the same
+    /// token waits, then reads this save's token, so that each is merged
+    /// with the other exactly once.
+    public func version(_ entity: EntitySchema, identifier: [Value]) async throws -> RecordVersion? {
+        let sql =
+            "SELECT " + entity.fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+            + ", depot_token::text FROM \(store.table(entity.name)) WHERE " + Self.identifierMatch(entity)
+            + " FOR UPDATE"
+        let rows = try await PostgresSQL.textRows(
+            connection, sql, PostgresSQL.bindings(identifier), logger: store.logger)
+        guard let row = rows.first else { return nil }
+        return PostgresStore.version(row, of: entity)
+    }
+
+    public func history(of entity: EntitySchema, identifier: [Value], after token: Int64, through: Int64)
+        async throws -> RecordHistory
+    {
+        var id = ""
+        Identifier.appendJSON(identifier, to: &id)
+        var changes: [HistoryChange] = []
+        if through > token {
+            var binds = PostgresBindings()
+            binds.append(token)
+            binds.append(through)
+            binds.append(entity.name)
+            binds.append(id)
+            // A row that holds a run of new records (span) names them one a line.
+            let rows = try await PostgresSQL.textRows(
+                connection,
+                "SELECT kind, fields, tombstone, old, new FROM \(store.table("depot_changes")) "
+                    + "WHERE txn > $1 AND txn <= $2 AND entity = $3 AND (identifier = $4 OR (span IS NOT NULL "
+                    + "AND strpos(E'\\n' || identifier || E'\\n', E'\\n' || $4 || E'\\n') > 0)) ORDER BY txn, id",
+                binds, logger: store.logger)
+            for row in rows {
+                let kind = row[0].flatMap(ChangeKind.init(rawValue:)) ?? .update
+                let fields = row[1].flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }
+                // An update's or a delete's values are objects; an insert's
+                // (compact, in runs) are not needed: it changed every field.
+                func object(_ text: String?) -> String? { text?.utf8.first == UInt8(ascii: "{") ? text : nil }
+                changes.append(
+                    HistoryChange(
+                        entity: entity.name, identifier: id, kind: kind, fields: fields, tombstone: row[2],
+                        old: kind == .insert ? nil : object(row[3]), new: kind == .insert ? nil : object(row[4])))
+            }
+        }
+        return RecordHistory(
+            changes: changes, lastIssued: try await store.lastIssued(connection),
+            prunedThrough: try await store.prunedThrough(connection))
+    }
+}
+
+extension PostgresSaveContext {
+    public func transaction() async throws -> Int64? { transactionID }
+
+    public func idempotentAnswer(_ key: String, since: String) async throws -> (digest: String, answer: String)? {
+        var binds = PostgresBindings()
+        binds.append(key)
+        // Saves of one key, on every host, one after the other until each commits.
+        try await PostgresSQL.execute(
+            connection, "SELECT pg_advisory_xact_lock(hashtext('depot:idempotency:' || $1))::text", binds,
+            logger: store.logger)
+        binds.append(since)
+        let rows = try await PostgresSQL.textRows(
+            connection,
+            "SELECT digest, answer FROM \(store.table("depot_idempotency")) "
+                + "WHERE key = $1 AND created >= $2::timestamptz", binds, logger: store.logger)
+        guard let row = rows.first, let digest = row[0], let answer = row[1] else { return nil }
+        return (digest, answer)
+    }
+
+    public func keepIdempotentAnswer(_ key: String, digest: String, answer: String, forgetBefore: String)
+        async throws
+    {
+        var forget = PostgresBindings()
+        forget.append(forgetBefore)
+        try await PostgresSQL.execute(
+            connection, "DELETE FROM \(store.table("depot_idempotency")) WHERE created < $1::timestamptz", forget,
+            logger: store.logger)
+        var binds = PostgresBindings()
+        binds.append(key)
+        binds.append(digest)
+        binds.append(answer)
+        try await PostgresSQL.execute(
+            connection,
+            "INSERT INTO \(store.table("depot_idempotency"))(key, digest, answer, created) "
+                + "VALUES ($1, $2, $3, clock_timestamp()) ON CONFLICT (key) DO UPDATE SET digest = excluded.digest, "
+                + "answer = excluded.answer, created = excluded.created", binds, logger: store.logger)
+    }
+}
+
+extension PostgresStore {
+    /// A record read as its fields' texts and then its token's.
+    nonisolated static func version(_ row: [String?], of entity: EntitySchema) -> RecordVersion {
+        let values = entity.fields.indices.map { PostgresSQL.value(row[$0], as: entity.fields[$0].type) }
+        let token = row[entity.fields.count].flatMap { Int64($0) } ?? 0
+        return RecordVersion(values: values, token: HistoryToken(token))
+    }
+
+    /// One record with the token of its last change, in one statement.
+    public nonisolated func record(_ name: String, identifier: [Value]) async throws -> RecordVersion? {
+        let entity = try self.entity(name)
+        let sql =
+            "SELECT " + entity.fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+            + ", depot_token::text FROM \(table(entity.name)) WHERE " + PostgresSaveContext.identifierMatch(entity)
+        let rows = try await read { connection in
+            try await PostgresSQL.textRows(connection, sql, PostgresSQL.bindings(identifier), logger: logger)
+        }
+        return rows.first.map { Self.version($0, of: entity) }
+    }
+}
