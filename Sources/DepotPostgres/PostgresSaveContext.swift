@@ -32,9 +32,12 @@ public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
         }
     }
     private var pinned: PostgresConnection?
-    let author: String
+    private(set) var author: String
     let job: String?
     private(set) var transactionID: Int64?
+    /// The last history transaction of this database transaction, of any of
+    /// the saves it holds (a group commit's): the token the commit announces.
+    private(set) var lastTransactionID: Int64?
     /// The changes logged so far in this save: the place of the last.
     private var changes: Int64 = 0
     /// Staging tables made on this connection in this save, by entity and columns.
@@ -127,7 +130,7 @@ public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
     static let maxGuesses = 32
 
     /// The rounds of this save written on a guess so far.
-    private var guesses = 0
+    var guesses = 0
 
     /// A COPY of records guessed new met a stored one (and was rolled back).
     private struct GuessedWrong: Error {}
@@ -487,7 +490,33 @@ public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
             throw DepotError(.database, "the server did not return the new history transaction's id")
         }
         transactionID = id
+        lastTransactionID = id
         return id
+    }
+
+    public func beginHistoryTransaction(author: String) async throws {
+        try await flushChanges()
+        transactionID = nil
+        changes = 0
+        self.author = author
+    }
+
+    public func withSavepoint<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        try await flushChanges()
+        let mark = (author, transactionID, lastTransactionID, changes, stages, guesses)
+        try await PostgresSQL.execute(connection, "SAVEPOINT depot_save", logger: store.logger)
+        do {
+            let value = try await body()
+            try await flushChanges()
+            try await PostgresSQL.execute(connection, "RELEASE SAVEPOINT depot_save", logger: store.logger)
+            return value
+        } catch {
+            // The staging tables made since are dropped with the rollback.
+            pendingChanges = ByteBuffer()
+            (author, transactionID, lastTransactionID, changes, stages, guesses) = mark
+            try await PostgresSQL.execute(connection, "ROLLBACK TO SAVEPOINT depot_save", logger: store.logger)
+            throw error
+        }
     }
 
     /// A staging table on this connection for `plan`'s entity and the
@@ -522,7 +551,7 @@ public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
     func finish() async throws {
         try await flushChanges()
         defer { pinned = nil }
-        guard let transactionID else { return }
+        guard let transactionID = lastTransactionID else { return }
         store.signal.announce(transactionID)
         var binds = PostgresBindings()
         binds.append(store.channel)

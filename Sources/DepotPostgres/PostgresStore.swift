@@ -258,7 +258,7 @@ public actor PostgresStore {
                     throw error
                 }
                 try await context.finish()
-                return SaveOutcome(value: value, token: context.transactionID.map(HistoryToken.init))
+                return SaveOutcome(value: value, token: context.lastTransactionID.map(HistoryToken.init))
             }
             // Heard at once here (its own announcement, heard later, does
             // not count it again); other hosts hear it by the channel.

@@ -19,8 +19,10 @@ extension ControlRoutes {
         let author = body.author ?? context.peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd"
         let settings = config.stores.first { $0.name == store.settings.name }
         let limit = settings?.maxSaveChanges ?? 10_000
+        let saves = try jobs.stores.saves(store.settings.name)
         guard let key = body.idempotencyKey else {
-            return Self.answer(try await store.save(changeSet, author: author, limit: limit))
+            let reply = try await saves.save(SaveRequest(changeSet, author: author, limit: limit))
+            return Self.answer(reply.result!)
         }
         guard !key.isEmpty, key.utf8.count <= 255 else {
             throw APIError(.invalidArgument, "an idempotency key is 1 to 255 bytes of text")
@@ -30,15 +32,16 @@ extension ControlRoutes {
         var canonical = body
         canonical.idempotencyKey = nil
         let digest = ContentHash.of(bytes: Array(try WireJSON.encoder.encode(canonical)))
-        let (text, replayed) = try await store.save(
-            changeSet, author: author, limit: limit,
-            idempotency: IdempotencyKey(
-                key: key, digest: digest, retention: settings?.idempotencyRetention ?? .seconds(86_400))
-        ) { result in
-            String(decoding: try WireJSON.encoder.encode(Self.answer(result)), as: UTF8.self)
-        }
-        var answer = try JSONDecoder().decode(SaveAnswer.self, from: Data(text.utf8))
-        answer.replayed = replayed
+        let reply = try await saves.save(
+            SaveRequest(
+                changeSet, author: author, limit: limit,
+                idempotency: IdempotencyKey(
+                    key: key, digest: digest, retention: settings?.idempotencyRetention ?? .seconds(86_400))
+            ) { result in
+                String(decoding: try WireJSON.encoder.encode(Self.answer(result)), as: UTF8.self)
+            })
+        var answer = try JSONDecoder().decode(SaveAnswer.self, from: Data((reply.answer ?? "").utf8))
+        answer.replayed = reply.replayed
         return answer
     }
 

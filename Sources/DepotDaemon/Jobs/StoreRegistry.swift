@@ -6,6 +6,8 @@ import Synchronization
 /// start and on a reload).
 package final class StoreRegistry: Sendable {
     private let stores = Mutex<[String: any StoreBackend]>([:])
+    /// Each store's saves, grouped into shared commits (DESIGN §16).
+    private let queues = Mutex<[String: SaveQueue]>([:])
 
     package init() {}
 
@@ -32,5 +34,14 @@ package final class StoreRegistry: Sendable {
     package var count: Int { stores.withLock { $0.count } }
 
     /// Adds `store`, or replaces the one of its name.
-    package func add(_ store: any StoreBackend) { stores.withLock { $0[store.name] = store } }
+    package func add(_ store: any StoreBackend) {
+        queues.withLock { $0[store.name] = SaveQueue(store) }
+        stores.withLock { $0[store.name] = store }
+    }
+
+    /// The save queue of the store named `name`, or ``JobRefusal/unknownStore(_:open:)``.
+    package func saves(_ name: String) throws -> SaveQueue {
+        guard let queue = queues.withLock({ $0[name] }) else { throw JobRefusal.unknownStore(name, open: names) }
+        return queue
+    }
 }

@@ -76,7 +76,7 @@ extension Store: StoreBackend {
                 let context = SaveContext(db: db, store: schema, author: author, job: job)
                 try pump.serve(context)
                 try context.flushChanges()
-                return context.transactionID
+                return context.lastTransactionID
             }
         }()
         let value: T
@@ -176,6 +176,24 @@ public final class SQLiteWriteContext: WriteContext {
     }
 
     public func transaction() async throws -> Int64? { try pump.context().transactionID }
+
+    public func beginHistoryTransaction(author: String) async throws {
+        try pump.context().beginHistoryTransaction(author: author)
+    }
+
+    public func withSavepoint<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        let mark = try pump.context().savepoint()
+        do {
+            let value = try await body()
+            try pump.context().release()
+            return value
+        } catch {
+            // A rollback that fails (SQLite rolled the whole transaction
+            // back, on a full disk) fails the save and the group with it.
+            try pump.context().rollback(to: mark)
+            throw error
+        }
+    }
 
     public func idempotentAnswer(_ key: String, since: String) async throws -> (digest: String, answer: String)? {
         let db = try pump.context().db

@@ -194,3 +194,38 @@ public struct IdempotencyKey: Sendable, Hashable {
         self.retention = retention
     }
 }
+
+/// One save of ``StoreBackend/saveAll(_:)`` (or of a ``SaveQueue``).
+public struct SaveRequest: Sendable {
+    public var changeSet: ChangeSet
+    /// The history transaction's author.
+    public var author: String
+    /// The most changes the save may hold (`max_save_changes`).
+    public var limit: Int
+    /// Makes the save happen once (with `answer`, which writes the answer kept under the key).
+    public var idempotency: IdempotencyKey?
+    /// The answer kept under the idempotency key, written from the save's result.
+    public var answer: (@Sendable (SaveResult) throws -> String)?
+
+    public init(
+        _ changeSet: ChangeSet, author: String, limit: Int = 10_000, idempotency: IdempotencyKey? = nil,
+        answer: (@Sendable (SaveResult) throws -> String)? = nil
+    ) {
+        self.changeSet = changeSet
+        self.author = author
+        self.limit = limit
+        self.idempotency = idempotency
+        self.answer = answer
+    }
+}
+
+/// What one save of a group did: its result, or (for an idempotency key
+/// seen before) the answer kept under the key, replayed.
+public struct SaveReply: Sendable {
+    /// The save's result; nil when it was replayed.
+    public var result: SaveResult?
+    /// The answer kept under the save's idempotency key (written now, or replayed).
+    public var answer: String?
+    /// Whether the save was an earlier one's, replayed: nothing was written.
+    public var replayed: Bool
+}

@@ -21,9 +21,12 @@ import GRDBSQLite
 public final class SaveContext {
     let db: Database
     let store: StoreSchema
-    let author: String
+    private(set) var author: String
     let job: String?
     private(set) var transactionID: Int64?
+    /// The last history transaction this SQLite transaction made, of any
+    /// of the saves it holds (a group commit's): the token the commit announces.
+    private(set) var lastTransactionID: Int64?
     private var writers: [WriterKey: RowWriter] = [:]
 
     init(db: Database, store: StoreSchema, author: String, job: String?) {
@@ -90,7 +93,51 @@ public final class SaveContext {
             sql: "INSERT INTO depot_transactions(id, timestamp, author, job) VALUES (?, ?, ?, ?)",
             arguments: [id, Timestamp.now(), author, job])
         transactionID = id
+        lastTransactionID = id
         return id
+    }
+
+    /// Ends this save's history transaction: the changes after it go to a
+    /// new one, by `author` (the next save of a group sharing one commit).
+    func beginHistoryTransaction(author: String) throws {
+        try flushChanges()
+        transactionID = nil
+        peeked = nil
+        self.author = author
+    }
+
+    /// What a savepoint restores of the context when it rolls back.
+    struct Mark {
+        fileprivate var author: String
+        fileprivate var transactionID: Int64?
+        fileprivate var lastTransactionID: Int64?
+        fileprivate var peeked: Int64?
+    }
+
+    /// Flushes the pending changes and sets a savepoint; its mark.
+    func savepoint() throws -> Mark {
+        try flushChanges()
+        try db.execute(sql: "SAVEPOINT depot_save")
+        return Mark(
+            author: author, transactionID: transactionID, lastTransactionID: lastTransactionID, peeked: peeked)
+    }
+
+    /// Keeps what was written since the savepoint.
+    func release() throws {
+        try flushChanges()
+        try db.execute(sql: "RELEASE depot_save")
+    }
+
+    /// Undoes what was written since the savepoint of `mark`, its history
+    /// transaction with it.
+    func rollback(to mark: Mark) throws {
+        pendingChanges.removeAll()
+        author = mark.author
+        transactionID = mark.transactionID
+        lastTransactionID = mark.lastTransactionID
+        peeked = mark.peeked
+        try db.execute(sql: "ROLLBACK TO depot_save")
+        try db.execute(sql: "RELEASE depot_save")
     }
 
     /// The id this save's history transaction has or will have, which the

@@ -18,12 +18,8 @@ extension StoreBackend {
     ///   store does not have; ``DepotError/Code/invalidArgument`` for an
     ///   empty set or one larger than `limit`.
     public func save(_ changeSet: ChangeSet, author: String, limit: Int = 10_000) async throws -> SaveResult {
-        let planned = try plan(changeSet, limit: limit)
-        let merge = changeSet.merge
-        let outcome = try await withSave(author: author, job: nil) { save -> [ChangeOutcome] in
-            try await Self.apply(planned, merge: merge, in: save, backend: self)
-        }
-        return SaveResult(token: outcome.token, changes: outcome.value)
+        let reply = try await saveAll([SaveRequest(changeSet, author: author, limit: limit)])[0].get()
+        return reply.result!
     }
 
     /// Applies `changeSet` as ``save(_:author:limit:)`` does, exactly once
@@ -39,29 +35,83 @@ extension StoreBackend {
         _ changeSet: ChangeSet, author: String, limit: Int = 10_000, idempotency: IdempotencyKey,
         answer: @escaping @Sendable (SaveResult) throws -> String
     ) async throws -> (answer: String, replayed: Bool) {
-        let planned = try plan(changeSet, limit: limit)
-        let merge = changeSet.merge
-        let outcome = try await withSave(author: author, job: nil) { save -> (String, Bool) in
-            if let kept = try await save.idempotentAnswer(
-                idempotency.key, since: Timestamp.ago(idempotency.retention))
-            {
-                guard kept.digest == idempotency.digest else {
-                    throw DepotError(
-                        .idempotencyKeyReused,
-                        "idempotency key \(JSONText.quoted(idempotency.key)) was used by a save of another body; "
-                            + "a retried save sends the same body, another save another key")
-                }
-                return (kept.answer, true)
+        let request = SaveRequest(changeSet, author: author, limit: limit, idempotency: idempotency, answer: answer)
+        let reply = try await saveAll([request])[0].get()
+        return (reply.answer!, reply.replayed)
+    }
+
+    /// Applies several saves in one transaction of the store, committed
+    /// once (a group commit: one sync for all), each under a savepoint and
+    /// in a history transaction of its own, with its own token, in order.
+    /// A save that fails is undone alone and answered its error; an error
+    /// of the store itself (I/O, a full disk, the store closed) fails them all.
+    public func saveAll(_ requests: [SaveRequest]) async throws -> [Result<SaveReply, any Error>] {
+        var results: [Result<SaveReply, any Error>?] = Array(repeating: nil, count: requests.count)
+        var planned: [(Int, [PlannedChange])] = []
+        for (i, request) in requests.enumerated() {
+            do {
+                planned.append((i, try plan(request.changeSet, limit: request.limit)))
+            } catch {
+                results[i] = .failure(error)
             }
-            let outcomes = try await Self.apply(planned, merge: merge, in: save, backend: self)
-            let token = try await save.transaction().map(HistoryToken.init)
-            let text = try answer(SaveResult(token: token, changes: outcomes))
-            try await save.keepIdempotentAnswer(
-                idempotency.key, digest: idempotency.digest, answer: text,
-                forgetBefore: Timestamp.ago(idempotency.retention))
-            return (text, false)
         }
-        return outcome.value
+        guard let first = planned.first else { return results.map { $0! } }
+        let ready = planned
+        let applied = try await withSave(author: requests[first.0].author, job: nil) {
+            save -> [(Int, Result<SaveReply, any Error>)] in
+            var out: [(Int, Result<SaveReply, any Error>)] = []
+            for (i, changes) in ready {
+                let request = requests[i]
+                try await save.beginHistoryTransaction(author: request.author)
+                do {
+                    let reply = try await save.withSavepoint {
+                        try await Self.apply(changes, of: request, in: save, backend: self)
+                    }
+                    out.append((i, .success(reply)))
+                } catch let refusal as SaveRefusal {
+                    out.append((i, .failure(refusal)))
+                } catch let error as DepotError where !Self.failsTheStore(error) {
+                    out.append((i, .failure(error)))
+                }  // any other error is the store's: the group fails with it
+            }
+            return out
+        }
+        for (i, result) in applied.value { results[i] = result }
+        return results.map { $0! }
+    }
+
+    /// Whether an error is the store's (every save of a group fails with
+    /// it), not one save's.
+    private static func failsTheStore(_ error: DepotError) -> Bool {
+        [.database, .io, .diskFull, .storeClosed].contains(error.code)
+    }
+
+    /// One save of a group, in its savepoint: replayed from its idempotency
+    /// key, or checked and applied (and its answer kept under the key).
+    private static func apply(_ planned: [PlannedChange], of request: SaveRequest, in save: Context, backend: Self)
+        async throws -> SaveReply
+    {
+        if let key = request.idempotency,
+            let kept = try await save.idempotentAnswer(key.key, since: Timestamp.ago(key.retention))
+        {
+            guard kept.digest == key.digest else {
+                throw DepotError(
+                    .idempotencyKeyReused,
+                    "idempotency key \(JSONText.quoted(key.key)) was used by a save of another body; "
+                        + "a retried save sends the same body, another save another key")
+            }
+            return SaveReply(result: nil, answer: kept.answer, replayed: true)
+        }
+        let outcomes = try await apply(planned, merge: request.changeSet.merge, in: save, backend: backend)
+        let result = SaveResult(token: try await save.transaction().map(HistoryToken.init), changes: outcomes)
+        var answer: String?
+        if let key = request.idempotency, let encode = request.answer {
+            let text = try encode(result)
+            try await save.keepIdempotentAnswer(
+                key.key, digest: key.digest, answer: text, forgetBefore: Timestamp.ago(key.retention))
+            answer = text
+        }
+        return SaveReply(result: result, answer: answer, replayed: false)
     }
 
     /// The changes read against the schema.

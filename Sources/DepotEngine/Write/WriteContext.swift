@@ -59,6 +59,14 @@ public protocol WriteContext: AnyObject, Sendable {
     func log(_ change: HistoryChange) async throws
     /// The id of this save's history transaction; nil while it changed nothing.
     func transaction() async throws -> Int64?
+    /// Ends this save's history transaction: the changes after it go to a
+    /// new one by `author`, under a token of its own (the next save of a
+    /// group sharing one commit).
+    func beginHistoryTransaction(author: String) async throws
+    /// Runs `body` under a savepoint: when it throws, what it wrote (and
+    /// the history transaction it began) is undone, and the rest of the
+    /// save is kept.
+    func withSavepoint<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T
     /// The answer kept under idempotency key `key` since `since` (a
     /// timestamp), with the digest of its request; nil when none is. Saves
     /// of one key, on any host, wait for each other from here to their end.
