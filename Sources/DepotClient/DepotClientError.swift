@@ -240,6 +240,17 @@ public struct DepotClientError: Error, Sendable, Hashable, CustomStringConvertib
     /// ```
     public var changes: [ChangeFailure] = []
 
+    /// For a ``Code/conflict`` of a save: each field another save changed
+    /// since the token a change was read at, with its `base`, `stored` and
+    /// `yours` values.
+    ///
+    /// ```swift
+    /// catch let e as DepotClientError where e.code == .conflict {
+    ///     for c in e.conflicts { print(c.field, c.base ?? "?", c.stored, c.yours) }
+    /// }
+    /// ```
+    public var conflicts: [FieldConflict] { changes.flatMap { $0.conflicts ?? [] } }
+
     /// An error; the client makes them, a test may too.
     ///
     /// ```swift

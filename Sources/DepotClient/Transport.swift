@@ -26,9 +26,12 @@ private struct CallerError: Error {
 extension DepotClient {
     /// One request; the whole answer's body. A status of 300 or more throws
     /// the daemon's error.
-    package func call(_ method: HTTPMethod, _ uri: String, body: RequestBody = .none) async throws -> [UInt8] {
+    package func call(
+        _ method: HTTPMethod, _ uri: String, body: RequestBody = .none, headers: [(String, String)] = [],
+        onHead: (HTTPResponseHead) -> Void = { _ in }
+    ) async throws -> [UInt8] {
         var bytes: [UInt8] = []
-        try await exchange(method, uri, body: body) { chunk in
+        try await exchange(method, uri, body: body, headers: headers, onHead: onHead) { chunk in
             bytes += chunk
             return true
         }
@@ -86,8 +89,8 @@ extension DepotClient {
     ///   stream is not a short answer); what `onBody` throws, as it is.
     @discardableResult
     package func exchange(
-        _ method: HTTPMethod, _ uri: String, body: RequestBody = .none,
-        onStatus: (Int) -> Void = { _ in },
+        _ method: HTTPMethod, _ uri: String, body: RequestBody = .none, headers: [(String, String)] = [],
+        onStatus: (Int) -> Void = { _ in }, onHead: (HTTPResponseHead) -> Void = { _ in },
         onBody: ([UInt8]) async throws -> Bool
     ) async throws -> HTTPHeaders? {
         let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
@@ -108,6 +111,7 @@ extension DepotClient {
             head.headers.add(name: "Host", value: "depot")
             head.headers.add(name: "User-Agent", value: userAgent)
             head.headers.add(name: "Connection", value: "close")
+            for (name, value) in headers { head.headers.add(name: name, value: value) }
             // The daemon may answer and close the connection as soon as it has
             // read the head (a job that ended already, a refusal): a write
             // after that fails with "I/O on closed channel" although the
@@ -152,6 +156,7 @@ extension DepotClient {
                     case .head(let h):
                         status = Int(h.status.code)
                         onStatus(status)
+                        onHead(h)
                     case .body(let buffer):
                         if status >= 300 {
                             errorBody += buffer.readableBytesView

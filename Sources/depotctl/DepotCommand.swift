@@ -32,6 +32,12 @@ extension DepotCommand {
     func report(_ failure: Failure) {
         let prefix = Terminal.stderrIsTTY && Terminal.colors ? "\u{1B}[31mdepotctl:\u{1B}[0m" : "depotctl:"
         Out.error("\(prefix) \(failure.message)")
+        // A conflict's fields: their value when read, now, and the one refused.
+        for c in failure.conflicts {
+            Out.error(
+                "  \(c.field): was \(c.base?.display ?? "(not kept)"), now \(c.stored.display), yours \(c.yours.display)"
+            )
+        }
         if let caret = failure.caret, !caret.text.isEmpty {
             Out.error("  " + caret.text.replacingOccurrences(of: "\n", with: " "))
             Out.error("  " + String(repeating: " ", count: max(0, caret.position - 1)) + "^")

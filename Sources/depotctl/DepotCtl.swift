@@ -27,7 +27,8 @@ struct DepotCtl: AsyncParsableCommand {
         subcommands: [
             Status.self, Import.self, Jobs.self, JobCommand.self, Follow.self, Cancel.self,
             Fetch.self, Count.self, IDs.self, Stats.self, Duplicates.self, Delete.self, Update.self,
-            Export.self, Save.self, Check.self, History.self, Consumers.self, ConsumerCommand.self, Watches.self
+            Export.self, Save.self, Get.self, SetFields.self, Remove.self, Check.self, History.self, Consumers.self,
+            ConsumerCommand.self, Watches.self
         ])
 
     /// Reads the command line with the options every command takes

@@ -8,6 +8,8 @@ struct Failure: Error, CustomStringConvertible {
     var caret: (text: String, position: Int)?
     /// The daemon's error code, when the daemon answered with one.
     var code: String?
+    /// For a save's conflict: each field another save changed since.
+    var conflicts: [FieldConflict] = []
 
     init(_ message: String, code: String? = nil) {
         self.message = message
@@ -21,5 +23,6 @@ struct Failure: Error, CustomStringConvertible {
     init(_ error: DepotClientError) {
         self.init(error.message, code: error.code.rawValue)
         if let position = error.position { caret = ("", position) }
+        conflicts = error.conflicts
     }
 }

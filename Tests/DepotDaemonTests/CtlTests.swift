@@ -13,7 +13,7 @@ struct CtlTests {
             [], ["status"], ["import"], ["jobs"], ["job"], ["follow"], ["cancel"], ["fetch"], ["count"], ["ids"],
             ["stats"], ["duplicates"], ["delete"], ["update"], ["export"], ["history"], ["history", "list"],
             ["history", "prune"], ["consumers"], ["consumer"], ["consumer", "create"], ["consumer", "ack"],
-            ["consumer", "reset"], ["consumer", "drop"], ["watches"], ["check"], ["save"]
+            ["consumer", "reset"], ["consumer", "drop"], ["watches"], ["check"], ["save"], ["get"], ["set"], ["rm"]
         ]
         for command in commands {
             let result = try Ctl.run(command + ["--help"], socket: nil)
@@ -541,5 +541,53 @@ struct CtlTests {
                 in: .whitespacesAndNewlines) == "2")
         let garbage = try Ctl.run(["save", "travel", "-"], socket: d.socket, stdin: "not json")
         #expect(garbage.status == 1 && garbage.err.contains("not a save's body"), "\(garbage.err)")
+    }
+
+    @Test("get, set and rm: one record with its token; --if-token conflicts list each field, exit 1")
+    func records() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config(extra: RecordTests.seats))
+        defer { d.stop() }
+        let put = try d.request(
+            "PUT", "/v1/stores/travel/entities/Trip/records/T1",
+            body: #"{"name":"Rome","startDate":"2025-05-02","budget":900,"isFavorite":false}"#)
+        #expect(put.status == 200)
+        let got = try Ctl.run(["get", "travel", "Trip", "T1"], socket: d.socket)
+        #expect(got.status == 0 && got.out.contains("name ") && got.out.contains("Rome"), "\(got.out)")
+        let json = try Ctl.run(["--json", "get", "travel", "Trip", "T1"], socket: d.socket).json
+        let token = json["token"] as? String ?? ""
+        #expect(!token.isEmpty && (json["record"] as? [String: Any])?["budget"] as? Double == 900)
+        // Text fields take the value as it is, others as JSON.
+        let set = try Ctl.run(
+            ["set", "travel", "Trip", "T1", "budget=950", "notes=123", "isFavorite=true"], socket: d.socket)
+        #expect(set.status == 0 && set.out.hasPrefix("Trip T1: updated at token "), "\(set.out) \(set.err)")
+        let now =
+            try Ctl.run(["--json", "get", "travel", "Trip", "T1"], socket: d.socket).json["record"] as? [String: Any]
+        #expect(
+            now?["notes"] as? String == "123" && now?["isFavorite"] as? Bool == true && now?["budget"] as? Double == 950
+        )
+        // Read at the old token: the same field conflicts, with its values on stderr.
+        let clash = try Ctl.run(["set", "travel", "Trip", "T1", "budget=990", "--if-token", token], socket: d.socket)
+        #expect(clash.status == 1 && clash.err.contains("budget: was (not kept), now 950"), "\(clash.err)")
+        #expect(clash.err.contains("yours 990"))
+        let merged = try Ctl.run(
+            ["set", "travel", "Trip", "T1", "budget=990", "--if-token", token, "--merge", "object-trump"],
+            socket: d.socket)
+        #expect(merged.status == 0, "\(merged.err)")
+        let wrong = try Ctl.run(["set", "travel", "Trip", "T1", "budget=lots"], socket: d.socket)
+        #expect(wrong.status == 1 && wrong.err.contains("budget"), "\(wrong.err)")
+        #expect(try Ctl.run(["set", "travel", "Trip", "T1", "nope=1"], socket: d.socket).status == 1)
+        // A compound identifier, as its JSON array.
+        #expect(
+            try d.request(
+                "PUT", "/v1/stores/travel/entities/Seat/records/%5B%22AF1%22%2C12%5D", body: #"{"holder":"Ada"}"#
+            ).status == 200)
+        let seat = try Ctl.run(["set", "travel", "Seat", #"["AF1",12]"#, "holder=Bo"], socket: d.socket)
+        #expect(seat.status == 0, "\(seat.err)")
+        let removed = try Ctl.run(["rm", "travel", "Seat", #"["AF1",12]"#], socket: d.socket)
+        #expect(removed.status == 0 && removed.out.contains("deleted"), "\(removed.out)")
+        let missing = try Ctl.run(["get", "travel", "Seat", #"["AF1",12]"#], socket: d.socket)
+        #expect(missing.status == 1 && missing.err.contains("no Seat"), "\(missing.err)")
+        let again = try Ctl.run(["rm", "travel", "Seat", #"["AF1",12]"#], socket: d.socket)
+        #expect(again.status == 1 && again.err.contains(#"there is no Seat ["AF1",12]"#), "\(again.err)")
     }
 }

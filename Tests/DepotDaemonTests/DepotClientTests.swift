@@ -535,4 +535,60 @@ struct DepotClientSaveTests {
         let kept = try await client.fetch(FetchRequest(store: "travel", entity: "Trip", where: "id == 'n1'"))
         #expect(kept.first?["budget"] == 10)
     }
+
+    struct Trip: DepotModel {
+        static let entity = "Trip"
+        var id: String
+        var name: String
+        var startDate: String
+        var budget: Double
+        var isFavorite: Bool
+        var destination: String?
+    }
+
+    @Test("typed models: save { changes in … }, record(…) with its token, a conflict carrying its fields")
+    func models() async throws {
+        let d = try DepotClientTests.daemon()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let client = DepotClient(socketPath: d.socket)
+        let rome = Trip(id: "m1", name: "Rome", startDate: "2025-05-02", budget: 900, isFavorite: false)
+        let saved = try await client.save(store: "travel", author: "app") { changes in
+            try changes.insert(rome)
+            try changes.upsert(Trip(id: "m2", name: "Oslo", startDate: "2025-06-01", budget: 700, isFavorite: true))
+        }
+        #expect(saved.changes.map(\.effect) == ["inserted", "inserted"])
+        let read = try #require(try await client.record(Trip.self, id: "m1", store: "travel"))
+        #expect(read.value.name == "Rome" && read.value.budget == 900 && read.token == saved.token)
+        #expect(try await client.record(Trip.self, id: "none", store: "travel") == nil)
+        // Another writer changes the budget; this one, read before, sets it too.
+        let (_, newer) = try await client.patch(store: "travel", entity: "Trip", id: "m1", ["budget": 950])
+        #expect(newer != nil && newer != read.token)
+        let conflict = await #expect(throws: DepotClientError.self) {
+            try await client.save(store: "travel") { changes in
+                changes.update(Trip.self, id: "m1", set: ["budget": 990], ifToken: read.token)
+            }
+        }
+        #expect(conflict?.code == .conflict && conflict?.status == 409)
+        #expect(conflict?.conflicts.map(\.field) == ["budget"])
+        #expect(conflict?.conflicts.first?.base == nil && conflict?.conflicts.first?.stored == 950)
+        #expect(conflict?.conflicts.first?.yours == 990)
+        // A disjoint field merges; the live query reaches the save's token with the write in its result.
+        let (answer, token) = try await client.patch(
+            store: "travel", entity: "Trip", id: "m1", ["name": "Roma"], ifToken: read.token)
+        #expect(answer.changes.first?.effect == "updated" && token == answer.token)
+        var seen: String?
+        for try await state in client.live(FetchRequest(store: "travel", entity: "Trip", where: "id == 'm1'")) {
+            if case .result(let records, let at) = state {
+                seen = records.first?["name"]?.string
+                #expect(Int(at ?? "") ?? 0 >= Int(answer.token ?? "") ?? .max)
+                break
+            }
+        }
+        #expect(seen == "Roma")
+        #expect(try await client.delete(store: "travel", entity: "Trip", id: "m2").changes.first?.effect == "deleted")
+        let gone = await #expect(throws: DepotClientError.self) {
+            try await client.delete(store: "travel", entity: "Trip", id: "m2")
+        }
+        #expect(gone?.code == .notFound && gone?.message.contains(#"Trip "m2""#) == true)
+    }
 }
