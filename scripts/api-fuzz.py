@@ -41,6 +41,35 @@ name = "travel"
     budget = "double"
     isFavorite = "bool"
     notes = "string?"
+
+# A store with relationships (issue 31): saves, one record's writes and
+# delete rules across entities.
+[[store]]
+name = "shop"
+
+  [[store.entity]]
+  name = "Customer"
+  identifier = "id"
+  history = "values"
+
+    [store.entity.fields]
+    id = "string"
+    name = "string"
+    country = "string?"
+
+    [store.entity.relationships]
+    orders = { to = "Order", inverse = "customer", delete = "cascade" }
+
+  [[store.entity]]
+  name = "Order"
+  identifier = "id"
+
+    [store.entity.fields]
+    id = "string"
+    total = "double"
+
+    [store.entity.relationships]
+    customer = { to = "Customer" }
 """
 
 
@@ -118,6 +147,13 @@ def main():
     job = json.loads(body)["id"]
     status, body = unix_request(unix_path, "GET", f"/v1/jobs/{job}/events")
     assert b'"succeeded"' in body, body
+    status, body = unix_request(
+        unix_path, "POST", "/v1/stores/shop/save",
+        json.dumps({"changes": [{"insert": "Customer", "record": {"id": f"C{i}", "name": f"C {i}", "country": "GB"}}
+                                for i in range(5)]
+                    + [{"insert": "Order", "record": {"id": f"O{i}", "total": i * 2.5, "customer": f"C{i % 5}"}}
+                       for i in range(10)]}).encode())
+    assert status == 200, (status, body)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)

@@ -102,4 +102,60 @@ struct HostsTests {
         await a.close()
         #expect(await woke == false)
     }
+
+    /// Issue 31, item 7: each save locks the record it merges with (and
+    /// the store's saves go one at a time across hosts), so a save on one
+    /// host reads the other's token and merges with it exactly once.
+    @Test("two hosts incrementing one record with if_token and retries lose no update and double none")
+    func concurrentSaves() async throws {
+        let a = try await PostgresBackend(entities: [WriteContractTests.trip()])
+        let b = try await PostgresStore.open(
+            PostgresStoreConfiguration(
+                name: "travel", location: a.store.configuration.location, entities: [WriteContractTests.trip()]))
+        do {
+            _ = try await a.store.withSave(author: "setup") {
+                try await $0.write(WriteContractTests.batch([WriteContractTests.row("T1", budget: 0)]), policy: .upsert)
+            }
+            let hosts: [any StoreBackend] = [a.store, b]
+            let conflicts = try await withThrowingTaskGroup(of: Int.self) { group in
+                for k in 0..<8 {
+                    let host = hosts[k % 2]
+                    group.addTask {
+                        var retried = 0
+                        for _ in 0..<40 {
+                            while true {
+                                let read = try #require(try await host.reads.record("Trip", identifier: ["T1"]))
+                                guard case .double(let budget) = read.values[5] else { throw CancellationError() }
+                                do {
+                                    _ = try await host.save(
+                                        ChangeSet([
+                                            .init(
+                                                .update, entity: "Trip", identifier: ["T1"],
+                                                set: ["budget": .double(budget + 1)],
+                                                ifToken: read.token)
+                                        ]), author: "host \(k % 2)")
+                                    break
+                                } catch let refusal as SaveRefusal where refusal.failures.first?.code == .conflict {
+                                    retried += 1
+                                }
+                            }
+                        }
+                        return retried
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            let final = try #require(try await b.reads.record("Trip", identifier: ["T1"]))
+            #expect(final.values[5] == .double(320))
+            // One history transaction per increment, on either host's reading.
+            #expect(try await a.history().count == 321)
+            print("two hosts, 320 increments of one record: \(conflicts) conflicts retried")
+        } catch {
+            await b.close()
+            await a.close()
+            throw error
+        }
+        await b.close()
+        await a.close()
+    }
 }
