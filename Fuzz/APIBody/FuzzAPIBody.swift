@@ -67,7 +67,7 @@ enum APIBodyTarget {
 
     static func check(_ kind: UInt8, _ bytes: Data) {
         let reader = store.reader
-        switch kind % 5 {
+        switch kind % 6 {
         case 0:
             guard let body = decode(FetchBody.self, bytes) else { return }
             try? Fuzz.blocking {
@@ -108,12 +108,31 @@ enum APIBodyTarget {
                 }
             }
         case 4:
-            // A save: read as the route reads it, then applied (or refused) on the store.
+            // A save: read as the route reads it (its merge policy, its
+            // tokens), then applied (or refused) on the store, once for its
+            // idempotency key.
             guard let body = decode(SaveBody.self, bytes) else { return }
             try? Fuzz.blocking {
                 await expected {
                     let changeSet = try ControlRoutes.changeSet(body, reads: reader)
-                    _ = try await store.save(changeSet, author: "fuzz")
+                    let key = body.idempotencyKey.map {
+                        IdempotencyKey(key: $0, digest: String(bytes.count), retention: .seconds(60))
+                    }
+                    let reply = try await store.saveAll([
+                        SaveRequest(changeSet, author: "fuzz", idempotency: key, answer: { _ in "{}" })
+                    ])[0]
+                    _ = try reply.get()
+                }
+            }
+        case 5:
+            // One record's path and If-Match: the identifier a segment names, read.
+            let text = String(decoding: bytes, as: UTF8.self)
+            let (segment, header) = text.split(separator: "\n", maxSplits: 1).map(String.init).pair
+            try? Fuzz.blocking {
+                await expected {
+                    _ = try ControlRoutes.ifMatch(header)
+                    let entity = try reader.entity("Trip")
+                    _ = try await reader.record("Trip", identifier: try ControlRoutes.identifier(segment, of: entity))
                 }
             }
         default:
@@ -131,6 +150,11 @@ enum APIBodyTarget {
             }
         }
     }
+}
+
+extension Array where Element == String {
+    /// The first two elements, the second nil when absent.
+    fileprivate var pair: (String, String?) { (first ?? "", count > 1 ? self[1] : nil) }
 }
 
 func fuzzAPIBody(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -157,6 +181,11 @@ enum Main {
                 #"{"field": "budget", "functions": ["sum", "avg"], "group_by": ["destination"], "where": "budget > 1"}"#
                     .utf8),
         [2] + Array(#"{"by": ["name", "startDate"], "limit": 3}"#.utf8),
+        [5] + Array("T1%2F2\nW/\"41\"".utf8),
+        [4]
+            + Array(
+                #"{"merge": "store-trump", "idempotency_key": "k", "changes": [{"update": "Trip", "identifier": "t1", "set": {"budget": 1}, "if_token": "1"}]}"#
+                    .utf8),
         [3] + Array(#"{"kind": "prune", "store": "travel", "older_than": "1e300s"}"#.utf8),
         [3]
             + Array(

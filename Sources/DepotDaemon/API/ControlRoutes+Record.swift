@@ -81,15 +81,18 @@ extension ControlRoutes {
     static func etag(_ token: HistoryToken) -> String { "\"\(token)\"" }
 
     /// The token of `If-Match` (`"41"`, `W/"41"` or `41`), nil without one or for `*`.
-    static func ifMatch(_ request: Request) throws -> HistoryToken? {
-        guard var text = request.headers[.ifMatch]?.trimmingCharacters(in: .whitespaces), !text.isEmpty, text != "*"
+    static func ifMatch(_ request: Request) throws -> HistoryToken? { try ifMatch(request.headers[.ifMatch]) }
+
+    /// The token of an `If-Match` header's value.
+    static func ifMatch(_ header: String?) throws -> HistoryToken? {
+        guard var text = header?.trimmingCharacters(in: .whitespaces), !text.isEmpty, text != "*"
         else { return nil }
         if text.hasPrefix("W/") { text.removeFirst(2) }
         if text.count >= 2, text.hasPrefix("\""), text.hasSuffix("\"") { text = String(text.dropFirst().dropLast()) }
         guard let token = HistoryToken(text), token.isWhole else {
             throw APIError(
                 .invalidArgument,
-                "If-Match \(JSONText.quoted(request.headers[.ifMatch] ?? "")) is not a record's ETag "
+                "If-Match \(JSONText.quoted(header ?? "")) is not a record's ETag "
                     + "(a token in quotes, as GET gives it)")
         }
         return token
@@ -102,7 +105,11 @@ extension ControlRoutes {
         -> (EntitySchema, [DepotEngine.Value])
     {
         let entity = try reads.entity(context.parameters.get("entity") ?? "")
-        let raw = context.parameters.get("id") ?? ""
+        return (entity, try identifier(context.parameters.get("id") ?? "", of: entity))
+    }
+
+    /// The identifier of `entity` a path's last segment (`raw`, URL-encoded) names.
+    static func identifier(_ raw: String, of entity: EntitySchema) throws -> [DepotEngine.Value] {
         guard let text = raw.removingPercentEncoding else {
             throw APIError(.invalidArgument, "the record's identifier \(JSONText.quoted(raw)) is not URL-encoded text")
         }
@@ -131,7 +138,7 @@ extension ControlRoutes {
             given = parsed.values
         }
         do {
-            return (entity, try zip(fields, given).map { try ValueConversion.convert($1, to: $0) })
+            return try zip(fields, given).map { try ValueConversion.convert($1, to: $0) }
         } catch let error as DepotError {
             throw APIError(.invalidArgument, "\(refused().message); \(error.message)")
         }

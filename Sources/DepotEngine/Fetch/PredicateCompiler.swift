@@ -4,6 +4,9 @@ package struct SQLFragment: Sendable {
     package var arguments: [Value]
     /// The other entities it reads through key paths, whose changes can change its result.
     var related: Set<String> = []
+    /// Whether its text recurs (one record by its identifier), so that its
+    /// statements are worth caching; a user's predicate's are not.
+    var recurs = false
 }
 
 /// Checks a parsed predicate against an entity and compiles it to SQL.

@@ -12,12 +12,14 @@ extension SaveContext {
         case .matching(let filter):
             query = SQLFragment(
                 sql: "SELECT rowid FROM \(entity.table) WHERE \(filter.sql) ORDER BY rowid",
-                arguments: filter.arguments)
+                arguments: filter.arguments, recurs: filter.recurs)
         case .redundant(let duplicates, let keep):
             query = duplicates.redundantRowids(keep: keep)
         }
         var rowids: [Int64] = []
-        try select(query.sql + " LIMIT \(limit)", query.arguments) { rowids.append(sqlite3_column_int64($0, 0)) }
+        try select(query.sql + " LIMIT \(limit)", query.arguments, cached: query.recurs) {
+            rowids.append(sqlite3_column_int64($0, 0))
+        }
         return rowids
     }
 
@@ -36,7 +38,7 @@ extension SaveContext {
         try select(
             "SELECT rowid, " + selected.map { SQL.quote(entity.fields[$0].name) }.joined(separator: ", ")
                 + " FROM \(entity.table) WHERE rowid > ? AND \(filter.sql) ORDER BY rowid LIMIT \(limit)",
-            [.int(after)] + filter.arguments
+            [.int(after)] + filter.arguments, cached: filter.recurs
         ) { statement in
             let values = selected.indices.map {
                 SQL.column(statement, Int32($0 + 1), as: entity.fields[selected[$0]].type)

@@ -294,15 +294,13 @@ struct PlannedChange: Sendable {
                 identifier = try zip(entity.identifier, change.identifier).map { name, value in
                     try Self.convert(value, name, of: entity)
                 }
-                var arguments: [String: Value] = [:]
-                var terms: [String] = []
-                for (k, (name, value)) in zip(entity.identifier, identifier).enumerated() {
-                    arguments["k\(k)"] = value
-                    terms.append("\(name) == $k\(k)")
-                }
-                let filter = try PredicateCompiler.compile(
-                    terms.joined(separator: " AND "), entity: entity, schema: schema, arguments: arguments,
-                    dialect: dialect)
+                // The record by its identifier: the same text for every
+                // save of the entity (its statements cached), no predicate to compile.
+                var filter = SQLFragment(
+                    sql: entity.identifier.enumerated().map { k, name in
+                        "\(SQL.quote(name)) = \(dialect.placeholder(k + 1))"
+                    }.joined(separator: " AND "), arguments: identifier)
+                filter.recurs = true
                 selection = RowSelection(entity, .matching(filter), in: schema)
                 if kind == .update {
                     guard !change.set.isEmpty else {
