@@ -12,7 +12,7 @@ extension PostgresStore: StoreBackend {
             historyRetention: configuration.historyRetention, saveEvery: configuration.saveEvery,
             saveInterval: configuration.saveInterval, adaptiveSaves: false,
             historyMaxRetention: configuration.historyMaxRetention, historyPruneStep: configuration.historyPruneStep,
-            importBatches: .perSave(Self.importBatch), schema: schema, dialect: .postgresql)
+            importBatches: .perSave(Self.importBatch), schema: schema, dialect: .postgresql, demand: demand)
     }
 
     /// Records to a batch of an import, about: each batch costs a few round

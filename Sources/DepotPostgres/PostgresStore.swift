@@ -76,6 +76,8 @@ public actor PostgresStore {
     /// save announces its token on ``channel`` (`NOTIFY`, delivered when it
     /// commits), and a connection of this store listens.
     nonisolated let signal = CommitSignal()
+    /// The saves waiting for the store's one save at a time.
+    nonisolated let demand = WriteDemand()
     /// `depot:SCHEMA`, the channel of the store's commits.
     nonisolated var channel: String { "depot:" + configuration.location.schema }
 

@@ -29,6 +29,13 @@ package final class ImportFeed: @unchecked Sendable {
     private let saveInterval: Duration
     private let adaptive: Bool
     private var lastCommit = Duration.zero
+    /// The saves waiting for the store's writer: a save of this import
+    /// that has run ``yieldAfter`` ends at the next place between runs.
+    private let demand: WriteDemand?
+    /// How long a save of an import runs, at least, before it yields to
+    /// waiting saves: long enough that one client saving in a loop costs
+    /// the import a few commits a second, no more.
+    static let yieldAfter = Duration.milliseconds(200)
 
     /// What starting an import comes to: a feed, or the progress of a job
     /// whose checkpoint says it had already finished.
@@ -56,7 +63,7 @@ package final class ImportFeed: @unchecked Sendable {
         _ request: ImportRequest, entity: EntitySchema, saveEvery storeSaveEvery: Int,
         saveInterval storeSaveInterval: Duration, adaptiveSaves: Bool, chunk: Int, sortable: Bool,
         shortFirstRun: Bool = false, checkpoint: [UInt8]?, floor: () async throws -> Int64,
-        progress: (@Sendable (ImportProgress) -> Void)?
+        demand: WriteDemand? = nil, progress: (@Sendable (ImportProgress) -> Void)?
     ) async throws -> Start {
         let clock = ContinuousClock()
         let started = clock.now
@@ -115,7 +122,7 @@ package final class ImportFeed: @unchecked Sendable {
             started: started, saveEvery: saveEvery,
             saveInterval: options.saveInterval ?? storeSaveInterval,
             adaptive: adaptiveSaves && options.saveEvery == nil && options.saveInterval == nil,
-            progress: progress)
+            demand: demand, progress: progress)
         parser.start()
         return .feed(feed)
     }
@@ -123,7 +130,7 @@ package final class ImportFeed: @unchecked Sendable {
     private init(
         request: ImportRequest, entity: EntitySchema, state: ImportCheckpoint, rejects: RejectsFile,
         queue: ChunkQueue, started: ContinuousClock.Instant, saveEvery: Int, saveInterval: Duration,
-        adaptive: Bool, progress: (@Sendable (ImportProgress) -> Void)?
+        adaptive: Bool, demand: WriteDemand?, progress: (@Sendable (ImportProgress) -> Void)?
     ) {
         self.request = request
         self.entity = entity
@@ -134,6 +141,7 @@ package final class ImportFeed: @unchecked Sendable {
         self.saveEvery = saveEvery
         self.saveInterval = saveInterval
         self.adaptive = adaptive
+        self.demand = demand
         self.progress = progress
         // Events at least once a second, also while a long save runs.
         let ticker = ProgressTicker(started: started, emit: progress)
@@ -187,6 +195,7 @@ package final class ImportFeed: @unchecked Sendable {
     fileprivate var clockNow: ContinuousClock.Instant { clock.now }
     fileprivate var saveSize: Int { saveEvery }
     fileprivate var isAdaptive: Bool { adaptive }
+    fileprivate var isWanted: Bool { demand?.isWaiting ?? false }
 }
 
 /// One save's share of an import: the chunks it took and what they did.
@@ -264,6 +273,8 @@ package struct ImportSave: @unchecked Sendable {
         guard chunk.boundary else { return false }
         if chunk.atEnd { return true }
         let now = feed.clockNow
+        // A save waits for the writer: it gets it at the next run's end.
+        if now - started >= ImportFeed.yieldAfter, feed.isWanted { return true }
         let full = records >= feed.saveSize || now >= deadline
         return full && !(feed.isAdaptive && now < longEnough)
     }

@@ -72,7 +72,7 @@ public enum Importer {
             request, entity: entity, saveEvery: settings.saveEvery, saveInterval: settings.saveInterval,
             adaptiveSaves: adaptive, chunk: chunk, sortable: !selfReferring, shortFirstRun: perSave,
             checkpoint: try await store.checkpoint(job: request.job),
-            floor: { try await store.sourceFloor(of: entity) }, progress: progress)
+            floor: { try await store.sourceFloor(of: entity) }, demand: settings.demand, progress: progress)
         let feed: ImportFeed
         switch start {
         case .finished(let done): return done

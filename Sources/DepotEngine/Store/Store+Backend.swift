@@ -15,7 +15,7 @@ extension Store: StoreBackend {
             historyRetention: configuration.historyRetention, saveEvery: configuration.saveEvery,
             saveInterval: configuration.saveInterval, adaptiveSaves: configuration.adaptiveSaves,
             historyMaxRetention: configuration.historyMaxRetention, historyPruneStep: configuration.historyPruneStep,
-            importBatches: .rows(Self.importBatch), schema: schema, dialect: .sqlite)
+            importBatches: .rows(Self.importBatch), schema: schema, dialect: .sqlite, demand: demand)
     }
 
     /// Records per batch of an import. In-file duplicates within one batch

@@ -26,6 +26,8 @@ public actor Store {
     nonisolated let pool: DatabasePool
     nonisolated let schema: StoreSchema
     nonisolated let signal: CommitSignal
+    /// The saves waiting for the writer.
+    nonisolated let demand = WriteDemand()
     private(set) var isClosed = false
 
     /// The store's name.

@@ -1,4 +1,5 @@
 import DepotWire
+import Synchronization
 
 // A save (DESIGN §16), written once over the write context's primitives,
 // for every backend: the changes are checked first, against the store as
@@ -57,8 +58,13 @@ extension StoreBackend {
         }
         guard let first = planned.first else { return results.map { $0! } }
         let ready = planned
+        // Waiting for the writer: a job's save ends early for it (WriteDemand).
+        let demand = settings.demand
+        let waiting = Waiting(demand)
+        defer { waiting.served() }
         let applied = try await withSave(author: requests[first.0].author, job: nil) {
             save -> [(Int, Result<SaveReply, any Error>)] in
+            waiting.served()
             var out: [(Int, Result<SaveReply, any Error>)] = []
             for (i, changes) in ready {
                 let request = requests[i]
@@ -402,5 +408,25 @@ struct PlannedChange: Sendable {
             }
         }
         return ChangeOutcome(index: index, entity: entity.name, identifier: identifier, kind: kind, effect: effect)
+    }
+}
+
+/// A group of saves counted in its store's ``WriteDemand`` until it holds
+/// the writer (or gave up), once.
+private final class Waiting: Sendable {
+    private let demand: WriteDemand
+    private let done = Mutex(false)
+
+    init(_ demand: WriteDemand) {
+        self.demand = demand
+        demand.begin()
+    }
+
+    func served() {
+        let first = done.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        if first { demand.end() }
     }
 }

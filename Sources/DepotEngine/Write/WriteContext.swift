@@ -112,11 +112,13 @@ public struct StoreSettings: Sendable {
     public var importBatches: ImportBatches
     package var schema: StoreSchema
     package var dialect: any SQLDialect
+    /// The saves waiting for the store's writer (its jobs' saves yield to them).
+    package var demand: WriteDemand
 
     package init(
         name: String, location: String, historyRetention: Duration?, saveEvery: Int, saveInterval: Duration,
         adaptiveSaves: Bool, historyMaxRetention: Duration?, historyPruneStep: Int, importBatches: ImportBatches,
-        schema: StoreSchema, dialect: any SQLDialect
+        schema: StoreSchema, dialect: any SQLDialect, demand: WriteDemand
     ) {
         self.name = name
         self.location = location
@@ -129,6 +131,7 @@ public struct StoreSettings: Sendable {
         self.importBatches = importBatches
         self.schema = schema
         self.dialect = dialect
+        self.demand = demand
     }
 }
 
