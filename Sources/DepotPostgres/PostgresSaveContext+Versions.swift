@@ -13,15 +13,14 @@ extension PostgresSaveContext {
     /// ``historyTransaction()`` sets it, for this transaction only.
     static let tokenExpression = "nullif(current_setting('depot.token', true), '')::bigint"
 
-    /// The stored record of `identifier` with its token, locked for the rest
-    /// of the save (`FOR UPDATE`): a save on another host that read the same
-    /// token waits, then reads this save's token, so that each is merged
-    /// with the other exactly once.
+    /// The stored record of `identifier` with its token. No row lock is
+    /// needed: a save holds the store's save lock from its start
+    /// (PostgresStore.withSave), so a save on another host reads the record
+    /// only after this one committed, and merges with it exactly once.
     public func version(_ entity: EntitySchema, identifier: [Value]) async throws -> RecordVersion? {
         let sql =
             "SELECT " + entity.fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
             + ", depot_token::text FROM \(store.table(entity.name)) WHERE " + Self.identifierMatch(entity)
-            + " FOR UPDATE"
         let rows = try await PostgresSQL.textRows(
             connection, sql, PostgresSQL.bindings(identifier), logger: store.logger)
         guard let row = rows.first else { return nil }
@@ -69,12 +68,10 @@ extension PostgresSaveContext {
     public func transaction() async throws -> Int64? { transactionID }
 
     public func idempotentAnswer(_ key: String, since: String) async throws -> (digest: String, answer: String)? {
+        // Saves of one key on several hosts go one after the other: each
+        // holds the store's save lock until it commits (PostgresStore.withSave).
         var binds = PostgresBindings()
         binds.append(key)
-        // Saves of one key, on every host, one after the other until each commits.
-        try await PostgresSQL.execute(
-            connection, "SELECT pg_advisory_xact_lock(hashtext('depot:idempotency:' || $1))::text", binds,
-            logger: store.logger)
         binds.append(since)
         let rows = try await PostgresSQL.textRows(
             connection,

@@ -59,7 +59,6 @@ struct RecordTests {
         #expect(try d.request("GET", "/v1/stores/travel/entities/Seat/records/%ZZ").status == 400)
         #expect(try d.request("GET", "/v1/stores/travel/entities/Seat/records/AF1").status == 400)
         #expect(try d.request("GET", "/v1/stores/travel/entities/Seat/records/%5B%22AF1%22%5D").status == 400)
-        #expect(try d.request("GET", Self.path + "T1", headers: [:]).status == 200)
     }
 
     @Test("a compound identifier is its JSON array, URL-encoded, in every method")

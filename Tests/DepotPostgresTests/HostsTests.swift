@@ -103,9 +103,9 @@ struct HostsTests {
         #expect(await woke == false)
     }
 
-    /// Issue 31, item 7: each save locks the record it merges with (and
-    /// the store's saves go one at a time across hosts), so a save on one
-    /// host reads the other's token and merges with it exactly once.
+    /// Issue 31, item 7: the store's saves go one at a time across hosts,
+    /// so a save on one host reads the other's token and merges with it
+    /// exactly once.
     @Test("two hosts incrementing one record with if_token and retries lose no update and double none")
     func concurrentSaves() async throws {
         let a = try await PostgresBackend(entities: [WriteContractTests.trip()])

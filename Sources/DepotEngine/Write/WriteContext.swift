@@ -68,8 +68,8 @@ public protocol WriteContext: AnyObject, Sendable {
     /// save is kept.
     func withSavepoint<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T
     /// The answer kept under idempotency key `key` since `since` (a
-    /// timestamp), with the digest of its request; nil when none is. Saves
-    /// of one key, on any host, wait for each other from here to their end.
+    /// timestamp), with the digest of its request; nil when none is (saves
+    /// of a store, on any host, run one after the other).
     func idempotentAnswer(_ key: String, since: String) async throws -> (digest: String, answer: String)?
     /// Keeps `answer` under idempotency key `key`, in this save's
     /// transaction, and forgets the keys kept before `forgetBefore`.
