@@ -29,6 +29,7 @@ static char **ids;
 static const char *new_store;
 static const char *store_name = "travel";
 static FILE *tokens_out;
+static double pace;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* SIGTERM ends the loops; the figures are printed still. */
 static volatile sig_atomic_t stopping;
@@ -132,6 +133,14 @@ static void *run(void *arg) {
             c->tokens[c->done] = strndup(tok, q - tok);
         }
         c->done++;
+        if (pace > 0) {
+            /* SAVE_CLIENT_RATE: at most that many saves a second per client. */
+            double next = t0 + 1.0 / pace, left = next - now();
+            if (left > 0) {
+                struct timespec ts = {(time_t)left, (long)((left - (time_t)left) * 1e9)};
+                nanosleep(&ts, NULL);
+            }
+        }
     }
     close(fd);
     return NULL;
@@ -145,6 +154,7 @@ static int cmp(const void *a, const void *b) {
 int main(int argc, char **argv) {
     if (argc < 5) { fprintf(stderr, "usage: save-client SOCKET CLIENTS SECONDS IDS-FILE [COUNT] [TOKENS]\n"); return 2; }
     sock_path = argv[1];
+    if (getenv("SAVE_CLIENT_RATE")) pace = atof(getenv("SAVE_CLIENT_RATE"));
     int n = atoi(argv[2]);
     seconds = atof(argv[3]);
     if (getenv("DEPOT_BENCH_STORE")) store_name = getenv("DEPOT_BENCH_STORE");

@@ -409,7 +409,19 @@ struct ClientExampleTests {
     }
 
     /// Runs the example with `arguments`; its output lines, as they come, to `onLine`.
-    static func run(_ arguments: [String], onLine: @escaping @Sendable (String) -> Void = { _ in }) throws -> (
+    /// Runs the program with `arguments` to its end, on a thread of its own:
+    /// the wait for its output must not hold one of the few threads every
+    /// task of the test process shares (two, on two cores), which the
+    /// test's own calls to the daemon need meanwhile.
+    static func run(_ arguments: [String], onLine: @escaping @Sendable (String) -> Void = { _ in }) async throws -> (
+        status: Int32, out: String
+    ) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try runWaiting(arguments, onLine: onLine) }) }.start()
+        }
+    }
+
+    private static func runWaiting(_ arguments: [String], onLine: @escaping @Sendable (String) -> Void) throws -> (
         status: Int32, out: String
     ) {
         let process = Process()
@@ -437,20 +449,8 @@ struct ClientExampleTests {
         // Once the first count is out, more trips come.
         let firstLine = AsyncStream<Void>.makeStream()
         let socket = d.socket, lineSeen = firstLine.continuation
-        // On a thread of its own: the blocking reads of its output must not
-        // hold one of the concurrency pool's few threads while it runs.
         let run = Task {
-            try await withCheckedThrowingContinuation {
-                (done: CheckedContinuation<(status: Int32, out: String), any Error>) in
-                Thread.detachNewThread {
-                    done.resume(
-                        with: Result {
-                            try Self.run(["dashboard", "travel", "--socket", socket, "--updates", "2"]) { _ in
-                                lineSeen.yield()
-                            }
-                        })
-                }
-            }
+            try await Self.run(["dashboard", "travel", "--socket", socket, "--updates", "2"]) { _ in lineSeen.yield() }
         }
         var lines = firstLine.stream.makeAsyncIterator()
         _ = await lines.next()
@@ -473,7 +473,7 @@ struct ClientExampleTests {
             client,
             try await client.update(
                 store: "travel", entity: "Trip", where: "id == 't1'", set: ["budget": 7.0]))
-        let first = try Self.run(["consumer", "travel", "audit", "--socket", d.socket, "--transactions", "2"])
+        let first = try await Self.run(["consumer", "travel", "audit", "--socket", d.socket, "--transactions", "2"])
         #expect(first.status == 0)
         let lines = first.out.split(separator: "\n")
         #expect(
@@ -484,10 +484,10 @@ struct ClientExampleTests {
         // Run again: it goes on after its token, with the next transaction only.
         _ = try await DepotClientTests.finish(
             client, try await client.delete(store: "travel", entity: "Trip", where: "id == 't2'"))
-        let second = try Self.run(["consumer", "travel", "audit", "--socket", d.socket, "--transactions", "1"])
+        let second = try await Self.run(["consumer", "travel", "audit", "--socket", d.socket, "--transactions", "1"])
         #expect(second.out.hasSuffix("0 inserted, 0 updated, 1 deleted\n"), "\(second.out)")
         // A store that does not exist: the daemon's message, exit status 1.
-        let wrong = try Self.run(["consumer", "tarvel", "audit", "--socket", d.socket])
+        let wrong = try await Self.run(["consumer", "tarvel", "audit", "--socket", d.socket])
         #expect(wrong.status == 1 && wrong.out.contains("unknown_store"))
     }
 

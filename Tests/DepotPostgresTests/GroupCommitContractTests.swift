@@ -71,9 +71,15 @@ struct GroupCommitContractTests {
             let queue = SaveQueue(store)
             // The writer held by a save that waits, so that the saves queue up behind it.
             let (gate, open) = AsyncStream<Void>.makeStream()
+            let (held, holding) = AsyncStream<Void>.makeStream()
             let holder = Task {
-                try await store.withSave(author: "holder", job: nil) { _ in for await _ in gate { break } }
+                try await store.withSave(author: "holder", job: nil) { _ in
+                    holding.yield()
+                    for await _ in gate { break }
+                }
             }
+            // The writer is held before the first save asks for it.
+            for await _ in held { break }
             let first = Task {
                 try await queue.save(
                     SaveRequest(

@@ -110,7 +110,8 @@ extension ControlRoutes {
 
     /// The identifier of `entity` a path's last segment (`raw`, URL-encoded) names.
     static func identifier(_ raw: String, of entity: EntitySchema) throws -> [DepotEngine.Value] {
-        guard let text = raw.removingPercentEncoding else {
+        // Most identifiers have no escape: Foundation's decoding is skipped for them.
+        guard let text = raw.utf8.contains(UInt8(ascii: "%")) ? raw.removingPercentEncoding : raw else {
             throw APIError(.invalidArgument, "the record's identifier \(JSONText.quoted(raw)) is not URL-encoded text")
         }
         let fields = try entity.identifier.map { try entity.field(named: $0) }

@@ -17,6 +17,12 @@ struct ImportCheckpoint: Codable, Sendable {
     /// from this job's input, so meeting one again is an in-file duplicate.
     var rowidFloor: Int64
     var progress: ImportProgress
+    /// For a save that ended inside a sorted run (to let a waiting save
+    /// have the writer): the rows of that run, which starts at `offset`,
+    /// written already in its sorted order. The resumed job reads and sorts
+    /// the run again and skips them. `nil` (or 0) at a place between runs;
+    /// `nil` in checkpoints written before a save could end inside a run.
+    var runWritten: Int?
 
     func encoded() throws -> [UInt8] { Array(try JSONEncoder().encode(self)) }
 

@@ -30,12 +30,14 @@ package final class ImportFeed: @unchecked Sendable {
     private let adaptive: Bool
     private var lastCommit = Duration.zero
     /// The saves waiting for the store's writer: a save of this import
-    /// that has run ``yieldAfter`` ends at the next place between runs.
+    /// that has run ``yieldAfter`` ends after its current chunk.
     private let demand: WriteDemand?
-    /// How long a save of an import runs, at least, before it yields to
-    /// waiting saves: long enough that one client saving in a loop costs
-    /// the import a few commits a second, no more.
-    static let yieldAfter = Duration.milliseconds(200)
+    /// The shortest time a save of an import runs before it yields to a
+    /// waiting save.
+    static let yieldAtLeast = Duration.milliseconds(200)
+    /// The longest a waiting save waits for an import's save, about,
+    /// however long the store's saves may be: DESIGN's default save interval.
+    static let yieldWithin = Duration.seconds(2)
 
     /// What starting an import comes to: a feed, or the progress of a job
     /// whose checkpoint says it had already finished.
@@ -112,11 +114,19 @@ package final class ImportFeed: @unchecked Sendable {
         // The parser sorts runs of records by identifier (SortedRun), unless
         // `sortable` is false; a save ends only after a run.
         let queue = ChunkQueue(capacity: 2)
+        let runLength = min(options.sortRun, saveEvery)
+        let runWritten = state.runWritten ?? 0
+        guard runWritten == 0 || (sortable && runLength > 1) else {
+            throw DepotError(
+                .invalidArgument,
+                "job \(request.job) stopped inside a sorted run of its input, and this start does not "
+                    + "sort runs (its options or the entity changed); import the file as a new job")
+        }
         let parser = ParserThread(
             batcher: batcher, queue: queue, chunk: min(saveEvery, chunk),
-            identifier: sortable ? entity.identifier : nil,
-            runLength: min(options.sortRun, saveEvery),
-            firstRunLength: shortFirstRun ? max(1, chunk / 4) : nil, alreadyRead: state.progress.read)
+            identifier: sortable ? entity.identifier : nil, runLength: runLength,
+            firstRunLength: shortFirstRun ? max(1, chunk / 4) : nil, alreadyRead: state.progress.read,
+            firstRunWritten: runWritten)
         let feed = ImportFeed(
             request: request, entity: entity, state: state, rejects: rejects, queue: queue,
             started: started, saveEvery: saveEvery,
@@ -161,7 +171,22 @@ package final class ImportFeed: @unchecked Sendable {
         let now = clock.now
         return ImportSave(
             feed: self, next: state, started: now, deadline: now + saveInterval,
-            longEnough: now + lastCommit * 8)
+            longEnough: now + lastCommit * 8, yieldAfter: yieldAfter)
+    }
+
+    /// How long the next save runs before it ends for a waiting save: so
+    /// that the wait, with the commit that follows (taken as twice the
+    /// last one) and a chunk's writing, stays within the save interval or
+    /// ``yieldWithin``, the shorter (DESIGN §16: a save waits at most for
+    /// the job's current save) — and no shorter, since each commit of an
+    /// import costs it a write of every page its records dirtied (one
+    /// client saving in a loop would otherwise make it commit several
+    /// times a second). At least ``yieldAtLeast``.
+    private var yieldAfter: Duration {
+        request.options.yieldAfter
+            ?? max(
+                ImportFeed.yieldAtLeast,
+                min(saveInterval, ImportFeed.yieldWithin) - lastCommit * 2 - .milliseconds(100))
     }
 
     /// Moves the import on after a save committed: its checkpoint's state,
@@ -208,13 +233,15 @@ package struct ImportSave: @unchecked Sendable {
     let started: ContinuousClock.Instant
     private let deadline: ContinuousClock.Instant
     private let longEnough: ContinuousClock.Instant
+    private let yieldAfter: Duration
     private var rejected: [RejectsFile.Entry] = []
     private var records = 0
 
     fileprivate init(
         feed: ImportFeed, next: ImportCheckpoint, started: ContinuousClock.Instant,
-        deadline: ContinuousClock.Instant, longEnough: ContinuousClock.Instant
+        deadline: ContinuousClock.Instant, longEnough: ContinuousClock.Instant, yieldAfter: Duration
     ) {
+        self.yieldAfter = yieldAfter
         self.feed = feed
         self.next = next
         self.started = started
@@ -256,6 +283,9 @@ package struct ImportSave: @unchecked Sendable {
         next.progress.read += chunk.read
         next.progress.rejected += chunk.rejects.count
         records += chunk.read
+        // Inside a run, the checkpoint keeps the run's start (`offset`,
+        // moved at its last chunk only) and the rows of it written so far.
+        next.runWritten = chunk.boundary ? nil : chunk.runHandedOut
         if chunk.boundary {
             next.offset = chunk.endOffset
             next.line = chunk.endLine
@@ -270,11 +300,12 @@ package struct ImportSave: @unchecked Sendable {
     /// `saveInterval` (and, with adaptive saves, eight times the last commit).
     package func ends(after chunk: ImportChunk) -> Bool {
         let chunk = chunk.parsed
+        let now = feed.clockNow
+        // A save waits for the writer: it gets it after this chunk, also
+        // inside a sorted run (the checkpoint keeps the place in the run).
+        if now - started >= yieldAfter, feed.isWanted { return true }
         guard chunk.boundary else { return false }
         if chunk.atEnd { return true }
-        let now = feed.clockNow
-        // A save waits for the writer: it gets it at the next run's end.
-        if now - started >= ImportFeed.yieldAfter, feed.isWanted { return true }
         let full = records >= feed.saveSize || now >= deadline
         return full && !(feed.isAdaptive && now < longEnough)
     }

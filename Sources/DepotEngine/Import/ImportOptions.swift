@@ -66,6 +66,12 @@ public struct ImportOptions: Sendable, Hashable {
     /// (``SortedRun``); 0 writes them in the input's order. For benchmarks
     /// and tests: the default is the measured best under the memory cap.
     package var sortRun = 65_536
+    /// How long a save of the import runs before it ends for a save that
+    /// waits; `nil`: as long as the save interval allows (``ImportFeed``).
+    /// For tests.
+    package var yieldAfter: Duration?
+    /// Records to a chunk, instead of the backend's own size. For tests.
+    package var chunkRows: Int?
 
     /// Creates options with the defaults of the design.
     public init(

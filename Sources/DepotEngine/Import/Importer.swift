@@ -50,11 +50,11 @@ public enum Importer {
                 if case .toOne = $0.kind { $0.target == entity.name } else { false }
             }
         var request = request
-        let chunk: Int
+        let sized: Int
         let adaptive: Bool
         switch settings.importBatches {
         case .rows(let rows):
-            (chunk, adaptive) = (rows, settings.adaptiveSaves)
+            (sized, adaptive) = (rows, settings.adaptiveSaves)
         case .perSave(let rows):
             // Runs as long as a save: each batch is then a narrow band of
             // the identifier's order, and the inserts of a save sweep the
@@ -65,8 +65,9 @@ public enum Importer {
             let run = max(1, request.options.saveEvery ?? settings.saveEvery)
             if request.options.sortRun > 0 { request.options.sortRun = run }
             let batches = max(1, (run + rows / 2) / rows)
-            (chunk, adaptive) = ((run + batches - 1) / batches, false)
+            (sized, adaptive) = ((run + batches - 1) / batches, false)
         }
+        let chunk = request.options.chunkRows ?? sized
         let perSave = if case .perSave = settings.importBatches { true } else { false }
         let start = try await ImportFeed.start(
             request, entity: entity, saveEvery: settings.saveEvery, saveInterval: settings.saveInterval,

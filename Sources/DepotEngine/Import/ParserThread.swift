@@ -16,6 +16,8 @@ final class ParserThread: @unchecked Sendable {
     private let runLength: Int
     private let firstRunLength: Int
     private let alreadyRead: Int
+    /// Rows of the first run already written (a job resumed inside a run).
+    private let firstRunWritten: Int
 
     /// - Parameters:
     ///   - identifier: the fields to sort each run by; nil keeps the
@@ -26,9 +28,11 @@ final class ParserThread: @unchecked Sendable {
     ///     to `runLength` (``runLength(after:first:full:)``).
     ///   - alreadyRead: the records the job read before this start (its
     ///     checkpoint's), which is where one of its runs ended.
+    ///   - firstRunWritten: the rows of the first run, in its sorted order,
+    ///     that the job wrote before it stopped inside that run.
     init(
         batcher: any RecordBatcher, queue: ChunkQueue, chunk: Int, identifier: [String]? = nil, runLength: Int = 0,
-        firstRunLength: Int? = nil, alreadyRead: Int = 0
+        firstRunLength: Int? = nil, alreadyRead: Int = 0, firstRunWritten: Int = 0
     ) {
         self.batcher = batcher
         self.queue = queue
@@ -37,6 +41,7 @@ final class ParserThread: @unchecked Sendable {
         self.runLength = runLength
         self.firstRunLength = min(firstRunLength ?? runLength, runLength)
         self.alreadyRead = alreadyRead
+        self.firstRunWritten = firstRunWritten
     }
 
     /// The length of the run that starts after `read` records of a job
@@ -95,6 +100,7 @@ final class ParserThread: @unchecked Sendable {
             return true
         }
         var read = alreadyRead
+        var written = firstRunWritten
         var length = Self.runLength(after: read, first: firstRunLength, full: runLength)
         while true {
             let parsed: ParsedBatch
@@ -122,6 +128,8 @@ final class ParserThread: @unchecked Sendable {
                 var finished = run!
                 run = nil
                 finished.sort()
+                finished.skip(written)
+                written = 0
                 // After a short first run the runs grow fourfold up to
                 // `runLength`: each is read while the last one is written,
                 // and writing a record takes longer than reading it.

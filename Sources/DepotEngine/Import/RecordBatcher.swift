@@ -24,8 +24,12 @@ struct ParsedBatch: Sendable {
     /// The file offset where `endLine` starts.
     var endLineStart: Int64
     var atEnd: Bool
-    /// Whether a save may end after this chunk: false inside a sorted run
-    /// (``SortedRun``), whose chunks hold records from all over the run, so
-    /// that no place in the input lies between them.
+    /// Whether this chunk ends at a place in the input: false inside a
+    /// sorted run (``SortedRun``), whose chunks hold records from all over
+    /// the run, so that no place in the input lies between them.
     var boundary = true
+    /// Inside a sorted run, the rows of the run's order handed out through
+    /// this chunk: a save that ends after it keeps that count with the run's
+    /// start in its checkpoint (``ImportCheckpoint/runWritten``).
+    var runHandedOut = 0
 }

@@ -127,6 +127,14 @@ struct SortedRun {
         }
     }
 
+    /// Skips the first `rows` of the sorted order: a job resumed inside
+    /// this run (``ImportCheckpoint/runWritten``) wrote them before it
+    /// stopped. The run is the one it read then (the same records from the
+    /// same place, sorted by the same stable order), so these are the same rows.
+    mutating func skip(_ rows: Int) {
+        handedOut = min(rows, order.count)
+    }
+
     /// Whether rows remain to be handed out.
     var hasMore: Bool { end != nil }
 
@@ -154,7 +162,7 @@ struct SortedRun {
         guard var last = end, handedOut == order.count else {
             return ParsedBatch(
                 batch: batch, lines: chunkLines, rejects: [], read: 0, endOffset: 0, endLine: 0,
-                endLineStart: 0, atEnd: false, boundary: false)
+                endLineStart: 0, atEnd: false, boundary: false, runHandedOut: handedOut)
         }
         last.batch = batch
         last.lines = chunkLines

@@ -50,8 +50,9 @@ public struct StoreConfiguration: Sendable {
     /// 48 MB on 5M trips (bench/run-import), leaving room under the 128 MB
     /// RSS goal for the runs.
     public var writerCacheBytes: Int
-    /// The WAL size, in pages, past which a commit checkpoints it into the
-    /// store file (`PRAGMA wal_autocheckpoint`); `nil` keeps SQLite's 1,000.
+    /// The WAL size, in pages, past which a commit asks for a checkpoint
+    /// into the store file, made on a thread of its own (`WALCheckpointer`);
+    /// `nil` keeps SQLite's 1,000; 0 checkpoints only when the store closes.
     /// For experiments (ImportBench's `WAL_CHECKPOINT`): see BENCHMARKS.md.
     public var walAutocheckpointPages: Int?
     /// What a commit answered to a client survives (`durability`): `.full`

@@ -11,7 +11,11 @@ import GRDBSQLite
 enum SQL {
     /// `name` as a quoted SQL identifier: `"Organization Name"`.
     static func quote(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        // Statements are looked up by their text on every save: a name
+        // without a quote (all of them, in practice) skips Foundation's
+        // replacing, which cost 5% of a one-record save's time.
+        guard name.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + name + "\"" }
+        return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     /// A comma-separated list of `count` parameter markers.

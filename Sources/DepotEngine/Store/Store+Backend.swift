@@ -69,6 +69,8 @@ extension Store: StoreBackend {
     ) async throws -> (T, Int64?) {
         let pump = WriterPump()
         try await checkOpen()
+        // A job's save first settles the WAL its last one left (WALCheckpointer).
+        if job != nil, let checkpointer { try await checkpointer.settle(pool) }
         let schema = self.schema
         async let committed = { () async throws -> Int64? in
             defer { pump.close() }

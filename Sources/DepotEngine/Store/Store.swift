@@ -28,19 +28,28 @@ public actor Store {
     nonisolated let signal: CommitSignal
     /// The saves waiting for the writer.
     nonisolated let demand = WriteDemand()
+    /// Copies the WAL into the store file off the writer's path; nil when
+    /// `walAutocheckpointPages` is 0.
+    let checkpointer: WALCheckpointer?
     private(set) var isClosed = false
 
     /// The store's name.
     public nonisolated var name: String { configuration.name }
 
-    private init(configuration: StoreConfiguration, pool: DatabasePool) {
+    private init(configuration: StoreConfiguration, pool: DatabasePool, checkpointer: WALCheckpointer?) {
         self.configuration = configuration
         self.pool = pool
+        self.checkpointer = checkpointer
         self.schema = StoreSchema(
             name: configuration.name, entities: configuration.entities,
             changesPerStatement: configuration.changesPerStatement)
         self.signal = CommitSignal()
         self.reader = StoreReader(pool: pool, schema: schema, signal: signal)
+    }
+
+    deinit {
+        // A store dropped without close() ends its checkpoint thread too.
+        checkpointer?.close()
     }
 
     /// Process-wide SQLite settings, made when the program loads (see
@@ -59,18 +68,32 @@ public actor Store {
         config.maximumReaderCount = 8
         let cachePages = -(configuration.writerCacheBytes / 1024)
         let walPages = configuration.walAutocheckpointPages
+        // The WAL is copied into the store file on a thread of its own
+        // (WALCheckpointer), not by the commit that fills it; 0 pages (for
+        // experiments) keeps SQLite from checkpointing until the store closes.
+        let checkpointer =
+            walPages == 0
+            ? nil
+            : WALCheckpointer(
+                path: configuration.path, pages: walPages ?? 1_000,
+                synchronous: configuration.durability.synchronous)
         config.prepareDatabase { db in
             db.add(function: TextFolding.function)
             if !db.configuration.readonly {
                 // synchronous is set after the pool opens (see below).
                 try db.execute(sql: "PRAGMA cache_size = \(cachePages)")
-                if let walPages { try db.execute(sql: "PRAGMA wal_autocheckpoint = \(walPages)") }
+                if let checkpointer, let connection = db.sqliteConnection {
+                    checkpointer.install(on: connection)
+                } else {
+                    try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+                }
             }
         }
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: configuration.path, configuration: config)
         } catch {
+            checkpointer?.close()
             throw DepotError(
                 .database,
                 "store \(JSONText.quoted(configuration.name)) cannot open "
@@ -88,10 +111,11 @@ public actor Store {
                 try SchemaMigrator.migrate(db, store: configuration.name, entities: configuration.entities)
             }
         } catch {
+            checkpointer?.close()
             try? pool.close()
             throw Store.translate(error, store: configuration.name)
         }
-        return Store(configuration: configuration, pool: pool)
+        return Store(configuration: configuration, pool: pool, checkpointer: checkpointer)
     }
 
     /// Runs one save: `body`'s writes commit together, with their history
@@ -136,6 +160,7 @@ public actor Store {
         guard !isClosed else { return }
         isClosed = true
         signal.close()
+        checkpointer?.close()
         try pool.close()
     }
 

@@ -11,9 +11,9 @@ public final class WriteDemand: Sendable {
     public init() {}
 
     /// A save begins to wait for the writer.
-    func begin() { waiting.add(1, ordering: .relaxed) }
+    package func begin() { waiting.add(1, ordering: .relaxed) }
     /// A save that waited holds the writer (or gave up).
-    func end() { waiting.subtract(1, ordering: .relaxed) }
+    package func end() { waiting.subtract(1, ordering: .relaxed) }
     /// Whether a save waits for the writer.
     package var isWaiting: Bool { waiting.load(ordering: .relaxed) > 0 }
 }

@@ -51,7 +51,9 @@ public final class SaveQueue: Sendable {
                 state.leading = true
                 return true
             }
-            if lead { Task { await self.lead() } }
+            // On the leader's thread: it writes group after group with no
+            // wait for a turn on the cooperative pool (LeaderThread).
+            if lead { Task(executorPreference: LeaderThread.shared) { await self.lead() } }
         }
     }
 

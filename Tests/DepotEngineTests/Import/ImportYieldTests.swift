@@ -5,7 +5,8 @@ import Testing
 
 /// A save waits at most for a job's current save (DESIGN §16, issue 31):
 /// an import whose saves would run far longer (here: one save for the
-/// whole file) ends its save at the next run boundary while a save waits.
+/// whole file) ends its save within about 2 s while a save waits, inside a
+/// sorted run if need be (SortedImportTests: it resumes exactly there).
 @Suite("Import yields to a waiting save")
 struct ImportYieldTests {
     @Test("a save during a long import is served before the import ends; the import stays exactly once")

@@ -117,6 +117,67 @@ struct SortedImportTests {
         #expect(try await changes(resumed) == changes(clean))
     }
 
+    /// Imports `text` as one sorted run whose saves each end after one
+    /// chunk (2,048 records), inside the run, for a save kept waiting all
+    /// along; cancelled after each of `stops` saves, then resumed.
+    ///
+    /// - Returns: the store, the result, the rejects, and where in the run
+    ///   each stop's checkpoint was (rows of the run written).
+    func importingInsideRun(_ text: String, cancelAfter stops: [Int] = []) async throws -> (
+        TemporaryStore, ImportProgress, String, [Int]
+    ) {
+        let t = try await TemporaryStore()
+        let path = t.folder.appendingPathComponent("in.csv").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        var options = ImportOptions(saveEvery: 20_000, saveInterval: .seconds(3600))
+        options.sortRun = 20_000
+        options.yieldAfter = .zero
+        let rejects = t.folder.appendingPathComponent("rejects.ndjson").path
+        let request = ImportRequest(job: "j", entity: "Trip", path: path, rejectsPath: rejects, options: options)
+        t.store.demand.begin()
+        defer { t.store.demand.end() }
+        var places: [Int] = []
+        for stop in stops {
+            let stopped = await ImporterTests.run(request, into: t.store, cancellingAfterSave: stop)
+            #expect(stopped.saves == stop)
+            let saved = try #require(await t.store.checkpoint(job: "j"))
+            let checkpoint = try #require(ImportCheckpoint.decode(saved))
+            places.append(checkpoint.runWritten ?? 0)
+        }
+        let result = try await Importer.run(request, into: t.store)
+        return (t, result, try String(contentsOfFile: rejects, encoding: .utf8), places)
+    }
+
+    @Test(
+        "an import that ends its saves inside a sorted run for a waiting save, stopped there, resumes exactly inside the run"
+    )
+    func resumesInsideRun() async throws {
+        let text = Self.generated(20_000, seed: 31)
+        // The run written whole, in one save (and one that only ends the job).
+        let (whole, wholeResult, wholeRejects) = try await importing(text, sortRun: 20_000, saveEvery: 20_000)
+        #expect(wholeResult.saves == 2)
+        // Its chunks saved one by one, without a stop.
+        let (clean, cleanResult, cleanRejects, _) = try await importingInsideRun(text)
+        #expect(cleanResult.saves == 11, "a save a chunk, and one that only ends the job")
+        // The same, stopped inside the run three times.
+        let (resumed, result, rejects, places) = try await importingInsideRun(text, cancelAfter: [2, 3, 5])
+        #expect(places == [2 * 2_048, 3 * 2_048, 5 * 2_048], "each stop's checkpoint was inside the run")
+        // Exactly once: what the uninterrupted import with the same saves did.
+        #expect(result.counters == cleanResult.counters)
+        #expect(rejects == cleanRejects)
+        try await ImporterTests.expectAgreement(result, resumed.store, job: "j")
+        func changes(_ s: TemporaryStore) async throws -> [String] {
+            try await s.store.reader.history(limit: 1_000).filter { $0.job == "j" }.flatMap(\.changes)
+                .map { "\($0.kind) \($0.identifier)" }
+        }
+        #expect(try await changes(resumed) == changes(clean))
+        // And the records of the run written whole; its rejects too (the
+        // file's records refused while parsing, carried by the run's end).
+        #expect(try await resumed.store.reader.fetch(Self.all) == whole.store.reader.fetch(Self.all))
+        #expect(rejects == wholeRejects)
+        #expect(result.read == wholeResult.read && result.rejected == wholeResult.rejected)
+    }
+
     @Test(
         "records of an entity that refers to itself keep the file's order, so that a reference to an earlier record holds"
     )
