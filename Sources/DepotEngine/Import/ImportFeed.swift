@@ -112,7 +112,8 @@ package final class ImportFeed: @unchecked Sendable {
         // records or `saveInterval` has passed: saves stay large (few
         // commits of the identifier index) while memory holds a few chunks.
         // The parser sorts runs of records by identifier (SortedRun), unless
-        // `sortable` is false; a save ends only after a run.
+        // `sortable` is false; a save ends after a run, or inside one for a
+        // waiting save (its checkpoint then keeps the place in the run).
         let queue = ChunkQueue(capacity: 2)
         let runLength = min(options.sortRun, saveEvery)
         let runWritten = state.runWritten ?? 0
@@ -295,9 +296,11 @@ package struct ImportSave: @unchecked Sendable {
         }
     }
 
-    /// Whether the save ends after `chunk`: at a place in the input between
-    /// records, at its end, or once it holds `saveEvery` records or has run
-    /// `saveInterval` (and, with adaptive saves, eight times the last commit).
+    /// Whether the save ends after `chunk`: for a waiting save, once it has
+    /// run ``ImportFeed``'s `yieldAfter`, wherever the chunk ends; else at a
+    /// place in the input between records, at its end, or once it holds
+    /// `saveEvery` records or has run `saveInterval` (and, with adaptive
+    /// saves, eight times the last commit).
     package func ends(after chunk: ImportChunk) -> Bool {
         let chunk = chunk.parsed
         let now = feed.clockNow

@@ -49,6 +49,10 @@ final class WALCheckpointer: Sendable {
         /// The copies the thread began and ended.
         var begun = 0
         var ended = 0
+        /// Settles under way: while one is, commits ask the thread for no
+        /// new copy, so that the settle's own copy on the writer is not
+        /// refused as busy and the WAL can start over.
+        var settling = 0
         /// Settles waiting for the copy that ends with `ended` reaching `after`.
         var waiting: [(after: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
@@ -107,7 +111,7 @@ final class WALCheckpointer: Sendable {
             state.frames = frames
             guard frames >= pages else { return .none }
             if state.closed || (!state.running && frames - state.copied <= pages) { return .here }
-            if state.wanted { return .none }
+            if state.wanted || state.settling > 0 { return .none }
             state.wanted = true
             return .thread
         }
@@ -124,6 +128,8 @@ final class WALCheckpointer: Sendable {
     /// on the writer, so that the save starts a new WAL instead of
     /// lengthening one that is never all copied.
     func settle(_ pool: DatabasePool) async throws {
+        state.withLock { $0.settling += 1 }
+        defer { state.withLock { $0.settling -= 1 } }
         await withCheckedContinuation { continuation in
             let now = state.withLock { state -> Bool in
                 guard state.running || state.wanted, !state.closed else { return true }
