@@ -52,6 +52,21 @@ package struct PostgreSQLDialect: SQLDialect {
     package func resultColumn(_ sql: String) -> String { "(\(sql))::text AS \"\u{1}\"" }
 
     /// SQLite averages in doubles; PostgreSQL would in numeric.
+    package func real(_ sql: String) -> String { "(\(sql))::double precision" }
+
+    package func squareRoot(_ sql: String) -> String {
+        // PostgreSQL's sqrt() fails on a negative number: the value is
+        // named once in a subquery and tested there.
+        "(SELECT CASE WHEN v < 0 THEN NULL ELSE sqrt(v) END FROM (SELECT (\(sql))::double precision AS v) AS depot_sqrt)"
+    }
+
+    package func asciiCase(_ sql: String, upper: Bool) -> String {
+        // upper() and lower() follow the database's locale; translate() the same letters as SQLite.
+        let lower = "abcdefghijklmnopqrstuvwxyz"
+        let (from, to) = upper ? (lower, lower.uppercased()) : (lower.uppercased(), lower)
+        return "translate(\(sql), '\(from)', '\(to)')"
+    }
+
     package func sumOrAverage(_ function: String, _ value: String) -> String {
         function == "avg" ? "avg((\(value))::double precision)" : "\(function)(\(value))"
     }

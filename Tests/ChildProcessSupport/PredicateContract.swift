@@ -98,7 +98,28 @@ public enum PredicateContract {
         (#"name == "Robert'); DROP TABLE Trip; --""#, []),
         ("!(budget > 0)", ["t4"]),
         (#"destination in {"Rome"} and budget between {0, 800}"#, ["t3"]),
-        (#"(budget > 2000 OR budget < 100) AND NOT isFavorite == true"#, ["t4", "t5"])
+        (#"(budget > 2000 OR budget < 100) AND NOT isFavorite == true"#, ["t4", "t5"]),
+        // Arithmetic and functions in NSExpression's syntax (DESIGN §17).
+        ("budget * 2 > 2000", ["t1", "t5"]),
+        ("(budget + 500) * 2 >= 3000", ["t1", "t5", "t6"]),
+        ("budget - 1 < 0", ["t4"]),
+        ("budget -1 < 0", ["t4"]),
+        ("-budget < -2000", ["t5"]),
+        ("budget / 2 == 450", ["t2"]),
+        ("budget / 0 == nil", ["t1", "t2", "t3", "t4", "t5", "t6"]),
+        ("budget > 100 * 10", ["t1", "t5"]),
+        ("2000 < budget * 1", ["t5"]),
+        ("TERNARY(isFavorite == true, budget, 0) > 800", ["t1", "t6"]),
+        ("length:(destination) == 5", ["t1", "t5"]),
+        ("uppercase:(destination) == 'PARIS'", ["t1", "t5"]),
+        ("lowercase:(destination) == 'zurich'", ["t6"]),
+        ("modulus:by:(length:(name), 2) == 0", ["t3", "t6"]),
+        ("floor:(budget / 1000) == 1", ["t1", "t6"]),
+        ("ceiling:(budget / 1000) == 3", ["t5"]),
+        ("trunc:(-budget / 1000) == -1", ["t1", "t6"]),
+        ("sqrt:(budget) > 30", ["t1", "t5", "t6"]),
+        ("abs:(budget - 1000) < 200", ["t2", "t6"]),
+        ("startDate < now()", ["t1", "t2", "t3", "t4", "t5", "t6"])
     ]
 
     /// Predicates that must be refused: the code, the 1-based position, and a
@@ -126,6 +147,13 @@ public enum PredicateContract {
         ("name == 'x' & budget > 1", .invalidPredicate, 13, "did you mean &&"),
         ("`unterminated", .invalidPredicate, 1, "closing ` is missing"),
         ("endDate > budget", .typeMismatch, 1, "cannot be compared"),
-        ("budget == 1.2.3", .invalidPredicate, 11, "is not a number")
+        ("budget == 1.2.3", .invalidPredicate, 11, "is not a number"),
+        ("uppercase:(budget) == 'A'", .typeMismatch, 12, "uppercase: takes a string"),
+        ("budget * 'a' > 1", .typeMismatch, 10, "* takes numbers"),
+        ("frobnicate:(budget) > 1", .invalidPredicate, 1, "unknown function frobnicate:"),
+        ("modulus:by:(budget) > 1", .invalidPredicate, 1, "takes 2 arguments"),
+        ("TERNARY(isFavorite == true, name, budget) > 1", .typeMismatch, 1, "of one type"),
+        ("(budget + 1 > 5", .invalidPredicate, 16, "expected \")\""),
+        ("budget" + String(repeating: " + 1", count: 300) + " > 0", .invalidPredicate, 1004, "more than 250 operations")
     ]
 }

@@ -170,6 +170,7 @@ extension PredicateCompiler {
         case .field, .subquery: true
         case .variable(let name, _): scope(ofVariable: name) != nil
         case .literal, .list: false
+        case .arithmetic: (try? ExpressionEvaluator.constant(o, variables: variables, now: now)) == nil
         }
     }
 }

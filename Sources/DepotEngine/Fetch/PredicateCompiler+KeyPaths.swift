@@ -189,6 +189,10 @@ extension PredicateCompiler {
             path = try keyPath(rest, from: s, at: position)
         case .subquery(let sq, _):
             return (try subquery(sq, nesting: nesting), Field(name: "SUBQUERY(\(sq.collection)).@count", type: .int))
+        case .arithmetic:
+            if try ExpressionEvaluator.constant(operand, variables: variables, now: now) != nil { return nil }
+            let c = try computed(operand, nesting: nesting)
+            return (c.sql, Field(name: "the expression", type: c.type ?? .double, isOptional: true))
         case .literal, .list:
             return nil
         }

@@ -71,6 +71,8 @@ package struct PredicateCompiler {
     var subqueries = 0
     /// The entities key paths reached, the fetched one excepted.
     var related: Set<String> = []
+    /// The time `now()` stands for: when the predicate was compiled.
+    var now = DateValue.canonical(Timestamp.now()) ?? Timestamp.now()
 
     /// Compiles `text` for `entity`; `nil` or blank text matches every record.
     /// Key paths through relationships need the store's `schema`.
@@ -193,8 +195,14 @@ package struct PredicateCompiler {
                     position: position)
             }
             return v
+        case .arithmetic(_, let position):
+            guard let v = try ExpressionEvaluator.constant(operand, variables: variables, now: now) else {
+                preconditionFailure("value(_:) takes literals, variables and constant expressions")
+            }
+            _ = position
+            return v
         case .field, .list, .subquery:
-            preconditionFailure("value(_:) takes literals and variables")
+            preconditionFailure("value(_:) takes literals, variables and constant expressions")
         }
     }
 

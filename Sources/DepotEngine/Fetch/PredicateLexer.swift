@@ -6,7 +6,8 @@ struct PredicateLexer {
         case string(String)
         case number(String)
         case variable(String)  // $name
-        case op(String)  // == != < <= > >= && || !
+        case op(String)  // == != < <= > >= && || ! + - * /
+        case function(String)  // uppercase: or modulus:by:, before its "("
         case lparen, rparen, lbrace, rbrace, comma
         case options(String)  // [cd]
         case end
@@ -19,6 +20,9 @@ struct PredicateLexer {
 
     private let scalars: [Unicode.Scalar]
     private var i = 0
+    /// Whether the last token ends an operand, so that a `+` or `-` after
+    /// it is an operator (`budget - 1`), not a number's sign (`> -1`).
+    private var afterOperand = false
 
     init(_ text: String) { scalars = Array(text.unicodeScalars) }
 
@@ -29,6 +33,10 @@ struct PredicateLexer {
             let t = try lexer.next()
             tokens.append(t)
             if t.kind == .end { return tokens }
+            switch t.kind {
+            case .identifier, .quotedField, .string, .number, .variable, .rparen, .rbrace: lexer.afterOperand = true
+            default: lexer.afterOperand = false
+            }
         }
     }
 
@@ -84,6 +92,18 @@ struct PredicateLexer {
                 throw error("unknown comparison options [\(String(opts))]: use [c], [d] or [cd]", at: start)
             }
             return token(.options(text))
+        case "*", "/":
+            i += 1
+            return token(.op(String(c)))
+        case "+":
+            // Always an operator: a sign before a number is read by the parser.
+            i += 1
+            return token(.op("+"))
+        case "-" where afterOperand || !(i + 1 < scalars.count && Self.startsNumber(scalars[i + 1])):
+            // After an operand, or before anything but a digit: an operator
+            // (`budget - 1`, `-(a + b)`, `- budget`); else a negative number's sign.
+            i += 1
+            return token(.op("-"))
         case "=", "!", "<", ">", "&", "|":
             i += 1
             let two = peek.map { String(c) + String($0) }
@@ -114,10 +134,26 @@ struct PredicateLexer {
             if Self.isIdentifierStart(c) {
                 var name = String.UnicodeScalarView()
                 while let d = peek, Self.isIdentifierPart(d) { name.append(d); i += 1 }
+                // A function's name ends with ":" (`uppercase:`, `modulus:by:`).
+                while peek == ":" {
+                    name.append(":")
+                    i += 1
+                    var part = String.UnicodeScalarView()
+                    var j = i
+                    while j < scalars.count, Self.isIdentifierPart(scalars[j]) { part.append(scalars[j]); j += 1 }
+                    guard !part.isEmpty, j < scalars.count, scalars[j] == ":" else { break }
+                    name.append(contentsOf: part)
+                    i = j
+                }
+                if name.last == ":" { return token(.function(String(name))) }
                 return token(.identifier(String(name)))
             }
             throw error("unexpected character \(JSONText.quoted(String(c)))", at: start)
         }
+    }
+
+    private static func startsNumber(_ c: Unicode.Scalar) -> Bool {
+        c == "." || (c.isASCII && c.properties.numericType != nil)
     }
 
     private mutating func number() throws -> String {

@@ -76,12 +76,37 @@ indirect enum PredicateExpression: Equatable {
         case variable(String, position: Int)
         case list([Operand], position: Int)
         case subquery(Subquery, position: Int)
+        /// Arithmetic, a function or TERNARY over operands (DESIGN §17).
+        case arithmetic(Arithmetic, position: Int)
 
         var position: Int {
             switch self {
-            case .field(_, let p), .literal(_, let p), .variable(_, let p), .list(_, let p), .subquery(_, let p): p
+            case .field(_, let p), .literal(_, let p), .variable(_, let p), .list(_, let p), .subquery(_, let p),
+                .arithmetic(_, let p):
+                p
             }
         }
+    }
+
+    /// A computed value, in NSExpression's syntax. A run of operators of
+    /// one precedence is one `chain` (`a + b - c`), read in a loop, so that
+    /// the tree is only as deep as the expression's parentheses and
+    /// function calls, which the parser bounds.
+    indirect enum Arithmetic: Equatable {
+        /// `first` then each step's operator and operand, left to right:
+        /// all `+`/`-`, or all `*`/`/`.
+        case chain(Operand, [Step])
+        case negate(Operand)
+        /// `uppercase:(name)`, `modulus:by:(a, b)`, `now()`.
+        case function(String, [Operand])
+        /// `TERNARY(predicate, then, else)`.
+        case ternary(PredicateExpression, Operand, Operand)
+    }
+
+    struct Step: Equatable {
+        var op: String
+        var operand: Operand
+        var position: Int
     }
 
     enum Operator: String, Equatable {
@@ -126,10 +151,20 @@ indirect enum PredicateExpression: Equatable {
 /// primary    := "(" expression ")" | "TRUEPREDICATE" | "FALSEPREDICATE" | comparison
 /// comparison := quantifier? operand operator options? operand
 /// quantifier := "ANY" | "SOME" | "ALL" | "NONE"             (before a key path)
-/// operand    := keypath | `field` | string | number | true | false | nil | $name | "{" operand, … "}"
+/// operand    := product (("+" | "-") product)*                (one chain, read in a loop)
+/// product    := signed (("*" | "/") signed)*
+/// signed     := ("-" | "+")* atom
+/// atom       := keypath | `field` | string | number | true | false | nil | $name | "{" operand, … "}"
+///             | "(" operand ")" | function "(" operand, … ")" | "now" "(" ")"
+///             | "TERNARY" "(" expression "," operand "," operand ")"
 ///             | "SUBQUERY" "(" keypath "," $name "," expression ")" ".@count"
+/// function   := a name ending in ":" (`uppercase:`, `modulus:by:`)
 /// keypath    := name ("." name)*, a name may be @count, @sum, @avg, @min or @max
 /// ```
+///
+/// A "(" where a predicate starts may open a group or an operand
+/// (`(budget + 5) * 2 > 100`): both readings are tried, and the one that
+/// gets further is kept, or its error shown.
 ///
 /// ANY, SOME, ALL, NONE and SUBQUERY are keywords only where they start a
 /// quantified comparison or a subquery, so fields of those names still read.
@@ -187,6 +222,7 @@ struct PredicateParser {
         case .number(let n): "the number \(n)"
         case .variable(let v): "$\(v)"
         case .op(let o): JSONText.quoted(o)
+        case .function(let f): "the function \(f)"
         case .lparen: "\"(\""
         case .rparen: "\")\""
         case .lbrace: "\"{\""
@@ -226,24 +262,61 @@ struct PredicateParser {
 
     private mutating func primary() throws -> PredicateExpression {
         if current.kind == .lparen {
-            guard depth < Self.maxDepth else {
-                throw error("parentheses nest more than \(Self.maxDepth) levels deep here; simplify the predicate")
+            // A group of predicates, or a comparison whose left side starts
+            // with a parenthesis (`(budget + 5) * 2 > 100`): the reading that
+            // gets further wins, and its error is the one shown.
+            let start = i
+            let grouped: Result<PredicateExpression, DepotError>
+            do {
+                grouped = .success(try group())
+            } catch let e as DepotError {
+                grouped = .failure(e)
             }
-            depth += 1
-            defer { depth -= 1 }
-            i += 1
-            let e = try expression()
-            guard current.kind == .rparen else {
-                throw error("expected \")\" to close the parenthesis, found \(describe(current))")
+            if case .success(let e) = grouped, !Self.comparisonOperators.contains(where: { current.kind == $0 }) {
+                return e
             }
-            i += 1
-            return e
+            let groupEnd = i
+            i = start
+            do {
+                return try comparison()
+            } catch let e as DepotError {
+                guard case .failure(let groupError) = grouped else {
+                    i = groupEnd
+                    return try grouped.get()
+                }
+                throw (groupError.position ?? 0) >= (e.position ?? 0) ? groupError : e
+            }
         }
         switch keyword(current) {
         case "TRUEPREDICATE": i += 1; return .constant(true, position: tokens[i - 1].position)
         case "FALSEPREDICATE": i += 1; return .constant(false, position: tokens[i - 1].position)
         default: break
         }
+        return try comparison()
+    }
+
+    /// The kinds of token after which a parenthesized operand goes on as a
+    /// comparison's left side.
+    private static let comparisonOperators: [PredicateLexer.Kind] =
+        ["==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/"].map { .op($0) }
+
+    /// `( expression )`.
+    private mutating func group() throws -> PredicateExpression {
+        guard depth < Self.maxDepth else {
+            throw error("parentheses nest more than \(Self.maxDepth) levels deep here; simplify the predicate")
+        }
+        depth += 1
+        defer { depth -= 1 }
+        i += 1
+        let e = try expression()
+        guard current.kind == .rparen else {
+            throw error("expected \")\" to close the parenthesis, found \(describe(current))")
+        }
+        i += 1
+        return e
+    }
+
+    private mutating func comparison() throws -> PredicateExpression {
         let position = current.position
         var quantifier: PredicateExpression.Quantifier? = nil
         if case .identifier(let w) = current.kind, i + 1 < tokens.count {
@@ -334,8 +407,125 @@ struct PredicateParser {
         return (op, "")
     }
 
+    /// An operand: a sum of products of signed atoms (`budget * 1.1 + 5`).
     private mutating func operand(context: String) throws -> PredicateExpression.Operand {
+        try chain(of: ["+", "-"], context: context) { parser, context in
+            try parser.chain(of: ["*", "/"], context: context) { parser, context in try parser.signed(context: context)
+            }
+        }
+    }
+
+    /// `next (op next)*` for the operators `ops`, as one chain.
+    private mutating func chain(
+        of ops: Set<String>, context: String,
+        _ next: (inout PredicateParser, String) throws -> PredicateExpression.Operand
+    ) throws -> PredicateExpression.Operand {
+        let first = try next(&self, context)
+        var steps: [PredicateExpression.Step] = []
+        while case .op(let o) = current.kind, ops.contains(o) {
+            let position = current.position
+            i += 1
+            steps.append(.init(op: o, operand: try next(&self, "a value after \(o)"), position: position))
+        }
+        return steps.isEmpty ? first : .arithmetic(.chain(first, steps), position: first.position)
+    }
+
+    /// An atom after any number of signs: `- budget`, `-(a + b)`.
+    private mutating func signed(context: String) throws -> PredicateExpression.Operand {
+        var negated = false
+        let position = current.position
+        while case .op(let o) = current.kind, o == "-" || o == "+" {
+            if o == "-" { negated.toggle() }
+            i += 1
+        }
+        let atom = try atom(context: context)
+        return negated ? .arithmetic(.negate(atom), position: position) : atom
+    }
+
+    /// Enters a parenthesis or a function's arguments, at most ``maxDepth`` deep.
+    private mutating func nest<T>(_ body: (inout PredicateParser) throws -> T) throws -> T {
+        guard depth < Self.maxDepth else {
+            throw error("parentheses nest more than \(Self.maxDepth) levels deep here; simplify the expression")
+        }
+        depth += 1
+        defer { depth -= 1 }
+        return try body(&self)
+    }
+
+    /// The arguments of a function, after its name: `(a, b)`.
+    private mutating func arguments(of name: String) throws -> [PredicateExpression.Operand] {
+        guard current.kind == .lparen else { throw error("expected \"(\" after \(name), found \(describe(current))") }
+        i += 1
+        return try nest { parser in
+            var items: [PredicateExpression.Operand] = []
+            if parser.current.kind == .rparen {
+                parser.i += 1
+                return items
+            }
+            while true {
+                items.append(try parser.operand(context: "an argument of \(name)"))
+                if parser.current.kind == .comma {
+                    parser.i += 1
+                    continue
+                }
+                guard parser.current.kind == .rparen else {
+                    throw parser.error(
+                        "expected \",\" or \")\" in \(name)'s arguments, found \(parser.describe(parser.current))")
+                }
+                parser.i += 1
+                return items
+            }
+        }
+    }
+
+    private mutating func atom(context: String) throws -> PredicateExpression.Operand {
         let t = current
+        switch t.kind {
+        case .lparen:
+            // Depth is checked at the parenthesis itself, as a group's is.
+            let inner = try nest { parser in
+                parser.i += 1
+                return try parser.operand(context: "a value after \"(\"")
+            }
+            guard current.kind == .rparen else {
+                throw error("expected \")\" to close the parenthesis, found \(describe(current))")
+            }
+            i += 1
+            return inner
+        case .function(let name):
+            i += 1
+            return .arithmetic(.function(name, try arguments(of: name)), position: t.position)
+        case .identifier(let w) where tokens[i + 1].kind == .lparen && keyword(t) == nil:
+            switch w.uppercased() {
+            case "TERNARY":
+                i += 2
+                return try nest { parser in
+                    let predicate = try parser.expression()
+                    var branches: [PredicateExpression.Operand] = []
+                    for k in 0..<2 {
+                        guard parser.current.kind == .comma else {
+                            throw parser.error(
+                                "expected \",\" and the value if \(k == 0 ? "true" : "false") in TERNARY, found \(parser.describe(parser.current))"
+                            )
+                        }
+                        parser.i += 1
+                        branches.append(try parser.operand(context: "TERNARY's value if \(k == 0 ? "true" : "false")"))
+                    }
+                    guard parser.current.kind == .rparen else {
+                        throw parser.error("expected \")\" to close TERNARY, found \(parser.describe(parser.current))")
+                    }
+                    parser.i += 1
+                    return .arithmetic(.ternary(predicate, branches[0], branches[1]), position: t.position)
+                }
+            case "SUBQUERY":
+                break
+            default:
+                i += 1
+                return .arithmetic(.function(w, try arguments(of: w)), position: t.position)
+            }
+        default:
+            break
+        }
         switch t.kind {
         case .string(let s): i += 1; return .literal(.string(s), position: t.position)
         case .number(let n):

@@ -49,6 +49,14 @@ package protocol SQLDialect: Sendable {
     func resultColumn(_ sql: String) -> String
     /// `function` (`sum` or `avg`) of `value`, averaged in doubles.
     func sumOrAverage(_ function: String, _ value: String) -> String
+    /// The number `sql` as a double.
+    func real(_ sql: String) -> String
+    /// The square root of the number `sql` as a double, null when it is
+    /// negative. `sql` appears once in it: its placeholders are bound in
+    /// order (SQLite's `?`), and nested roots would double it each time.
+    func squareRoot(_ sql: String) -> String
+    /// The text `sql` with its letters a to z in upper (or lower) case.
+    func asciiCase(_ sql: String, upper: Bool) -> String
     /// `function` (`min` or `max`) of `value`, `field`'s values.
     func extreme(_ function: String, _ value: String, _ field: Field) -> String
     /// A group's key, `sql` of `field`, compared by bytes.
@@ -108,6 +116,11 @@ package struct SQLiteDialect: SQLDialect {
     package func tieBreak(_ entity: EntitySchema) -> [String] { ["rowid"] }
     package func resultColumn(_ sql: String) -> String { sql }
     package func sumOrAverage(_ function: String, _ value: String) -> String { "\(function)(\(value))" }
+    package func real(_ sql: String) -> String { "CAST(\(sql) AS REAL)" }
+    // SQLite's sqrt() is null for a negative number.
+    package func squareRoot(_ sql: String) -> String { "sqrt(CAST(\(sql) AS REAL))" }
+    // SQLite's upper() and lower() change ASCII letters only.
+    package func asciiCase(_ sql: String, upper: Bool) -> String { "\(upper ? "upper" : "lower")(\(sql))" }
     package func extreme(_ function: String, _ value: String, _ field: Field) -> String { "\(function)(\(value))" }
     package func groupKey(_ sql: String, _ field: Field) -> String { sql }
     package func nullsFirst(_ key: String) -> String { key }
