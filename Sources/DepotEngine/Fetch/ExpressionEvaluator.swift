@@ -1,23 +1,20 @@
 import Foundation
 
-/// Computes an expression's value in memory, as its SQL does in the store
-/// (``PredicateCompiler``'s arithmetic): the compiler folds the parts that
-/// read no record into one bound value, and the expression oracle
-/// (ExpressionOracleTests) checks the SQL of both dialects against it.
+/// Computes in memory, as its SQL does in the store (``PredicateCompiler``'s
+/// arithmetic), the value of an expression that reads no record: the
+/// compiler binds it as one value.
 enum ExpressionEvaluator {
-    /// What evaluating needs: the values of fields and key paths (nil: not
-    /// known here, so the expression is not evaluated), the arguments, the
-    /// time `now()` stands for.
-    struct Context {
-        var field: (String) -> Value? = { _ in nil }
-        var variables: [String: Value] = [:]
+    /// What evaluating needs: the arguments, the time `now()` stands for.
+    private struct Context {
+        var variables: [String: Value]
         var now: String
     }
 
     /// The value of `o` when it reads no record; nil when it does (or holds
     /// a part only SQL computes, like a TERNARY whose predicate reads).
     ///
-    /// - Throws: what ``evaluate(_:in:)`` throws.
+    /// - Throws: ``DepotError`` `typeMismatch` for operands of the wrong type,
+    ///   `invalidPredicate` for a variable without a value, at their position.
     static func constant(_ o: PredicateExpression.Operand, variables: [String: Value], now: String) throws -> Value? {
         try evaluate(o, in: Context(variables: variables, now: now))
     }
@@ -33,23 +30,23 @@ enum ExpressionEvaluator {
         }
     }
 
-    /// The value of `o`, nil when a part of it is not known in `context`.
+    /// The value of `o`, nil when a part of it reads a record.
     ///
     /// - Throws: ``DepotError`` `typeMismatch` for operands of the wrong
     ///   type, `invalidPredicate` for an unknown function or a variable
     ///   without a value, each with its position.
-    static func evaluate(_ o: PredicateExpression.Operand, in context: Context) throws -> Value? {
+    private static func evaluate(_ o: PredicateExpression.Operand, in context: Context) throws -> Value? {
         switch o {
         case .literal(let v, _): return v
         case .variable(let name, let position):
-            if name.contains(".") { return context.field("$" + name) }
+            // A SUBQUERY variable's key path reads its element.
+            if name.contains(".") { return nil }
             guard let v = context.variables[name] else {
                 throw DepotError(
                     .invalidPredicate, "no value was given for $\(name); pass it in the arguments", position: position)
             }
             return v
-        case .field(let name, _): return context.field(name)
-        case .list, .subquery: return nil
+        case .field, .list, .subquery: return nil
         case .arithmetic(let a, let position): return try evaluate(a, at: position, in: context)
         }
     }

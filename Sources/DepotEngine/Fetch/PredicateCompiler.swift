@@ -195,11 +195,10 @@ package struct PredicateCompiler {
                     position: position)
             }
             return v
-        case .arithmetic(_, let position):
+        case .arithmetic:
             guard let v = try ExpressionEvaluator.constant(operand, variables: variables, now: now) else {
                 preconditionFailure("value(_:) takes literals, variables and constant expressions")
             }
-            _ = position
             return v
         case .field, .list, .subquery:
             preconditionFailure("value(_:) takes literals, variables and constant expressions")
