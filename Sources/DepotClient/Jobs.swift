@@ -202,19 +202,25 @@ extension DepotClient {
         }
     }
 
-    /// Sets fields of the records `where` selects, in a job.
+    /// Sets fields of the records `where` selects, to values (`set`) or to
+    /// expressions computed from each record (`compute`, DESIGN §17), in a
+    /// job. A record whose computed value its field cannot hold is rejected
+    /// (the job's `rejects` file lists it) and the others are saved.
     ///
     /// ```swift
     /// let job = try await client.update(store: "travel", entity: "Trip", where: "destination == 'Pariss'",
     ///                                   set: ["destination": "Paris"])
+    /// let raise = try await client.update(store: "travel", entity: "Trip", where: "destination == 'Paris'",
+    ///                                     compute: ["budget": "budget * 1.1"])
     /// ```
     public func update(
         store: String, entity: String, where predicate: String,
-        set values: [String: JSONValue]
+        set values: [String: JSONValue] = [:], compute: [String: String] = [:]
     ) async throws -> Job {
         var settings = JobSettings()
         settings.where = predicate
-        settings.set = values
+        if !values.isEmpty || compute.isEmpty { settings.set = values }
+        if !compute.isEmpty { settings.compute = compute }
         return try await json(
             Job.self, .POST, "/v1/jobs",
             body: JobRequest(kind: "update", store: store, entity: entity, settings: settings))

@@ -54,6 +54,14 @@ package struct PostgreSQLDialect: SQLDialect {
     /// SQLite averages in doubles; PostgreSQL would in numeric.
     package func real(_ sql: String) -> String { "(\(sql))::double precision" }
 
+    /// PostgreSQL's bigint arithmetic fails out of range: in numeric it
+    /// gives the exact value, which a computed field rejects as SQLite's does.
+    package func integerArithmetic(_ a: String?, _ op: String, _ b: String) -> String {
+        a.map { "(\($0)::numeric \(op) \(b))" } ?? "(\(op)(\(b))::numeric)"
+    }
+
+    package func integerAbs(_ sql: String) -> String { "abs((\(sql))::numeric)" }
+
     package func squareRoot(_ sql: String) -> String {
         // PostgreSQL's sqrt() fails on a negative number: the value is
         // named once in a subquery and tested there.

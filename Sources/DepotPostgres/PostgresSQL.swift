@@ -67,6 +67,15 @@ enum PostgresSQL {
         }
     }
 
+    /// A computed value of `type` read as text (nil: always null): an
+    /// integer out of the 64-bit range (computed in numeric) is a double,
+    /// as SQLite's arithmetic gives it.
+    static func computedValue(_ text: String?, as type: FieldType?) -> Value {
+        guard let text else { return .null }
+        if type == .int, Int64(text) == nil, let d = Double(text) { return .double(d) }
+        return value(text, as: type ?? .string)
+    }
+
     /// The values a compiled predicate binds (`$1`…), typed as Depot's.
     static func bindings(_ values: [Value]) -> PostgresBindings {
         var binds = PostgresBindings()

@@ -86,13 +86,19 @@ extension PostgresSaveContext {
             }
             keyset = " AND (" + terms.joined(separator: " OR ") + ")"
         }
+        let columns =
+            selected.map { PostgresSQL.selectText(entity.fields[$0]) }
+            + selection.computed.map { "(\($0.sql))::text" + PostgresSQL.textAlias }
         let sql =
-            "SELECT " + selected.map { PostgresSQL.selectText(entity.fields[$0]) }.joined(separator: ", ")
+            "SELECT " + columns.joined(separator: ", ")
             + " FROM \(store.table(entity.name)) WHERE (\(filter.sql))\(keyset) "
             + "ORDER BY \(Self.identifierOrder(entity)) LIMIT \(limit)"
         let rows = try await PostgresSQL.textRows(connection, sql, PostgresSQL.bindings(values), logger: store.logger)
         let found = rows.map { row in
-            let values = selected.indices.map { PostgresSQL.value(row[$0], as: entity.fields[selected[$0]].type) }
+            var values = selected.indices.map { PostgresSQL.value(row[$0], as: entity.fields[selected[$0]].type) }
+            for (k, column) in selection.computed.enumerated() {
+                values.append(PostgresSQL.computedValue(row[selected.count + k], as: column.type))
+            }
             let identifier = Array(values[..<idPositions.count])
             return StoredRecord(key: identifier, identifier: identifier, values: Array(values[idPositions.count...]))
         }
@@ -179,11 +185,10 @@ extension PostgresStore {
     /// Checks a batch update as running it would, without writing.
     nonisolated func checkUpdate(
         entity name: String, where predicate: String?, arguments: [String: Value],
-        set values: [String: Value]
+        set values: [String: Value], compute: [String: String]
     ) throws {
-        let entity = try entity(name)
-        _ = try PredicateCompiler.compile(
-            predicate, entity: entity, schema: schema, arguments: arguments, dialect: .postgresql)
-        _ = try Assignments.resolve(values, in: entity)
+        _ = try UpdatePlan(
+            entity: entity(name), schema: schema, where: predicate, arguments: arguments, set: values,
+            compute: compute, dialect: .postgresql)
     }
 }

@@ -214,9 +214,9 @@ struct PostgresReader: StoreReading {
     }
     func checkUpdate(
         entity: String, where predicate: String?, arguments: [String: Value],
-        set values: [String: Value]
+        set values: [String: Value], compute: [String: String]
     ) throws {
-        try store.checkUpdate(entity: entity, where: predicate, arguments: arguments, set: values)
+        try store.checkUpdate(entity: entity, where: predicate, arguments: arguments, set: values, compute: compute)
     }
     func duplicates(
         entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],

@@ -1,7 +1,7 @@
 /// The settings of a job's kind, as `POST /v1/jobs` takes them and a job's
 /// record shows them (DESIGN §5): an import's `path`, `format`,
 /// `on_conflict`, `max_rejects`, `references`; a delete's `where`; an
-/// update's `where` and `set`; a dedupe's `by`, `keep`, `where`; an
+/// update's `where`, `set` and `compute`; a dedupe's `by`, `keep`, `where`; an
 /// export's `format`, `where`, `path`, `prefetch`; a prune's `before` or
 /// `older_than`. The daemon reads each for the kinds that have it.
 ///
@@ -60,6 +60,13 @@ public struct JobSettings: Sendable, Hashable, Codable {
     /// settings.set = ["isFavorite": true]
     /// ```
     public var set: [String: JSONValue]?
+    /// An update's fields and the expressions computed for each record
+    /// (DESIGN §17), in NSExpression's syntax.
+    ///
+    /// ```swift
+    /// settings.compute = ["budget": "budget * 1.1", "code": "uppercase:(code)"]
+    /// ```
+    public var compute: [String: String]?
     /// A dedupe's fields whose equal values make duplicates.
     ///
     /// ```swift
@@ -94,7 +101,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case path, format, onConflict = "on_conflict", maxRejects = "max_rejects", references, prefetch
-        case `where`, set, by, keep, before, olderThan = "older_than"
+        case `where`, set, compute, by, keep, before, olderThan = "older_than"
     }
 
     /// Reads the settings; `max_rejects` may be a JSON number.
@@ -120,6 +127,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
         prefetch = try c.decodeIfPresent([String].self, forKey: .prefetch)
         `where` = try c.decodeIfPresent(String.self, forKey: .where)
         set = try c.decodeIfPresent([String: JSONValue].self, forKey: .set)
+        compute = try c.decodeIfPresent([String: String].self, forKey: .compute)
         by = try c.decodeIfPresent([String].self, forKey: .by)
         keep = try c.decodeIfPresent(String.self, forKey: .keep)
         before = try c.decodeIfPresent(String.self, forKey: .before)
@@ -141,6 +149,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
         try c.encodeIfPresent(prefetch, forKey: .prefetch)
         try c.encodeIfPresent(`where`, forKey: .where)
         try c.encodeIfPresent(set, forKey: .set)
+        try c.encodeIfPresent(compute, forKey: .compute)
         try c.encodeIfPresent(by, forKey: .by)
         try c.encodeIfPresent(keep, forKey: .keep)
         try c.encodeIfPresent(before, forKey: .before)

@@ -8,22 +8,26 @@ protocol DepotCommand: AsyncParsableCommand {
     var global: Global { get }
     /// The predicate the command sends, to mark where a predicate error is.
     var predicate: String? { get }
+    /// The text an error's position is in: the predicate, unless the
+    /// error's message names another (a computed field's expression).
+    func markedText(for message: String) -> String?
     func execute(_ client: DaemonClient) async throws
 }
 
 extension DepotCommand {
     var predicate: String? { nil }
+    func markedText(for message: String) -> String? { predicate }
 
     mutating func run() async throws {
         do {
             try await execute(global.client)
         } catch var failure as Failure {
-            if failure.caret != nil, let predicate { failure.caret?.text = predicate }
+            if failure.caret != nil, let text = markedText(for: failure.message) { failure.caret?.text = text }
             report(failure)
             throw ExitCode(1)
         } catch let error as DepotClientError {
             var failure = Failure(error)
-            if failure.caret != nil, let predicate { failure.caret?.text = predicate }
+            if failure.caret != nil, let text = markedText(for: failure.message) { failure.caret?.text = text }
             report(failure)
             throw ExitCode(1)
         }

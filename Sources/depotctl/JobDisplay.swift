@@ -21,6 +21,7 @@ extension Job {
         case "delete", "dedupe": parts = ["\(Format.grouped(counters.deleted)) deleted"]
         case "update":
             parts = ["\(Format.grouped(counters.updated)) updated", "\(Format.grouped(counters.unchanged)) unchanged"]
+            if counters.rejected > 0 { parts.append("\(Format.grouped(counters.rejected)) rejected") }
         case "export": parts = ["\(Format.grouped(counters.exported)) exported"]
         default: parts = ["\(Format.grouped(counters.deleted)) pruned"]
         }

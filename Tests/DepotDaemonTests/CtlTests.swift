@@ -364,6 +364,23 @@ struct CtlTests {
         #expect(bool.status == 1)
         #expect(bool.err.contains("isFavorite is a bool"))
 
+        // Computed updates: a raise; an expression's error marked in the expression.
+        #expect(
+            try ctl("update", "travel", "Trip", "--where", "id == 't5'", "--compute", "budget=budget * 2").out
+                == "updated 1 record of travel.Trip (0 already so)\n")
+        #expect(
+            try ctl("fetch", "travel", "Trip", "--where", "id == 't5'", "--fields", "budget", "--format", "csv").lines
+                .last == "11")
+        let typed = try Ctl.run(
+            ["update", "travel", "Trip", "--where", "id == 't5'", "--compute", "budget=budget * name"], socket: d.socket
+        )
+        #expect(typed.status == 1)
+        #expect(
+            typed.err.split(separator: "\n").map(String.init) == [
+                #"depotctl: compute "budget": * takes numbers, but this is string"#, "  budget * name",
+                "  " + String(repeating: " ", count: 9) + "^"
+            ], "\(typed.err)")
+
         // Export, to a file and to stdout.
         let out = d.folder.appendingPathComponent("out.csv")
         #expect(

@@ -187,6 +187,29 @@ struct DepotClientTests {
         let all = try await client.jobs()
         #expect(all.map(\.id).suffix(5) == [byPath.id, failed.id, uploaded.id, updated.id, deleted.id])
         #expect(try await client.job(updated.id) == updated)
+        // A computed update: budgets doubled, but a nil budget (it is required) rejects its record.
+        let city = FetchRequest(store: "travel", entity: "Trip", where: "destination == 'City 1'", sort: ["id"])
+        func budgets() async throws -> [(String, Double)] {
+            try await client.fetch(city).map { ($0.fields["id"]?.string ?? "", $0.fields["budget"]?.double ?? .nan) }
+        }
+        let before = try await budgets()
+        let computed = try await Self.finish(
+            client,
+            try await client.update(
+                store: "travel", entity: "Trip", where: "destination == 'City 1'",
+                compute: ["budget": "TERNARY(budget < 10, nil, budget * 2)"]))
+        #expect(computed.state == .succeeded && computed.read == before.count, "\(computed)")
+        let small = before.filter { $0.1 < 10 }
+        #expect(computed.rejected == small.count && computed.updated == before.count - small.count && !small.isEmpty)
+        var rejectLines: [String] = []
+        try await client.rejectLines(ofJob: computed.id) { line in
+            rejectLines.append(line)
+            return true
+        }
+        #expect(rejectLines.count == small.count && rejectLines.allSatisfy { $0.contains(#""field":"budget""#) })
+        let after = try await budgets()
+        let expected: [String] = before.map { (id: String, b: Double) -> String in "\(id) \(b < 10 ? b : b * 2)" }
+        #expect(after.map { "\($0.0) \($0.1)" } == expected)
         // Cancelling an unknown job says so; a finished one stays as it ended.
         do {
             _ = try await client.cancel("jnone")

@@ -46,7 +46,13 @@ struct JobSpecTests {
             try Self.submission(
                 #"{"kind":"update","store":"s","entity":"Trip","where":"budget > 1","set":{"isFavorite":true,"notes":null}}"#
             ).spec
-                == .update(entity: "Trip", where: "budget > 1", set: ["isFavorite": .bool(true), "notes": .null]))
+                == .update(
+                    entity: "Trip", where: "budget > 1", set: ["isFavorite": .bool(true), "notes": .null], compute: [:])
+        )
+        #expect(
+            try Self.submission(
+                #"{"kind":"update","store":"s","entity":"Trip","compute":{"budget":"budget * 1.1"}}"#
+            ).spec == .update(entity: "Trip", where: nil, set: [:], compute: ["budget": "budget * 1.1"]))
         #expect(
             try Self.submission(#"{"kind":"dedupe","store":"s","entity":"Trip","by":["name"],"keep":"keep-last"}"#).spec
                 == .dedupe(entity: "Trip", by: ["name"], keep: .keepLast, where: nil))

@@ -42,6 +42,7 @@ struct WireAgreementTests {
         s.prefetch = ["customer"]
         s.where = "budget > 1"
         s.set = ["isFavorite": true]
+        s.compute = ["budget": "budget * 1.1"]
         s.by = ["name"]
         s.keep = "keep-first"
         s.before = "41"

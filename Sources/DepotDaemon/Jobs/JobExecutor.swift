@@ -64,16 +64,30 @@ struct JobExecutor {
                 progress(r)
             }
             record.apply(counts)
-        case .update(let entity, let predicate, let values):
-            let counts = try await store.update(
-                entity: entity, where: predicate, arguments: [:], set: values,
-                author: author, job: record.id, batchSize: nil
-            ) { c in
-                var r = snapshot
-                r.apply(c)
-                progress(r)
+        case .update(let entity, let predicate, let values, let compute):
+            let folder = Self.jobFolder(stateDir)
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let rejects = "\(folder)/\(record.id).rejects.ndjson"
+            let counts: WriteCounts
+            do {
+                counts = try await store.update(
+                    entity: entity, where: predicate, arguments: [:], set: values, compute: compute,
+                    author: author, job: record.id, batchSize: nil, rejectsPath: compute.isEmpty ? nil : rejects
+                ) { c in
+                    var r = snapshot
+                    r.apply(c)
+                    progress(r)
+                }
+            } catch {
+                if FileIdentity.status(atPath: rejects)?.size == 0 { unlink(rejects) }
+                throw error
             }
             record.apply(counts)
+            if counts.rejected > 0 {
+                record.rejects = rejects
+            } else {
+                try? FileManager.default.removeItem(atPath: rejects)
+            }
         case .dedupe(let entity, let by, let keep, let predicate):
             let counts = try await store.resolveDuplicates(
                 entity: entity, by: by, keep: keep, where: predicate,

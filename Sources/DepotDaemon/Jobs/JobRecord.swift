@@ -170,7 +170,7 @@ package struct JobRecord: Codable, Sendable, Hashable {
     /// its selection matched.
     mutating func apply(_ c: WriteCounts) {
         counters = c.counters
-        counters.read = c.updated + c.deleted + c.unchanged
+        counters.read = c.updated + c.deleted + c.unchanged + c.rejected
     }
 
     /// A one-line summary for systemd's STATUS= and logs.

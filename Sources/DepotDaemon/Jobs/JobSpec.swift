@@ -22,7 +22,8 @@ import DepotWire
 package enum JobSpec: Sendable, Hashable {
     case importFile(entity: String, path: String, options: ImportOptions)
     case delete(entity: String, where: String?)
-    case update(entity: String, where: String?, set: [String: Value])
+    /// `compute`: fields and the expressions computed for each record (DESIGN §17).
+    case update(entity: String, where: String?, set: [String: Value], compute: [String: String])
     case dedupe(entity: String, by: [String], keep: DuplicateResolution, where: String?)
     /// `prefetch`: relationships whose records each exported record embeds (DESIGN §12).
     case export(entity: String, where: String?, format: ExportFormat, path: String?, prefetch: [String])
@@ -71,7 +72,7 @@ package enum JobSpec: Sendable, Hashable {
 
     package var entity: String? {
         switch self {
-        case .importFile(let entity, _, _), .delete(let entity, _), .update(let entity, _, _),
+        case .importFile(let entity, _, _), .delete(let entity, _), .update(let entity, _, _, _),
             .dedupe(let entity, _, _, _), .export(let entity, _, _, _, _):
             entity
         case .prune:
@@ -109,8 +110,8 @@ package enum JobSpec: Sendable, Hashable {
             _ = try reader.entity(entity)
         case .delete(let entity, let predicate):
             try reader.check(FetchDescriptor(entity: entity, where: predicate))
-        case .update(let entity, let predicate, let values):
-            try reader.checkUpdate(entity: entity, where: predicate, arguments: [:], set: values)
+        case .update(let entity, let predicate, let values, let compute):
+            try reader.checkUpdate(entity: entity, where: predicate, arguments: [:], set: values, compute: compute)
         case .dedupe(let entity, let by, _, let predicate):
             try reader.checkDuplicates(entity: entity, by: by, where: predicate, arguments: [:], limit: nil)
         case .export(let entity, let predicate, _, _, let prefetch):
@@ -162,10 +163,13 @@ extension JobSpec {
             self = .delete(entity: try entityName(), where: settings.where)
         case .update:
             let values = try JSONValue.scalars(settings.set, key: "set")
-            guard !values.isEmpty else {
-                throw DepotError(.invalidArgument, "an update job needs set: the fields to change and their values")
+            let compute = settings.compute ?? [:]
+            guard !values.isEmpty || !compute.isEmpty else {
+                throw DepotError(
+                    .invalidArgument,
+                    "an update job needs set (fields and their new values) or compute (fields and expressions)")
             }
-            self = .update(entity: try entityName(), where: settings.where, set: values)
+            self = .update(entity: try entityName(), where: settings.where, set: values, compute: compute)
         case .dedupe:
             guard let by = settings.by, !by.isEmpty else {
                 throw DepotError(
@@ -197,9 +201,10 @@ extension JobSpec {
             if options.deferReferences { s.references = "defer" }
         case .delete(_, let predicate):
             s.where = predicate
-        case .update(_, let predicate, let values):
+        case .update(_, let predicate, let values, let compute):
             s.where = predicate
-            s.set = values.mapValues(JSONValue.init)
+            if !values.isEmpty || compute.isEmpty { s.set = values.mapValues(JSONValue.init) }
+            if !compute.isEmpty { s.compute = compute }
         case .dedupe(_, let by, let keep, let predicate):
             s.by = by
             s.keep = keep.rawValue

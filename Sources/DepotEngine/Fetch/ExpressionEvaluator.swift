@@ -76,7 +76,7 @@ enum ExpressionEvaluator {
         case .negate(let x):
             guard let v = try number(x, for: "-") else { return nil }
             switch v {
-            case .int(let i): return .int(0 &- i)
+            case .int(let i): return i == .min ? .double(-Double(i)) : .int(-i)
             case .double(let d): return .double(-d)
             default: return .null
             }
@@ -97,7 +97,7 @@ enum ExpressionEvaluator {
                 try expect(x.isNumber, "a number")
                 switch (name, x) {
                 case (_, .null): return .null
-                case ("abs:", .int(let i)): return .int(i == .min ? i : Swift.abs(i))
+                case ("abs:", .int(let i)): return i == .min ? .double(-Double(i)) : .int(Swift.abs(i))
                 case ("abs:", .double(let d)): return .double(Swift.abs(d))
                 case ("sqrt:", _):
                     let d = x.asDouble
@@ -154,11 +154,14 @@ enum ExpressionEvaluator {
             return divisor == 0 ? .null : .double(a.asDouble / divisor)
         }
         if case .int(let x) = a, case .int(let y) = b {
-            switch op {
-            case "+": return .int(x &+ y)
-            case "-": return .int(x &- y)
-            default: return .int(x &* y)
-            }
+            // Out of range, SQL gives the double (SQLite's arithmetic does).
+            let (result, overflow) =
+                switch op {
+                case "+": x.addingReportingOverflow(y)
+                case "-": x.subtractingReportingOverflow(y)
+                default: x.multipliedReportingOverflow(by: y)
+                }
+            if !overflow { return .int(result) }
         }
         let x = a.asDouble, y = b.asDouble
         switch op {

@@ -9,7 +9,9 @@ import Foundation
 /// follows in memory: a null operand makes a null; `+`, `-`, `*` of two
 /// ints give an int, of a double a double; `/` always a double; a division
 /// or modulus by zero is null; `sqrt:` of a negative number is null;
-/// `floor:`, `ceiling:` and `trunc:` of an int are that int; `uppercase:`
+/// `floor:`, `ceiling:` and `trunc:` of an int are that int; an integer
+/// out of the 64-bit range becomes a double (as SQLite computes it), which
+/// an `int` field refuses; `uppercase:`
 /// and `lowercase:` change the letters a to z, whatever the database's
 /// locale, so that both backends give the same text.
 extension PredicateCompiler {
@@ -72,14 +74,18 @@ extension PredicateCompiler {
                     acc = Computed(
                         sql: "(\(dialect.real(acc.sql)) / NULLIF(\(next.sql), 0))", type: .double, depth: depth)
                 } else {
-                    let type: FieldType = acc.type == .int && next.type == .int ? .int : .double
-                    acc = Computed(sql: "(\(acc.sql) \(step.op) \(next.sql))", type: type, depth: depth)
+                    let integer = acc.type == .int && next.type == .int
+                    acc = Computed(
+                        sql: integer
+                            ? dialect.integerArithmetic(acc.sql, step.op, next.sql)
+                            : "(\(acc.sql) \(step.op) \(next.sql))", type: integer ? .int : .double, depth: depth)
                 }
             }
             return acc
         case .negate(let x):
             let c = try numeric(x, nesting: nesting, for: "-")
-            return Computed(sql: "(-\(c.sql))", type: c.type, depth: c.depth + 1)
+            let sql = c.type == .int ? dialect.integerArithmetic(nil, "-", c.sql) : "(-\(c.sql))"
+            return Computed(sql: sql, type: c.type, depth: c.depth + 1)
         case .ternary(let predicate, let yes, let no):
             let condition = try compile(predicate, negated: false, nesting: nesting + 1)
             let a = try computed(yes, nesting: nesting), b = try computed(no, nesting: nesting)
@@ -129,7 +135,8 @@ extension PredicateCompiler {
         switch name {
         case "abs:":
             try expect([.int, .double], "a number")
-            return Computed(sql: "abs(\(x.sql))", type: x.type, depth: depth)
+            return Computed(
+                sql: x.type == .int ? dialect.integerAbs(x.sql) : "abs(\(x.sql))", type: x.type, depth: depth)
         case "sqrt:":
             try expect([.int, .double], "a number")
             return Computed(sql: dialect.squareRoot(x.sql), type: .double, depth: depth)

@@ -200,6 +200,24 @@ struct PredicateParser {
         return e
     }
 
+    /// Parses `text` as one value to compute (`budget * 1.1`,
+    /// `uppercase:(name)`): a computed update's or fetch's expression.
+    ///
+    /// - Throws: ``DepotError/Code/invalidPredicate`` with the position and
+    ///   what was expected there.
+    static func parseExpression(_ text: String) throws -> PredicateExpression.Operand {
+        var parser = PredicateParser(tokens: try PredicateLexer.tokenize(text))
+        if parser.current.kind == .end {
+            throw DepotError(.invalidPredicate, "the expression is empty", position: 1)
+        }
+        let value = try parser.operand(context: "a value to compute")
+        guard parser.current.kind == .end else {
+            throw parser.error(
+                "expected an operator or the end of the expression, found \(parser.describe(parser.current))")
+        }
+        return value
+    }
+
     private init(tokens: [PredicateLexer.Token]) { self.tokens = tokens }
 
     private var current: PredicateLexer.Token { tokens[i] }

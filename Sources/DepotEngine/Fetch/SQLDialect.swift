@@ -51,6 +51,12 @@ package protocol SQLDialect: Sendable {
     func sumOrAverage(_ function: String, _ value: String) -> String
     /// The number `sql` as a double.
     func real(_ sql: String) -> String
+    /// `a op b` (`+`, `-`, `*`, `%`) of two integers, or `-a` when `a` is
+    /// nil; out of the 64-bit range it gives a value that is not an
+    /// integer (SQLite's double), never an error.
+    func integerArithmetic(_ a: String?, _ op: String, _ b: String) -> String
+    /// The absolute value of the integer `sql`, out of range as above.
+    func integerAbs(_ sql: String) -> String
     /// The square root of the number `sql` as a double, null when it is
     /// negative. `sql` appears once in it: its placeholders are bound in
     /// order (SQLite's `?`), and nested roots would double it each time.
@@ -117,6 +123,12 @@ package struct SQLiteDialect: SQLDialect {
     package func resultColumn(_ sql: String) -> String { sql }
     package func sumOrAverage(_ function: String, _ value: String) -> String { "\(function)(\(value))" }
     package func real(_ sql: String) -> String { "CAST(\(sql) AS REAL)" }
+    // SQLite's own arithmetic turns an overflowing integer into a double.
+    package func integerArithmetic(_ a: String?, _ op: String, _ b: String) -> String {
+        a.map { "(\($0) \(op) \(b))" } ?? "(\(op)\(b))"
+    }
+    // abs() of the smallest integer is an error in SQLite; its negation is a double.
+    package func integerAbs(_ sql: String) -> String { "abs(-(\(sql)))" }
     // SQLite's sqrt() is null for a negative number.
     package func squareRoot(_ sql: String) -> String { "sqrt(CAST(\(sql) AS REAL))" }
     // SQLite's upper() and lower() change ASCII letters only.

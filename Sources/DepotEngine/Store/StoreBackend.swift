@@ -90,8 +90,9 @@ public protocol StoreReading: Sendable {
         entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
         limit: Int?) throws
     /// Checks a batch update as running it would, without writing.
-    func checkUpdate(entity: String, where predicate: String?, arguments: [String: Value], set values: [String: Value])
-        throws
+    func checkUpdate(
+        entity: String, where predicate: String?, arguments: [String: Value], set values: [String: Value],
+        compute: [String: String]) throws
     func duplicates(
         entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
         limit: Int?, _ body: @escaping @Sendable (DuplicateGroup) throws -> Void) async throws

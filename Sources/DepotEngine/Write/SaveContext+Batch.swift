@@ -34,15 +34,18 @@ extension SaveContext {
         let entity = selection.entity
         let ids = entity.identifierIndexes
         let selected = ids + positions
+        let columns =
+            selected.map { SQL.quote(entity.fields[$0].name) } + selection.computed.map(\.sql)
+        let types = selected.map { entity.fields[$0].type } + selection.computed.map { $0.type ?? .string }
         var found: [StoredRecord<Int64>] = []
+        // The computed columns' values are bound first, then the predicate's, then the cursor.
         try select(
-            "SELECT rowid, " + selected.map { SQL.quote(entity.fields[$0].name) }.joined(separator: ", ")
-                + " FROM \(entity.table) WHERE rowid > ? AND \(filter.sql) ORDER BY rowid LIMIT \(limit)",
-            [.int(after)] + filter.arguments, cached: filter.recurs
+            "SELECT rowid, " + columns.joined(separator: ", ")
+                + " FROM \(entity.table) WHERE (\(filter.sql)) AND rowid > ? ORDER BY rowid LIMIT \(limit)",
+            filter.arguments + [.int(after)], cached: filter.recurs
         ) { statement in
-            let values = selected.indices.map {
-                SQL.column(statement, Int32($0 + 1), as: entity.fields[selected[$0]].type)
-            }
+            // By the value's storage class: a computed integer out of range is a double.
+            let values = types.indices.map { SQL.column(statement, Int32($0 + 1), as: types[$0]) }
             found.append(
                 StoredRecord(
                     key: sqlite3_column_int64(statement, 0), identifier: Array(values[..<ids.count]),

@@ -1,3 +1,5 @@
+import DepotWire
+
 /// The write operations of every store, written once over the primitives
 /// of ``StoreBackend`` and ``WriteContext``.
 extension StoreBackend {
@@ -64,36 +66,66 @@ extension StoreBackend {
             batchSize: batchSize, progress: progress)
     }
 
-    /// Sets fields to values on the records a predicate selects, in saves of
-    /// at most `batchSize` records. Records that already hold the values are
-    /// `unchanged` and not logged.
+    /// Sets fields to values (`set`) and to values computed from each record
+    /// (`compute`, expressions in NSExpression's syntax, DESIGN §17) on the
+    /// records a predicate selects, in saves of at most `batchSize` records.
+    /// Records that already hold the values are `unchanged` and not logged;
+    /// a record whose computed value its field cannot hold is rejected
+    /// (listed in `rejectsPath` when given) and left as it is.
+    ///
+    /// A job's update (`job` given) keeps a checkpoint in each save: run
+    /// again after a crash, it goes on after the last record saved, computes
+    /// no record twice and gives `now()` the same time.
     ///
     /// ```swift
     /// try await store.update(entity: "Trip", where: "destination == \"Paris\"",
-    ///                        set: ["isFavorite": true], author: "me")
+    ///                        set: ["isFavorite": true], compute: ["budget": "budget * 1.1"], author: "me")
     /// ```
     ///
     /// - Throws: ``DepotError`` for an unknown entity or field, a value of the
-    ///   wrong type, null in a required field, or a change of the identifier.
+    ///   wrong type, null in a required field, a change of the identifier,
+    ///   or an expression that does not compile (its position in it).
     @discardableResult
     public func update(
         entity name: String, where predicate: String?, arguments: [String: Value] = [:],
-        set values: [String: Value], author: String, job: String? = nil, batchSize: Int? = nil,
-        progress: (@Sendable (WriteCounts) -> Void)? = nil
+        set values: [String: Value], compute: [String: String] = [:], author: String, job: String? = nil,
+        batchSize: Int? = nil, rejectsPath: String? = nil, progress: (@Sendable (WriteCounts) -> Void)? = nil
     ) async throws -> WriteCounts {
-        let selection = try matching(name, predicate, arguments)
-        let assignments = try Assignments.resolve(values, in: selection.entity)
-        let size = max(1, batchSize ?? settings.saveEvery)
+        let schema = settings.schema
+        let entity = try schema.entity(name)
+        var resumed: UpdateCheckpoint?
+        if let job, let bytes = try await checkpoint(job: job) { resumed = UpdateCheckpoint.decode(bytes) }
         var total = WriteCounts()
-        var cursor = RowCursor.start
+        if let resumed {
+            total.counters = resumed.counters
+            if resumed.done { return total }
+        }
+        let plan = try UpdatePlan(
+            entity: entity, schema: schema, where: predicate, arguments: arguments, set: values, compute: compute,
+            dialect: settings.dialect, now: resumed?.now)
+        let rejects = try rejectsPath.map { try RejectsFile(path: $0, truncateTo: resumed?.rejectsLength ?? 0) }
+        let size = max(1, batchSize ?? settings.saveEvery)
+        var cursor = resumed?.cursor(entity) ?? .start
         var more = true
         while more {
             try Task.checkCancellation()
-            let after = cursor
+            let after = cursor, before = total.counters
             let outcome = try await withSave(author: author, job: job) { save in
-                try await save.updateRows(selection, assignments: assignments, after: after, limit: size)
+                let done = try await save.updateRows(
+                    plan.selection, assignments: plan.constants, computed: plan.computed, after: after, limit: size)
+                try rejects?.append(done.rejects)
+                if let job {
+                    var counters = before
+                    counters.add(done.counts.counters)
+                    let checkpoint = UpdateCheckpoint(
+                        cursor: done.cursor, counters: counters, rejectsLength: rejects?.length ?? 0, now: plan.now,
+                        done: !done.more)
+                    try await save.setCheckpoint(job: job, data: try checkpoint.encoded())
+                }
+                return done
             }
-            total.add(outcome.value.counts)
+            // The counts only: a long job's rejections are in its file, not in memory.
+            total.counters.add(outcome.value.counts.counters)
             cursor = outcome.value.cursor
             more = outcome.value.more
             progress?(total)

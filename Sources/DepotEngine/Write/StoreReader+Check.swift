@@ -2,8 +2,9 @@ import GRDB
 import GRDBSQLite
 
 extension StoreReader {
-    /// Checks a batch update without running it: its entity, its predicate
-    /// and the values of `set`, each converted to its field's type.
+    /// Checks a batch update without running it: its entity, its predicate,
+    /// the values of `set`, each converted to its field's type, and the
+    /// expressions of `compute`, type-checked against their fields.
     ///
     /// For example:
     ///
@@ -12,15 +13,15 @@ extension StoreReader {
     /// // throws typeMismatch: field "budget" is double
     /// ```
     ///
-    /// - Throws: the ``DepotError`` that ``StoreBackend/update(entity:where:arguments:set:author:job:batchSize:progress:)``
+    /// - Throws: the ``DepotError`` that ``StoreBackend/update(entity:where:arguments:set:compute:author:job:batchSize:rejectsPath:progress:)``
     ///   would throw before writing anything.
     public func checkUpdate(
         entity name: String, where predicate: String?, arguments: [String: Value] = [:],
-        set values: [String: Value]
+        set values: [String: Value], compute: [String: String] = [:]
     ) throws {
-        let entity = try entity(name)
-        _ = try PredicateCompiler.compile(predicate, entity: entity, schema: schema, arguments: arguments)
-        _ = try Assignments.resolve(values, in: entity)
+        _ = try UpdatePlan(
+            entity: entity(name), schema: schema, where: predicate, arguments: arguments, set: values,
+            compute: compute, dialect: .sqlite)
     }
 
     /// Checks a duplicate resolution without running it: its entity, fields and predicate.

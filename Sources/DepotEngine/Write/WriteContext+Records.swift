@@ -78,16 +78,19 @@ extension WriteContext {
 
     /// Sets `assignments` (entity positions and converted values) on the
     /// records of `selection` after `cursor`, at most `limit` of them, in
-    /// the backend's order; records that hold the values already are
-    /// unchanged and not logged.
+    /// the backend's order, with the values the selection computes for each
+    /// on the fields at `computed`; records that hold the values already
+    /// are unchanged and not logged. A record whose computed value its
+    /// field cannot hold is left as it is and rejected.
     ///
-    /// - Returns: the counts, the cursor after the last record visited, and
-    ///   whether more may follow.
+    /// - Returns: the counts, the cursor after the last record visited,
+    ///   whether more may follow, and a rejects file's line for each record rejected.
     /// - Throws: ``DepotError/Code/invalidArgument`` when a to-one is set to
     ///   a record that is not stored, or a compound one in part.
-    public func updateRows(_ selection: RowSelection, assignments: [(Int, Value)], after cursor: RowCursor, limit: Int)
-        async throws -> (counts: WriteCounts, cursor: RowCursor, more: Bool)
-    {
+    public func updateRows(
+        _ selection: RowSelection, assignments: [(Int, Value)], computed: [Int] = [], after cursor: RowCursor,
+        limit: Int
+    ) async throws -> (counts: WriteCounts, cursor: RowCursor, more: Bool, rejects: [String]) {
         let entity = selection.entity
         for (r, set) in try SaveContext.assignedReferences(entity, assignments: assignments) {
             let target = try selection.schema.entity(r.target)
@@ -95,29 +98,54 @@ extension WriteContext {
                 throw SaveContext.unstoredReference(r, missing: SaveContext.missing(target.name, set))
             }
         }
-        let (found, next) = try await records(
-            selection, positions: assignments.map(\.0), after: cursor, limit: limit)
+        let positions = assignments.map(\.0) + computed
+        let (found, next) = try await records(selection, positions: positions, after: cursor, limit: limit)
         var counts = WriteCounts()
+        var rejects: [String] = []
         let keepsValues = entity.history == .values
-        for record in found {
-            let changed = assignments.indices.filter { !Value.storedEqual(record.values[$0], assignments[$0].1) }
+        var values = assignments
+        next: for (row, record) in found.enumerated() {
+            for k in computed.indices {
+                let field = entity.fields[computed[k]]
+                switch UpdatePlan.convert(
+                    record.values[positions.count + k], computedAs: selection.computed[k].type, to: field)
+                {
+                case .success(let v):
+                    values.append((computed[k], v))
+                case .failure(let error):
+                    var id = ""
+                    Identifier.appendJSON(record.identifier, to: &id)
+                    var line = "{\"identifier\":\(id),\"field\":"
+                    JSONText.appendQuoted(field.name, to: &line)
+                    line += ",\"reason\":"
+                    JSONText.appendQuoted(error.message, to: &line)
+                    line += ",\"value\":"
+                    JSONText.append(record.values[positions.count + k], rawJSON: false, to: &line)
+                    rejects.append(line + "}")
+                    counts.reject(Rejection(row: row, field: field.name, reason: error.message))
+                    values.removeSubrange(assignments.count...)
+                    continue next
+                }
+            }
+            defer { values.removeSubrange(assignments.count...) }
+            let changed = values.indices.filter { !Value.storedEqual(record.values[$0], values[$0].1) }
             if changed.isEmpty {
                 counts.unchanged += 1
                 continue
             }
-            try await set(assignments, on: record.key, of: entity)
+            try await set(changed.map { values[$0] }, on: record.key, of: entity)
             var id = ""
             Identifier.appendJSON(record.identifier, to: &id)
             try await log(
                 HistoryChange(
                     entity: entity.name, identifier: id, kind: .update,
-                    fields: changed.map { entity.fields[assignments[$0].0].name },
+                    fields: changed.map { entity.fields[values[$0].0].name },
                     old: keepsValues
-                        ? SaveContext.object(entity, changed.map { (assignments[$0].0, record.values[$0]) }) : nil,
-                    new: keepsValues ? SaveContext.object(entity, changed.map { assignments[$0] }) : nil))
+                        ? SaveContext.object(entity, changed.map { (values[$0].0, record.values[$0]) }) : nil,
+                    new: keepsValues ? SaveContext.object(entity, changed.map { values[$0] }) : nil))
             counts.updated += 1
         }
-        return (counts, next, found.count == limit)
+        return (counts, next, found.count == limit, rejects)
     }
 }
 

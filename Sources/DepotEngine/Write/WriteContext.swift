@@ -27,8 +27,10 @@ public protocol WriteContext: AnyObject, Sendable {
     /// The keys of the first `limit` records of `selection`, in the backend's order.
     func keys(_ selection: RowSelection, limit: Int) async throws -> [RecordKey]
     /// The records of `selection` after `cursor`, at most `limit`, in the
-    /// backend's order: each its key, identifier and the values of the
-    /// fields at entity `positions`; and the cursor after the last.
+    /// backend's order: each its key, identifier, the values of the fields
+    /// at entity `positions` and those the selection computes; and the
+    /// cursor after the last. A computed integer out of the 64-bit range
+    /// comes as a double.
     func records(_ selection: RowSelection, positions: [Int], after cursor: RowCursor, limit: Int) async throws
         -> (records: [StoredRecord<RecordKey>], cursor: RowCursor)
     /// Whether `entity` has a record of `identifier`.
@@ -80,7 +82,8 @@ public protocol WriteContext: AnyObject, Sendable {
 public struct StoredRecord<Key: Sendable>: Sendable {
     public var key: Key
     public var identifier: [Value]
-    /// The values of the fields asked for, in their order.
+    /// The values of the fields asked for, in their order, then those its
+    /// selection computes (``RowSelection/computed``).
     public var values: [Value]
 
     package init(key: Key, identifier: [Value], values: [Value]) {
@@ -194,11 +197,16 @@ public struct RowSelection: Sendable {
     package let kind: Kind
     /// The store's entities: what refers to the records taken.
     package let schema: StoreSchema
+    /// Values computed for each record (a computed update's), read after
+    /// its fields; a `matching` predicate's arguments bind theirs first.
+    package let computed: [ComputedColumns.Column]
 
-    package init(_ entity: EntitySchema, _ kind: Kind, in schema: StoreSchema) {
+    package init(_ entity: EntitySchema, _ kind: Kind, in schema: StoreSchema, computed: [ComputedColumns.Column] = [])
+    {
         self.entity = entity
         self.kind = kind
         self.schema = schema
+        self.computed = computed
     }
 }
 
