@@ -104,30 +104,42 @@ extension StoreBackend {
             entity: entity, schema: schema, where: predicate, arguments: arguments, set: values, compute: compute,
             dialect: settings.dialect, now: resumed?.now)
         let rejects = try rejectsPath.map { try RejectsFile(path: $0, truncateTo: resumed?.rejectsLength ?? 0) }
+        // A save takes at most `size` records and lasts about the save
+        // interval, read a chunk at a time so that memory holds one chunk.
         let size = max(1, batchSize ?? settings.saveEvery)
+        let chunk = min(size, 4_096)
+        let interval = settings.saveInterval
         var cursor = resumed?.cursor(entity) ?? .start
         var more = true
         while more {
             try Task.checkCancellation()
             let after = cursor, before = total.counters
             let outcome = try await withSave(author: author, job: job) { save in
-                let done = try await save.updateRows(
-                    plan.selection, assignments: plan.constants, computed: plan.computed, after: after, limit: size)
-                try rejects?.append(done.rejects)
+                let clock = ContinuousClock(), began = clock.now
+                var counts = Counters()
+                var (cursor, more, taken) = (after, true, 0)
+                while more && taken < size && (taken == 0 || clock.now - began < interval) {
+                    let done = try await save.updateRows(
+                        plan.selection, assignments: plan.constants, computed: plan.computed, after: cursor,
+                        limit: min(chunk, size - taken))
+                    try rejects?.append(done.rejects)
+                    counts.add(done.counts.counters)
+                    taken += done.counts.updated + done.counts.unchanged + done.counts.rejected
+                    (cursor, more) = (done.cursor, done.more)
+                }
                 if let job {
                     var counters = before
-                    counters.add(done.counts.counters)
+                    counters.add(counts)
                     let checkpoint = UpdateCheckpoint(
-                        cursor: done.cursor, counters: counters, rejectsLength: rejects?.length ?? 0, now: plan.now,
-                        done: !done.more)
+                        cursor: cursor, counters: counters, rejectsLength: rejects?.length ?? 0, now: plan.now,
+                        done: !more)
                     try await save.setCheckpoint(job: job, data: try checkpoint.encoded())
                 }
-                return done
+                return (counts, cursor, more)
             }
             // The counts only: a long job's rejections are in its file, not in memory.
-            total.counters.add(outcome.value.counts.counters)
-            cursor = outcome.value.cursor
-            more = outcome.value.more
+            total.counters.add(outcome.value.0)
+            (cursor, more) = (outcome.value.1, outcome.value.2)
             progress?(total)
         }
         return total
