@@ -226,6 +226,24 @@ extension DepotClient {
             body: JobRequest(kind: "update", store: store, entity: entity, settings: settings))
     }
 
+    /// Takes back a history transaction (`token`) or every transaction of a
+    /// job (`job`), in a job (DESIGN §17): its inverse is written as a new
+    /// transaction. `onConflict` is `skip` (the default), `fail` or `force`.
+    ///
+    /// ```swift
+    /// let job = try await client.revert(store: "travel", token: "41")
+    /// ```
+    public func revert(store: String, token: String? = nil, job: String? = nil, onConflict: String? = nil)
+        async throws -> Job
+    {
+        var settings = JobSettings()
+        settings.token = token
+        settings.job = job
+        settings.onConflict = onConflict
+        return try await json(
+            Job.self, .POST, "/v1/jobs", body: JobRequest(kind: "revert", store: store, settings: settings))
+    }
+
     /// Deletes the records `where` selects, in a job (delete rules apply).
     ///
     /// ```swift

@@ -232,6 +232,7 @@ struct PostgresReader: StoreReading {
     var commitCount: UInt64 { store.commitCount }
     func waitForCommit(after version: UInt64) async -> Bool { await store.waitForCommit(after: version) }
     func latestToken() async throws -> HistoryToken? { try await store.latestToken() }
+    func transactions(ofJob job: String) async throws -> [HistoryToken] { try await store.transactions(ofJob: job) }
     func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
         -> [HistoryTransaction]
     {

@@ -196,6 +196,17 @@ public actor PostgresStore {
         }
     }
 
+    /// The tokens of the history transactions saved by job `job`, oldest first.
+    public nonisolated func transactions(ofJob job: String) async throws -> [HistoryToken] {
+        let sql = "SELECT id::text FROM \(table("depot_transactions")) WHERE job = $1 ORDER BY id"
+        return try await read { connection in
+            var binds = PostgresBindings()
+            binds.append(job)
+            return try await PostgresSQL.textRows(connection, sql, binds, logger: logger)
+                .compactMap { $0.first.flatMap { $0 }.flatMap { Int64($0) }.map(HistoryToken.init) }
+        }
+    }
+
     /// The entity called `name`.
     nonisolated func entity(_ name: String) throws -> EntitySchema {
         guard let entity = entities[name] else {

@@ -3,7 +3,7 @@
 /// `on_conflict`, `max_rejects`, `references`; a delete's `where`; an
 /// update's `where`, `set` and `compute`; a dedupe's `by`, `keep`, `where`; an
 /// export's `format`, `where`, `path`, `prefetch`; a prune's `before` or
-/// `older_than`. The daemon reads each for the kinds that have it.
+/// `older_than`; a revert's `token` or `job`, and `on_conflict`. The daemon reads each for the kinds that have it.
 ///
 /// ```swift
 /// var settings = JobSettings()
@@ -22,7 +22,8 @@ public struct JobSettings: Sendable, Hashable, Codable {
     /// settings.format = "ndjson"
     /// ```
     public var format: String?
-    /// `upsert`, `replace`, `skip` or `fail`.
+    /// `upsert`, `replace`, `skip` or `fail` (an import); `skip`, `fail` or
+    /// `force` (a revert).
     ///
     /// ```swift
     /// settings.onConflict = "skip"
@@ -85,6 +86,18 @@ public struct JobSettings: Sendable, Hashable, Codable {
     /// settings.before = "41"
     /// ```
     public var before: String?
+    /// A revert's transaction: its inverse is written (DESIGN §17).
+    ///
+    /// ```swift
+    /// settings.token = "41"
+    /// ```
+    public var token: String?
+    /// A revert's job: the inverse of every transaction it saved is written.
+    ///
+    /// ```swift
+    /// settings.job = "j5c1e0d2a9b3f"
+    /// ```
+    public var job: String?
     /// A prune's age: the history older than it goes (`7d`).
     ///
     /// ```swift
@@ -101,7 +114,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case path, format, onConflict = "on_conflict", maxRejects = "max_rejects", references, prefetch
-        case `where`, set, compute, by, keep, before, olderThan = "older_than"
+        case `where`, set, compute, by, keep, before, olderThan = "older_than", token, job
     }
 
     /// Reads the settings; `max_rejects` may be a JSON number.
@@ -132,6 +145,8 @@ public struct JobSettings: Sendable, Hashable, Codable {
         keep = try c.decodeIfPresent(String.self, forKey: .keep)
         before = try c.decodeIfPresent(String.self, forKey: .before)
         olderThan = try c.decodeIfPresent(String.self, forKey: .olderThan)
+        token = try c.decodeIfPresent(String.self, forKey: .token)
+        job = try c.decodeIfPresent(String.self, forKey: .job)
     }
 
     /// Writes the settings that are set.
@@ -154,6 +169,8 @@ public struct JobSettings: Sendable, Hashable, Codable {
         try c.encodeIfPresent(keep, forKey: .keep)
         try c.encodeIfPresent(before, forKey: .before)
         try c.encodeIfPresent(olderThan, forKey: .olderThan)
+        try c.encodeIfPresent(token, forKey: .token)
+        try c.encodeIfPresent(job, forKey: .job)
     }
 }
 

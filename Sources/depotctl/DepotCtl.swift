@@ -26,7 +26,7 @@ struct DepotCtl: AsyncParsableCommand {
         version: DepotVersion.current,
         subcommands: [
             Status.self, Import.self, Jobs.self, JobCommand.self, Follow.self, Cancel.self,
-            Fetch.self, Count.self, IDs.self, Stats.self, Duplicates.self, Delete.self, Update.self,
+            Fetch.self, Count.self, IDs.self, Stats.self, Duplicates.self, Delete.self, Update.self, Revert.self,
             Export.self, Save.self, Get.self, SetFields.self, Remove.self, Check.self, History.self, Consumers.self,
             ConsumerCommand.self, Watches.self
         ])

@@ -22,6 +22,11 @@ extension Job {
         case "update":
             parts = ["\(Format.grouped(counters.updated)) updated", "\(Format.grouped(counters.unchanged)) unchanged"]
             if counters.rejected > 0 { parts.append("\(Format.grouped(counters.rejected)) rejected") }
+        case "revert":
+            parts = [
+                "\(Format.grouped(counters.inserted)) inserted again", "\(Format.grouped(counters.updated)) set back",
+                "\(Format.grouped(counters.deleted)) deleted", "\(Format.grouped(counters.rejected)) changed since"
+            ]
         case "export": parts = ["\(Format.grouped(counters.exported)) exported"]
         default: parts = ["\(Format.grouped(counters.deleted)) pruned"]
         }

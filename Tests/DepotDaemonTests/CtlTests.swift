@@ -13,7 +13,8 @@ struct CtlTests {
             [], ["status"], ["import"], ["jobs"], ["job"], ["follow"], ["cancel"], ["fetch"], ["count"], ["ids"],
             ["stats"], ["duplicates"], ["delete"], ["update"], ["export"], ["history"], ["history", "list"],
             ["history", "prune"], ["consumers"], ["consumer"], ["consumer", "create"], ["consumer", "ack"],
-            ["consumer", "reset"], ["consumer", "drop"], ["watches"], ["check"], ["save"], ["get"], ["set"], ["rm"]
+            ["consumer", "reset"], ["consumer", "drop"], ["watches"], ["check"], ["save"], ["get"], ["set"], ["rm"],
+            ["revert"]
         ]
         for command in commands {
             let result = try Ctl.run(command + ["--help"], socket: nil)
@@ -34,6 +35,38 @@ struct CtlTests {
                     "\(command) --help differs from \(file.lastPathComponent)")
             }
         }
+    }
+
+    @Test("revert: a computed update taken back by its job through depotd; a token never issued refused with exit 1")
+    func revert() throws {
+        let config = DaemonProcess.config().replacingOccurrences(
+            of: "preserve_on_delete = [\"name\"]", with: "preserve_on_delete = [\"name\"]\n  history = \"values\"")
+        let d = try DaemonProcess(config: config)
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        func ctl(_ args: String...) throws -> Ctl.Result {
+            let r = try Ctl.run(args, socket: d.socket)
+            #expect(r.status == 0, "depotctl \(args.joined(separator: " ")): \(r.err)")
+            return r
+        }
+        let file = d.folder.appendingPathComponent("trips.csv")
+        try Data(tripsCSV(20).utf8).write(to: file)
+        _ = try ctl("import", file.path, "--store", "travel", "--entity", "Trip")
+        let budgets = try ctl("fetch", "travel", "Trip", "--fields", "id,budget", "--sort", "id", "--format", "csv").out
+        let raised = try ctl(
+            "update", "travel", "Trip", "--where", "budget < 10", "--compute", "budget=budget * 2", "--json")
+        let id = try #require(raised.json["id"] as? String)
+        #expect(raised.json["updated"] as? Int == 10)
+        #expect(
+            try ctl("revert", "travel", "--job", id).out
+                == "reverted job \(id) of travel: 0 inserted again, 10 set back, 0 deleted\n")
+        #expect(
+            try ctl("fetch", "travel", "Trip", "--fields", "id,budget", "--sort", "id", "--format", "csv").out
+                == budgets)
+        let unknown = try Ctl.run(["revert", "travel", "--token", "999"], socket: d.socket)
+        #expect(unknown.status == 1)
+        #expect(unknown.err.contains("token 999 was never issued"), "\(unknown.err)")
+        let both = try Ctl.run(["revert", "travel", "--token", "1", "--job", id], socket: d.socket)
+        #expect(both.status == 64)
     }
 
     @Test("shell completion scripts come from the command tree; bash's parses")

@@ -43,6 +43,8 @@ struct WireAgreementTests {
         s.where = "budget > 1"
         s.set = ["isFavorite": true]
         s.compute = ["budget": "budget * 1.1"]
+        s.token = "41"
+        s.job = "j5c1e0d2a9b3f"
         s.by = ["name"]
         s.keep = "keep-first"
         s.before = "41"

@@ -55,6 +55,21 @@ func cancelling(
     return try await task.value
 }
 
+/// Runs a batch write whose progress handler cancels its task once
+/// `counted` of the counts so far reaches `limit` (a job stopped between two
+/// saves); nil runs it to its end.
+func stopping(
+    at limit: Int?, counting counted: @escaping @Sendable (WriteCounts) -> Int,
+    _ body: @escaping @Sendable (@escaping @Sendable (WriteCounts) -> Void) async throws -> WriteCounts
+) async throws -> WriteCounts {
+    let task = Task {
+        try await body { counts in
+            if let limit, counted(counts) >= limit { withUnsafeCurrentTask { $0?.cancel() } }
+        }
+    }
+    return try await task.value
+}
+
 extension Backend {
     func write(_ batch: RecordBatch, policy: ConflictPolicy = .upsert) async throws -> WriteCounts {
         try await write(batch, policy: policy, supersede: false)

@@ -160,18 +160,12 @@ struct ComputeContractTests {
         defer { try? FileManager.default.removeItem(atPath: rejects) }
         let compute = ["budget": "budget + 1000", "nights": "nights / 2", "checked": "now()"]
         @Sendable func run(stopAfter saves: Int?) async throws -> WriteCounts {
-            let task = Task {
+            // Three records a save.
+            try await stopping(at: saves.map { $0 * 3 }, counting: { $0.updated + $0.rejected + $0.unchanged }) {
                 try await store.update(
                     entity: "Trip", where: "budget < 100000", set: [:], compute: compute, author: "job", job: "j1",
-                    batchSize: 3, rejectsPath: rejects
-                ) { c in
-                    // Three records a save.
-                    if let saves, c.updated + c.rejected + c.unchanged >= saves * 3 {
-                        withUnsafeCurrentTask { $0?.cancel() }
-                    }
-                }
+                    batchSize: 3, rejectsPath: rejects, progress: $0)
             }
-            return try await task.value
         }
         var out: [String] = []
         do {

@@ -324,6 +324,10 @@ extension ControlRoutes {
             break
         }
         try spec.check(against: store.reads)
+        if case .revert(let target, _) = spec {
+            // A token never issued or pruned, a job that saved nothing, an entity without values: 4xx now.
+            try await store.checkRevert(target)
+        }
         let peer = context.peer
         return JobRecord(
             id: Self.newJobID(), spec: spec, store: name,

@@ -65,28 +65,15 @@ struct JobExecutor {
             }
             record.apply(counts)
         case .update(let entity, let predicate, let values, let compute):
-            let folder = Self.jobFolder(stateDir)
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let rejects = "\(folder)/\(record.id).rejects.ndjson"
-            let counts: WriteCounts
-            do {
-                counts = try await store.update(
+            try await withRejectsFile(&record) { rejects in
+                try await store.update(
                     entity: entity, where: predicate, arguments: [:], set: values, compute: compute,
-                    author: author, job: record.id, batchSize: nil, rejectsPath: compute.isEmpty ? nil : rejects
+                    author: author, job: snapshot.id, batchSize: nil, rejectsPath: compute.isEmpty ? nil : rejects
                 ) { c in
                     var r = snapshot
                     r.apply(c)
                     progress(r)
                 }
-            } catch {
-                if FileIdentity.status(atPath: rejects)?.size == 0 { unlink(rejects) }
-                throw error
-            }
-            record.apply(counts)
-            if counts.rejected > 0 {
-                record.rejects = rejects
-            } else {
-                try? FileManager.default.removeItem(atPath: rejects)
             }
         case .dedupe(let entity, let by, let keep, let predicate):
             let counts = try await store.resolveDuplicates(
@@ -99,12 +86,51 @@ struct JobExecutor {
                 progress(r)
             }
             record.apply(counts)
+        case .revert(let target, let policy):
+            let label =
+                switch target {
+                case .token(let token): "revert:\(token)"
+                case .job(let job): "revert:\(job)"
+                }
+            try await withRejectsFile(&record) { rejects in
+                try await store.revert(
+                    target, onConflict: policy, author: label, job: snapshot.id, batchSize: nil, rejectsPath: rejects
+                ) { c in
+                    var r = snapshot
+                    r.apply(c)
+                    progress(r)
+                }
+            }
         case .prune(.before(let token)):
             record.apply(try await store.pruneHistory(before: token))
         case .prune(.olderThan(let age)):
             record.apply(try await store.pruneHistory(olderThan: age))
         case .export(let entity, let predicate, let format, let path, let prefetch):
             try await export(&record, entity: entity, where: predicate, format: format, path: path, prefetch: prefetch)
+        }
+    }
+
+    /// Runs a write job whose refused records go to the job's rejects file
+    /// (`jobs/ID.rejects.ndjson`, handed to `body`), and applies its counts:
+    /// the record names the file when it lists any, and no empty file stays.
+    private func withRejectsFile(_ record: inout JobRecord, _ body: (String) async throws -> WriteCounts)
+        async throws
+    {
+        let folder = Self.jobFolder(stateDir)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let rejects = "\(folder)/\(record.id).rejects.ndjson"
+        let counts: WriteCounts
+        do {
+            counts = try await body(rejects)
+        } catch {
+            if FileIdentity.status(atPath: rejects)?.size == 0 { unlink(rejects) }
+            throw error
+        }
+        record.apply(counts)
+        if counts.rejected > 0 {
+            record.rejects = rejects
+        } else {
+            try? FileManager.default.removeItem(atPath: rejects)
         }
     }
 

@@ -9,7 +9,7 @@ import Foundation
 @dynamicMemberLookup
 package struct JobRecord: Codable, Sendable, Hashable {
     package enum Kind: String, Codable, Sendable, CaseIterable {
-        case `import`, delete, update, dedupe, export, prune
+        case `import`, delete, update, dedupe, export, prune, revert
 
         /// The kind `text` names, or the error that lists them.
         static func read(_ text: String) throws -> Kind {

@@ -46,6 +46,14 @@ enum JobSetting {
         }
     }
 
+    /// `on_conflict` of a revert.
+    static func revertConflict(_ text: String) throws(Invalid) -> RevertConflictPolicy {
+        guard let policy = RevertConflictPolicy(rawValue: text) else {
+            throw Invalid(expectation: "must be skip, fail or force")
+        }
+        return policy
+    }
+
     /// `keep` of a dedupe.
     static func keep(_ text: String) throws(Invalid) -> DuplicateResolution {
         guard let keep = DuplicateResolution(rawValue: text) else {

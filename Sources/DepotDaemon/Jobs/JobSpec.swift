@@ -28,6 +28,8 @@ package enum JobSpec: Sendable, Hashable {
     /// `prefetch`: relationships whose records each exported record embeds (DESIGN §12).
     case export(entity: String, where: String?, format: ExportFormat, path: String?, prefetch: [String])
     case prune(Prune)
+    /// The inverse of a transaction or a job's (DESIGN §17).
+    case revert(RevertTarget, onConflict: RevertConflictPolicy)
 
     /// What a prune removes.
     package enum Prune: Sendable, Hashable {
@@ -67,6 +69,7 @@ package enum JobSpec: Sendable, Hashable {
         case .dedupe: .dedupe
         case .export: .export
         case .prune: .prune
+        case .revert: .revert
         }
     }
 
@@ -75,7 +78,7 @@ package enum JobSpec: Sendable, Hashable {
         case .importFile(let entity, _, _), .delete(let entity, _), .update(let entity, _, _, _),
             .dedupe(let entity, _, _, _), .export(let entity, _, _, _, _):
             entity
-        case .prune:
+        case .prune, .revert:
             nil
         }
     }
@@ -118,7 +121,7 @@ package enum JobSpec: Sendable, Hashable {
             var descriptor = FetchDescriptor(entity: entity, where: predicate)
             descriptor.prefetch = prefetch
             try reader.check(descriptor)
-        case .prune:
+        case .prune, .revert:
             break
         }
     }
@@ -186,6 +189,21 @@ extension JobSpec {
                 prefetch: settings.prefetch ?? [])
         case .prune:
             self = .prune(try Prune(before: settings.before, olderThan: settings.olderThan))
+        case .revert:
+            let policy = try JobSetting.read(
+                "on_conflict", settings.onConflict ?? RevertConflictPolicy.skip.rawValue, JobSetting.revertConflict)
+            switch (settings.token, settings.job) {
+            case (let token?, nil):
+                self = .revert(.token(try HistoryToken.parseWhole(token, for: "a revert")), onConflict: policy)
+            case (nil, let job?):
+                guard !job.isEmpty else { throw DepotError(.invalidArgument, "a revert's job is empty") }
+                self = .revert(.job(job), onConflict: policy)
+            case (nil, nil):
+                throw DepotError(
+                    .invalidArgument, "say what to revert: token (a transaction) or job (every transaction of a job)")
+            case (_?, _?):
+                throw DepotError(.invalidArgument, "give token or job, not both")
+            }
         }
     }
 
@@ -218,6 +236,12 @@ extension JobSpec {
             s.before = token.description
         case .prune(.olderThan(let age)):
             s.olderThan = DurationText.format(age)
+        case .revert(let target, let policy):
+            switch target {
+            case .token(let token): s.token = token.description
+            case .job(let job): s.job = job
+            }
+            s.onConflict = policy.rawValue
         }
         return s
     }

@@ -35,6 +35,14 @@ extension StoreReader {
         }
     }
 
+    /// The tokens of the history transactions saved by job `job`, oldest first.
+    public func transactions(ofJob job: String) async throws -> [HistoryToken] {
+        try await read { db in
+            try Int64.fetchAll(db, sql: "SELECT id FROM depot_transactions WHERE job = ? ORDER BY id", arguments: [job])
+                .map(HistoryToken.init)
+        }
+    }
+
     /// The transactions after `token`, then each new one as it commits, until
     /// the task is cancelled or the store closes.
     ///

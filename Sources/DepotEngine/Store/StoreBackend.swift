@@ -104,6 +104,8 @@ public protocol StoreReading: Sendable {
     /// Waits for a commit after ``commitCount`` was `version`; false when the store closed.
     func waitForCommit(after version: UInt64) async -> Bool
     func latestToken() async throws -> HistoryToken?
+    /// The tokens of the history transactions saved by job `job`, oldest first.
+    func transactions(ofJob job: String) async throws -> [HistoryToken]
     /// At most `limit` transactions and `maxChanges` changes after `token`
     /// (a transaction larger than that is read in parts: ``HistoryPage``).
     func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws

@@ -89,10 +89,10 @@ extension WriteContext {
     ///   a record that is not stored, or a compound one in part.
     public func updateRows(
         _ selection: RowSelection, assignments: [(Int, Value)], computed: [Int] = [], after cursor: RowCursor,
-        limit: Int
+        limit: Int, checkReferences: Bool = true
     ) async throws -> (counts: WriteCounts, cursor: RowCursor, more: Bool, rejects: [String]) {
         let entity = selection.entity
-        for (r, set) in try SaveContext.assignedReferences(entity, assignments: assignments) {
+        for (r, set) in try SaveContext.assignedReferences(entity, assignments: assignments) where checkReferences {
             let target = try selection.schema.entity(r.target)
             if try await !exists(target, identifier: set) {
                 throw SaveContext.unstoredReference(r, missing: SaveContext.missing(target.name, set))
