@@ -106,11 +106,45 @@ enum PredicateTarget {
             Fuzz.fail("run: \(error)")
         }
     }
+
+    /// The same text as a value to compute (DESIGN §17): compiled or refused
+    /// with a position inside it; computed, it runs without a database error.
+    static func checkExpression(_ text: String) {
+        let scalars = text.unicodeScalars.count
+        do {
+            _ = try PredicateCompiler.compute(
+                [("x", text)], where: nil, entity: entity, schema: schema, arguments: arguments)
+        } catch let error as DepotError {
+            guard [.invalidPredicate, .unknownField, .typeMismatch].contains(error.code) else {
+                Fuzz.fail("compute: unexpected code \(error.code): \(error.message)")
+            }
+            guard let p = error.position, p >= 1, p <= scalars + 1 else {
+                Fuzz.fail(
+                    "compute: position \(String(describing: error.position)) outside 1...\(scalars + 1): \(error.message)"
+                )
+            }
+            return
+        } catch {
+            Fuzz.fail("compute: not a DepotError: \(error)")
+        }
+        var computed = FetchDescriptor(entity: "Trip", arguments: arguments, limit: 3, fields: ["id"])
+        computed.computed = [ComputedField("x", text)]
+        let descriptor = computed
+        do {
+            _ = try Fuzz.blocking { try await store.reader.fetchJSON(descriptor) }
+        } catch let error as DepotError {
+            Fuzz.fail("an expression that compiled failed in SQLite (\(error.code)): \(error.message)")
+        } catch {
+            Fuzz.fail("compute run: \(error)")
+        }
+    }
 }
 
 func fuzzPredicate(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data = input else { return 0 }
-    PredicateTarget.check(String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self))
+    let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
+    PredicateTarget.check(text)
+    PredicateTarget.checkExpression(text)
     return 0
 }
 
@@ -142,7 +176,14 @@ enum Main {
             (0..<500).map { "SUBQUERY(stops, $s\($0), $s\($0).city == 'Lyon' AND guide.name == $s).@count > 0" }.joined(
                 separator: " AND "),
             "ALL stops.minutes > 1 AND NONE stops.city IN {'Lyon'} AND stops.@sum.minutes > 1 AND stops.@avg.n < 2",
-            "guide.trips.stops.@max.minutes == next.stops.@min.minutes"
+            "guide.trips.stops.@max.minutes == next.stops.@min.minutes",
+            // Values to compute (DESIGN §17).
+            "budget * 1.1 + nights / 2 - abs:(-3)", "TERNARY(nights > 2, uppercase:(name), lowercase:(notes))",
+            "modulus:by:(nights, 0) + length:(guide.name) + stops.@sum.minutes",
+            "9223372036854775807 + nights", "abs:(-9223372036854775807 - nights - 1)",
+            Fuzz.repeated("abs:(", 10_000) + "budget" + Fuzz.repeated(")", 10_000),
+            Array(repeating: "budget", count: 40_000).joined(separator: " * "),
+            Fuzz.repeated("-", 50_000) + "budget", "sqrt:(budget) * now()", "floor:(ceiling:(trunc:($d)))"
         ] as [String]).map { Array($0.utf8) }
     /// `(id == 'x' OR (budget > 0 AND (…)))`, `depth` levels deep.
     static func alternating(_ depth: Int) -> String {

@@ -64,6 +64,12 @@ public struct FetchRequest: Sendable, Hashable {
     /// request.fields = ["id", "name", "customer.name"]
     /// ```
     public var fields: [String]?
+    /// Values computed for each record (DESIGN §17), sent after `fields` under their names.
+    ///
+    /// ```swift
+    /// request.computed = [ComputedFetchField(name: "total", expression: "price * qty")]
+    /// ```
+    public var computed: [ComputedFetchField] = []
     /// Relationships whose records each record embeds (DESIGN §12).
     ///
     /// ```swift
@@ -129,6 +135,7 @@ public struct FetchRequest: Sendable, Hashable {
         body.limit = limit
         body.offset = offset
         body.fields = fields
+        if !computed.isEmpty { body.computed = computed }
         if !prefetch.isEmpty { body.prefetch = prefetch }
         body.sectionBy = sectionBy
         body.result = result

@@ -61,19 +61,11 @@ enum PostgresSQL {
         guard let text else { return .null }
         switch type {
         case .string, .date, .json: return .string(text)
-        case .int: return Int64(text).map(Value.int) ?? .string(text)
+        // A computed integer out of the 64-bit range (numeric) comes as a double, as SQLite gives it.
+        case .int: return Int64(text).map(Value.int) ?? Double(text).map(Value.double) ?? .string(text)
         case .double: return Double(text).map(Value.double) ?? .string(text)
         case .bool: return .bool(text == "true" || text == "t")
         }
-    }
-
-    /// A computed value of `type` read as text (nil: always null): an
-    /// integer out of the 64-bit range (computed in numeric) is a double,
-    /// as SQLite's arithmetic gives it.
-    static func computedValue(_ text: String?, as type: FieldType?) -> Value {
-        guard let text else { return .null }
-        if type == .int, Int64(text) == nil, let d = Double(text) { return .double(d) }
-        return value(text, as: type ?? .string)
     }
 
     /// The values a compiled predicate binds (`$1`…), typed as Depot's.
@@ -184,5 +176,12 @@ enum PostgresSQL {
             start = i + 1
         }
         out.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[start...]))
+    }
+}
+
+extension FetchQuery {
+    /// What a row selects for `field`, as text: its column, or a computed field's SQL.
+    func selectText(_ field: Field) -> String {
+        expressions[field.name].map { "(\($0))::text" + PostgresSQL.textAlias } ?? PostgresSQL.selectText(field)
     }
 }

@@ -97,7 +97,7 @@ extension PostgresSaveContext {
         let found = rows.map { row in
             var values = selected.indices.map { PostgresSQL.value(row[$0], as: entity.fields[selected[$0]].type) }
             for (k, column) in selection.computed.enumerated() {
-                values.append(PostgresSQL.computedValue(row[selected.count + k], as: column.type))
+                values.append(PostgresSQL.value(row[selected.count + k], as: column.type ?? .string))
             }
             let identifier = Array(values[..<idPositions.count])
             return StoredRecord(key: identifier, identifier: identifier, values: Array(values[idPositions.count...]))

@@ -102,7 +102,7 @@ extension PostgresStore {
         }
         let fields = query.fields
         let sql =
-            "SELECT " + fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+            "SELECT " + fields.map(query.selectText).joined(separator: ", ")
             + " FROM \(table(query.entity.name)) WHERE \(query.predicate.sql) ORDER BY \(query.orderBy)"
         var header = ""
         if format == .csv {
@@ -138,7 +138,7 @@ extension PostgresStore {
         }
         let fields = query.fields
         let sql =
-            "SELECT " + fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+            "SELECT " + fields.map(query.selectText).joined(separator: ", ")
             + " FROM \(table(query.entity.name)) WHERE \(query.predicate.sql) ORDER BY \(query.orderBy)"
             + (query.limit.map { " LIMIT \($0)" } ?? "") + (query.offset.map { " OFFSET \($0)" } ?? "")
         var end = try await streamRecords(
@@ -249,7 +249,7 @@ extension PostgresStore {
     ) async throws -> RecordSet {
         let selected = query.selected
         let sql =
-            "SELECT " + selected.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
+            "SELECT " + selected.map(query.selectText).joined(separator: ", ")
             + " FROM \(table(query.entity.name)) WHERE (\(query.predicate.sql))"
             + (condition.map { " AND \($0)" } ?? "")
             + " ORDER BY \(query.orderBy)" + tail

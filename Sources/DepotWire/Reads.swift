@@ -64,6 +64,13 @@ public struct FetchBody: Sendable, Hashable, Codable {
     /// query.fields = ["id", "name", "customer.name"]
     /// ```
     public var fields: [String]?
+    /// Values computed for each record (DESIGN §17), sent after `fields`:
+    /// in the JSON, objects in the `fields` array (`{"total": "price * qty"}`).
+    ///
+    /// ```swift
+    /// query.computed = [ComputedFetchField(name: "total", expression: "price * qty")]
+    /// ```
+    public var computed: [ComputedFetchField]?
     /// A field whose values split the result into sections.
     ///
     /// ```swift
@@ -126,13 +133,102 @@ public struct FetchBody: Sendable, Hashable, Codable {
         nulls = try c.decodeIfPresent(String.self, forKey: .nulls)
         limit = try c.decodeCount(forKey: .limit)
         offset = try c.decodeCount(forKey: .offset)
-        fields = try c.decodeIfPresent([String].self, forKey: .fields)
+        if let entries = try c.decodeIfPresent([FieldEntry].self, forKey: .fields) {
+            fields = entries.compactMap(\.name)
+            let computed = entries.compactMap(\.computed)
+            self.computed = computed.isEmpty ? nil : computed
+        }
         sectionBy = try c.decodeIfPresent(String.self, forKey: .sectionBy)
         prefetch = try c.decodeIfPresent([String].self, forKey: .prefetch)
         result = try c.decodeIfPresent(String.self, forKey: .result)
         watch = try c.decodeIfPresent(Bool.self, forKey: .watch)
         changes = try c.decodeIfPresent(Bool.self, forKey: .changes)
         since = try c.decodeIfPresent(String.self, forKey: .since)
+    }
+}
+
+extension FetchBody {
+    /// Writes the body; computed fields go into `fields` as objects.
+    ///
+    /// ```swift
+    /// let json = try JSONEncoder().encode(query)
+    /// ```
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(`where`, forKey: .where)
+        try c.encodeIfPresent(arguments, forKey: .arguments)
+        try c.encodeIfPresent(sort, forKey: .sort)
+        try c.encodeIfPresent(nulls, forKey: .nulls)
+        try c.encodeIfPresent(limit, forKey: .limit)
+        try c.encodeIfPresent(offset, forKey: .offset)
+        if fields != nil || computed != nil {
+            try c.encode(
+                (fields ?? []).map { FieldEntry(name: $0) } + (computed ?? []).map { FieldEntry(computed: $0) },
+                forKey: .fields)
+        }
+        try c.encodeIfPresent(sectionBy, forKey: .sectionBy)
+        try c.encodeIfPresent(prefetch, forKey: .prefetch)
+        try c.encodeIfPresent(result, forKey: .result)
+        try c.encodeIfPresent(watch, forKey: .watch)
+        try c.encodeIfPresent(changes, forKey: .changes)
+        try c.encodeIfPresent(since, forKey: .since)
+    }
+
+    /// One element of `fields`: a name, or `{"name": "expression"}`.
+    struct FieldEntry: Codable {
+        var name: String?
+        var computed: ComputedFetchField?
+
+        init(name: String) { self.name = name }
+        init(computed: ComputedFetchField) { self.computed = computed }
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            if let name = try? c.decode(String.self) {
+                self.name = name
+                return
+            }
+            guard let object = try? c.decode([String: String].self), object.count == 1, let (k, v) = object.first
+            else {
+                throw DecodingError.dataCorruptedError(
+                    in: c,
+                    debugDescription:
+                        "each of fields is a field's name or one computed field: {\"name\": \"expression\"}")
+            }
+            computed = ComputedFetchField(name: k, expression: v)
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.singleValueContainer()
+            if let computed {
+                try c.encode([computed.name: computed.expression])
+            } else {
+                try c.encode(name ?? "")
+            }
+        }
+    }
+}
+
+/// A value a fetch computes for each record (DESIGN §17): an expression
+/// in the predicates' syntax, sent under `name`.
+///
+/// ```swift
+/// let total = ComputedFetchField(name: "total", expression: "price * qty")
+/// ```
+public struct ComputedFetchField: Sendable, Hashable, Codable {
+    /// The key it is sent under.
+    public var name: String
+    /// The expression.
+    public var expression: String
+
+    /// A computed field.
+    ///
+    /// ```swift
+    /// let up = ComputedFetchField(name: "code", expression: "uppercase:(code)")
+    /// ```
+    public init(name: String, expression: String) {
+        self.name = name
+        self.expression = expression
     }
 }
 

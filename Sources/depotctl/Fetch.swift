@@ -22,6 +22,7 @@ struct Fetch: DepotCommand {
               depotctl fetch travel Trip --where "destination == 'Rome'" --watch --changes --json
               depotctl fetch shop Order --where "ANY lines.qty > 5" --prefetch customer,lines
               depotctl fetch shop Order --fields id,customer.name,lines.sku --sort -lines.@count
+              depotctl fetch travel Trip --fields id,budget --compute 'tax=budget * 0.2' --compute 'shout=uppercase:(name)'
 
             Key paths through relationships work in --where, --sort and --fields \
             (customer.name; ANY lines.qty > 5, lines.@count, lines.@sum.price, \
@@ -50,6 +51,12 @@ struct Fetch: DepotCommand {
     var fields: String?
 
     @Option(
+        help: ArgumentHelp(
+            "A value computed for each record, as name=expression (budget * nights, uppercase:(name)); repeat for more.",
+            valueName: "name=expression"))
+    var compute: [String] = []
+
+    @Option(
         help:
             "Embed the records of these relationships in each record, comma-separated (lines, or lines.product for nested)."
     )
@@ -75,7 +82,19 @@ struct Fetch: DepotCommand {
 
     var predicate: String? { predicateText }
 
+    /// An error in a computed field names it (`field "total": …`): its position is in that expression.
+    func markedText(for message: String) -> String? {
+        for item in compute {
+            let name = String(item.prefix(while: { $0 != "=" }))
+            if message.hasPrefix("field \"\(name.trimmed)\": ") { return String(item.dropFirst(name.count + 1)) }
+        }
+        return predicate
+    }
+
     func validate() throws {
+        for item in compute where !item.contains("=") {
+            throw ValidationError("--compute takes name=expression, not \"\(item)\".")
+        }
         if let format, !["table", "json", "ndjson", "csv"].contains(format) {
             throw ValidationError("--format must be table, json, ndjson or csv, not \"\(format)\".")
         }
@@ -102,7 +121,11 @@ struct Fetch: DepotCommand {
             store: store, entity: entity, where: predicateText, sort: commaList(sort) ?? [], limit: limit,
             offset: offset, fields: commaList(fields), prefetch: prefetched)
         request.sectionBy = sectionBy
-        var order = commaList(fields) ?? []
+        request.computed = compute.map { item in
+            let name = String(item.prefix { $0 != "=" })
+            return ComputedFetchField(name: name.trimmed, expression: String(item.dropFirst(name.count + 1)))
+        }
+        var order = commaList(fields).map { $0 + request.computed.map(\.name) } ?? []
         // The embedded relationships get a column each, unless a key path of --fields shows them.
         func withPrefetched(_ columns: [String]) -> [String] {
             var out = columns

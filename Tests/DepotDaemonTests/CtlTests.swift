@@ -404,6 +404,11 @@ struct CtlTests {
         #expect(
             try ctl("fetch", "travel", "Trip", "--where", "id == 't5'", "--fields", "budget", "--format", "csv").lines
                 .last == "11")
+        #expect(
+            try ctl(
+                "fetch", "travel", "Trip", "--where", "id == 't5'", "--fields", "id,budget", "--compute",
+                "tax=budget * 0.5", "--format", "csv"
+            ).out == "id,budget,tax\nt5,11,5.5\n")
         let typed = try Ctl.run(
             ["update", "travel", "Trip", "--where", "id == 't5'", "--compute", "budget=budget * name"], socket: d.socket
         )

@@ -69,6 +69,7 @@ struct WireAgreementTests {
         f.limit = 10
         f.offset = 0
         f.fields = ["id"]
+        f.computed = [ComputedFetchField(name: "twice", expression: "budget * 2")]
         f.sectionBy = "destination"
         f.prefetch = ["customer"]
         f.result = "records"

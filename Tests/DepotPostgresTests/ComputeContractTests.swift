@@ -1,6 +1,7 @@
 import DepotEngine
 import DepotWire
 import Foundation
+import Synchronization
 import Testing
 
 /// Computed updates (DESIGN §17) through the store contract on both
@@ -143,6 +144,91 @@ struct ComputeContractTests {
             #expect(
                 out.contains { $0.hasPrefix(#"Trip: [["t1", "PARIS", 110.00000000000001, 8, 1, "long""#) },
                 "\(name): \(out)")
+        }
+        for (name, out) in answers.dropFirst() {
+            #expect(out == answers[0].1, "\(name) differs from \(answers[0].0)")
+        }
+    }
+
+    /// Computed fetch fields through every read: fetch, JSON, count,
+    /// identifiers, export, enumerate and a live feed, with `$arguments` in
+    /// both the fields and the predicate.
+    static func fetched(_ backend: any Backend) async throws -> [String] {
+        try await load(backend)
+        let reads = backend.contract.reads
+        var d = FetchDescriptor(
+            entity: "Trip", where: "nights > $n", arguments: ["n": 1, "cap": 90.0], sort: [.init("id")],
+            fields: ["id", "budget"])
+        d.computed = [
+            ComputedField("daily", "budget / nights"), ComputedField("shout", "uppercase:(destination)"),
+            ComputedField("big", "qty * 4"), ComputedField("level", "TERNARY(budget > $cap, 'high', 'low')")
+        ]
+        var out: [String] = []
+        let set = try await reads.fetch(d)
+        out.append("fields \(set.fields.map { "\($0.name):\($0.type.rawValue)" }) rows \(set.rows)")
+        out.append("json \(try await reads.fetchJSON(d))")
+        out.append("count \(try await reads.count(d)) ids \(try await reads.identifiers(d).map(\.json))")
+        let exported = Mutex<[UInt8]>([])
+        _ = try await reads.export(d, as: .ndjson) { bytes in exported.withLock { $0 += bytes } }
+        out.append("export \(String(decoding: exported.withLock { $0 }, as: UTF8.self))")
+        var batches: [String] = []
+        for try await batch in reads.enumerate(d, batchSize: 1) { batches.append("\(batch.rows)") }
+        out.append("enumerate \(batches.sorted())")
+        // Only computed fields: with the identifier.
+        var only = FetchDescriptor(entity: "Trip", where: "id == 't1'", fields: [])
+        only.computed = [ComputedField("twice", "budget * 2")]
+        out.append("alone \(try await reads.fetchJSON(only))")
+        // A live feed recomputes a changed record.
+        let feed = try reads.resultFeed(d)
+        let (_, first) = try await feed.start()
+        out.append("live \(first.rows)")
+        try await backend.contract.update(entity: "Trip", where: "id == 't2'", set: ["budget": 400.0], author: "u")
+        let changes = try await feed.changes()
+        out.append("changed \(changes.updated.rows)")
+        for (name, c) in [
+            ("named as a field", ComputedField("budget", "1")), ("no parse", ComputedField("x", "budget +")),
+            ("a type error", ComputedField("x", "budget * destination"))
+        ] {
+            var bad = d
+            bad.computed = [c]
+            do {
+                _ = try await reads.fetch(bad)
+                out.append("\(name): no error")
+            } catch let error as DepotError {
+                out.append("\(name): \(error.code) \(error.message) @\(error.position.map(String.init) ?? "-")")
+            }
+        }
+        return out
+    }
+
+    @Test("computed fetch fields give the same values through every read on each backend")
+    func fetch() async throws {
+        let answers = try await Backends.answers(entities: Self.trips(), Self.fetched)
+        for (name, out) in answers {
+            #expect(
+                out[0]
+                    == #"fields ["id:string", "budget:double", "daily:double", "shout:string", "big:int", "level:string"] rows [["t1", 100.0, 33.333333333333336, "PARIS", 8, "high"], ["t2", 200.0, 50.0, "ROME", 12, "high"], ["t4", 80.0, 40.0, "OSLO", 20, "low"]]"#,
+                "\(name): \(out[0])")
+            #expect(
+                out[1]
+                    == #"json [{"id":"t1","budget":100.0,"daily":33.333333333333336,"shout":"PARIS","big":8,"level":"high"},{"id":"t2","budget":200.0,"daily":50.0,"shout":"ROME","big":12,"level":"high"},{"id":"t4","budget":80.0,"daily":40.0,"shout":"OSLO","big":20,"level":"low"}]"#,
+                "\(name): \(out[1])")
+            #expect(out[2] == #"count 3 ids ["\"t1\"", "\"t2\"", "\"t4\""]"#, "\(name): \(out[2])")
+            #expect(
+                out[3].contains(#"{"id":"t4","budget":80.0,"daily":40.0,"shout":"OSLO","big":20,"level":"low"}"#),
+                "\(name): \(out[3])")
+            #expect(
+                out[4].hasPrefix(#"enumerate ["[[\"t1\", 100.0, 33.333333333333336, \"PARIS\", 8, \"high\"]]""#),
+                "\(name): \(out[4])")
+            #expect(out[5] == #"alone [{"id":"t1","twice":200.0}]"#, "\(name): \(out[5])")
+            #expect(out[7] == #"changed [["t2", 400.0, 100.0, "ROME", 12, "high"]]"#, "\(name): \(out[7])")
+            #expect(out[8].hasPrefix("named as a field: invalid_argument"), "\(name): \(out[8])")
+            #expect(
+                out[9].hasPrefix(#"no parse: invalid_predicate field "x": "#) && out[9].hasSuffix("@9"),
+                "\(name): \(out[9])")
+            #expect(
+                out[10].contains(#"type_mismatch field "x": * takes numbers"#) && out[10].hasSuffix("@10"),
+                "\(name): \(out[10])")
         }
         for (name, out) in answers.dropFirst() {
             #expect(out == answers[0].1, "\(name) differs from \(answers[0].0)")

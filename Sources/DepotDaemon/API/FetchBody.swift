@@ -17,6 +17,7 @@ extension FetchBody {
             sort: (sort ?? []).map { DepotEngine.SortDescriptor(parsing: $0, nulls: nulls) }, limit: limit,
             offset: offset, fields: fields, sectionBy: sectionBy)
         descriptor.prefetch = prefetch ?? []
+        descriptor.computed = (computed ?? []).map { ComputedField($0.name, $0.expression) }
         return descriptor
     }
 }

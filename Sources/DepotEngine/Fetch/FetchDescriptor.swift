@@ -31,6 +31,10 @@ public struct FetchDescriptor: Sendable, Hashable {
     /// `relationshipKeyPathsForPrefetching`), dotted for nesting
     /// (`lines.product`); `fields` may also name their fields (`customer.name`).
     public var prefetch: [String] = []
+    /// Values computed for each record (DESIGN §17), sent after `fields`
+    /// under their names: `ComputedField("total", "price * qty")`. With
+    /// them alone (`fields` nil or empty), the identifier is sent too.
+    public var computed: [ComputedField] = []
 
     /// Creates a descriptor.
     public init(
@@ -59,5 +63,21 @@ extension FetchDescriptor {
         d.offset = nil
         d.sectionBy = nil
         return d
+    }
+}
+
+/// A value a fetch computes for each record (DESIGN §17): an expression in
+/// the predicates' syntax, sent under `name`.
+///
+/// ```swift
+/// fetch.computed = [ComputedField("total", "price * qty")]
+/// ```
+public struct ComputedField: Sendable, Hashable {
+    public var name: String
+    public var expression: String
+
+    public init(_ name: String, _ expression: String) {
+        self.name = name
+        self.expression = expression
     }
 }

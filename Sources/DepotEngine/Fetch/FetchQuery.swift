@@ -17,6 +17,12 @@ package struct FetchQuery: Sendable {
     /// The other entities its key paths read: a change to them can change
     /// its result (``ResultFeed``).
     package let related: Set<String>
+    /// The SQL of each computed field (DESIGN §17), by its name: those of
+    /// ``fields`` that are not the entity's.
+    package let expressions: [String: String]
+    /// How many of the predicate's arguments are the computed fields' (bound
+    /// first: they are written first, in the select list).
+    package let computedArguments: Int
 
     /// Compiles `d`; on PostgreSQL (`dialect`) ties are broken by the
     /// identifier, there being no rowid.
@@ -27,13 +33,36 @@ package struct FetchQuery: Sendable {
         if let offset = d.offset, offset < 0 { throw DepotError(.invalidArgument, "offset cannot be negative") }
         limit = d.limit
         offset = d.offset
-        if let names = d.fields, names.isEmpty {
+        if let names = d.fields, names.isEmpty, d.computed.isEmpty {
             throw DepotError(.invalidArgument, "fields is empty; omit it to fetch every field")
         }
+        // Computed alone: with the identifier.
+        let names = d.computed.isEmpty || !(d.fields ?? [""]).isEmpty ? d.fields : entity.identifier
         // Plain fields, and the relationships embedded (prefetch, or key paths in fields).
         let (tree, plain) = try PrefetchPlan.parse(
-            entity: entity, schema: schema, prefetch: d.prefetch, fields: d.fields)
+            entity: entity, schema: schema, prefetch: d.prefetch, fields: names)
         var fields = plain ?? entity.fields
+        var computed: ComputedColumns?
+        if !d.computed.isEmpty {
+            for (i, c) in d.computed.enumerated() {
+                if c.name.isEmpty { throw DepotError(.invalidArgument, "a computed field needs a name") }
+                if entity.position(of: c.name) != nil || entity.relationships.contains(where: { $0.name == c.name })
+                    || d.computed[..<i].contains(where: { $0.name == c.name })
+                {
+                    throw DepotError(
+                        .invalidArgument,
+                        "computed field \(JSONText.quoted(c.name)) is named as a field or relationship of "
+                            + "\(entity.name), or twice; give it another name")
+                }
+            }
+            let columns = try PredicateCompiler.compute(
+                d.computed.map { ($0.name, $0.expression) }, where: d.predicate, entity: entity, schema: schema,
+                arguments: d.arguments, dialect: dialect, label: "field")
+            computed = columns
+            fields += columns.columns.map { Field(name: $0.name, type: $0.type ?? .string, isOptional: true) }
+        }
+        expressions = Dictionary(uniqueKeysWithValues: (computed?.columns ?? []).map { ($0.name, $0.sql) })
+        computedArguments = computed?.columnArguments ?? 0
         var sort = d.sort
         if let section = d.sectionBy {
             let field = try entity.field(named: section)
@@ -44,9 +73,10 @@ package struct FetchQuery: Sendable {
         let (plans, extra) = try PrefetchPlan.build(tree, entity: entity, schema: schema, shown: fields)
         self.prefetch = plans
         self.selected = fields + extra
-        predicate = try PredicateCompiler.compile(
-            d.predicate, entity: entity, schema: schema, arguments: d.arguments,
-            dialect: dialect)
+        predicate =
+            try computed?.filter
+            ?? PredicateCompiler.compile(
+                d.predicate, entity: entity, schema: schema, arguments: d.arguments, dialect: dialect)
         var terms: [String] = []
         var related = predicate.related
         // A prefetched record's change changes the record it is embedded in.
@@ -75,7 +105,12 @@ package struct FetchQuery: Sendable {
         self.related = related
     }
 
-    private var columns: String { selected.map { SQL.quote($0.name) }.joined(separator: ", ") }
+    /// What a row selects for `field`: its column, or a computed field's SQL.
+    package func column(_ field: Field) -> String {
+        expressions[field.name].map { "(\($0))" } ?? SQL.quote(field.name)
+    }
+
+    private var columns: String { selected.map(column).joined(separator: ", ") }
 
     /// Embeds the prefetched relationships in `set`, whose rows hold the
     /// ``selected`` columns, one query per relationship; then trims the rows
@@ -176,8 +211,8 @@ package struct FetchQuery: Sendable {
         let selected = self.selected
         try run(
             db,
-            "SELECT rowid, \(columns) FROM \(entity.table) WHERE rowid > ? AND \(predicate.sql) "
-                + "ORDER BY rowid LIMIT \(limit)", [.int(after)] + predicate.arguments
+            "SELECT rowid, \(columns) FROM \(entity.table) WHERE (\(predicate.sql)) AND rowid > ? "
+                + "ORDER BY rowid LIMIT \(limit)", predicate.arguments + [.int(after)]
         ) { s in
             last = sqlite3_column_int64(s, 0)
             rows.append(selected.indices.map { SQL.column(s, Int32($0 + 1), as: selected[$0].type) })
@@ -187,13 +222,16 @@ package struct FetchQuery: Sendable {
         return (set, last)
     }
 
+    /// The predicate's own arguments, for a query that selects no computed field.
+    private var filterArguments: [Value] { Array(predicate.arguments.dropFirst(computedArguments)) }
+
     func count(_ db: Database) throws -> Int {
         var n = 0
         let sql =
             paging.isEmpty
             ? "SELECT count(*) FROM \(entity.table) WHERE \(predicate.sql)"
             : "SELECT count(*) FROM (SELECT 1 FROM \(entity.table) WHERE \(predicate.sql)\(paging))"
-        try run(db, sql, predicate.arguments) { n = Int(sqlite3_column_int64($0, 0)) }
+        try run(db, sql, filterArguments) { n = Int(sqlite3_column_int64($0, 0)) }
         return n
     }
 
@@ -203,7 +241,7 @@ package struct FetchQuery: Sendable {
         let columns = idFields.map { SQL.quote($0.name) }.joined(separator: ", ")
         try run(
             db, "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY \(orderBy)\(paging)",
-            predicate.arguments
+            filterArguments
         ) { s in
             ids.append(Identifier(idFields.indices.map { SQL.column(s, Int32($0), as: idFields[$0].type) }))
         }

@@ -19,6 +19,8 @@ package struct ComputedColumns: Sendable {
     package var columns: [Column]
     /// The predicate; its arguments bind every column's values first.
     package var filter: SQLFragment
+    /// How many of the filter's arguments are the columns'.
+    package var columnArguments: Int
     /// What `now()` stood for, canonical UTC (a resumed job computes with the same).
     package var now: String
 }
@@ -49,6 +51,7 @@ extension PredicateCompiler {
                 throw error
             }
         }
+        let columnArguments = compiler.arguments.count
         var filter = SQLFragment(sql: dialect.trueLiteral, arguments: [])
         if let predicate, !predicate.trimmingWhitespace().isEmpty {
             let sql = try compiler.compile(try PredicateParser.parse(predicate), negated: false, nesting: 0)
@@ -56,6 +59,6 @@ extension PredicateCompiler {
         }
         filter.arguments = compiler.arguments
         filter.related = compiler.related
-        return ComputedColumns(columns: columns, filter: filter, now: compiler.now)
+        return ComputedColumns(columns: columns, filter: filter, columnArguments: columnArguments, now: compiler.now)
     }
 }

@@ -337,7 +337,7 @@ package struct SQLiteFeedSource: ResultFeedSource {
         let entity = query.entity
         let idFields = entity.identifierIndexes.map { entity.fields[$0] }
         self.lookupSQL =
-            "SELECT " + query.selected.map { SQL.quote($0.name) }.joined(separator: ", ")
+            "SELECT " + query.selected.map(query.column).joined(separator: ", ")
             + " FROM \(entity.table) WHERE " + idFields.map { "\(SQL.quote($0.name)) = ?" }.joined(separator: " AND ")
             + " AND (\(query.predicate.sql))"
     }
@@ -415,15 +415,20 @@ package struct SQLiteFeedSource: ResultFeedSource {
         let lookup = try db.cachedStatement(sql: lookupSQL)
         let statement = lookup.sqliteStatement
         sqlite3_reset(statement)  // in case an earlier use stopped on an error
+        // The computed fields' values first (the select list), then the
+        // identifier's, then the predicate's.
+        let computed = query.computedArguments
         for (i, v) in query.predicate.arguments.enumerated() {
-            SQL.bind(v, to: statement, at: Int32(idFields.count + i + 1))
+            SQL.bind(v, to: statement, at: Int32(i < computed ? i + 1 : idFields.count + i + 1))
         }
         var records: [ResultFeed.TouchedRecord] = []
         records.reserveCapacity(order.count)
         for id in order {
             let identifier = try Identifier(json: id, fieldCount: idFields.count)
             for (k, field) in idFields.enumerated() {
-                SQL.bind(try ValueConversion.convert(identifier.values[k], to: field), to: statement, at: Int32(k + 1))
+                SQL.bind(
+                    try ValueConversion.convert(identifier.values[k], to: field), to: statement,
+                    at: Int32(computed + k + 1))
             }
             var row: Int? = nil
             if try SQL.step(statement, db) {

@@ -307,7 +307,7 @@ extension FetchQuery {
             progress(count)
             try Task.checkCancellation()
         }
-        let columns = fields.map { SQL.quote($0.name) }.joined(separator: ", ")
+        let columns = fields.map(column).joined(separator: ", ")
         let preparedStatement = try db.makeStatement(
             sql: "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY rowid")
         defer { withExtendedLifetime(preparedStatement) {} }
