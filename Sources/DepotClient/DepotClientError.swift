@@ -66,6 +66,8 @@ public struct DepotClientError: Error, Sendable, Hashable, CustomStringConvertib
         /// catch let e as DepotClientError where e.code == .unknownConsumer { try await client.createConsumer("indexer", store: "travel") }
         /// ```
         public static let unknownConsumer = Code(rawValue: "unknown_consumer")
+        /// No processor of that name in the store.
+        public static let unknownProcessor = Code(rawValue: "unknown_processor")
         /// A predicate that does not parse; ``DepotClientError/position`` marks where (400).
         ///
         /// ```swift

@@ -33,6 +33,7 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
             case historyExpired = "history_expired"
             case invalidToken = "invalid_token"
             case unknownConsumer = "unknown_consumer"
+            case unknownProcessor = "unknown_processor"
             case storeClosed = "store_closed"
             case diskFull = "disk_full"
             case io = "io"
@@ -65,6 +66,8 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let invalidToken = Code(.invalidToken)
         /// No history consumer of that name in the store.
         public static let unknownConsumer = Code(.unknownConsumer)
+        /// No processor of that name in the store.
+        public static let unknownProcessor = Code(.unknownProcessor)
         /// The store was closed.
         public static let storeClosed = Code(.storeClosed)
         /// The disk (or the server's) is full: nothing of the write was kept.

@@ -141,6 +141,16 @@ enum PostgresMigrator {
                 + "answer text NOT NULL, created timestamptz NOT NULL)")
         try await run(
             "CREATE INDEX IF NOT EXISTS depot_idempotency_created ON \(table("depot_idempotency"))(created)")
+        // Processors (DESIGN §17), as an SQLite store keeps them (SystemTables step 6).
+        try await run(
+            "CREATE TABLE IF NOT EXISTS \(table("depot_processors"))(name text COLLATE \"C\" PRIMARY KEY, "
+                + "entity text NOT NULL, predicate text, batch bigint NOT NULL, lease double precision NOT NULL, "
+                + "created text COLLATE \"C\" NOT NULL, total bigint NOT NULL, done bigint NOT NULL, "
+                + "last_commit text COLLATE \"C\")")
+        try await run(
+            "CREATE TABLE IF NOT EXISTS \(table("depot_processor_batches"))(processor text COLLATE \"C\" NOT NULL, "
+                + "seq bigint NOT NULL, identifiers text NOT NULL, count bigint NOT NULL, state text NOT NULL, "
+                + "lease text, until text COLLATE \"C\", PRIMARY KEY(processor, seq))")
         if storage { try await run(try await changesStorage(connection, store: store)) }
         try await run(
             "CREATE TABLE IF NOT EXISTS \(table("depot_checkpoints"))(job text PRIMARY KEY, "

@@ -233,6 +233,7 @@ struct PostgresReader: StoreReading {
     func waitForCommit(after version: UInt64) async -> Bool { await store.waitForCommit(after: version) }
     func latestToken() async throws -> HistoryToken? { try await store.latestToken() }
     func transactions(ofJob job: String) async throws -> [HistoryToken] { try await store.transactions(ofJob: job) }
+    func processors() async throws -> [ProcessorInfo] { try await store.processors() }
     func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
         -> [HistoryTransaction]
     {

@@ -138,6 +138,13 @@ struct WireAgreementTests {
             acknowledgedAt: "2026-11-26T10:00:00.000Z", state: "active")
     }
 
+    static var processor: ProcessorState {
+        ProcessorState(
+            name: "geocode", entity: "Trip", where: "lat == nil", batch: 500, lease: "30s",
+            created: "2026-11-26T10:00:00.000Z", total: 1_000, done: 500, batches: 2, batchesDone: 1, leased: 1,
+            lastCommit: "2026-11-26T10:00:01.000Z", rate: 500, eta: 1, state: "running")
+    }
+
     /// What each operation takes and answers: the JSON of a full value of
     /// its wire types (several answers where the schema is `oneOf`); nil
     /// where the body is not JSON (text, CSV, NDJSON records, an upload).
@@ -227,6 +234,26 @@ struct WireAgreementTests {
             "POST /v1/stores/{store}/consumers/{name}/ack": (try json(AckBody(token: "41")), [try json(consumer)]),
             "POST /v1/stores/{store}/consumers/{name}/reset": (
                 try json(ConsumerBody(from: "beginning")), [try json(consumer)]
+            ),
+            "GET /v1/stores/{store}/processors": (nil, [try json(ProcessorList(processors: [Self.processor]))]),
+            "POST /v1/stores/{store}/processors": (
+                try json(ProcessorBody(name: "geocode", entity: "Trip", where: "budget > 1", batch: 500, lease: "30s")),
+                [try json(Self.processor)]
+            ),
+            "DELETE /v1/stores/{store}/processors/{name}": (nil, []),
+            "POST /v1/stores/{store}/processors/{name}/next": (
+                nil,
+                [try json(ProcessorBatchAnswer(lease: "0-ab", expires: "2026-01-01T00:00:30.000Z", records: []))]
+            ),
+            "POST /v1/stores/{store}/processors/{name}/commit": (
+                try json(
+                    ProcessorCommitBody(
+                        lease: "0-ab",
+                        changes: [
+                            SaveChange(.update, entity: "Trip", identifier: "T1", set: ["budget": 1], ifToken: "41")
+                        ],
+                        author: "me", merge: "error")),
+                [try json(ProcessorCommitAnswer(token: "41", changes: [], processor: Self.processor))]
             ),
             "GET /v1/jobs": (nil, [try json(JobList(jobs: [job]))]),
             "POST /v1/jobs": (

@@ -63,6 +63,7 @@ package struct APIError: Error, Sendable {
         case historyExpired = "history_expired"
         case invalidToken = "invalid_token"
         case unknownConsumer = "unknown_consumer"
+        case unknownProcessor = "unknown_processor"
         case storeClosed = "store_closed"
         case idempotencyKeyReused = "idempotency_key_reused"
     }
@@ -87,7 +88,7 @@ package struct APIError: Error, Sendable {
             .invalidToken:
             .badRequest
         case .forbidden: .forbidden
-        case .notFound, .unknownStore, .unknownJob, .unknownEntity, .unknownConsumer: .notFound
+        case .notFound, .unknownStore, .unknownJob, .unknownEntity, .unknownConsumer, .unknownProcessor: .notFound
         case .methodNotAllowed: .methodNotAllowed
         case .conflict, .migrationRefused, .saveRefused: .conflict
         case .invalidChange, .idempotencyKeyReused: .unprocessableContent

@@ -76,9 +76,14 @@ package struct ControlRoutes: Sendable {
         }
         on(.get, "metrics") { _, context in
             var lag: [(store: String, consumers: [DepotEngine.Consumer])] = []
-            for store in self.jobs.stores.all { lag.append((store.name, try await store.reads.consumers())) }
+            var processors: [(store: String, processors: [ProcessorInfo])] = []
+            for store in self.jobs.stores.all {
+                lag.append((store.name, try await store.reads.consumers()))
+                processors.append((store.name, try await store.reads.processors()))
+            }
             var buffer = ByteBuffer()
-            buffer.writeString(self.metrics.render() + Metrics.consumerLag(lag))
+            buffer.writeString(
+                self.metrics.render() + Metrics.consumerLag(lag) + Metrics.processorProgress(processors))
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: buffer))
@@ -150,6 +155,21 @@ package struct ControlRoutes: Sendable {
         }
         on(.post, "stores/:store/consumers/:name/reset") { request, context in
             return try await self.resetConsumer(request, context)
+        }
+        on(.get, "stores/:store/processors") { _, context in
+            return try await self.listProcessors(context)
+        }
+        on(.post, "stores/:store/processors") { request, context in
+            return try await self.createProcessor(request, context)
+        }
+        on(.delete, "stores/:store/processors/:name") { _, context in
+            return try await self.dropProcessor(context)
+        }
+        on(.post, "stores/:store/processors/:name/next") { _, context in
+            return try await self.nextBatch(context)
+        }
+        on(.post, "stores/:store/processors/:name/commit") { request, context in
+            return try await self.commitBatch(request, context)
         }
         on(.post, "jobs") { request, context in
             let body = try await JSONBody.decode(JobSubmission.self, from: request, limit: self.config.maxRequestBytes)

@@ -25,6 +25,14 @@ enum JSONResponse {
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
     }
 
+    /// JSON written by hand (a batch's records as the store wrote them).
+    static func raw(_ bytes: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
+        var buffer = ByteBuffer()
+        buffer.writeBytes(bytes)
+        buffer.writeString("\n")
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
+    }
+
     static func encode<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
         make(String(decoding: try encoder.encode(value), as: UTF8.self), status: status)
     }

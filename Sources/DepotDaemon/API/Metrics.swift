@@ -183,6 +183,28 @@ package final class Metrics: Sendable {
         return transactions + seconds
     }
 
+    /// The processors' progress gauges (DESIGN §17), read at scrape time.
+    static func processorProgress(_ stores: [(store: String, processors: [ProcessorInfo])]) -> String {
+        var done =
+            "# HELP depot_processor_done_records Records of a processor's committed batches.\n"
+            + "# TYPE depot_processor_done_records gauge\n"
+        var total =
+            "# HELP depot_processor_total_records Records a processor goes through.\n"
+            + "# TYPE depot_processor_total_records gauge\n"
+        var leased =
+            "# HELP depot_processor_leased_batches Batches of a processor under a lease now.\n"
+            + "# TYPE depot_processor_leased_batches gauge\n"
+        for (store, processors) in stores {
+            for p in processors {
+                let labels = "{store=\"\(label(store))\",processor=\"\(label(p.name))\"}"
+                done += "depot_processor_done_records\(labels) \(p.done)\n"
+                total += "depot_processor_total_records\(labels) \(p.total)\n"
+                leased += "depot_processor_leased_batches\(labels) \(p.leased)\n"
+            }
+        }
+        return done + total + leased
+    }
+
     /// A label value with `\`, `"` and newlines escaped, as the text format asks.
     private static func label(_ value: String) -> String {
         value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")

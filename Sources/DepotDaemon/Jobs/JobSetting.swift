@@ -79,6 +79,15 @@ enum JobSetting {
         }
     }
 
+    /// A processor's `lease`: a duration from 1s to 1d.
+    static func lease(_ text: String) throws(Invalid) -> Duration {
+        do throws(DurationText.Invalid) {
+            return try DurationText.parse(text, in: .seconds(1)...(.seconds(86_400)))
+        } catch {
+            throw Invalid(expectation: error.reason)
+        }
+    }
+
     /// Reads `text` for the setting `name` of a job; a refusal is the
     /// request's `invalid_argument`, naming the setting and the text.
     static func read<T>(_ name: String, _ text: String, _ reader: (String) throws(Invalid) -> T) throws -> T {

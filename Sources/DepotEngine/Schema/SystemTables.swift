@@ -121,8 +121,23 @@ package enum SystemTables {
                         key TEXT PRIMARY KEY, digest TEXT NOT NULL, answer TEXT NOT NULL, created TEXT NOT NULL) STRICT;
                     CREATE INDEX IF NOT EXISTS depot_idempotency_created ON depot_idempotency(created);
                     """)
+        },
+        // Processors (DESIGN §17): each a durable cursor over the records
+        // that matched it when created, cut into batches handed out under leases.
+        Step(version: 6, summary: "processors and their batches") { db in
+            try db.execute(sql: SystemTables.processorTables)
         }
     ]
+
+    /// The processors' tables (the same on PostgreSQL, PostgresMigrator).
+    package static let processorTables = """
+        CREATE TABLE IF NOT EXISTS depot_processors(
+            name TEXT PRIMARY KEY, entity TEXT NOT NULL, predicate TEXT, batch INTEGER NOT NULL, lease REAL NOT NULL,
+            created TEXT NOT NULL, total INTEGER NOT NULL, done INTEGER NOT NULL, last_commit TEXT);
+        CREATE TABLE IF NOT EXISTS depot_processor_batches(
+            processor TEXT NOT NULL, seq INTEGER NOT NULL, identifiers TEXT NOT NULL, count INTEGER NOT NULL,
+            state TEXT NOT NULL, lease TEXT, until TEXT, PRIMARY KEY(processor, seq));
+        """
 
     /// The version this release writes.
     package static var currentVersion: Int { steps.last?.version ?? 0 }

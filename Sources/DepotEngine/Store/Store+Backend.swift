@@ -179,6 +179,22 @@ public final class SQLiteWriteContext: WriteContext {
 
     public func transaction() async throws -> Int64? { try pump.context().transactionID }
 
+    public func insertProcessor(_ spec: ProcessorSpec, created: String, batches: [[String]]) async throws -> Bool {
+        try pump.context().insertProcessor(spec, created: created, batches: batches)
+    }
+
+    public func leaseBatch(_ processor: String, now: String, until: String, secret: String) async throws
+        -> ProcessorNext
+    {
+        try pump.context().leaseBatch(processor, now: now, until: until, secret: secret)
+    }
+
+    public func finishBatch(_ lease: ProcessorLease, now: String) async throws {
+        try pump.context().finishBatch(lease, now: now)
+    }
+
+    public func deleteProcessor(_ name: String) async throws -> Bool { try pump.context().deleteProcessor(name) }
+
     public func beginHistoryTransaction(author: String) async throws {
         try pump.context().beginHistoryTransaction(author: author)
     }

@@ -114,6 +114,8 @@ public protocol StoreReading: Sendable {
         -> [HistoryTransaction]
     func followHistory(after token: HistoryToken?, entity: String?, author: String?) -> HistoryFollower
     func consumers() async throws -> [Consumer]
+    /// The store's processors with their progress, by name (DESIGN §17).
+    func processors() async throws -> [ProcessorInfo]
     func consumer(_ name: String) async throws -> Consumer
 }
 

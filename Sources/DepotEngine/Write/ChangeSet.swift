@@ -206,6 +206,9 @@ public struct SaveRequest: Sendable {
     public var idempotency: IdempotencyKey?
     /// The answer kept under the idempotency key, written from the save's result.
     public var answer: (@Sendable (SaveResult) throws -> String)?
+    /// A processor's batch the save commits with its changes (DESIGN §17):
+    /// a lease that is not the batch's now fails the save, which changes nothing.
+    public var processorLease: ProcessorLease?
 
     public init(
         _ changeSet: ChangeSet, author: String, limit: Int = 10_000, idempotency: IdempotencyKey? = nil,

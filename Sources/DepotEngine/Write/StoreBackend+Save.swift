@@ -51,7 +51,8 @@ extension StoreBackend {
         var planned: [(Int, [PlannedChange])] = []
         for (i, request) in requests.enumerated() {
             do {
-                planned.append((i, try plan(request.changeSet, limit: request.limit)))
+                planned.append(
+                    (i, try plan(request.changeSet, limit: request.limit, empty: request.processorLease != nil)))
             } catch {
                 results[i] = .failure(error)
             }
@@ -108,7 +109,9 @@ extension StoreBackend {
             }
             return SaveReply(result: nil, answer: kept.answer, replayed: true)
         }
-        let outcomes = try await apply(planned, merge: request.changeSet.merge, in: save, backend: backend)
+        if let lease = request.processorLease { try await save.finishBatch(lease, now: Timestamp.now()) }
+        let outcomes =
+            planned.isEmpty ? [] : try await apply(planned, merge: request.changeSet.merge, in: save, backend: backend)
         let result = SaveResult(token: try await save.transaction().map(HistoryToken.init), changes: outcomes)
         var answer: String?
         if let key = request.idempotency, let encode = request.answer {
@@ -121,8 +124,8 @@ extension StoreBackend {
     }
 
     /// The changes read against the schema.
-    private func plan(_ changeSet: ChangeSet, limit: Int) throws -> [PlannedChange] {
-        guard !changeSet.changes.isEmpty else {
+    private func plan(_ changeSet: ChangeSet, limit: Int, empty: Bool = false) throws -> [PlannedChange] {
+        guard !changeSet.changes.isEmpty || empty else {
             throw DepotError(.invalidArgument, "a save needs at least one change")
         }
         guard changeSet.changes.count <= limit else {

@@ -9,7 +9,31 @@ package enum Timestamp {
         return format(epochMillis: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000))
     }
 
-    static func format(epochMillis: Int64) -> String {
+    /// Now plus `d`, as canonical UTC text (a lease's end).
+    package static func after(_ d: Duration) -> String {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let (seconds, attos) = d.components
+        return format(
+            epochMillis: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000) + seconds * 1000
+                + attos / 1_000_000_000_000_000)
+    }
+
+    /// The milliseconds since 1970 of a canonical timestamp
+    /// (`2026-01-02T03:04:05.678Z`); nil for other text.
+    package static func epochMillis(_ text: String) -> Int64? {
+        let u = Array(text.utf8)
+        guard u.count == 24, u[4] == 45, u[7] == 45, u[10] == 84, u[13] == 58, u[16] == 58, u[19] == 46, u[23] == 90
+        else { return nil }
+        func n(_ r: Range<Int>) -> Int? { Int(String(decoding: u[r], as: UTF8.self)) }
+        guard let y = n(0..<4), let m = n(5..<7), let d = n(8..<10), let h = n(11..<13), let mi = n(14..<16),
+            let s = n(17..<19), let ms = n(20..<23)
+        else { return nil }
+        let days = Int64(DateValue.daysFromCivil(year: y, month: m, day: d))
+        return ((days * 24 + Int64(h)) * 60 + Int64(mi)) * 60_000 + Int64(s) * 1000 + Int64(ms)
+    }
+
+    package static func format(epochMillis: Int64) -> String {
         let days = Int(epochMillis >= 0 ? epochMillis / 86_400_000 : (epochMillis - 86_399_999) / 86_400_000)
         let ms = Int(epochMillis - Int64(days) * 86_400_000)
         let (y, m, d) = DateValue.civilFromDays(days)

@@ -76,6 +76,22 @@ public protocol WriteContext: AnyObject, Sendable {
     /// Keeps `answer` under idempotency key `key`, in this save's
     /// transaction, and forgets the keys kept before `forgetBefore`.
     func keepIdempotentAnswer(_ key: String, digest: String, answer: String, forgetBefore: String) async throws
+
+    // Processors (DESIGN §17).
+
+    /// Keeps a new processor and its batches (each its identifiers' JSON);
+    /// false when the name is taken.
+    func insertProcessor(_ spec: ProcessorSpec, created: String, batches: [[String]]) async throws -> Bool
+    /// Hands out the first batch not committed whose lease (if any) lapsed
+    /// before `now`, under lease `SEQ-secret` until `until`.
+    func leaseBatch(_ processor: String, now: String, until: String, secret: String) async throws -> ProcessorNext
+    /// Marks the batch of `lease` committed, in this save.
+    ///
+    /// - Throws: ``DepotError/Code/conflict`` for a lease that is not the
+    ///   batch's now (lapsed, replaced, committed already, never given).
+    func finishBatch(_ lease: ProcessorLease, now: String) async throws
+    /// Drops a processor and its batches; false when there is none.
+    func deleteProcessor(_ name: String) async throws -> Bool
 }
 
 /// A stored record as ``WriteContext/records(_:positions:after:limit:)`` gives it.

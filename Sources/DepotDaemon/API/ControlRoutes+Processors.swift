@@ -1,0 +1,106 @@
+import DepotEngine
+import DepotWire
+import Foundation
+import Hummingbird
+
+/// Processors (DESIGN §17): `enumerate(batchSize:)` for programs, exactly once.
+extension ControlRoutes {
+    /// A processor as the API shows it, with its rate and ETA.
+    static func wire(_ p: ProcessorInfo) -> ProcessorState {
+        let began = Timestamp.epochMillis(p.created) ?? 0
+        let last = p.lastCommit.flatMap(Timestamp.epochMillis) ?? began
+        let seconds = Double(max(last - began, 1)) / 1000
+        let rate = p.done > 0 ? Double(p.done) / seconds : 0
+        return ProcessorState(
+            name: p.name, entity: p.entity, where: p.predicate, batch: p.batch,
+            lease: DurationText.format(.milliseconds(Int64((p.lease * 1000).rounded()))), created: p.created,
+            total: p.total, done: p.done, batches: p.batches, batchesDone: p.batchesDone, leased: p.leased,
+            lastCommit: p.lastCommit, rate: (rate * 10).rounded() / 10,
+            eta: p.finished || rate == 0 ? nil : (Double(p.total - p.done) / rate * 10).rounded() / 10,
+            state: p.finished ? "finished" : "running")
+    }
+
+    func listProcessors(_ context: DepotRequestContext) async throws -> Response {
+        let processors = try await store(context).reads.processors()
+        return try JSONResponse.encode(ProcessorList(processors: processors.map(Self.wire)))
+    }
+
+    func createProcessor(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        let body = try await JSONBody.decode(ProcessorBody.self, from: request, limit: config.maxRequestBytes)
+        let lease = try JobSetting.read("lease", body.lease ?? "30s", JobSetting.lease)
+        let info = try await store.createProcessor(
+            ProcessorSpec(
+                name: body.name, entity: body.entity, where: body.where, batch: body.batch ?? 500, lease: lease))
+        return try JSONResponse.encode(Self.wire(info), status: .created)
+    }
+
+    /// The next batch under a new lease; while every batch left is leased,
+    /// waits until one lapses or a commit comes; `204` once all are committed.
+    func nextBatch(_ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        let name = context.parameters.get("name") ?? ""
+        while true {
+            let version = store.reads.commitCount
+            switch try await store.nextBatch(name) {
+            case .finished:
+                return Response(status: .noContent)
+            case .batch(let batch):
+                let info = try await store.processor(name)
+                let records = try await store.records(of: batch, processor: info)
+                var out = Array("{\"lease\":".utf8)
+                out += Array(JSONText.quoted(batch.lease).utf8)
+                out += Array(",\"expires\":".utf8)
+                out += Array(JSONText.quoted(batch.expires).utf8)
+                out += Array(",\"records\":".utf8)
+                out += records
+                out.append(UInt8(ascii: "}"))
+                return JSONResponse.raw(out)
+            case .leasedUntil(let until):
+                let wait = max(0, (Timestamp.epochMillis(until) ?? 0) - (Timestamp.epochMillis(Timestamp.now()) ?? 0))
+                try await Self.waitForCommit(store, after: version, atMost: .milliseconds(min(wait + 5, 60_000)))
+            }
+        }
+    }
+
+    /// Returns after a commit to `store` after `version`, or after `limit`.
+    static func waitForCommit(_ store: any StoreBackend, after version: UInt64, atMost limit: Duration) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { _ = await store.reads.waitForCommit(after: version) }
+            group.addTask { try await Task.sleep(for: limit) }
+            _ = try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// The batch's changes and the cursor's move in one save; a lapsed or
+    /// replayed lease changes nothing (`409`).
+    func commitBatch(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        let name = context.parameters.get("name") ?? ""
+        let body = try await JSONBody.decode(ProcessorCommitBody.self, from: request, limit: config.maxRequestBytes)
+        let save = SaveBody(author: body.author, merge: body.merge, changes: body.changes ?? [])
+        let changeSet = try Self.changeSet(save, reads: store.reads)
+        let author = body.author ?? context.peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd"
+        let limit = config.stores.first { $0.name == store.settings.name }?.maxSaveChanges ?? 10_000
+        var saveRequest = SaveRequest(changeSet, author: author, limit: limit)
+        saveRequest.processorLease = ProcessorLease(processor: name, lease: body.lease)
+        _ = try await store.processor(name)
+        let reply = try await jobs.stores.saves(store.settings.name).save(saveRequest)
+        let answer = Self.answer(reply.result!)
+        return try JSONResponse.encode(
+            ProcessorCommitAnswer(
+                token: answer.token, changes: answer.changes, processor: Self.wire(try await store.processor(name))))
+    }
+
+    func dropProcessor(_ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        let name = context.parameters.get("name") ?? ""
+        guard try await store.dropProcessor(name) else {
+            throw DepotError(
+                .unknownProcessor,
+                "store \(JSONText.quoted(store.name)) has no processor \(JSONText.quoted(name))")
+        }
+        return Response(status: .noContent)
+    }
+}

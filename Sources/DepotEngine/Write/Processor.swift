@@ -1,0 +1,292 @@
+import DepotWire
+import Foundation
+
+/// A processor (DESIGN §17): `enumerate(batchSize:)` for programs, exactly
+/// once. A durable cursor over the records of an entity that matched its
+/// predicate when it was created, cut into batches in identifier order;
+/// each batch is handed out under a lease and committed with its changes
+/// in one save, so that every batch's changes are applied once.
+public struct ProcessorSpec: Sendable, Hashable {
+    /// Its name, unique in its store: letters, digits, `_`, `-`, `.`.
+    public var name: String
+    public var entity: String
+    public var predicate: String?
+    /// Records a batch.
+    public var batch: Int
+    /// How long a batch handed out stays the client's.
+    public var lease: Duration
+
+    public init(
+        name: String, entity: String, where predicate: String? = nil, batch: Int = 500, lease: Duration = .seconds(30)
+    ) {
+        self.name = name
+        self.entity = entity
+        self.predicate = predicate
+        self.batch = batch
+        self.lease = lease
+    }
+}
+
+/// A processor as its store keeps it, with its progress.
+public struct ProcessorInfo: Sendable, Hashable {
+    public var name: String
+    public var entity: String
+    public var predicate: String?
+    public var batch: Int
+    /// The lease, in seconds.
+    public var lease: Double
+    /// When it was created (canonical UTC).
+    public var created: String
+    /// Records it covers, and those in committed batches.
+    public var total: Int
+    public var done: Int
+    /// Its batches, those committed, and those under a lease now.
+    public var batches: Int
+    public var batchesDone: Int
+    public var leased: Int
+    /// When a batch was last committed.
+    public var lastCommit: String?
+
+    package init(
+        name: String, entity: String, predicate: String?, batch: Int, lease: Double, created: String, total: Int,
+        done: Int, batches: Int, batchesDone: Int, leased: Int, lastCommit: String?
+    ) {
+        self.name = name
+        self.entity = entity
+        self.predicate = predicate
+        self.batch = batch
+        self.lease = lease
+        self.created = created
+        self.total = total
+        self.done = done
+        self.batches = batches
+        self.batchesDone = batchesDone
+        self.leased = leased
+        self.lastCommit = lastCommit
+    }
+
+    /// Whether every batch is committed.
+    public var finished: Bool { batchesDone == batches }
+}
+
+/// A batch handed out under a lease: its identifiers (JSON, as the history
+/// writes them), in identifier order.
+public struct LeasedBatch: Sendable, Hashable {
+    /// The lease: the batch's number and a secret, given back to commit it.
+    public var lease: String
+    public var expires: String
+    public var identifiers: [String]
+
+    package init(lease: String, expires: String, identifiers: [String]) {
+        self.lease = lease
+        self.expires = expires
+        self.identifiers = identifiers
+    }
+}
+
+/// What a processor's next batch is.
+public enum ProcessorNext: Sendable, Hashable {
+    /// One is handed out.
+    case batch(LeasedBatch)
+    /// Every batch left is under a lease; the first lapses then.
+    case leasedUntil(String)
+    /// Every batch is committed.
+    case finished
+}
+
+/// The lease a save commits with its changes (``SaveRequest/processorLease``).
+public struct ProcessorLease: Sendable, Hashable {
+    public var processor: String
+    public var lease: String
+
+    public init(processor: String, lease: String) {
+        self.processor = processor
+        self.lease = lease
+    }
+
+    /// The batch a lease names (`SEQ-SECRET`), nil for text that is no lease.
+    package var batch: Int? {
+        guard let dash = lease.firstIndex(of: "-") else { return nil }
+        return Int(lease[..<dash])
+    }
+}
+
+extension StoreBackend {
+    /// Creates a processor: the identifiers of the records that match its
+    /// predicate now, in identifier order, cut into batches, saved with it.
+    ///
+    /// - Throws: ``DepotError`` for a bad name, entity, predicate, batch or
+    ///   lease; ``DepotError/Code/conflict`` when the name is taken.
+    @discardableResult
+    public func createProcessor(_ spec: ProcessorSpec) async throws -> ProcessorInfo {
+        guard !spec.name.isEmpty, spec.name.utf8.count <= 100,
+            spec.name.unicodeScalars.allSatisfy({
+                $0.isASCII
+                    && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "_-.".unicodeScalars.contains($0))
+            })
+        else {
+            throw DepotError(
+                .invalidArgument,
+                "a processor's name is 1 to 100 letters, digits, _, - or ., not \(JSONText.quoted(spec.name))")
+        }
+        guard (1...10_000).contains(spec.batch) else {
+            throw DepotError(.invalidArgument, "a processor's batch is 1 to 10,000 records, not \(spec.batch)")
+        }
+        guard spec.lease >= .seconds(1), spec.lease <= .seconds(86_400) else {
+            throw DepotError(.invalidArgument, "a processor's lease is 1s to 1d")
+        }
+        let entity = try reads.entity(spec.entity)
+        // The identifiers, a page at a time after the last (keyset paging in identifier order).
+        var batches: [[String]] = []
+        var after: Identifier?
+        while true {
+            var d = FetchDescriptor(
+                entity: entity.name, where: Self.keyset(entity, spec.predicate, after: after),
+                arguments: Self.keysetArguments(after), sort: entity.identifier.map { SortDescriptor($0) },
+                limit: spec.batch)
+            d.fields = entity.identifier
+            let page = try await reads.identifiers(d)
+            if page.isEmpty { break }
+            batches.append(page.map(\.json))
+            after = page.last
+            if page.count < spec.batch { break }
+        }
+        let created = Timestamp.now()
+        let frozen = batches
+        let inserted = try await withSave(author: "processor:\(spec.name)", job: nil) { save in
+            try await save.insertProcessor(spec, created: created, batches: frozen)
+        }.value
+        guard inserted else {
+            throw DepotError(
+                .conflict, "store \(JSONText.quoted(name)) has a processor \(JSONText.quoted(spec.name)) already")
+        }
+        return try await processor(spec.name)
+    }
+
+    /// The predicate of a page after `after`: the processor's, and the
+    /// identifier after it, (a, b) > (x, y) written out.
+    private static func keyset(_ entity: EntitySchema, _ predicate: String?, after: Identifier?) -> String? {
+        guard after != nil else { return predicate }
+        var terms: [String] = []
+        for k in entity.identifier.indices {
+            let parts =
+                (0..<k).map { "`\(entity.identifier[$0])` == $depot_k\($0)" }
+                + ["`\(entity.identifier[k])` > $depot_k\(k)"]
+            terms.append("(" + parts.joined(separator: " AND ") + ")")
+        }
+        let keyset = "(" + terms.joined(separator: " OR ") + ")"
+        guard let predicate, !predicate.trimmingWhitespace().isEmpty else { return keyset }
+        return "(\(predicate)) AND \(keyset)"
+    }
+
+    private static func keysetArguments(_ after: Identifier?) -> [String: Value] {
+        var out: [String: Value] = [:]
+        for (k, v) in (after?.values ?? []).enumerated() { out["depot_k\(k)"] = v }
+        return out
+    }
+
+    /// Hands out the processor's next batch under a new lease: the first
+    /// not committed whose lease (if any) lapsed.
+    ///
+    /// - Throws: ``DepotError/Code/notFound``-like `invalidArgument` for no such processor.
+    public func nextBatch(_ processor: String) async throws -> ProcessorNext {
+        try await nextBatch(processor, at: Timestamp.now())
+    }
+
+    /// ``nextBatch(_:)`` as if it were `now` (canonical UTC): the lease
+    /// runs from then (the tests' clock).
+    package func nextBatch(_ processor: String, at now: String) async throws -> ProcessorNext {
+        let info = try await self.processor(processor)
+        let until = Timestamp.format(epochMillis: (Timestamp.epochMillis(now) ?? 0) + Int64(info.lease * 1000))
+        let secret = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 16) }.joined()
+        return try await withSave(author: "processor:\(processor)", job: nil) { save in
+            try await save.leaseBatch(processor, now: now, until: until, secret: secret)
+        }.value
+    }
+
+    /// The records of a leased batch, as one JSON array in identifier order
+    /// (those deleted since are not in it).
+    public func records(of batch: LeasedBatch, processor info: ProcessorInfo) async throws -> [UInt8] {
+        let entity = try reads.entity(info.entity)
+        var arguments: [String: Value] = [:]
+        var terms: [String] = []
+        for (i, json) in batch.identifiers.enumerated() {
+            let id = try Identifier(json: json, fieldCount: entity.identifier.count)
+            let parts = entity.identifier.enumerated().map { k, name -> String in
+                arguments["depot_\(i)_\(k)"] = id.values[k]
+                return "`\(name)` == $depot_\(i)_\(k)"
+            }
+            terms.append(parts.count == 1 ? parts[0] : "(" + parts.joined(separator: " AND ") + ")")
+        }
+        let predicate: String
+        if entity.identifier.count == 1 {
+            predicate =
+                "`\(entity.identifier[0])` IN {"
+                + (0..<batch.identifiers.count).map { "$depot_\($0)_0" }.joined(separator: ", ") + "}"
+        } else {
+            predicate = terms.joined(separator: " OR ")
+        }
+        let d = FetchDescriptor(
+            entity: entity.name, where: batch.identifiers.isEmpty ? "FALSEPREDICATE" : predicate,
+            arguments: arguments, sort: entity.identifier.map { SortDescriptor($0) })
+        return try await reads.fetchJSONBytes(d)
+    }
+
+    /// The processor called `name`, with its progress.
+    ///
+    /// - Throws: ``DepotError/Code/invalidArgument`` when there is none.
+    public func processor(_ name: String) async throws -> ProcessorInfo {
+        guard let found = try await reads.processors().first(where: { $0.name == name }) else {
+            throw DepotError(
+                .unknownProcessor, "store \(JSONText.quoted(self.name)) has no processor \(JSONText.quoted(name))")
+        }
+        return found
+    }
+
+    /// Drops a processor and its batches; false when there is none.
+    public func dropProcessor(_ name: String) async throws -> Bool {
+        try await withSave(author: "processor:\(name)", job: nil) { save in
+            try await save.deleteProcessor(name)
+        }.value
+    }
+}
+
+/// Why a commit's lease is refused: it changes nothing (`409`).
+package enum ProcessorRefusal {
+    package static func unknownLease(_ lease: ProcessorLease) -> DepotError {
+        DepotError(
+            .conflict,
+            "processor \(JSONText.quoted(lease.processor)) handed out no lease \(JSONText.quoted(lease.lease)); "
+                + "commit with the lease of the batch next gave")
+    }
+
+    /// Refuses a lease that is not the batch's now: committed already, handed
+    /// to another client since, or lapsed.
+    package static func check(_ lease: ProcessorLease, state: String, holder: String?, until: String?, now: String)
+        throws
+    {
+        if state == "done" {
+            throw DepotError(
+                .conflict,
+                "batch \(lease.batch ?? 0) of processor \(JSONText.quoted(lease.processor)) is committed "
+                    + "already; a replayed commit changes nothing")
+        }
+        guard state == "leased", holder == lease.lease else {
+            throw DepotError(
+                .conflict,
+                "the lease of batch \(lease.batch ?? 0) of processor \(JSONText.quoted(lease.processor)) "
+                    + "lapsed and the batch was handed out again; this commit changes nothing")
+        }
+        if let until, until < now {
+            throw DepotError(
+                .conflict,
+                "the lease of batch \(lease.batch ?? 0) of processor \(JSONText.quoted(lease.processor)) "
+                    + "lapsed at \(until); this commit changes nothing, and the batch goes to the next client")
+        }
+    }
+
+    /// A batch's identifiers, kept as a JSON array of each identifier's JSON text.
+    package static func identifiers(_ text: String) -> [String] {
+        (try? JSONDecoder().decode([String].self, from: Data(text.utf8))) ?? []
+    }
+}

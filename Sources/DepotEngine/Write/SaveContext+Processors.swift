@@ -1,0 +1,105 @@
+import GRDB
+import GRDBSQLite
+
+/// The processors of an SQLite store (DESIGN §17): `depot_processors` and
+/// the batches of each, `depot_processor_batches`, written in saves.
+extension SaveContext {
+    func insertProcessor(_ spec: ProcessorSpec, created: String, batches: [[String]]) throws -> Bool {
+        if try Bool.fetchOne(db, sql: "SELECT 1 FROM depot_processors WHERE name = ?", arguments: [spec.name]) != nil {
+            return false
+        }
+        try db.execute(
+            sql: "INSERT INTO depot_processors(name, entity, predicate, batch, lease, created, total, done) "
+                + "VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
+            arguments: [
+                spec.name, spec.entity, spec.predicate, spec.batch, Self.seconds(spec.lease), created,
+                batches.reduce(0) { $0 + $1.count }
+            ])
+        let insert = try db.makeStatement(
+            sql:
+                "INSERT INTO depot_processor_batches(processor, seq, identifiers, count, state) VALUES (?, ?, ?, ?, 'open')"
+        )
+        for (seq, ids) in batches.enumerated() {
+            try insert.execute(arguments: [spec.name, seq, JSONText.array(ids), ids.count])
+        }
+        return true
+    }
+
+    func leaseBatch(_ processor: String, now: String, until: String, secret: String) throws -> ProcessorNext {
+        if let row = try Row.fetchOne(
+            db.cachedStatement(
+                sql: "SELECT seq, identifiers FROM depot_processor_batches WHERE processor = ? "
+                    + "AND (state = 'open' OR (state = 'leased' AND until < ?)) ORDER BY seq LIMIT 1"),
+            arguments: [processor, now])
+        {
+            let seq: Int = row[0]
+            let lease = "\(seq)-\(secret)"
+            try db.execute(
+                sql: "UPDATE depot_processor_batches SET state = 'leased', lease = ?, until = ? "
+                    + "WHERE processor = ? AND seq = ?", arguments: [lease, until, processor, seq])
+            return .batch(LeasedBatch(lease: lease, expires: until, identifiers: Self.identifiers(row[1])))
+        }
+        if let first = try String.fetchOne(
+            db, sql: "SELECT min(until) FROM depot_processor_batches WHERE processor = ? AND state = 'leased'",
+            arguments: [processor])
+        {
+            return .leasedUntil(first)
+        }
+        return .finished
+    }
+
+    func finishBatch(_ lease: ProcessorLease, now: String) throws {
+        guard let seq = lease.batch,
+            let row = try Row.fetchOne(
+                db,
+                sql: "SELECT state, lease, until, count FROM depot_processor_batches WHERE processor = ? AND seq = ?",
+                arguments: [lease.processor, seq])
+        else {
+            throw ProcessorRefusal.unknownLease(lease)
+        }
+        try ProcessorRefusal.check(lease, state: row[0], holder: row[1], until: row[2], now: now)
+        try db.execute(
+            sql: "UPDATE depot_processor_batches SET state = 'done', lease = NULL, until = NULL "
+                + "WHERE processor = ? AND seq = ?", arguments: [lease.processor, seq])
+        try db.execute(
+            sql: "UPDATE depot_processors SET done = done + ?, last_commit = ? WHERE name = ?",
+            arguments: [row[3] as Int, now, lease.processor])
+    }
+
+    func deleteProcessor(_ name: String) throws -> Bool {
+        try db.execute(sql: "DELETE FROM depot_processor_batches WHERE processor = ?", arguments: [name])
+        try db.execute(sql: "DELETE FROM depot_processors WHERE name = ?", arguments: [name])
+        return db.changesCount > 0
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    /// A batch's identifiers, kept as one JSON array of the identifiers' JSON.
+    static func identifiers(_ text: String) -> [String] { ProcessorRefusal.identifiers(text) }
+}
+
+extension StoreReader {
+    /// The store's processors with their progress, by name.
+    public func processors() async throws -> [ProcessorInfo] {
+        let now = Timestamp.now()
+        return try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT p.name, p.entity, p.predicate, p.batch, p.lease, p.created, p.total, p.done, p.last_commit,
+                        (SELECT count(*) FROM depot_processor_batches WHERE processor = p.name),
+                        (SELECT count(*) FROM depot_processor_batches WHERE processor = p.name AND state = 'done'),
+                        (SELECT count(*) FROM depot_processor_batches WHERE processor = p.name AND state = 'leased'
+                            AND until >= ?)
+                    FROM depot_processors AS p ORDER BY p.name
+                    """, arguments: [now]
+            ).map { r in
+                ProcessorInfo(
+                    name: r[0], entity: r[1], predicate: r[2], batch: r[3], lease: r[4], created: r[5], total: r[6],
+                    done: r[7], batches: r[9], batchesDone: r[10], leased: r[11], lastCommit: r[8])
+            }
+        }
+    }
+}
