@@ -149,8 +149,11 @@ enum PostgresMigrator {
                 + "last_commit text COLLATE \"C\")")
         try await run(
             "CREATE TABLE IF NOT EXISTS \(table("depot_processor_batches"))(processor text COLLATE \"C\" NOT NULL, "
-                + "seq bigint NOT NULL, identifiers text NOT NULL, count bigint NOT NULL, state text NOT NULL, "
-                + "lease text, until text COLLATE \"C\", PRIMARY KEY(processor, seq))")
+                + "seq bigint NOT NULL, state text NOT NULL, lease text, until text COLLATE \"C\", "
+                + "count bigint NOT NULL, identifiers text NOT NULL, PRIMARY KEY(processor, seq))")
+        try await run(
+            "CREATE INDEX IF NOT EXISTS depot_processor_batches_state ON "
+                + "\(table("depot_processor_batches"))(processor, state, seq)")
         if storage { try await run(try await changesStorage(connection, store: store)) }
         try await run(
             "CREATE TABLE IF NOT EXISTS \(table("depot_checkpoints"))(job text PRIMARY KEY, "

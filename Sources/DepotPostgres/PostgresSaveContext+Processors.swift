@@ -48,11 +48,15 @@ extension PostgresSaveContext {
         -> ProcessorNext
     {
         let batches = store.table("depot_processor_batches")
-        if let row = try await run(
-            "SELECT seq::text, identifiers FROM \(batches) WHERE processor = $1 "
-                + "AND (state = 'open' OR (state = 'leased' AND until < $2)) ORDER BY seq LIMIT 1",
-            [.string(processor), .string(now)]
-        ).first, let seq = row[0].flatMap({ Int($0) }) {
+        var found = try await run(
+            "SELECT seq::text, identifiers FROM \(batches) WHERE processor = $1 AND state = 'open' ORDER BY seq LIMIT 1",
+            [.string(processor)])
+        if found.isEmpty {
+            found = try await run(
+                "SELECT seq::text, identifiers FROM \(batches) WHERE processor = $1 AND state = 'leased' "
+                    + "AND until < $2 ORDER BY seq LIMIT 1", [.string(processor), .string(now)])
+        }
+        if let row = found.first, let seq = row[0].flatMap({ Int($0) }) {
             let lease = "\(seq)-\(secret)"
             _ = try await run(
                 "UPDATE \(batches) SET state = 'leased', lease = $1, until = $2 WHERE processor = $3 AND seq = $4",

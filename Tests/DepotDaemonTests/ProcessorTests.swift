@@ -88,4 +88,44 @@ struct ProcessorTests {
         try await client.dropProcessor("mark", store: "travel")
         #expect(try await client.processors(store: "travel").isEmpty)
     }
+
+    @Test(
+        "clients that die mid-batch 20 times: their batches lapse and go to the others; every record committed exactly once (the log has each identifier once)"
+    )
+    func deadClients() async throws {
+        let d = try DaemonProcess(config: DaemonProcess.config())
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        _ = try ChangeFeedTests.importTrips(d, tripsCSV(1_000), name: "trips.csv")
+        let client = DepotClient(socketPath: d.socket)
+        let created = try await client.createProcessor(
+            store: "travel", ProcessorBody(name: "p", entity: "Trip", batch: 10, lease: "1s"))
+        #expect(created.total == 1_000 && created.batches == 100)
+        // Twenty clients take a batch each and die before committing it.
+        var abandoned: [String] = []
+        for _ in 0..<20 {
+            let batch = try #require(try await client.nextBatch(store: "travel", processor: "p"))
+            abandoned += batch.records.compactMap { $0["id"]?.string }
+        }
+        // A live client goes through the rest; the dead ones' batches come
+        // back to it once their leases lapse (next waits for that). A batch
+        // of its own whose lease lapsed before its commit (a slow machine)
+        // is refused, changes nothing, and comes back too: the log holds
+        // what was committed.
+        var log: [String] = []
+        var refused = 0
+        for try await batch in client.process(store: "travel", processor: "p") {
+            do {
+                try await batch.commit()
+                log += batch.records.compactMap { $0["id"]?.string }
+            } catch let error as DepotClientError where error.code == .conflict {
+                refused += 1
+            }
+        }
+        #expect(
+            log.count == 1_000 && Set(log).count == 1_000,
+            "\(log.count) committed, \(Set(log).count) distinct, \(refused) commits refused")
+        #expect(Set(abandoned).isSubset(of: Set(log)) && abandoned.count == 200)
+        let state = try #require(try await client.processors(store: "travel").first)
+        #expect(state.done == 1_000 && state.state == "finished")
+    }
 }

@@ -135,8 +135,9 @@ package enum SystemTables {
             name TEXT PRIMARY KEY, entity TEXT NOT NULL, predicate TEXT, batch INTEGER NOT NULL, lease REAL NOT NULL,
             created TEXT NOT NULL, total INTEGER NOT NULL, done INTEGER NOT NULL, last_commit TEXT);
         CREATE TABLE IF NOT EXISTS depot_processor_batches(
-            processor TEXT NOT NULL, seq INTEGER NOT NULL, identifiers TEXT NOT NULL, count INTEGER NOT NULL,
-            state TEXT NOT NULL, lease TEXT, until TEXT, PRIMARY KEY(processor, seq));
+            processor TEXT NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL, lease TEXT, until TEXT,
+            count INTEGER NOT NULL, identifiers TEXT NOT NULL, PRIMARY KEY(processor, seq));
+        CREATE INDEX IF NOT EXISTS depot_processor_batches_state ON depot_processor_batches(processor, state, seq);
         """
 
     /// The version this release writes.

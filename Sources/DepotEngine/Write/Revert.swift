@@ -69,9 +69,12 @@ extension StoreBackend {
         }
         let transactions = try await revertedTransactions(target)
         let chunk = min(max(1, batchSize ?? settings.saveEvery), 4_096)
-        if resumed == nil {
-            // A first pass reads every change: entities without values, and
-            // under `fail` any conflict, refuse the job before it writes.
+        // A first pass reads every change before anything is written: under
+        // `fail` for conflicts, and when an entity of the store keeps no
+        // values (a change of it refuses the job). Otherwise each save
+        // checks its changes before it writes them.
+        let someWithoutValues = settings.schema.entities.contains { $0.history != .values }
+        if resumed == nil, policy == .fail || someWithoutValues {
             for t in transactions {
                 try await forEachPage(of: t, after: HistoryToken(t.id - 1), size: chunk) { changes, _ in
                     for c in changes { try self.checkRevertible(c) }
@@ -106,6 +109,7 @@ extension StoreBackend {
                         if index < transactions.count { after = HistoryToken(transactions[index].id - 1) }
                         continue
                     }
+                    for c in read.changes { try self.checkRevertible(c) }
                     let done = try await self.revertChanges(read.changes, save: save, policy: policy, newest: newest)
                     try rejects?.append(done.rejects)
                     counts.add(done.counts)

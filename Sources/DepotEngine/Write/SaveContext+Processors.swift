@@ -26,12 +26,19 @@ extension SaveContext {
     }
 
     func leaseBatch(_ processor: String, now: String, until: String, secret: String) throws -> ProcessorNext {
-        if let row = try Row.fetchOne(
+        // An open batch, else a lapsed one: each found through the state index (the
+        // identifiers, a batch's bulk, are read only for the batch handed out).
+        let open = try Row.fetchOne(
             db.cachedStatement(
-                sql: "SELECT seq, identifiers FROM depot_processor_batches WHERE processor = ? "
-                    + "AND (state = 'open' OR (state = 'leased' AND until < ?)) ORDER BY seq LIMIT 1"),
-            arguments: [processor, now])
-        {
+                sql: "SELECT seq, identifiers FROM depot_processor_batches WHERE processor = ? AND state = 'open' "
+                    + "ORDER BY seq LIMIT 1"), arguments: [processor])
+        let found =
+            try open
+            ?? Row.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT seq, identifiers FROM depot_processor_batches WHERE processor = ? "
+                        + "AND state = 'leased' AND until < ? ORDER BY seq LIMIT 1"), arguments: [processor, now])
+        if let row = found {
             let seq: Int = row[0]
             let lease = "\(seq)-\(secret)"
             try db.execute(
