@@ -68,10 +68,21 @@ extension DepotClient {
     /// ```
     public func nextBatch(store: String, processor: String) async throws -> ProcessorBatch? {
         var status = 0
-        let bytes = try await call(
-            .POST, "/v1/stores/\(Self.escaped(store))/processors/\(Self.escaped(processor))/next",
-            body: .json(EmptyBody())
-        ) { head in status = Int(head.status.code) }
+        var bytes: [UInt8] = []
+        // The daemon waits a while for a leased batch to lapse, then answers
+        // 409 with Retry-After: asked again until a batch or the end.
+        while true {
+            do {
+                bytes = try await call(
+                    .POST, "/v1/stores/\(Self.escaped(store))/processors/\(Self.escaped(processor))/next",
+                    body: .json(EmptyBody())
+                ) { head in status = Int(head.status.code) }
+                break
+            } catch let error as DepotClientError where error.code == .conflict && error.status == 409 {
+                try Task.checkCancellation()
+                continue
+            }
+        }
         if status == 204 { return nil }
         let answer = try Self.decode(
             ProcessorBatchAnswer.self, bytes, answering: "POST .../processors/\(processor)/next")

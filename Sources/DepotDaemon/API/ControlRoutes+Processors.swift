@@ -35,11 +35,18 @@ extension ControlRoutes {
         return try JSONResponse.encode(Self.wire(info), status: .created)
     }
 
+    /// How long `next` waits while every batch left is leased, before it
+    /// answers `409` with `Retry-After` (a client asks again).
+    static let longestNextWait: Duration = .seconds(8)
+
     /// The next batch under a new lease; while every batch left is leased,
-    /// waits until one lapses or a commit comes; `204` once all are committed.
+    /// waits until one lapses or a commit comes (at most
+    /// ``longestNextWait``); `204` once all are committed.
     func nextBatch(_ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
         let name = context.parameters.get("name") ?? ""
+        let clock = ContinuousClock()
+        let deadline = clock.now + Self.longestNextWait
         while true {
             let version = store.reads.commitCount
             switch try await store.nextBatch(name) {
@@ -57,8 +64,21 @@ extension ControlRoutes {
                 out.append(UInt8(ascii: "}"))
                 return JSONResponse.raw(out)
             case .leasedUntil(let until):
+                let left = deadline - clock.now
+                guard left > .zero else {
+                    let seconds = max(
+                        1, ((Timestamp.epochMillis(until) ?? 0) - (Timestamp.epochMillis(Timestamp.now()) ?? 0)) / 1000)
+                    var response = JSONResponse.make(
+                        APIError(
+                            .conflict,
+                            "every batch left of processor \(JSONText.quoted(name)) is under a lease; the first lapses "
+                                + "at \(until), unless it is committed before: ask again"
+                        ).body, status: .conflict)
+                    response.headers[.retryAfter] = String(min(seconds, 8))
+                    return response
+                }
                 let wait = max(0, (Timestamp.epochMillis(until) ?? 0) - (Timestamp.epochMillis(Timestamp.now()) ?? 0))
-                try await Self.waitForCommit(store, after: version, atMost: .milliseconds(min(wait + 5, 60_000)))
+                try await Self.waitForCommit(store, after: version, atMost: min(.milliseconds(wait + 5), left))
             }
         }
     }
