@@ -188,7 +188,7 @@ extension StoreBackend {
     /// Hands out the processor's next batch under a new lease: the first
     /// not committed whose lease (if any) lapsed.
     ///
-    /// - Throws: ``DepotError/Code/notFound``-like `invalidArgument` for no such processor.
+    /// - Throws: ``DepotError/Code/unknownProcessor`` for no such processor.
     public func nextBatch(_ processor: String) async throws -> ProcessorNext {
         try await nextBatch(processor, at: Timestamp.now())
     }
@@ -234,7 +234,7 @@ extension StoreBackend {
 
     /// The processor called `name`, with its progress.
     ///
-    /// - Throws: ``DepotError/Code/invalidArgument`` when there is none.
+    /// - Throws: ``DepotError/Code/unknownProcessor`` when there is none.
     public func processor(_ name: String) async throws -> ProcessorInfo {
         guard let found = try await reads.processors().first(where: { $0.name == name }) else {
             throw DepotError(
