@@ -18,7 +18,7 @@ extension PostgresSaveContext {
             [
                 .string(spec.name), .string(spec.entity), spec.predicate.map(Value.string) ?? .null,
                 .int(Int64(spec.batch)),
-                .double(Double(spec.lease.components.seconds) + Double(spec.lease.components.attoseconds) / 1e18),
+                .double(spec.leaseSeconds),
                 .string(created), .int(Int64(batches.reduce(0) { $0 + $1.count }))
             ])
         guard !inserted.isEmpty else { return false }

@@ -45,15 +45,15 @@ extension ControlRoutes {
     func nextBatch(_ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
         let name = context.parameters.get("name") ?? ""
+        let info = try await store.processor(name)
         let clock = ContinuousClock()
         let deadline = clock.now + Self.longestNextWait
         while true {
             let version = store.reads.commitCount
-            switch try await store.nextBatch(name) {
+            switch try await store.nextBatch(info, at: Timestamp.now()) {
             case .finished:
                 return Response(status: .noContent)
             case .batch(let batch):
-                let info = try await store.processor(name)
                 let records = try await store.records(of: batch, processor: info)
                 var out = Array("{\"lease\":".utf8)
                 out += Array(JSONText.quoted(batch.lease).utf8)

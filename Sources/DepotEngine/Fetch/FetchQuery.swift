@@ -36,8 +36,8 @@ package struct FetchQuery: Sendable {
         if let names = d.fields, names.isEmpty, d.computed.isEmpty {
             throw DepotError(.invalidArgument, "fields is empty; omit it to fetch every field")
         }
-        // Computed alone: with the identifier.
-        let names = d.computed.isEmpty || !(d.fields ?? [""]).isEmpty ? d.fields : entity.identifier
+        // Computed fields alone (`fields` empty): with the identifier.
+        let names = d.fields == [] && !d.computed.isEmpty ? entity.identifier : d.fields
         // Plain fields, and the relationships embedded (prefetch, or key paths in fields).
         let (tree, plain) = try PrefetchPlan.parse(
             entity: entity, schema: schema, prefetch: d.prefetch, fields: names)

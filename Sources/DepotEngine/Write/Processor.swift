@@ -15,6 +15,8 @@ public struct ProcessorSpec: Sendable, Hashable {
     public var batch: Int
     /// How long a batch handed out stays the client's.
     public var lease: Duration
+    /// ``lease`` in seconds, as the store keeps it.
+    package var leaseSeconds: Double { ProgressTicker.seconds(lease) }
 
     public init(
         name: String, entity: String, where predicate: String? = nil, batch: Int = 500, lease: Duration = .seconds(30)
@@ -196,7 +198,12 @@ extension StoreBackend {
     /// ``nextBatch(_:)`` as if it were `now` (canonical UTC): the lease
     /// runs from then (the tests' clock).
     package func nextBatch(_ processor: String, at now: String) async throws -> ProcessorNext {
-        let info = try await self.processor(processor)
+        try await nextBatch(try await self.processor(processor), at: now)
+    }
+
+    /// ``nextBatch(_:at:)`` of a processor already read.
+    package func nextBatch(_ info: ProcessorInfo, at now: String) async throws -> ProcessorNext {
+        let processor = info.name
         let until = Timestamp.format(epochMillis: (Timestamp.epochMillis(now) ?? 0) + Int64(info.lease * 1000))
         let secret = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 16) }.joined()
         return try await withSave(author: "processor:\(processor)", job: nil) { save in

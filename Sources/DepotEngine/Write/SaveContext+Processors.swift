@@ -12,7 +12,7 @@ extension SaveContext {
             sql: "INSERT INTO depot_processors(name, entity, predicate, batch, lease, created, total, done) "
                 + "VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
             arguments: [
-                spec.name, spec.entity, spec.predicate, spec.batch, Self.seconds(spec.lease), created,
+                spec.name, spec.entity, spec.predicate, spec.batch, spec.leaseSeconds, created,
                 batches.reduce(0) { $0 + $1.count }
             ])
         let insert = try db.makeStatement(
@@ -44,7 +44,7 @@ extension SaveContext {
             try db.execute(
                 sql: "UPDATE depot_processor_batches SET state = 'leased', lease = ?, until = ? "
                     + "WHERE processor = ? AND seq = ?", arguments: [lease, until, processor, seq])
-            return .batch(LeasedBatch(lease: lease, expires: until, identifiers: Self.identifiers(row[1])))
+            return .batch(LeasedBatch(lease: lease, expires: until, identifiers: ProcessorRefusal.identifiers(row[1])))
         }
         if let first = try String.fetchOne(
             db, sql: "SELECT min(until) FROM depot_processor_batches WHERE processor = ? AND state = 'leased'",
@@ -78,13 +78,6 @@ extension SaveContext {
         try db.execute(sql: "DELETE FROM depot_processors WHERE name = ?", arguments: [name])
         return db.changesCount > 0
     }
-
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
-
-    /// A batch's identifiers, kept as one JSON array of the identifiers' JSON.
-    static func identifiers(_ text: String) -> [String] { ProcessorRefusal.identifiers(text) }
 }
 
 extension StoreReader {

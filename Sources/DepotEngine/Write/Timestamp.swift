@@ -9,16 +9,6 @@ package enum Timestamp {
         return format(epochMillis: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000))
     }
 
-    /// Now plus `d`, as canonical UTC text (a lease's end).
-    package static func after(_ d: Duration) -> String {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        let (seconds, attos) = d.components
-        return format(
-            epochMillis: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000) + seconds * 1000
-                + attos / 1_000_000_000_000_000)
-    }
-
     /// The milliseconds since 1970 of a canonical timestamp
     /// (`2026-01-02T03:04:05.678Z`); nil for other text.
     package static func epochMillis(_ text: String) -> Int64? {
