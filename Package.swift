@@ -192,6 +192,9 @@ let package = Package(
             name: "FuzzCSV", dependencies: ["DepotEngine", "FuzzSupport"],
             path: "Fuzz/CSV", swiftSettings: swiftSettings),
         .executableTarget(
+            name: "FuzzInfer", dependencies: ["DepotEngine", "FuzzSupport"],
+            path: "Fuzz/Infer", swiftSettings: swiftSettings),
+        .executableTarget(
             name: "FuzzJSON", dependencies: ["DepotEngine", "FuzzSupport"],
             path: "Fuzz/JSON", swiftSettings: swiftSettings),
         .executableTarget(

@@ -494,6 +494,9 @@ struct DaemonAPITests {
         let readerWrites = try asUser(65533, "DELETE", "/v1/stores/travel/history?older_than=1d")
         #expect(readerWrites.hasPrefix("HTTP/1.1 403"))
         #expect(readerWrites.contains("the write role is needed"))
+        // Infer reads: a reader may send a file to it.
+        let readerInfers = try UnixHTTP.asUser(65533, d.socket, "POST", "/v1/infer?name=x.csv", body: "a,b\n1,2\n")
+        #expect(readerInfers.hasPrefix("HTTP/1.1 200") && readerInfers.contains(#""rows": 1"#), "\(readerInfers)")
     }
 
     @Test(

@@ -7,7 +7,7 @@ import Testing
 /// runs: the findings of earlier fuzzing cannot come back unseen.
 @Suite("Fuzz regressions")
 struct FuzzReplayTests {
-    static let targets = ["FuzzPredicate", "FuzzCSV", "FuzzJSON", "FuzzConfig", "FuzzAPIBody"]
+    static let targets = ["FuzzPredicate", "FuzzCSV", "FuzzJSON", "FuzzConfig", "FuzzAPIBody", "FuzzInfer"]
 
     @Test("each fuzz target replays its seeds and kept findings clean", arguments: targets)
     func replay(_ target: String) throws {

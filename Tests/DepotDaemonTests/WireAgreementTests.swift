@@ -2,6 +2,8 @@ import DepotWire
 import Foundation
 import Testing
 
+import enum DepotEngine.SchemaInference
+
 /// Issue 30, item 4: docs/openapi.yaml and the wire types agree: every
 /// operation's JSON request and answer is a wire type, and each schema
 /// has exactly the fields its type writes, at every depth.
@@ -148,6 +150,16 @@ struct WireAgreementTests {
     /// What each operation takes and answers: the JSON of a full value of
     /// its wire types (several answers where the schema is `oneOf`); nil
     /// where the body is not JSON (text, CSV, NDJSON records, an upload).
+    /// An infer answer as the engine writes it, for a file with every part:
+    /// a rename, nulls, evidence, a problem.
+    static func inference() throws -> InferAnswer {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("wire-\(UUID().uuidString).csv")
+        try Data("Trip ID,n\n1,5\n2,NA\n3,x\n4\n".utf8).write(to: url)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let found = try SchemaInference.infer(path: url.path)
+        return try JSONDecoder().decode(InferAnswer.self, from: Data(found.json(toml: true).utf8))
+    }
+
     static func operations() throws -> [String: (request: Any?, answers: [Any])] {
         [
             "GET /v1/health": (
@@ -206,6 +218,7 @@ struct WireAgreementTests {
             ),
             "POST /v1/stores/{store}/entities/{entity}/export": (try json(export), []),
             "POST /v1/stores/{store}/entities/{entity}/import": (nil, [try json(job)]),
+            "POST /v1/infer": (nil, [try json(try inference())]),
             "POST /v1/stores/{store}/save": (
                 try json(
                     SaveBody(

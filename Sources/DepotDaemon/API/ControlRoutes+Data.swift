@@ -337,6 +337,41 @@ extension ControlRoutes {
     /// Why an upload could not be spooled: a full disk is the client's to
     /// know (`507 disk_full`); anything else goes to the log, and the client
     /// gets `500 io`, no errno text.
+    /// Writes a request's body to `path` (created, 0600), synced; removes
+    /// it and throws on an empty or too large body or a write that fails.
+    func spool(_ body: RequestBody, to path: String) async throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw spoolFailure(errno, path: path) }
+        var total: Int64 = 0
+        do {
+            defer { close(fd) }
+            // After a refusal the body is read on (discarding, up to 64 MiB)
+            // so that a client that sends all before it reads gets the answer.
+            var refusal: APIError?
+            var discarded = 0
+            for try await chunk in body {
+                if refusal != nil {
+                    discarded += chunk.readableBytes
+                    if discarded > 64 << 20 { break }
+                    continue
+                }
+                total += Int64(chunk.readableBytes)
+                if total > config.maxUploadBytes {
+                    refusal = APIError(
+                        .tooLarge, "the upload is larger than max_upload_bytes (\(config.maxUploadBytes))")
+                } else if let code = chunk.withUnsafeReadableBytes({ FileOutput.write(fd, $0) }) {
+                    refusal = spoolFailure(code, path: path)
+                }
+            }
+            if let refusal { throw refusal }
+            guard total > 0 else { throw APIError(.invalidArgument, "the upload is empty: send the file as the body") }
+            guard fsync(fd) == 0 else { throw spoolFailure(errno, path: path) }
+        } catch {
+            unlink(path)
+            throw error
+        }
+    }
+
     func spoolFailure(_ code: Int32, path: String) -> APIError {
         if code == ENOSPC || code == EDQUOT {
             return APIError(
@@ -452,36 +487,7 @@ extension ControlRoutes {
         let spool = config.stateDir + "/spool"
         try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
         let path = "\(spool)/\(record.id).\(format.rawValue)"
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw spoolFailure(errno, path: path) }
-        var total: Int64 = 0
-        do {
-            defer { close(fd) }
-            // After a refusal the body is read on (discarding, up to 64 MiB)
-            // so that a client that sends all before it reads gets the answer.
-            var refusal: APIError?
-            var discarded = 0
-            for try await chunk in request.body {
-                if refusal != nil {
-                    discarded += chunk.readableBytes
-                    if discarded > 64 << 20 { break }
-                    continue
-                }
-                total += Int64(chunk.readableBytes)
-                if total > config.maxUploadBytes {
-                    refusal = APIError(
-                        .tooLarge, "the upload is larger than max_upload_bytes (\(config.maxUploadBytes))")
-                } else if let code = chunk.withUnsafeReadableBytes({ FileOutput.write(fd, $0) }) {
-                    refusal = spoolFailure(code, path: path)
-                }
-            }
-            if let refusal { throw refusal }
-            guard total > 0 else { throw APIError(.invalidArgument, "the upload is empty: send the file as the body") }
-            guard fsync(fd) == 0 else { throw spoolFailure(errno, path: path) }
-        } catch {
-            unlink(path)
-            throw error
-        }
+        try await self.spool(request.body, to: path)
         record.spec = spec.with(path: path)
         do {
             return try JSONResponse.encode(try await jobs.submit(record), status: .accepted)

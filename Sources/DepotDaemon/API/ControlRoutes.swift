@@ -122,6 +122,9 @@ package struct ControlRoutes: Sendable {
                 return try await self.writeRecord(request, context)
             }
         }
+        on(.post, "infer") { request, context in
+            return try await self.infer(request, context)
+        }
         on(.post, "stores/:store/entities/:entity/import") { request, context in
             return try await self.upload(request, context)
         }

@@ -3,7 +3,7 @@ import Hummingbird
 
 /// The role check of every request, in one place (docs/api.md, "Access"):
 /// reading — every `GET`, a fetch, an aggregate, a duplicates query, a
-/// streamed export — needs
+/// streamed export, an infer (`POST /v1/infer`) — needs
 /// the `read` role (or `write`); everything else needs `write`.
 struct RoleMiddleware: RouterMiddleware {
     typealias Context = DepotRequestContext
@@ -24,6 +24,7 @@ struct RoleMiddleware: RouterMiddleware {
     /// The role a request needs.
     static func role(_ method: HTTPRequest.Method, path: String) -> Role {
         if method == .get || method == .head { return .read }
+        if method == .post, path.hasSuffix("/v1/infer") { return .read }
         if method == .post, ["/fetch", "/aggregate", "/duplicates", "/export"].contains(where: { path.hasSuffix($0) }) {
             return .read
         }

@@ -11,12 +11,23 @@ struct CSVBatcher: RecordBatcher {
     private let references: [(input: Int, name: String, fields: [Field])]
     private let headerCount: Int
     private let entity: EntitySchema
+    /// Spellings of null in fields that are not strings, and whether a
+    /// quoted empty string is one.
+    private let nulls: [[UInt8]]
+    private let quotedEmptyIsNull: Bool
+    private let latin1: Bool
+    /// Whether the identifier `_key` is computed from each record's cells
+    /// (an entity `depotctl infer` found no key for, DESIGN §18).
+    private let computedKey: Bool
+    private var scratch: [UInt8] = []
 
     init(request: ImportRequest, entity: EntitySchema, from state: ImportCheckpoint) throws {
-        let delimiter = request.options.delimiter ?? (request.options.format == .tsv ? 9 : UInt8(ascii: ","))
+        let options = request.options
+        let delimiter = options.delimiter ?? (options.format == .tsv ? 9 : UInt8(ascii: ","))
+        let quote = options.quote ?? UInt8(ascii: "\"")
         let header = try CSVReader(
-            path: request.path, delimiter: delimiter,
-            lenientQuotes: request.options.lenientQuotes)
+            path: request.path, delimiter: delimiter, quote: quote, skipInitialSpace: options.skipInitialSpace,
+            lenientQuotes: options.lenientQuotes)
         guard let first = try header.next() else {
             throw DepotError(
                 .invalidArgument,
@@ -28,7 +39,18 @@ struct CSVBatcher: RecordBatcher {
                 .invalidArgument, "the header row of \(request.path) (line \(line)) is not valid CSV: \(reason)")
         }
         var names: [String] = []
-        for i in 0..<header.fieldCount { names.append(header.string(i) ?? "") }
+        for i in 0..<header.fieldCount {
+            if !options.header {
+                names.append("field_\(i + 1)")
+            } else if options.latin1 {
+                names.append(header.withBytes(i) { String(decoding: Latin1.utf8($0), as: UTF8.self) })
+            } else {
+                names.append(header.string(i) ?? "")
+            }
+        }
+        // Columns whose names are not their fields' (DESIGN §18).
+        let columnNames = names
+        names = names.map { options.columnFields[$0] ?? $0 }
         var columns: [(Int, Field)] = []
         var references: [(input: Int, name: String, fields: [Field])] = []
         var unknown: [String] = []
@@ -38,7 +60,8 @@ struct CSVBatcher: RecordBatcher {
                 throw DepotError(
                     .invalidArgument,
                     "the header of \(request.path) names column "
-                        + "\(JSONText.quoted(name)) twice")
+                        + "\(JSONText.quoted(columnNames[i])) twice"
+                        + (name != columnNames[i] ? " (as field \(JSONText.quoted(name)))" : ""))
             }
             if let p = entity.position(of: name) {
                 columns.append((i, entity.fields[p]))
@@ -59,7 +82,8 @@ struct CSVBatcher: RecordBatcher {
                     }.joined(separator: ", "))
         }
         let given = Set(names + references.flatMap { $0.fields.map(\.name) })
-        for id in entity.identifier where !given.contains(id) {
+        computedKey = entity.identifier == [Inference.computedKey] && !given.contains(Inference.computedKey)
+        for id in entity.identifier where !given.contains(id) && !computedKey {
             throw DepotError(
                 .invalidArgument,
                 "the header of \(request.path) has no column for identifier "
@@ -69,19 +93,52 @@ struct CSVBatcher: RecordBatcher {
         self.references = references
         self.headerCount = names.count
         self.entity = entity
-        if state.offset > header.offset {
+        nulls = options.nulls.filter { $0 != "\"\"" && !$0.isEmpty }.map { Array($0.utf8) }
+        quotedEmptyIsNull = options.nulls.contains("\"\"") || options.nulls.contains("")
+        latin1 = options.latin1
+        if state.offset > header.offset || (!options.header && state.offset == 0) {
+            // Without a header, the first record is data: read it again.
             reader = try CSVReader(
-                path: request.path, delimiter: delimiter, lenientQuotes: request.options.lenientQuotes,
-                offset: state.offset, line: state.line)
+                path: request.path, delimiter: delimiter, quote: quote, skipInitialSpace: options.skipInitialSpace,
+                lenientQuotes: options.lenientQuotes, offset: state.offset, line: state.line)
         } else {
             reader = header
         }
     }
 
+    /// Whether cell `input` is one of the import's null spellings.
+    private func isNullSpelling(_ input: Int) -> Bool {
+        reader.withBytes(input) { b in
+            if b.isEmpty { return quotedEmptyIsNull }
+            return nulls.contains { $0.count == b.count && $0.elementsEqual(b) }
+        }
+    }
+
+    /// The computed `_key` of the record read: 128 bits of hash over every
+    /// cell (its presence, length and bytes), as 32 hex digits; the same
+    /// record gives the same key, so importing a file again changes nothing.
+    private mutating func rowKey() -> String {
+        scratch.removeAll(keepingCapacity: true)
+        for i in 0..<reader.fieldCount {
+            if reader.isNull(i) {
+                scratch.append(0)
+                continue
+            }
+            reader.withBytes(i) { b in
+                scratch.append(1)
+                withUnsafeBytes(of: UInt32(b.count).littleEndian) { scratch.append(contentsOf: $0) }
+                scratch.append(contentsOf: b)
+            }
+        }
+        return scratch.withUnsafeBufferPointer { Hashing.key128($0) }
+    }
+
     /// Reads up to `max` records.
     mutating func next(max: Int) throws -> ParsedBatch {
         var batch = RecordBatch(
-            entity: entity.name, columns: columns.map(\.field.name) + references.flatMap { $0.fields.map(\.name) },
+            entity: entity.name,
+            columns: columns.map(\.field.name) + references.flatMap { $0.fields.map(\.name) }
+                + (computedKey ? [Inference.computedKey] : []),
             reservingCapacity: max)
         var lines: [Int] = []
         lines.reserveCapacity(max)
@@ -126,8 +183,26 @@ struct CSVBatcher: RecordBatcher {
                     row.append(.null)
                     continue
                 }
+                if field.type != .string, !nulls.isEmpty || quotedEmptyIsNull, isNullSpelling(input) {
+                    if !field.isOptional {
+                        failure = RejectsFile.line(
+                            reader.line, field: field.name,
+                            reason: "required field \(JSONText.quoted(field.name)) is null", value: nil)
+                        break
+                    }
+                    row.append(.null)
+                    continue
+                }
                 let parsed = reader.withBytes(input) { bytes -> Result<Value, FieldParser.Failure> in
                     do throws(FieldParser.Failure) {
+                        if latin1, !Latin1.isASCII(bytes) {
+                            let converted = Latin1.utf8(bytes).withUnsafeBufferPointer { b in
+                                Result { () throws(FieldParser.Failure) -> Value in
+                                    try FieldParser.parse(b, as: field.type)
+                                }
+                            }
+                            return converted
+                        }
                         return .success(try FieldParser.parse(bytes, as: field.type))
                     } catch { return .failure(error) }
                 }
@@ -167,6 +242,7 @@ struct CSVBatcher: RecordBatcher {
                 rejects.append(.init(line: reader.line, text: failure))
                 continue
             }
+            if computedKey { row.append(.string(rowKey())) }
             batch.append(row)
             lines.append(reader.line)
         }

@@ -41,6 +41,8 @@ final class CSVReader {
 
     private let file: InputFile
     private let delimiter: UInt8
+    private let quote: UInt8
+    private let skipInitialSpace: Bool
     private let lenientQuotes: Bool
     /// The longest record read whole; longer ones are malformed.
     let maxRecordBytes: Int
@@ -72,13 +74,18 @@ final class CSVReader {
     ///
     /// With `lenientQuotes`, a quote inside a field that does not start with
     /// one is literal text, as PostgreSQL reads it; strict RFC 4180 (the
-    /// default) rejects such a record.
+    /// default) rejects such a record. `quote` is the quoting byte (`"`, or
+    /// `'` for files written so); with `skipInitialSpace`, spaces after a
+    /// delimiter are dropped, so that `a, "b, c"` reads two fields.
     init(
-        path: String, delimiter: UInt8 = UInt8(ascii: ","), lenientQuotes: Bool = false, offset: Int64 = 0,
+        path: String, delimiter: UInt8 = UInt8(ascii: ","), quote: UInt8 = UInt8(ascii: "\""),
+        skipInitialSpace: Bool = false, lenientQuotes: Bool = false, offset: Int64 = 0,
         line: Int = 1, bufferSize: Int = 1 << 20, maxRecordBytes: Int = 64 << 20
     ) throws {
         file = try InputFile(path: path, offset: offset)
         self.delimiter = delimiter
+        self.quote = quote
+        self.skipInitialSpace = skipInitialSpace
         self.lenientQuotes = lenientQuotes
         self.maxRecordBytes = maxRecordBytes
         buffer = .allocate(byteCount: bufferSize, alignment: 16)
@@ -197,7 +204,7 @@ final class CSVReader {
     /// Finds the next record's fields without changing any byte, so that it
     /// can start over after `fill()`.
     private func scan() -> Scan {
-        let quote = UInt8(ascii: "\"")
+        let quote = self.quote
         let lf = UInt8(ascii: "\n"), cr = UInt8(ascii: "\r")
         let delimiter = self.delimiter
         let b = buffer
@@ -228,6 +235,10 @@ final class CSVReader {
         }
         while true {
             // Start of a field at i.
+            if skipInitialSpace {
+                while i < end, b[i] == 0x20 { i += 1 }
+                if i == end && !atEOF { return .needMore }
+            }
             if i < end, b[i] == quote {
                 var j = i + 1
                 var escapes = false
@@ -295,7 +306,7 @@ final class CSVReader {
 
     /// Turns `""` into `"` in the fields that have them, in place.
     private func unescape() {
-        let quote = UInt8(ascii: "\"")
+        let quote = self.quote
         for s in slots.indices where slots[s].escapes {
             var r = slots[s].start, w = r
             let stop = slots[s].end
@@ -313,6 +324,9 @@ final class CSVReader {
         let s = slots[i]
         return !s.quoted && s.start == s.end
     }
+
+    /// Whether field `i` of the last record was quoted.
+    func isQuoted(_ i: Int) -> Bool { slots[i].quoted }
 
     /// Calls `body` with the bytes of field `i` of the last record.
     func withBytes<T>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {

@@ -125,3 +125,26 @@ enum FieldParser {
         return nil
     }
 }
+
+/// Latin-1 (ISO 8859-1) text to UTF-8: each byte is the code point of the
+/// same number.
+enum Latin1 {
+    static func isASCII(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        for c in b where c >= 0x80 { return false }
+        return true
+    }
+
+    static func utf8(_ b: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(b.count + b.count / 4)
+        for c in b {
+            if c < 0x80 {
+                out.append(c)
+            } else {
+                out.append(0xC0 | (c >> 6))
+                out.append(0x80 | (c & 0x3F))
+            }
+        }
+        return out
+    }
+}

@@ -58,6 +58,21 @@ public struct ImportOptions: Sendable, Hashable {
     public var saveEvery: Int?
     /// Save at least this often; `nil` takes the store's `save_interval`.
     public var saveInterval: Duration?
+    /// The quoting byte of a CSV or TSV file; `nil` for `"`.
+    public var quote: UInt8?
+    /// Drop the spaces after each delimiter (`a, "b, c"`).
+    public var skipInitialSpace = false
+    /// Whether a CSV's first record names its columns. Without, the columns
+    /// are named `field_1`, `field_2`… (as `depotctl infer` names them).
+    public var header = true
+    /// The field of each column whose name is not its field's (a name made
+    /// valid by `depotctl infer`: `"Trip ID": "Trip_ID"`).
+    public var columnFields: [String: String] = [:]
+    /// Spellings read as null in a field that is not a string (`NA`, `-`;
+    /// `""` for a quoted empty string), as `depotctl infer` reports them.
+    public var nulls: [String] = []
+    /// The file's text is Latin-1 (ISO 8859-1): it is stored as UTF-8.
+    public var latin1 = false
     /// Keep a reference to a record that does not exist (yet) instead of
     /// rejecting the row (`references = "defer"`, DESIGN §12): it resolves
     /// when the target arrives; `depotctl check` lists those that do not.

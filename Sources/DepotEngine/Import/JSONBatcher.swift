@@ -20,6 +20,10 @@ struct JSONBatcher: RecordBatcher {
     /// To-ones to a compound identifier, given as one JSON array under their
     /// name (DESIGN §12): the name, and the positions of their columns.
     private let compound: [(name: String, fields: [Int])]
+    /// The position of `_key` when it is computed from each record's
+    /// members (an entity `depotctl infer` found no key for, DESIGN §18).
+    private let computedKey: Int?
+    private var scratch: [UInt8] = []
 
     var startOffset: Int64 { reader.offset }
     var startLine: Int { reader.resumeLine }
@@ -30,7 +34,12 @@ struct JSONBatcher: RecordBatcher {
             path: request.path, offset: state.offset, line: state.line,
             lineStart: state.lineStart)
         self.entity = entity
-        fieldNames = entity.fields.map { Array($0.name.utf8) }
+        // A field whose key is not its name (ImportOptions.columnFields).
+        var keyOf: [String: String] = [:]
+        for (column, field) in request.options.columnFields { keyOf[field] = column }
+        fieldNames = entity.fields.map { Array((keyOf[$0.name] ?? $0.name).utf8) }
+        computedKey =
+            entity.identifier == [Inference.computedKey] ? entity.position(of: Inference.computedKey) : nil
         refuseUnknown = request.options.refuseUnknownColumns
         compound = entity.relationshipColumns.compactMap { name, columns in
             columns.count > 1 ? (name, columns.map { entity.position(of: $0)! }) : nil
@@ -59,6 +68,19 @@ struct JSONBatcher: RecordBatcher {
             }
             return nil
         }
+    }
+
+    /// The computed `_key` of the record read: 128 bits of hash over its
+    /// members (each key and value), as 32 hex digits.
+    private mutating func recordKey() -> String {
+        scratch.removeAll(keepingCapacity: true)
+        for m in 0..<reader.members.count {
+            for bytes in [reader.withKey(m) { Array($0) }, Array(reader.rawValue(m).utf8)] {
+                withUnsafeBytes(of: UInt32(bytes.count).littleEndian) { scratch.append(contentsOf: $0) }
+                scratch.append(contentsOf: bytes)
+            }
+        }
+        return scratch.withUnsafeBufferPointer { Hashing.key128($0) }
     }
 
     mutating func next(max: Int) throws -> ParsedBatch {
@@ -121,6 +143,7 @@ struct JSONBatcher: RecordBatcher {
                 }
                 if failure != nil { break }
             }
+            if failure == nil, let k = computedKey, row[k].isNull { row[k] = .string(recordKey()) }
             if failure == nil, let f = fields.indices.first(where: { row[$0].isNull && !fields[$0].isOptional }) {
                 failure = RejectsFile.line(
                     reader.line, field: fields[f].name,
