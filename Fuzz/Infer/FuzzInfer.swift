@@ -66,7 +66,17 @@ func fuzzInfer(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
                 continue
             }
             guard reader.fieldCount == width else { continue }
-            rows.append((0..<width).map { c in reader.isNull(c) ? nil : reader.withBytes(c) { Array($0) } })
+            // Null as the import reads it with the inferred entity: an empty
+            // cell, or in a typed field a null spelling or a quoted "".
+            rows.append(
+                (0..<width).map { c in
+                    if reader.isNull(c) { return nil }
+                    return reader.withBytes(c) { b -> [UInt8]? in
+                        let typed = c < found.fields.count && found.fields[c].type != .string
+                        if typed && (b.isEmpty || NullSpelling.spelling(b) != nil) { return nil }
+                        return Array(b)
+                    }
+                })
         }
     } catch {
         Fuzz.fail("the dialect's reader threw: \(error)")

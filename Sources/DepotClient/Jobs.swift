@@ -112,12 +112,63 @@ public struct ImportOptions: Sendable, Hashable {
     }
 
     /// The options as a job's settings.
+    /// The file's delimiter: one character (`\t` for a tab); default `,`.
+    ///
+    /// ```swift
+    /// var options = ImportOptions(format: .csv)
+    /// options.delimiter = ";"
+    /// ```
+    public var delimiter: String?
+    /// The file's quote: `"` (the default) or `'`.
+    ///
+    /// ```swift
+    /// options.quote = "'"
+    /// ```
+    public var quote: String?
+    /// False when the file's first record is data (columns `field_1`…).
+    ///
+    /// ```swift
+    /// options.header = false
+    /// ```
+    public var header: Bool?
+    /// `strict` (the default) or `lenient`: a quote inside an unquoted field is text.
+    ///
+    /// ```swift
+    /// options.quotes = "lenient"
+    /// ```
+    public var quotes: String?
+    /// Whether spaces after each delimiter are dropped.
+    ///
+    /// ```swift
+    /// options.skipInitialSpace = true
+    /// ```
+    public var skipInitialSpace: Bool?
+    /// Spellings read as null in fields that are not strings.
+    ///
+    /// ```swift
+    /// options.nulls = ["NA", "-"]
+    /// ```
+    public var nulls: [String]?
+    /// `utf-8` (the default) or `latin-1`.
+    ///
+    /// ```swift
+    /// options.encoding = "latin-1"
+    /// ```
+    public var encoding: String?
+
     var settings: JobSettings {
         var s = JobSettings()
         s.format = format?.rawValue
         s.onConflict = onConflict?.rawValue
         s.maxRejects = maxRejects
         s.references = references
+        s.delimiter = delimiter
+        s.quote = quote
+        s.header = header
+        s.quotes = quotes
+        s.skipInitialSpace = skipInitialSpace
+        s.nulls = nulls
+        s.encoding = encoding
         return s
     }
 
@@ -125,7 +176,9 @@ public struct ImportOptions: Sendable, Hashable {
     var members: [(String, String)] {
         [
             ("format", format?.rawValue), ("on_conflict", onConflict?.rawValue), ("max_rejects", maxRejects),
-            ("references", references)
+            ("references", references), ("delimiter", delimiter), ("quote", quote), ("header", header.map(String.init)),
+            ("quotes", quotes), ("skip_initial_space", skipInitialSpace.map(String.init)),
+            ("nulls", nulls?.joined(separator: ",")), ("encoding", encoding)
         ].compactMap { key, value in value.map { (key, $0) } }
     }
 }

@@ -1,6 +1,8 @@
 /// The settings of a job's kind, as `POST /v1/jobs` takes them and a job's
 /// record shows them (DESIGN §5): an import's `path`, `format`,
-/// `on_conflict`, `max_rejects`, `references`; a delete's `where`; an
+/// `on_conflict`, `max_rejects`, `references` and its file's dialect
+/// (`delimiter`, `quote`, `header`, `quotes`, `skip_initial_space`, `nulls`,
+/// `columns`, `encoding`: what `depotctl infer` reports); a delete's `where`; an
 /// update's `where`, `set` and `compute`; a dedupe's `by`, `keep`, `where`; an
 /// export's `format`, `where`, `path`, `prefetch`; a prune's `before` or
 /// `older_than`; a revert's `token` or `job`, and `on_conflict`. The daemon reads each for the kinds that have it.
@@ -43,6 +45,58 @@ public struct JobSettings: Sendable, Hashable, Codable {
     /// settings.references = "defer"
     /// ```
     public var references: String?
+    /// A CSV import's delimiter: one character (`;`, `|`, `\t` for a tab…);
+    /// default `,` (`\t` for TSV).
+    ///
+    /// ```swift
+    /// settings.delimiter = ";"
+    /// ```
+    public var delimiter: String?
+    /// A CSV import's quote: `"` (the default) or `'`.
+    ///
+    /// ```swift
+    /// settings.quote = "'"
+    /// ```
+    public var quote: String?
+    /// Whether a CSV's first record names its columns (default true); without,
+    /// the columns are `field_1`, `field_2`…
+    ///
+    /// ```swift
+    /// settings.header = false
+    /// ```
+    public var header: Bool?
+    /// `strict` (RFC 4180, the default) or `lenient`: a quote inside an
+    /// unquoted field is text.
+    ///
+    /// ```swift
+    /// settings.quotes = "lenient"
+    /// ```
+    public var quotes: String?
+    /// Whether spaces after each delimiter are dropped (`a, "b, c"`).
+    ///
+    /// ```swift
+    /// settings.skipInitialSpace = true
+    /// ```
+    public var skipInitialSpace: Bool?
+    /// Spellings read as null in fields that are not strings (`""` for a
+    /// quoted empty string), as `depotctl infer` reports them.
+    ///
+    /// ```swift
+    /// settings.nulls = ["NA", "-"]
+    /// ```
+    public var nulls: [String]?
+    /// The field of each column whose name is not its field's.
+    ///
+    /// ```swift
+    /// settings.columns = ["Trip ID": "Trip_ID"]
+    /// ```
+    public var columns: [String: String]?
+    /// The file's text encoding: `utf-8` (the default) or `latin-1`.
+    ///
+    /// ```swift
+    /// settings.encoding = "latin-1"
+    /// ```
+    public var encoding: String?
     /// An export's relationships whose records each record embeds.
     ///
     /// ```swift
@@ -114,6 +168,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case path, format, onConflict = "on_conflict", maxRejects = "max_rejects", references, prefetch
+        case delimiter, quote, header, quotes, skipInitialSpace = "skip_initial_space", nulls, columns, encoding
         case `where`, set, compute, by, keep, before, olderThan = "older_than", token, job
     }
 
@@ -138,6 +193,14 @@ public struct JobSettings: Sendable, Hashable, Codable {
         }
         references = try c.decodeIfPresent(String.self, forKey: .references)
         prefetch = try c.decodeIfPresent([String].self, forKey: .prefetch)
+        delimiter = try c.decodeIfPresent(String.self, forKey: .delimiter)
+        quote = try c.decodeIfPresent(String.self, forKey: .quote)
+        header = try c.decodeIfPresent(Bool.self, forKey: .header)
+        quotes = try c.decodeIfPresent(String.self, forKey: .quotes)
+        skipInitialSpace = try c.decodeIfPresent(Bool.self, forKey: .skipInitialSpace)
+        nulls = try c.decodeIfPresent([String].self, forKey: .nulls)
+        columns = try c.decodeIfPresent([String: String].self, forKey: .columns)
+        encoding = try c.decodeIfPresent(String.self, forKey: .encoding)
         `where` = try c.decodeIfPresent(String.self, forKey: .where)
         set = try c.decodeIfPresent([String: JSONValue].self, forKey: .set)
         compute = try c.decodeIfPresent([String: String].self, forKey: .compute)
@@ -162,6 +225,14 @@ public struct JobSettings: Sendable, Hashable, Codable {
         try c.encodeIfPresent(maxRejects, forKey: .maxRejects)
         try c.encodeIfPresent(references, forKey: .references)
         try c.encodeIfPresent(prefetch, forKey: .prefetch)
+        try c.encodeIfPresent(delimiter, forKey: .delimiter)
+        try c.encodeIfPresent(quote, forKey: .quote)
+        try c.encodeIfPresent(header, forKey: .header)
+        try c.encodeIfPresent(quotes, forKey: .quotes)
+        try c.encodeIfPresent(skipInitialSpace, forKey: .skipInitialSpace)
+        try c.encodeIfPresent(nulls, forKey: .nulls)
+        try c.encodeIfPresent(columns, forKey: .columns)
+        try c.encodeIfPresent(encoding, forKey: .encoding)
         try c.encodeIfPresent(`where`, forKey: .where)
         try c.encodeIfPresent(set, forKey: .set)
         try c.encodeIfPresent(compute, forKey: .compute)

@@ -16,6 +16,7 @@ struct Import: DepotCommand {
             Example:
               depotctl import trips.csv --store travel --entity Trip
               depotctl import big.ndjson --store travel --entity Trip --on-conflict skip --detach
+              depotctl import export.csv --store travel --entity Trip --delimiter ';' --nulls NA,-
             """)
     @OptionGroup var global: Global
 
@@ -51,6 +52,27 @@ struct Import: DepotCommand {
     )
     var references: String?
 
+    @Option(help: "The file's delimiter: one character, \\t for a tab (default , or a tab for TSV).")
+    var delimiter: String?
+
+    @Option(help: "The file's quote: \" (the default) or '.")
+    var quote: String?
+
+    @Flag(name: .customLong("no-header"), help: "The file's first record is data; its columns are field_1, field_2….")
+    var noHeader = false
+
+    @Option(help: "strict (RFC 4180, the default) or lenient: a quote inside an unquoted field is text.")
+    var quotes: String?
+
+    @Flag(name: .customLong("skip-initial-space"), help: "Drop the spaces after each delimiter (a, \"b, c\").")
+    var skipInitialSpace = false
+
+    @Option(help: "Spellings read as null in fields that are not strings, comma-separated (NA,-).")
+    var nulls: String?
+
+    @Option(help: "The file's encoding: utf-8 (the default) or latin-1.")
+    var encoding: String?
+
     @Flag(help: "Print the job's id and return at once instead of following it.")
     var detach = false
 
@@ -71,6 +93,9 @@ struct Import: DepotCommand {
         if let references, !["check", "defer"].contains(references) {
             throw ValidationError("--references must be check or defer, not \"\(references)\".")
         }
+        if let quotes, !["strict", "lenient"].contains(quotes) {
+            throw ValidationError("--quotes must be strict or lenient, not \"\(quotes)\".")
+        }
     }
 
     func execute(_ client: DaemonClient) async throws {
@@ -88,10 +113,17 @@ struct Import: DepotCommand {
             throw Failure(
                 "cannot tell the format of \(file) from its extension; pass --format csv, tsv, ndjson or json")
         }
-        let options = ImportOptions(
+        var options = ImportOptions(
             format: ImportOptions.Format(rawValue: format),
             onConflict: onConflict.flatMap(ImportOptions.ConflictPolicy.init),
             maxRejects: maxRejects, references: references)
+        options.delimiter = delimiter
+        options.quote = quote
+        options.header = noHeader ? false : nil
+        options.quotes = quotes
+        options.skipInitialSpace = skipInitialSpace ? true : nil
+        options.nulls = nulls.map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        options.encoding = encoding
         let job =
             byPath
             ? try await client.importFile(url.standardizedFileURL.path, store: store, entity: entity, options: options)

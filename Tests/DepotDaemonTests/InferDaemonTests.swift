@@ -69,4 +69,56 @@ struct InferDaemonTests {
         let left = (try? FileManager.default.contentsOfDirectory(atPath: spool.path)) ?? []
         #expect(left.isEmpty, "\(left)")
     }
+
+    @Test(
+        "an import reads the dialect infer reports: delimiter, quote, null spellings, renamed columns, no header, Latin-1; kept in the job's record; bad values refused"
+    )
+    func dialect() async throws {
+        let d = try DaemonProcess(config: DaemonProcess.config())
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        // Semicolons, single quotes, NA for a null end date, Latin-1 names.
+        let file = d.folder.appendingPathComponent("semi.csv")
+        var bytes = Array("id;name;destination;startDate;endDate;budget;isFavorite\n".utf8)
+        bytes += Array("s1;'Caf".utf8) + [0xE9] + Array("; Paris';Paris;2025-01-02;NA;7;true\n".utf8)
+        bytes += Array("s2;Plain;Rome;2025-01-03;-;12.5;false\n".utf8)
+        try Data(bytes).write(to: file)
+        let imported = try Ctl.run(
+            [
+                "import", file.path, "--store", "travel", "--entity", "Trip", "--delimiter", ";", "--quote", "'",
+                "--nulls", "NA,-", "--encoding", "latin-1"
+            ], socket: d.socket)
+        #expect(imported.status == 0 && imported.out.contains("2 inserted"), "\(imported.out)\(imported.err)")
+        let client = DepotClient(socketPath: d.socket)
+        let s1 = try #require(try await client.record(store: "travel", entity: "Trip", id: "s1"))
+        #expect(s1.value["name"] == "Café; Paris" && s1.value["endDate"] == .null, "\(s1.value)")
+        // The job's record keeps the dialect, so a resumed job reads alike.
+        let jobs = try await client.jobs()
+        let settings = try #require(jobs.last?.settings)
+        #expect(settings.delimiter == ";" && settings.quote == "'" && settings.nulls == ["NA", "-"])
+        #expect(settings.encoding == "latin-1")
+        // By path: renamed columns and no header.
+        let headless = d.folder.appendingPathComponent("inbox/headless.csv")
+        try Data("h1,Trip,Oslo,2025-02-01,3,true\nh2,Trip,Oslo,2025-02-02,4,false\n".utf8).write(to: headless)
+        let columns =
+            #""columns": {"field_1": "id", "field_2": "name", "field_3": "destination", "field_4": "startDate", "field_5": "budget", "field_6": "isFavorite"}"#
+        let job = try d.request(
+            "POST", "/v1/jobs",
+            body:
+                #"{"kind": "import", "store": "travel", "entity": "Trip", "path": "\#(headless.path)", "header": false, \#(columns)}"#
+        )
+        #expect(job.status == 202, "\(job.body)")
+        let events = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(job.object["id"] as? String ?? "")/events")
+        {
+            ["succeeded", "failed"].contains(json($0)["state"] as? String ?? "")
+        }
+        #expect(json(events.last ?? "")["inserted"] as? Int == 2, "\(events.last ?? "")")
+        // Bad values: refused before anything is spooled, saying what they must be.
+        for (query, words) in [
+            ("delimiter=ab", "delimiter must be one character"), ("quote=x", "quote must be"),
+            ("encoding=utf-16", "encoding must be utf-8 or latin-1"), ("header=maybe", "header must be true or false")
+        ] {
+            let r = try d.request("POST", "/v1/stores/travel/entities/Trip/import?\(query)", body: "id\n1\n")
+            #expect(r.status == 400 && r.body.contains(words), "\(query): \(r.body)")
+        }
+    }
 }

@@ -42,6 +42,14 @@ struct WireAgreementTests {
         s.maxRejects = "1%"
         s.references = "defer"
         s.prefetch = ["customer"]
+        s.delimiter = ";"
+        s.quote = "'"
+        s.header = false
+        s.quotes = "lenient"
+        s.skipInitialSpace = true
+        s.nulls = ["NA"]
+        s.columns = ["Trip ID": "Trip_ID"]
+        s.encoding = "latin-1"
         s.where = "budget > 1"
         s.set = ["isFavorite": true]
         s.compute = ["budget": "budget * 1.1"]

@@ -481,6 +481,21 @@ extension ControlRoutes {
         if let references = q.get("references") {
             options.deferReferences = try JobSetting.read("references", String(references), JobSetting.references)
         }
+        // The file's dialect, as `depotctl infer` reports it; nulls as one
+        // comma-separated list.
+        var dialect = JobSettings()
+        dialect.delimiter = q.get("delimiter").map { String($0) }
+        dialect.quote = q.get("quote").map { String($0) }
+        dialect.quotes = q.get("quotes").map { String($0) }
+        dialect.encoding = q.get("encoding").map { String($0) }
+        dialect.nulls = q.get("nulls").map {
+            $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        }
+        if let h = q.get("header") { dialect.header = try JobSetting.read("header", String(h), JobSetting.flag) }
+        if let s = q.get("skip_initial_space") {
+            dialect.skipInitialSpace = try JobSetting.read("skip_initial_space", String(s), JobSetting.flag)
+        }
+        try options.read(dialectOf: dialect)
         let spec = JobSpec.importFile(entity: context.parameters.get("entity") ?? "", path: "", options: options)
         // Refuse bad options before a byte is spooled.
         var record = try await record(for: spec, store: context.parameters.get("store") ?? "", context)

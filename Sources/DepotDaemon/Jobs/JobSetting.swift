@@ -46,6 +46,55 @@ enum JobSetting {
         }
     }
 
+    /// `delimiter` of an import: one character, `\t` or a tab for a tab;
+    /// not a quote, a line end or a letter or digit.
+    static func delimiter(_ text: String) throws(Invalid) -> UInt8 {
+        let t = text == "\\t" || text == "tab" ? "\t" : text
+        guard t.utf8.count == 1, let b = t.utf8.first, b < 0x80, b != 0x22, b != 0x27, b != 0x0A, b != 0x0D,
+            !(UInt8(ascii: "a")...UInt8(ascii: "z")).contains(b | 0x20),
+            !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b)
+        else {
+            throw Invalid(expectation: "must be one character, like , ; | or \\t (a tab), not a quote, letter or digit")
+        }
+        return b
+    }
+
+    /// `quote` of an import: `"` or `'`.
+    static func quote(_ text: String) throws(Invalid) -> UInt8 {
+        switch text {
+        case "\"": return 0x22
+        case "'": return 0x27
+        default: throw Invalid(expectation: "must be \" or '")
+        }
+    }
+
+    /// `quotes` of an import: true for lenient.
+    static func lenientQuotes(_ text: String) throws(Invalid) -> Bool {
+        switch text {
+        case "strict": return false
+        case "lenient": return true
+        default: throw Invalid(expectation: "must be strict or lenient")
+        }
+    }
+
+    /// `encoding` of an import: true for Latin-1.
+    static func latin1(_ text: String) throws(Invalid) -> Bool {
+        switch text.lowercased() {
+        case "utf-8", "utf8", "utf-8-bom": return false
+        case "latin-1", "latin1", "iso-8859-1": return true
+        default: throw Invalid(expectation: "must be utf-8 or latin-1")
+        }
+    }
+
+    /// `true` or `false`, as a query parameter gives it.
+    static func flag(_ text: String) throws(Invalid) -> Bool {
+        switch text {
+        case "true", "1": return true
+        case "false", "0": return false
+        default: throw Invalid(expectation: "must be true or false")
+        }
+    }
+
     /// `on_conflict` of a revert.
     static func revertConflict(_ text: String) throws(Invalid) -> RevertConflictPolicy {
         guard let policy = RevertConflictPolicy(rawValue: text) else {

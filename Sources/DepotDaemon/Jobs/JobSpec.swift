@@ -161,6 +161,7 @@ extension JobSpec {
             if let references = settings.references {
                 options.deferReferences = try JobSetting.read("references", references, JobSetting.references)
             }
+            try options.read(dialectOf: settings)
             self = .importFile(entity: entityName, path: path, options: options)
         case .delete:
             self = .delete(entity: try entityName(), where: settings.where)
@@ -217,6 +218,7 @@ extension JobSpec {
             s.onConflict = options.onConflict.rawValue
             s.maxRejects = options.maxRejects.text
             if options.deferReferences { s.references = "defer" }
+            options.write(dialectTo: &s)
         case .delete(_, let predicate):
             s.where = predicate
         case .update(_, let predicate, let values, let compute):
@@ -244,5 +246,47 @@ extension JobSpec {
             s.onConflict = policy.rawValue
         }
         return s
+    }
+}
+
+extension ImportOptions {
+    /// Reads an import's dialect settings (`delimiter`, `quote`, `header`,
+    /// `quotes`, `skip_initial_space`, `nulls`, `columns`, `encoding`).
+    mutating func read(dialectOf settings: JobSettings) throws {
+        if let d = settings.delimiter { delimiter = try JobSetting.read("delimiter", d, JobSetting.delimiter) }
+        if let q = settings.quote {
+            let byte = try JobSetting.read("quote", q, JobSetting.quote)
+            quote = byte == 0x22 ? nil : byte
+        }
+        if let h = settings.header { header = h }
+        if let q = settings.quotes { lenientQuotes = try JobSetting.read("quotes", q, JobSetting.lenientQuotes) }
+        if let s = settings.skipInitialSpace { skipInitialSpace = s }
+        if let n = settings.nulls {
+            guard n.count <= 64, n.allSatisfy({ $0.utf8.count <= 64 }) else {
+                throw DepotError(.invalidArgument, "nulls: at most 64 spellings of at most 64 bytes each")
+            }
+            nulls = n
+        }
+        if let c = settings.columns {
+            guard Set(c.values).count == c.count else {
+                throw DepotError(.invalidArgument, "columns: two columns name the same field")
+            }
+            columnFields = c
+        }
+        if let e = settings.encoding { latin1 = try JobSetting.read("encoding", e, JobSetting.latin1) }
+    }
+
+    /// The dialect settings that differ from the defaults.
+    func write(dialectTo s: inout JobSettings) {
+        if let delimiter, delimiter != (format == .tsv ? 0x09 : UInt8(ascii: ",")) {
+            s.delimiter = delimiter == 0x09 ? "\t" : String(UnicodeScalar(delimiter))
+        }
+        if let quote { s.quote = String(UnicodeScalar(quote)) }
+        if !header { s.header = false }
+        if lenientQuotes { s.quotes = "lenient" }
+        if skipInitialSpace { s.skipInitialSpace = true }
+        if !nulls.isEmpty { s.nulls = nulls }
+        if !columnFields.isEmpty { s.columns = columnFields }
+        if latin1 { s.encoding = "latin-1" }
     }
 }

@@ -51,7 +51,9 @@ struct ColumnProfile {
 
     /// Whether the field can be null: an empty cell, a missing member, or a
     /// null spelling in a typed field.
-    var isOptional: Bool { empties > 0 || (type != .string && !spellings.isEmpty) || values == 0 }
+    var isOptional: Bool {
+        empties > 0 || (type != .string && !spellings.isEmpty) || (values == 0 && spellings.isEmpty)
+    }
 
     /// The nulls of the field by spelling (`""` for an empty cell).
     var nulls: [String: Int] {

@@ -234,6 +234,13 @@ private struct Scan {
                 .invalidArgument,
                 "\(name) has a header row and no records: there is nothing to infer the fields' types from")
         }
+        if rows == 0 {
+            let first = problems.first.map { " (line \($0.line): \($0.reason))" } ?? ""
+            throw DepotError(
+                .invalidArgument,
+                "no record of \(name) fits its \(d.header ? "header" : "first record")\(first): "
+                    + "there is nothing to infer the fields' types from")
+        }
         lineEnds = try LineEnds.count(path)
         try keys(found: try finishSingles(candidates), folder: folder)
     }

@@ -157,6 +157,7 @@ struct InferTests {
         #expect(try refusal([]).contains("is empty"))
         #expect(try refusal([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D]).contains("is not text"))
         #expect(try refusal(Array("a,b,c\n".utf8)).contains("a header row and no records"))
+        #expect(try refusal(Array("a,b\n1,2,3\n4\n".utf8)).contains("no record of f.csv fits its header (line 2"))
         #expect(try refusal([0xFF, 0xFE, 0x61, 0x00]).contains("UTF-16"))
         #expect(try refusal(Array("nope".utf8), "f.json").contains("is not JSON"))
         let ragged = try SchemaInference.infer(path: try Self.write("a,b\n1,2\n3\n4,5,6\n7,8\n"))
