@@ -28,8 +28,10 @@ public struct Dialect: Sendable, Hashable {
 
 /// Tells a delimited file's dialect from a sample of its first bytes.
 ///
-/// Each candidate (delimiter `,` `;` tab `|` × quote `"` `'`) parses the
-/// sample, and is scored the way CleverCSV's data consistency measure does
+/// Each candidate (delimiter `,` `;` tab `|`, then `:` `+` `?` `^` `~` `#`,
+/// × quote `"` `'`) parses the
+/// sample (a delimiter the sample never holds is not tried), and is scored
+/// the way CleverCSV's data consistency measure does
 /// (van den Burg et al., 2019): how regular the rows' lengths are (the
 /// pattern score) times how many cells read as a known kind of value — a
 /// number, a date, a boolean, an empty cell — (the type score). The best
@@ -38,7 +40,11 @@ public struct Dialect: Sendable, Hashable {
 /// rows of another length are reported with their lines. Hand-written
 /// because no Swift package here sniffs CSV.
 enum DialectSniffer {
-    static let delimiters: [UInt8] = [UInt8(ascii: ","), 0x09, UInt8(ascii: ";"), UInt8(ascii: "|")]
+    /// The delimiters tried, commonest first (ties go to the earlier):
+    /// those of DESIGN §18, then rarer ones that files use too.
+    static let delimiters: [UInt8] =
+        [UInt8(ascii: ","), 0x09, UInt8(ascii: ";"), UInt8(ascii: "|")]
+        + Array(":+?^~#".utf8)
     static let quotes: [UInt8] = [UInt8(ascii: "\""), UInt8(ascii: "'")]
 
     /// The sample's rows as read with `delimiter` and `quote`: each row its
@@ -151,8 +157,9 @@ enum DialectSniffer {
     static func sniff(_ sample: [UInt8], complete: Bool) -> Dialect? {
         var best: (score: Double, dialect: Dialect)?
         for delimiter in delimiters {
-            // A delimiter the sample never holds outside quotes can still be
-            // right (one column), but only as the last resort: `,`.
+            // A delimiter the sample never holds is only right for one
+            // column, which `,` (the first) stands for.
+            if delimiter != delimiters[0], !sample.contains(delimiter) { continue }
             for quote in quotes {
                 let rows = rows(sample, delimiter: delimiter, quote: quote, complete: complete)
                 guard !rows.isEmpty else { continue }
@@ -207,33 +214,45 @@ enum DialectSniffer {
         return after > 0 && spaced * 10 >= after * 9 && quoted > 0
     }
 
-    /// Whether the first row names the columns: some column's cells below
-    /// all read as one kind (a number, a date, a boolean) that its first cell
-    /// is not; or, when every column is text, the first row's cells are all
-    /// present, distinct, and met again in no row below. A file of one row
-    /// has a header.
+    /// Whether the first row names the columns, by the votes of its cells
+    /// (as Python's `csv.Sniffer.has_header` counts them, with Depot's
+    /// kinds of value): a column whose cells below all read as one kind (a
+    /// number, a date, a boolean) votes for a header when its first cell is
+    /// not of that kind, against when it is; a text column whose cells
+    /// below all have one length votes for a header when its first cell's
+    /// length differs, against when it is the same. Without votes either
+    /// way, the first row is a header when its cells are present, distinct,
+    /// and met again in no row below. A file of one row has a header.
     static func hasHeader(_ rows: [[ArraySlice<UInt8>]]) -> Bool {
         guard let first = rows.first, rows.count > 1 else { return true }
         let body = rows.dropFirst().prefix(1_000)
-        var typedColumns = 0
         var votes = 0
         for c in first.indices {
             var kind: ValueKind?
             var consistent = true
+            var length: Int?
+            var sameLength = true
+            var cells = 0
             for row in body where c < row.count {
                 let cell = row[c]
                 if cell.isEmpty || NullSpelling.spelling(cell) != nil { continue }
+                cells += 1
                 let k = ValueKind.of(cell)
                 if kind == nil { kind = k } else if kind != k { consistent = false }
+                let n = String(decoding: cell, as: UTF8.self).count
+                if length == nil { length = n } else if length != n { sameLength = false }
             }
-            guard consistent, let kind, kind != .text else { continue }
-            typedColumns += 1
+            guard cells > 0, consistent, let kind else { continue }
             let head = first[c]
-            if head.isEmpty || ValueKind.of(head) != kind { votes += 1 } else { votes -= 1 }
+            if kind != .text {
+                votes += head.isEmpty || ValueKind.of(head) != kind ? 1 : -1
+            } else if sameLength, let length {
+                votes += String(decoding: head, as: UTF8.self).count != length ? 1 : -1
+            }
         }
-        if typedColumns > 0 { return votes > 0 }
-        // Every column text: a header is present and distinct, and its
-        // names are not values of their columns.
+        if votes != 0 { return votes > 0 }
+        // No votes: a header is present and distinct, and its names are
+        // not values of their columns.
         var seen = Set<ArraySlice<UInt8>>()
         for cell in first {
             if cell.isEmpty || !seen.insert(cell).inserted { return false }
@@ -247,7 +266,11 @@ enum DialectSniffer {
 
 /// What a cell's text reads as, for sniffing.
 enum ValueKind: Equatable {
-    case int, double, date, bool, text
+    /// `clock` is a time of day (`20:53:06`, `06:00:04+01:00`) or a date
+    /// written with slashes or dots (`12/28/02`, `28.12.2002`): values the
+    /// import reads as text, but a kind all the same for telling a dialect
+    /// and a header.
+    case int, double, date, bool, clock, text
 
     static func of(_ cell: ArraySlice<UInt8>) -> ValueKind {
         cell.withUnsafeBufferPointer { b in
@@ -255,8 +278,38 @@ enum ValueKind: Equatable {
             if FieldParser.parseDouble(b) != nil { return .double }
             if BoolWords.isWord(b) { return .bool }
             if DateValue.canonical(utf8: FieldParser.trimmed(b)) != nil { return .date }
+            if isClock(FieldParser.trimmed(b)) { return .clock }
             return .text
         }
+    }
+
+    /// Digit groups of 1 to 4 joined by one kind of separator (`:` `/` `.`
+    /// `-`), 2 or 3 groups, a time's zone (`+01:00`, `Z`) after them allowed.
+    static func isClock(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        var groups = 0
+        var separator: UInt8?
+        while i < b.count {
+            var digits = 0
+            while i < b.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b[i]) {
+                digits += 1
+                i += 1
+            }
+            guard digits >= 1, digits <= 4 else { return false }
+            groups += 1
+            guard i < b.count else { break }
+            let c = b[i]
+            if c == UInt8(ascii: "+") || c == UInt8(ascii: "Z") || (c == UInt8(ascii: "-") && separator == UInt8(ascii: ":")) {
+                // A zone after a time: +HH:MM, -HH:MM or Z.
+                return separator == UInt8(ascii: ":") && groups >= 2 && (c == UInt8(ascii: "Z") ? i + 1 == b.count : isClock(UnsafeBufferPointer(rebasing: b[(i + 1)...])))
+            }
+            guard [UInt8(ascii: ":"), UInt8(ascii: "/"), UInt8(ascii: "."), UInt8(ascii: "-")].contains(c) else { return false }
+            if let separator, separator != c { return false }
+            separator = c
+            i += 1
+            guard i < b.count else { return false }
+        }
+        return groups >= 2 && groups <= 3 && separator != nil
     }
 
     /// A number, a date, a boolean word, an empty cell or a null spelling:

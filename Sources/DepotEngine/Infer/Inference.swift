@@ -61,7 +61,7 @@ public struct Inference: Sendable {
 
     /// Columns whose name had to change, to their field.
     public var renamed: [(column: String, field: String)] {
-        fields.filter { $0.column != $0.name }.map { ($0.column, $0.name) }
+        dialect?.header == false ? [] : fields.filter { $0.column != $0.name }.map { ($0.column, $0.name) }
     }
 
     /// Null spellings other than an empty cell, met in typed fields: what
@@ -203,7 +203,7 @@ public struct Inference: Sendable {
             var line = "  " + TOMLText.key(f.name).padding(toLength: width, withPad: " ", startingAt: 0)
             line += " = " + TOMLText.quoted(f.declaration)
             var notes: [String] = []
-            if f.column != f.name { notes.append("column \(TOMLText.quoted(f.column))") }
+            if f.column != f.name, dialect?.header != false { notes.append("column \(TOMLText.quoted(f.column))") }
             if let e = f.evidence {
                 notes.append("\(e.type.rawValue) until line \(Self.thousands(e.line)) (\(JSONText.quoted(e.value)))")
             }
