@@ -299,11 +299,17 @@ enum ValueKind: Equatable {
             groups += 1
             guard i < b.count else { break }
             let c = b[i]
-            if c == UInt8(ascii: "+") || c == UInt8(ascii: "Z") || (c == UInt8(ascii: "-") && separator == UInt8(ascii: ":")) {
+            if c == UInt8(ascii: "+") || c == UInt8(ascii: "Z")
+                || (c == UInt8(ascii: "-") && separator == UInt8(ascii: ":"))
+            {
                 // A zone after a time: +HH:MM, -HH:MM or Z.
-                return separator == UInt8(ascii: ":") && groups >= 2 && (c == UInt8(ascii: "Z") ? i + 1 == b.count : isClock(UnsafeBufferPointer(rebasing: b[(i + 1)...])))
+                return separator == UInt8(ascii: ":") && groups >= 2
+                    && (c == UInt8(ascii: "Z")
+                        ? i + 1 == b.count : isClock(UnsafeBufferPointer(rebasing: b[(i + 1)...])))
             }
-            guard [UInt8(ascii: ":"), UInt8(ascii: "/"), UInt8(ascii: "."), UInt8(ascii: "-")].contains(c) else { return false }
+            guard [UInt8(ascii: ":"), UInt8(ascii: "/"), UInt8(ascii: "."), UInt8(ascii: "-")].contains(c) else {
+                return false
+            }
             if let separator, separator != c { return false }
             separator = c
             i += 1
