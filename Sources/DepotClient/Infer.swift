@@ -22,3 +22,32 @@ extension DepotClient {
             answering: "POST /v1/infer")
     }
 }
+
+extension DepotClient {
+    /// Creates an entity over the API (DESIGN §18), kept in the store and
+    /// listed with `declared == "api"`; or changes one created so (an added
+    /// optional field, the indexes). `definition` is the entity as JSON:
+    /// `{"identifier": "id", "fields": {"id": "string", "n": "int?"}, "indexes": [["n"]]}`
+    /// (fields stored in the order given). Needs the `write` role.
+    ///
+    /// ```swift
+    /// let codes = try await client.putEntity(
+    ///     "Codes", store: "travel", definition: #"{"identifier": "code", "fields": {"code": "string"}}"#)
+    /// ```
+    public func putEntity(_ name: String, store: String, definition: String) async throws -> EntityInfo {
+        let path = "/v1/stores/\(Self.escaped(store))/entities/\(Self.escaped(name))"
+        return try Self.decode(
+            EntityInfo.self,
+            try await call(.PUT, path, body: .bytes(Array(definition.utf8), contentType: "application/json")),
+            answering: "PUT \(path)")
+    }
+
+    /// Drops an entity created over the API that holds no record.
+    ///
+    /// ```swift
+    /// try await client.dropEntity("Codes", store: "travel")
+    /// ```
+    public func dropEntity(_ name: String, store: String) async throws {
+        _ = try await call(.DELETE, "/v1/stores/\(Self.escaped(store))/entities/\(Self.escaped(name))")
+    }
+}

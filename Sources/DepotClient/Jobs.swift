@@ -155,6 +155,19 @@ public struct ImportOptions: Sendable, Hashable {
     /// options.encoding = "latin-1"
     /// ```
     public var encoding: String?
+    /// The field of each column whose name is not its field's.
+    ///
+    /// ```swift
+    /// options.columns = ["Trip ID": "Trip_ID"]
+    /// ```
+    public var columns: [String: String]?
+    /// An upload only: infer the file (DESIGN §18), create the entity from
+    /// it when it does not exist, and import with the dialect inferred.
+    ///
+    /// ```swift
+    /// options.create = true
+    /// ```
+    public var create: Bool?
 
     var settings: JobSettings {
         var s = JobSettings()
@@ -169,17 +182,21 @@ public struct ImportOptions: Sendable, Hashable {
         s.skipInitialSpace = skipInitialSpace
         s.nulls = nulls
         s.encoding = encoding
+        s.columns = columns
         return s
     }
 
     /// The options as an upload's query parameters.
     var members: [(String, String)] {
-        [
+        let all: [(String, String?)] = [
             ("format", format?.rawValue), ("on_conflict", onConflict?.rawValue), ("max_rejects", maxRejects),
-            ("references", references), ("delimiter", delimiter), ("quote", quote), ("header", header.map(String.init)),
-            ("quotes", quotes), ("skip_initial_space", skipInitialSpace.map(String.init)),
-            ("nulls", nulls?.joined(separator: ",")), ("encoding", encoding)
-        ].compactMap { key, value in value.map { (key, $0) } }
+            ("references", references), ("delimiter", delimiter), ("quote", quote),
+            ("header", header.map { String($0) }), ("quotes", quotes),
+            ("skip_initial_space", skipInitialSpace.map { String($0) }), ("nulls", nulls?.joined(separator: ",")),
+            ("encoding", encoding), ("create", create.map { String($0) }),
+            ("columns", columns.flatMap { try? String(decoding: JSONEncoder().encode($0), as: UTF8.self) })
+        ]
+        return all.compactMap { key, value in value.map { (key, $0) } }
     }
 }
 

@@ -1,4 +1,4 @@
-import DepotEngine
+public import DepotEngine
 import Foundation
 import PostgresNIO
 import Synchronization
@@ -45,6 +45,51 @@ enum PostgresMigrator {
     }
 
     static func migrate(_ connection: PostgresConnection, store: PostgresStore) async throws {
+        try await migrateSystem(connection, store: store)
+        let created = try await createdEntities(connection, store: store)
+        try EntityDefinition.checkNames(configured: store.configuration.entities, created: created, store: store.name)
+        try await migrate(connection, store: store, entities: store.configuration.entities + created)
+        store.box.set(
+            StoreSchema(
+                name: store.name, entities: store.configuration.entities + created,
+                createdByAPI: Set(created.map(\.name))))
+    }
+
+    /// The layout of each entity's fields, in their order, that its compact
+    /// values are written under (as an SQLite store's): made if new, and
+    /// kept in ``PostgresStore/layouts``.
+    static func layouts(_ connection: PostgresConnection, store: PostgresStore, entities: [EntitySchema]) async throws {
+        for entity in entities {
+            var layout = PostgresBindings()
+            layout.append(entity.name)
+            layout.append(JSONText.array(entity.fields.map(\.name)))
+            try await PostgresSQL.execute(
+                connection,
+                "INSERT INTO \(store.table("depot_layouts"))(entity, fields) VALUES ($1, $2) "
+                    + "ON CONFLICT (entity, fields) DO NOTHING", layout, logger: store.logger)
+            let id = PostgresSQL.scalar(
+                try await PostgresSQL.textRows(
+                    connection,
+                    "SELECT id::text FROM "
+                        + "\(store.table("depot_layouts")) WHERE entity = $1 AND fields = $2", layout,
+                    logger: store.logger)
+            ).flatMap { Int64($0) }
+            store.layouts.withLock { $0[entity.name] = id }
+        }
+    }
+
+    /// The entities created over the API that the store keeps (DESIGN §18).
+    static func createdEntities(_ connection: PostgresConnection, store: PostgresStore) async throws -> [EntitySchema] {
+        try await PostgresSQL.textRows(
+            connection, "SELECT definition FROM \(store.table("depot_entities")) ORDER BY created, name",
+            logger: store.logger
+        )
+        .compactMap { $0.first.flatMap { $0 } }
+        .map { try EntityDefinition.stored($0, store: store.name) }
+    }
+
+    /// The engine's own tables, brought up to date.
+    static func migrateSystem(_ connection: PostgresConnection, store: PostgresStore) async throws {
         let location = store.configuration.location
         let logger = store.logger
         func run(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) async throws {
@@ -154,6 +199,10 @@ enum PostgresMigrator {
         try await run(
             "CREATE INDEX IF NOT EXISTS depot_processor_batches_state ON "
                 + "\(table("depot_processor_batches"))(processor, state, seq)")
+        // Entities created over the API (DESIGN §18), as an SQLite store keeps them.
+        try await run(
+            "CREATE TABLE IF NOT EXISTS \(table("depot_entities"))(name text COLLATE \"C\" PRIMARY KEY, "
+                + "definition text NOT NULL, created text COLLATE \"C\" NOT NULL)")
         if storage { try await run(try await changesStorage(connection, store: store)) }
         try await run(
             "CREATE TABLE IF NOT EXISTS \(table("depot_checkpoints"))(job text PRIMARY KEY, "
@@ -183,9 +232,20 @@ enum PostgresMigrator {
             "INSERT INTO \(table("depot_meta"))(key, value) VALUES ('system_version', $1) "
                 + "ON CONFLICT (key) DO NOTHING", versionBinds)
 
+    }
+
+    /// Creates `entities`' tables or migrates them (the rules and messages of
+    /// an SQLite store), in the caller's transaction.
+    static func migrate(_ connection: PostgresConnection, store: PostgresStore, entities: [EntitySchema]) async throws {
+        let location = store.configuration.location
+        let logger = store.logger
+        func run(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) async throws {
+            try await PostgresSQL.execute(connection, sql, binds, logger: logger)
+        }
+        func table(_ name: String) -> String { store.table(name) }
         var problems: [String] = []
         var work: [() async throws -> Void] = []
-        for entity in store.configuration.entities {
+        for entity in entities {
             var binds = PostgresBindings()
             binds.append(entity.name)
             let stored = PostgresSQL.scalar(
@@ -242,22 +302,8 @@ enum PostgresMigrator {
                     + "configuration: " + problems.joined(separator: "; "))
         }
         for step in work { try await step() }
-        for entity in store.configuration.entities {
-            // The layout of the entity's fields, in their order, that its
-            // compact values are written under (as an SQLite store's).
-            var layout = PostgresBindings()
-            layout.append(entity.name)
-            layout.append(JSONText.array(entity.fields.map(\.name)))
-            try await run(
-                "INSERT INTO \(table("depot_layouts"))(entity, fields) VALUES ($1, $2) "
-                    + "ON CONFLICT (entity, fields) DO NOTHING", layout)
-            let id = PostgresSQL.scalar(
-                try await PostgresSQL.textRows(
-                    connection,
-                    "SELECT id::text FROM "
-                        + "\(table("depot_layouts")) WHERE entity = $1 AND fields = $2", layout, logger: logger)
-            ).flatMap { Int64($0) }
-            store.layouts.withLock { $0[entity.name] = id }
+        try await layouts(connection, store: store, entities: entities)
+        for entity in entities {
             let text = String(decoding: try JSONEncoder().encode(Definition(entity)), as: UTF8.self)
             var binds = PostgresBindings()
             binds.append(entity.name)
@@ -363,5 +409,93 @@ enum PostgresMigrator {
                     + ")",
                 logger: store.logger)
         }
+    }
+}
+
+extension PostgresStore {
+    /// The payload of a `NOTIFY` on the store's channel that says its
+    /// entities changed (one created or dropped over the API).
+    static let entitiesChanged = "entities"
+
+    /// Reads the entities created over the API again (another host changed them).
+    func reloadEntities() async throws {
+        let created = try await read { connection in try await PostgresMigrator.createdEntities(connection, store: self)
+        }
+        // Layouts of entities new to this host.
+        try await transaction { connection in
+            try await PostgresMigrator.layouts(connection, store: self, entities: created)
+        }
+        box.set(
+            StoreSchema(
+                name: name, entities: configuration.entities + created, createdByAPI: Set(created.map(\.name))))
+    }
+
+    /// Creates entity `entity` over the API, or changes the one created so
+    /// (DESIGN §18); false when it is as given already.
+    public nonisolated func putEntity(_ entity: EntitySchema) async throws -> Bool {
+        do {
+            return try await put(entity)
+        } catch {
+            throw EntityDefinition.refusal(translate(error), entity: entity.name, store: name)
+        }
+    }
+
+    private nonisolated func put(_ entity: EntitySchema) async throws -> Bool {
+        let changed = try await transaction { connection in
+            try await PostgresSQL.lock(connection, "depot:" + self.configuration.location.schema, logger: self.logger)
+            try EntityDefinition.checkPut(entity, in: self.schema)
+            let text = EntityDefinition(entity).json
+            var binds = PostgresBindings()
+            binds.append(entity.name)
+            let stored = PostgresSQL.scalar(
+                try await PostgresSQL.textRows(
+                    connection, "SELECT definition FROM \(self.table("depot_entities")) WHERE name = $1", binds,
+                    logger: self.logger))
+            if stored == text { return false }
+            try await PostgresMigrator.migrate(connection, store: self, entities: [entity])
+            var row = PostgresBindings()
+            row.append(entity.name)
+            row.append(text)
+            row.append(Timestamp.now())
+            try await PostgresSQL.execute(
+                connection,
+                "INSERT INTO \(self.table("depot_entities"))(name, definition, created) VALUES ($1, $2, $3) "
+                    + "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition", row, logger: self.logger)
+            try await self.announceEntities(connection)
+            return true
+        }
+        if changed { box.set(schema.replacing(entity)) }
+        return changed
+    }
+
+    /// Drops entity `name`, created over the API and holding no record.
+    public nonisolated func dropEntity(_ name: String) async throws {
+        try await transaction { connection in
+            try await PostgresSQL.lock(connection, "depot:" + self.configuration.location.schema, logger: self.logger)
+            let entity = try EntityDefinition.checkDrop(name, in: self.schema)
+            let count =
+                PostgresSQL.scalar(
+                    try await PostgresSQL.textRows(
+                        connection, "SELECT count(*)::text FROM \(self.table(name))", logger: self.logger)
+                ).flatMap { Int($0) } ?? 0
+            try EntityDefinition.checkEmpty(entity, count: count)
+            var binds = PostgresBindings()
+            binds.append(name)
+            try await PostgresSQL.execute(connection, "DROP TABLE \(self.table(name))", logger: self.logger)
+            try await PostgresSQL.execute(
+                connection, "DELETE FROM \(self.table("depot_schema")) WHERE entity = $1", binds, logger: self.logger)
+            try await PostgresSQL.execute(
+                connection, "DELETE FROM \(self.table("depot_entities")) WHERE name = $1", binds, logger: self.logger)
+            try await self.announceEntities(connection)
+        }
+        box.set(schema.removing(name))
+    }
+
+    /// Tells every host of the store, when the transaction commits, that its entities changed.
+    private nonisolated func announceEntities(_ connection: PostgresConnection) async throws {
+        var binds = PostgresBindings()
+        binds.append(channel)
+        binds.append(PostgresStore.entitiesChanged)
+        try await PostgresSQL.execute(connection, "SELECT pg_notify($1, $2)", binds, logger: logger)
     }
 }

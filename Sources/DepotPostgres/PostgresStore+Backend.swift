@@ -152,7 +152,8 @@ extension PostgresStore: JobTable {
 struct PostgresReader: StoreReading {
     let store: PostgresStore
 
-    var entities: [EntitySchema] { store.configuration.entities }
+    var entities: [EntitySchema] { store.schema.entities }
+    var entitiesCreatedByAPI: Set<String> { store.schema.createdByAPI }
     func entity(_ name: String) throws -> EntitySchema { try store.entity(name) }
     func check(_ descriptor: FetchDescriptor) throws {
         _ = try FetchQuery(descriptor, schema: store.schema, dialect: .postgresql)

@@ -192,7 +192,7 @@ extension PostgresStore {
     /// target, and the first of them by identifier, at most `limit` in all.
     public nonisolated func danglingReferences(limit: Int = 1_000) async throws -> ReferenceCheck {
         guard limit >= 0 else { throw DepotError(.invalidArgument, "limit cannot be negative") }
-        let entities = configuration.entities, schema = schema
+        let schema = schema, entities = schema.entities
         do {
             return try await transaction { connection in
                 try await PostgresSQL.execute(

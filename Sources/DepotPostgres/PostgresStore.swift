@@ -61,9 +61,11 @@ public actor PostgresStore {
     public nonisolated let configuration: PostgresStoreConfiguration
     nonisolated let client: PostgresClient
     nonisolated let logger: Logger
-    nonisolated let entities: [String: EntitySchema]
-    /// The entities, as the engine's fetch compiler reads them.
-    nonisolated let schema: StoreSchema
+    /// The entities, as the engine's fetch compiler reads them: the
+    /// configuration's and those created over the API (DESIGN §18), which
+    /// change while the store runs.
+    nonisolated let box: SchemaBox
+    nonisolated var schema: StoreSchema { box.value }
     /// `"schema".` — the prefix of every table's name.
     nonisolated let prefix: String
     /// The id in `depot_layouts` of each entity's fields, in their order
@@ -91,8 +93,7 @@ public actor PostgresStore {
         self.client = client
         self.runner = runner
         self.logger = logger
-        self.entities = Dictionary(configuration.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-        self.schema = StoreSchema(name: configuration.name, entities: configuration.entities)
+        self.box = SchemaBox(StoreSchema(name: configuration.name, entities: configuration.entities))
         self.prefix = PostgresSQL.quote(configuration.location.schema) + "."
     }
 
@@ -154,7 +155,15 @@ public actor PostgresStore {
                             } else {
                                 signal.heard(nil)
                             }
-                            for try await notification in notifications { signal.heard(Int64(notification.payload)) }
+                            for try await notification in notifications {
+                                // An entity created or dropped over the API,
+                                // here or on another host: read them again.
+                                if notification.payload == PostgresStore.entitiesChanged {
+                                    try? await self.reloadEntities()
+                                    continue
+                                }
+                                signal.heard(Int64(notification.payload))
+                            }
                         }
                     }
                 } catch {
@@ -208,16 +217,7 @@ public actor PostgresStore {
     }
 
     /// The entity called `name`.
-    nonisolated func entity(_ name: String) throws -> EntitySchema {
-        guard let entity = entities[name] else {
-            throw DepotError(
-                .unknownEntity,
-                "store \(JSONText.quoted(configuration.name)) has no entity "
-                    + "\(JSONText.quoted(name))"
-                    + DepotError.suggestion(for: name, in: configuration.entities.map(\.name)))
-        }
-        return entity
-    }
+    nonisolated func entity(_ name: String) throws -> EntitySchema { try schema.entity(name) }
 
     /// The id of the layout of `entity`'s fields, that its compact values
     /// are written under.

@@ -193,10 +193,23 @@ public struct EntityInfo: Sendable, Hashable, Codable {
     /// let prefetchable = entity.relationships.map(\.name)
     /// ```
     public var relationships: [Relationship]
+    /// Where it is declared: `config` (depot.toml) or `api` (created with
+    /// `PUT /v1/stores/{store}/entities/{entity}`, kept in the store; DESIGN §18).
+    ///
+    /// ```swift
+    /// let created = store.entities.filter { $0.declared == "api" }.map(\.name)
+    /// ```
+    public var declared: String
+    /// What its history keeps of each change: `fields` or `values`.
+    ///
+    /// ```swift
+    /// if entity.history == "values" { print("changes carry old and new values") }
+    /// ```
+    public var history: String
 
     package init(
         name: String, count: Int, identifier: [String], indexes: [[String]], fields: [Field],
-        relationships: [Relationship]
+        relationships: [Relationship], declared: String = "config", history: String = "fields"
     ) {
         self.name = name
         self.count = count
@@ -204,6 +217,8 @@ public struct EntityInfo: Sendable, Hashable, Codable {
         self.indexes = indexes
         self.fields = fields
         self.relationships = relationships
+        self.declared = declared
+        self.history = history
     }
 }
 

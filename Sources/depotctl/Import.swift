@@ -11,12 +11,17 @@ struct Import: DepotCommand {
             (it survives restarts). depotctl follows the job with a progress bar and exits \
             non-zero when it fails; --detach prints the job's id and returns at once. \
             Records that do not fit are rejected one by one: see them with \
-            `depotctl job ID --rejects`. Ctrl-C stops following; the job carries on.
+            `depotctl job ID --rejects`. Ctrl-C stops following; the job carries on. \
+            With --create the daemon first reads the file whole (as depotctl infer does), \
+            creates the entity from it when the store has none of that name (kept in the \
+            store across restarts, listed as declared "api"), and imports with the dialect \
+            it found; options given here take precedence.
 
             Example:
               depotctl import trips.csv --store travel --entity Trip
               depotctl import big.ndjson --store travel --entity Trip --on-conflict skip --detach
               depotctl import export.csv --store travel --entity Trip --delimiter ';' --nulls NA,-
+              depotctl import data.csv --store travel --entity Data --create
             """)
     @OptionGroup var global: Global
 
@@ -73,6 +78,19 @@ struct Import: DepotCommand {
     @Option(help: "The file's encoding: utf-8 (the default) or latin-1.")
     var encoding: String?
 
+    @Option(
+        name: .customLong("column"),
+        help: ArgumentHelp(
+            "A column whose name is not its field's, as COLUMN=FIELD (repeat it for each).",
+            valueName: "column=field"))
+    var columns: [String] = []
+
+    @Flag(
+        help:
+            "Read the file whole first, create the entity from it when the store has none of that name (kept in the store), and import with the dialect found (see depotctl infer)."
+    )
+    var create = false
+
     @Flag(help: "Print the job's id and return at once instead of following it.")
     var detach = false
 
@@ -124,6 +142,20 @@ struct Import: DepotCommand {
         options.skipInitialSpace = skipInitialSpace ? true : nil
         options.nulls = nulls.map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
         options.encoding = encoding
+        if !columns.isEmpty {
+            var map: [String: String] = [:]
+            for pair in columns {
+                guard let eq = pair.lastIndex(of: "="), eq != pair.startIndex else {
+                    throw Failure("--column takes COLUMN=FIELD, not \"\(pair)\"")
+                }
+                map[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+            }
+            options.columns = map
+        }
+        if create {
+            guard !byPath else { throw Failure("--create sends the file; it does not go with --by-path") }
+            options.create = true
+        }
         let job =
             byPath
             ? try await client.importFile(url.standardizedFileURL.path, store: store, entity: entity, options: options)
@@ -145,9 +177,17 @@ struct Import: DepotCommand {
             )
         }
         let last = try await JobFlow.follow(client, id, quiet: global.json)
+        var described = ""
+        if create, !global.json, let info = try? await client.store(store).entities.first(where: { $0.name == entity })
+        {
+            described =
+                "\nentity \(entity) (declared \(info.declared)): identifier \(info.identifier.joined(separator: ", ")); "
+                + info.fields.map { "\($0.name) \($0.type)" }.joined(separator: ", ")
+        }
         try JobFlow.finish(last, json: global.json) { job in
             var line = "imported \(url.lastPathComponent) into \(store).\(entity): \(job.summary)"
             if job.rate > 0 { line += " (\(Format.grouped(Int(min(job.rate, 1e15)))) rows/s)" }
+            line += described
             if job.rejected > 0 {
                 line += "\nthe rejected records, with their lines and reasons: depotctl job \(job.id) --rejects"
             }

@@ -78,14 +78,14 @@ struct InferDaemonTests {
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
         // Semicolons, single quotes, NA for a null end date, Latin-1 names.
         let file = d.folder.appendingPathComponent("semi.csv")
-        var bytes = Array("id;name;destination;startDate;endDate;budget;isFavorite\n".utf8)
+        var bytes = Array("Trip ID;name;destination;startDate;endDate;budget;isFavorite\n".utf8)
         bytes += Array("s1;'Caf".utf8) + [0xE9] + Array("; Paris';Paris;2025-01-02;NA;7;true\n".utf8)
         bytes += Array("s2;Plain;Rome;2025-01-03;-;12.5;false\n".utf8)
         try Data(bytes).write(to: file)
         let imported = try Ctl.run(
             [
                 "import", file.path, "--store", "travel", "--entity", "Trip", "--delimiter", ";", "--quote", "'",
-                "--nulls", "NA,-", "--encoding", "latin-1"
+                "--nulls", "NA,-", "--encoding", "latin-1", "--column", "Trip ID=id"
             ], socket: d.socket)
         #expect(imported.status == 0 && imported.out.contains("2 inserted"), "\(imported.out)\(imported.err)")
         let client = DepotClient(socketPath: d.socket)
@@ -95,7 +95,7 @@ struct InferDaemonTests {
         let jobs = try await client.jobs()
         let settings = try #require(jobs.last?.settings)
         #expect(settings.delimiter == ";" && settings.quote == "'" && settings.nulls == ["NA", "-"])
-        #expect(settings.encoding == "latin-1")
+        #expect(settings.encoding == "latin-1" && settings.columns == ["Trip ID": "id"])
         // By path: renamed columns and no header.
         let headless = d.folder.appendingPathComponent("inbox/headless.csv")
         try Data("h1,Trip,Oslo,2025-02-01,3,true\nh2,Trip,Oslo,2025-02-02,4,false\n".utf8).write(to: headless)
@@ -120,5 +120,122 @@ struct InferDaemonTests {
             let r = try d.request("POST", "/v1/stores/travel/entities/Trip/import?\(query)", body: "id\n1\n")
             #expect(r.status == 400 && r.body.contains(words), "\(query): \(r.body)")
         }
+    }
+
+    /// The well-formed files of the third-party corpora (as InferTests takes them).
+    static func corpusFiles() throws -> [URL] {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../DepotEngineTests/Fixtures").standardized
+        var files: [URL] = []
+        for (folder, skip) in [
+            ("csv-spectrum/csvs", Set<String>()),
+            ("tsv-utils-csv2tsv", ["header3.csv", "header4.csv", "invalid1.csv", "invalid2.csv"]),
+            ("commons-csv-CSVFileParser", ["test.csv", "testCSV85.csv", "testCSV246.csv"])
+        ] {
+            let dir = fixtures.appendingPathComponent(folder)
+            for name in try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+            where name.hasSuffix(".csv") && !skip.contains(name) {
+                files.append(dir.appendingPathComponent(name))
+            }
+        }
+        return files
+    }
+
+    @Test(
+        "a newcomer's depotctl import FILE --create works on every well-formed corpus file; entities put and dropped over the API survive restarts; a configuration taking their name is refused at start"
+    )
+    func create() async throws {
+        let folder = try DaemonProcess.makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var d = try DaemonProcess(folder: folder)
+        let client = DepotClient(socketPath: d.socket)
+        let files = try Self.corpusFiles()
+        #expect(files.count >= 20)
+        for (k, file) in files.enumerated() {
+            let entity = "C\(k)"
+            let r = try Ctl.run(
+                ["import", file.path, "--store", "travel", "--entity", entity, "--create"], socket: d.socket)
+            #expect(r.status == 0, "\(file.lastPathComponent): \(r.out)\(r.err)")
+            #expect(r.out.contains("entity \(entity) (declared api)"), "\(file.lastPathComponent): \(r.out)")
+        }
+        let store = try await client.store("travel")
+        let created = store.entities.filter { $0.declared == "api" }
+        #expect(created.count == files.count && created.allSatisfy { $0.count > 0 }, "\(created.map(\.count))")
+        #expect(store.entities.first { $0.name == "Trip" }?.declared == "config")
+        // A second import of the same file changes nothing, with or without --create.
+        let again = try Ctl.run(
+            ["import", files[0].path, "--store", "travel", "--entity", "C0", "--create"], socket: d.socket)
+        #expect(again.status == 0 && again.out.contains(" 0 inserted, 0 updated"), "\(again.out)")
+        // PUT and DELETE.
+        let body = #"{"identifier": "code", "fields": {"code": "string", "n": "int?"}, "indexes": [["n"]]}"#
+        let put = try d.request("PUT", "/v1/stores/travel/entities/Codes", body: body)
+        #expect(put.status == 201 && put.body.contains(#""declared":"api""#), "\(put.body)")
+        #expect(try d.request("PUT", "/v1/stores/travel/entities/Codes", body: body).status == 200)
+        let bad = try d.request(
+            "PUT", "/v1/stores/travel/entities/Bad", body: #"{"identifier": "x", "fields": {"x": "text"}}"#)
+        #expect(bad.status == 400 && bad.body.contains("invalid_schema"), "\(bad.body)")
+        let config = try d.request("PUT", "/v1/stores/travel/entities/Trip", body: body)
+        #expect(config.status == 409 && config.body.contains("declared in the configuration"), "\(config.body)")
+        let full = try d.request("DELETE", "/v1/stores/travel/entities/C0")
+        #expect(full.status == 409 && full.body.contains("holds"), "\(full.body)")
+        // Kept across a restart.
+        _ = d.stop()
+        d = try DaemonProcess(folder: folder)
+        let after = try await DepotClient(socketPath: d.socket).store("travel")
+        #expect(after.entities.filter { $0.declared == "api" }.count == files.count + 1)
+        #expect(after.entities.first { $0.name == "Codes" }?.indexes == [["n"]])
+        let restarted = DepotClient(socketPath: d.socket)
+        try await restarted.dropEntity("Codes", store: "travel")
+        #expect(try d.request("DELETE", "/v1/stores/travel/entities/Codes").status == 404)
+        let more = try await restarted.putEntity(
+            "More", store: "travel", definition: #"{"identifier": ["a", "b"], "fields": {"b": "int", "a": "string"}}"#)
+        #expect(more.declared == "api" && more.fields.map(\.name) == ["b", "a"] && more.identifier == ["a", "b"])
+        // A configuration that declares C0 too is refused at start, naming both places.
+        _ = d.stop()
+        let toml = folder.appendingPathComponent("depot.toml")
+        let original = try String(contentsOf: toml, encoding: .utf8)
+        try Data(
+            (original + """
+
+                  [[store.entity]]
+                  name = "C0"
+                  identifier = "a"
+                    [store.entity.fields]
+                    a = "string"
+                """).utf8
+        ).write(to: toml)
+        do {
+            _ = try DaemonProcess(folder: folder)
+            Issue.record("the daemon started with C0 declared twice")
+        } catch let error as DaemonProcess.DaemonError {
+            #expect(
+                error.message.contains(
+                    "\"C0\" is declared in the configuration ([[store.entity]]) and was created over the API"),
+                "\(error.message)")
+        }
+    }
+
+    @Test("a store may declare no entity: they all come from the API")
+    func blankStore() async throws {
+        let d = try DaemonProcess(
+            config: """
+                [daemon]
+                state_dir = "state"
+                socket = "depot.sock"
+
+                [[store]]
+                name = "blank"
+                """)
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let client = DepotClient(socketPath: d.socket)
+        #expect(try await client.store("blank").entities.isEmpty)
+        let file = d.folder.appendingPathComponent("people.ndjson")
+        try Data(#"{"who": "ada", "born": 1815}\#n{"who": "alan", "born": 1912}\#n"#.utf8).write(to: file)
+        let r = try Ctl.run(
+            ["import", file.path, "--store", "blank", "--entity", "People", "--create"], socket: d.socket)
+        #expect(r.status == 0 && r.out.contains("2 inserted"), "\(r.out)\(r.err)")
+        let people = try #require(try await client.store("blank").entities.first)
+        #expect(people.name == "People" && people.declared == "api" && people.count == 2)
+        #expect(people.fields.map(\.type) == ["string", "int"] && people.identifier == ["who"])
     }
 }

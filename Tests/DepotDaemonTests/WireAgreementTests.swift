@@ -182,6 +182,14 @@ struct WireAgreementTests {
             "GET /v1/metrics": (nil, []),
             "GET /v1/stores": (nil, [try json(StoreList(stores: [store]))]),
             "GET /v1/stores/{store}": (nil, [try json(store)]),
+            "PUT /v1/stores/{store}/entities/{entity}": (
+                try JSONSerialization.jsonObject(
+                    with: Data(
+                        #"{"name": "Codes", "identifier": "code", "fields": {"code": "string"}, "indexes": [["code"]], "history": "values"}"#
+                            .utf8)),
+                [try json(store.entities[0])]
+            ),
+            "DELETE /v1/stores/{store}/entities/{entity}": (nil, []),
             "GET /v1/stores/{store}/check": (
                 nil,
                 [

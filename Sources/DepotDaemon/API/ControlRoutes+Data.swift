@@ -1,5 +1,6 @@
 import DepotEngine
 import DepotWire
+import Dispatch
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -334,9 +335,6 @@ extension ControlRoutes {
             author: peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd")
     }
 
-    /// Why an upload could not be spooled: a full disk is the client's to
-    /// know (`507 disk_full`); anything else goes to the log, and the client
-    /// gets `500 io`, no errno text.
     /// Writes a request's body to `path` (created, 0600), synced; removes
     /// it and throws on an empty or too large body or a write that fails.
     func spool(_ body: RequestBody, to path: String) async throws {
@@ -372,6 +370,9 @@ extension ControlRoutes {
         }
     }
 
+    /// Why an upload could not be spooled: a full disk is the client's to
+    /// know (`507 disk_full`); anything else goes to the log, and the client
+    /// gets `500 io`, no errno text.
     func spoolFailure(_ code: Int32, path: String) -> APIError {
         if code == ENOSPC || code == EDQUOT {
             return APIError(
@@ -492,22 +493,86 @@ extension ControlRoutes {
             $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         }
         if let h = q.get("header") { dialect.header = try JobSetting.read("header", String(h), JobSetting.flag) }
+        if let c = q.get("columns") {
+            guard let map = try? JSONDecoder().decode([String: String].self, from: Data(String(c).utf8)) else {
+                throw APIError(
+                    .invalidArgument, "columns must be a JSON object of column to field: {\"Trip ID\": \"id\"}")
+            }
+            dialect.columns = map
+        }
         if let s = q.get("skip_initial_space") {
             dialect.skipInitialSpace = try JobSetting.read("skip_initial_space", String(s), JobSetting.flag)
         }
         try options.read(dialectOf: dialect)
+        if let create = q.get("create"), try JobSetting.read("create", String(create), JobSetting.flag) {
+            return try await uploadCreating(request, context, explicit: options, dialect: dialect)
+        }
         let spec = JobSpec.importFile(entity: context.parameters.get("entity") ?? "", path: "", options: options)
         // Refuse bad options before a byte is spooled.
-        var record = try await record(for: spec, store: context.parameters.get("store") ?? "", context)
+        let record = try await record(for: spec, store: context.parameters.get("store") ?? "", context)
         let spool = config.stateDir + "/spool"
         try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
         let path = "\(spool)/\(record.id).\(format.rawValue)"
         try await self.spool(request.body, to: path)
-        record.spec = spec.with(path: path)
+        return try await submit(record, spooledAt: path)
+    }
+
+    /// Submits an upload's import job, its file spooled at `path` (removed
+    /// if the job cannot be queued); `202` with the job.
+    func submit(_ record: JobRecord, spooledAt path: String) async throws -> Response {
+        var record = record
+        record.spec = record.spec?.with(path: path)
         do {
             return try JSONResponse.encode(try await jobs.submit(record), status: .accepted)
         } catch {
             unlink(path)
+            throw error
+        }
+    }
+
+    /// An upload with `create=true` (DESIGN §18): the file is spooled and
+    /// inferred (``SchemaInference``); an entity of that name that does not
+    /// exist is created from it over the API; then the file is imported with
+    /// the dialect inferred, each setting the query gives taking precedence.
+    func uploadCreating(
+        _ request: Request, _ context: DepotRequestContext, explicit: ImportOptions, dialect: JobSettings
+    ) async throws -> Response {
+        let q = request.uri.queryParameters
+        let store = try await store(context)
+        let name = context.parameters.get("entity") ?? ""
+        let spool = config.stateDir + "/spool"
+        try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
+        let spooled = "\(spool)/create-\(UUID().uuidString)"
+        try await self.spool(request.body, to: spooled)
+        do {
+            var inferOptions = InferOptions(entity: name, fileName: q.get("name").map { String($0) })
+            if q.get("format") != nil { inferOptions.format = explicit.format }
+            inferOptions.temporaryFolder = spool
+            let asked = inferOptions
+            let inference: Inference = try await withCheckedThrowingContinuation { continuation in
+                DispatchQueue.global(qos: .utility).async {
+                    continuation.resume(with: Result { try SchemaInference.infer(path: spooled, options: asked) })
+                }
+            }
+            if !store.reads.entities.contains(where: { $0.name == name }) {
+                _ = try await store.putEntity(try inference.entitySchema(name: name))
+                logger.info(
+                    "entity created from an upload",
+                    metadata: [LogKey.store: "\(store.name)", "entity": "\(name)", "rows": "\(inference.rows)"])
+            }
+            var options = inference.importOptions
+            if q.get("format") != nil { options.format = explicit.format }
+            options.onConflict = explicit.onConflict
+            options.maxRejects = explicit.maxRejects
+            options.deferReferences = explicit.deferReferences
+            try options.read(dialectOf: dialect)
+            let spec = JobSpec.importFile(entity: name, path: "", options: options)
+            let record = try await record(for: spec, store: store.name, context)
+            let path = "\(spool)/\(record.id).\(options.format.rawValue)"
+            guard rename(spooled, path) == 0 else { throw spoolFailure(errno, path: path) }
+            return try await submit(record, spooledAt: path)
+        } catch {
+            unlink(spooled)
             throw error
         }
     }

@@ -122,6 +122,12 @@ package struct ControlRoutes: Sendable {
                 return try await self.writeRecord(request, context)
             }
         }
+        on(.put, "stores/:store/entities/:entity") { request, context in
+            return try await self.putEntity(request, context)
+        }
+        on(.delete, "stores/:store/entities/:entity") { _, context in
+            return try await self.dropEntity(context)
+        }
         on(.post, "infer") { request, context in
             return try await self.infer(request, context)
         }
@@ -375,7 +381,9 @@ package struct ControlRoutes: Sendable {
                 EntityInfo(
                     name: e.name, count: count, identifier: e.identifier, indexes: e.indexes,
                     fields: e.fields.map { EntityInfo.Field(name: $0.name, type: $0.declaration) },
-                    relationships: relationships))
+                    relationships: relationships,
+                    declared: store.reads.entitiesCreatedByAPI.contains(e.name) ? "api" : "config",
+                    history: e.history.rawValue))
         }
         return StoreInfo(
             name: store.name, path: store.location, token: try await store.reads.latestToken()?.description,

@@ -4,6 +4,17 @@ import Hummingbird
 /// Reads a JSON request body into a `Decodable`, with clear errors.
 enum JSONBody {
     static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
+        var bytes = try await read(request, limit: limit)
+        if bytes.isEmpty { bytes = Data("{}".utf8) }
+        do {
+            return try JSONDecoder().decode(T.self, from: bytes)
+        } catch let error as DecodingError {
+            throw APIError(.invalidArgument, describe(error))
+        }
+    }
+
+    /// The body's bytes, at most `limit` of them (else `413`).
+    static func read(_ request: Request, limit: Int) async throws -> Data {
         // Read on past the limit (discarding, up to a bound) so that a client
         // that writes its whole body before reading gets its 413.
         var bytes = Data()
@@ -16,12 +27,7 @@ enum JSONBody {
         if total > limit {
             throw APIError(.tooLarge, "the request body is larger than \(limit) bytes")
         }
-        if bytes.isEmpty { bytes = Data("{}".utf8) }
-        do {
-            return try JSONDecoder().decode(T.self, from: bytes)
-        } catch let error as DecodingError {
-            throw APIError(.invalidArgument, describe(error))
-        }
+        return bytes
     }
 
     static func describe(_ error: DecodingError) -> String {

@@ -332,7 +332,8 @@ struct ConfigReader {
         let path = resolve(string(table, "path", at: "\(key).path") ?? "\(name).sqlite", against: stateDir)
         var declarations: [(key: String, declaration: EntityDeclaration)] = []
         let entityArray = table["entity"]?.tomlValue.array.map(Array.init) ?? []
-        if entityArray.isEmpty { problem("\(key).entity", "declare at least one [[store.entity]]") }
+        // A store may declare no entity: they then all come from the API
+        // (PUT /v1/stores/{s}/entities/{e}, DESIGN §18).
         for (j, value) in entityArray.enumerated() {
             let ekey = "\(key).entity[\(j)]"
             guard let e = value.tomlValue.table else {

@@ -176,10 +176,11 @@ public struct Inference: Sendable {
             lines.append("# \(Self.thousands(problemCount)) records do not fit and an import rejects them:")
             for p in problems.prefix(5) { lines.append("#   line \(Self.thousands(p.line)): \(p.reason)") }
         }
-        if !nullSpellings.isEmpty {
+        let flags = importFlags
+        if !flags.isEmpty {
             lines.append(
-                "# Import it with nulls = \(TOMLText.quoted(nullSpellings.joined(separator: ","))): "
-                    + "these spellings are null in typed fields.")
+                "# Import it with: depotctl import FILE --store STORE --entity \(entity) \(flags.joined(separator: " "))"
+            )
         }
         lines.append("[[store.entity]]")
         lines.append("name = \(TOMLText.quoted(entity))")
@@ -223,6 +224,29 @@ public struct Inference: Sendable {
                 "  " + Inference.computedKey.padding(toLength: width, withPad: " ", startingAt: 0) + " = \"string\"")
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The `depotctl import` flags that read the file as inferred (shell-quoted).
+    public var importFlags: [String] {
+        func shell(_ s: String) -> String {
+            s.allSatisfy { $0.isLetter || $0.isNumber || "_-.,/:=".contains($0) } && !s.isEmpty
+                ? s : "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }
+        let o = importOptions
+        var out: [String] = []
+        if let d = o.delimiter, d != (format == .tsv ? 0x09 : UInt8(ascii: ",")) {
+            out.append("--delimiter " + shell(d == 0x09 ? "\\t" : String(UnicodeScalar(d))))
+        }
+        if let q = o.quote { out.append("--quote " + shell(String(UnicodeScalar(q)))) }
+        if !o.header { out.append("--no-header") }
+        if o.lenientQuotes { out.append("--quotes lenient") }
+        if o.skipInitialSpace { out.append("--skip-initial-space") }
+        if !o.nulls.isEmpty { out.append("--nulls " + shell(o.nulls.joined(separator: ","))) }
+        if o.latin1 { out.append("--encoding latin-1") }
+        for (column, field) in o.columnFields.sorted(by: { $0.key < $1.key }) {
+            out.append("--column " + shell("\(column)=\(field)"))
+        }
+        return out
     }
 
     static func thousands(_ n: Int) -> String {

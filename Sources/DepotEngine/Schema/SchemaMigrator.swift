@@ -70,6 +70,45 @@ enum SchemaMigrator {
         }
     }
 
+    /// The entities created over the API that the store keeps (DESIGN §18).
+    static func createdEntities(_ db: Database, store: String) throws -> [EntitySchema] {
+        try String.fetchAll(db, sql: "SELECT definition FROM depot_entities ORDER BY created, name").map {
+            try EntityDefinition.stored($0, store: store)
+        }
+    }
+
+    /// Creates entity `entity` over the API, or changes the one created so
+    /// (as the configuration's change on open: an added optional field, the
+    /// indexes); in the caller's transaction.
+    ///
+    /// - Returns: whether anything changed.
+    /// - Throws: ``DepotError/Code/conflict`` for an entity of the
+    ///   configuration; ``DepotError/Code/migrationRefused`` for a change
+    ///   the store cannot take.
+    static func put(_ db: Database, store: StoreSchema, entity: EntitySchema) throws -> Bool {
+        try EntityDefinition.checkPut(entity, in: store)
+        let text = EntityDefinition(entity).json
+        let stored = try String.fetchOne(
+            db, sql: "SELECT definition FROM depot_entities WHERE name = ?", arguments: [entity.name])
+        if stored == text { return false }
+        try migrate(db, store: store.name, entities: [entity])
+        try db.execute(
+            sql: "INSERT INTO depot_entities(name, definition, created) VALUES (?, ?, ?) "
+                + "ON CONFLICT(name) DO UPDATE SET definition = excluded.definition",
+            arguments: [entity.name, text, Timestamp.now()])
+        return true
+    }
+
+    /// Drops entity `name`, created over the API and holding no record.
+    static func drop(_ db: Database, store: StoreSchema, entity name: String) throws {
+        let entity = try EntityDefinition.checkDrop(name, in: store)
+        let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(entity.table)") ?? 0
+        try EntityDefinition.checkEmpty(entity, count: count)
+        try db.execute(sql: "DROP TABLE \(entity.table)")
+        try db.execute(sql: "DELETE FROM depot_schema WHERE entity = ?", arguments: [name])
+        try db.execute(sql: "DELETE FROM depot_entities WHERE name = ?", arguments: [name])
+    }
+
     private static func create(_ db: Database, _ entity: EntitySchema) throws {
         var columns: [String] = []
         for field in entity.fields {

@@ -126,8 +126,19 @@ package enum SystemTables {
         // that matched it when created, cut into batches handed out under leases.
         Step(version: 6, summary: "processors and their batches") { db in
             try db.execute(sql: SystemTables.processorTables)
+        },
+        // Entities created over the API (DESIGN §18), kept in the store.
+        Step(version: 7, summary: "entities created over the API") { db in
+            try db.execute(sql: SystemTables.entityTable)
         }
     ]
+
+    /// The definitions of the entities created over the API (the same on
+    /// PostgreSQL): each an ``EntityDefinition`` as JSON.
+    package static let entityTable = """
+        CREATE TABLE IF NOT EXISTS depot_entities(
+            name TEXT PRIMARY KEY, definition TEXT NOT NULL, created TEXT NOT NULL);
+        """
 
     /// The processors' tables (the same on PostgreSQL, PostgresMigrator).
     package static let processorTables = """

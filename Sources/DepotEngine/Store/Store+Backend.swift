@@ -105,7 +105,7 @@ extension Store: StoreBackend {
     }
 
     /// Throws ``DepotError/Code/storeClosed`` once the store is closed.
-    private func checkOpen() throws {
+    func checkOpen() throws {
         guard !isClosed else { throw DepotError(.storeClosed, "store \(JSONText.quoted(name)) is closed") }
     }
 }

@@ -24,7 +24,10 @@ public actor Store {
     public nonisolated let reader: StoreReader
 
     nonisolated let pool: DatabasePool
-    nonisolated let schema: StoreSchema
+    nonisolated let box: SchemaBox
+    /// The store's schema now: the configuration's entities and those
+    /// created over the API (DESIGN §18).
+    nonisolated var schema: StoreSchema { box.value }
     nonisolated let signal: CommitSignal
     /// The saves waiting for the writer.
     nonisolated let demand = WriteDemand()
@@ -36,15 +39,18 @@ public actor Store {
     /// The store's name.
     public nonisolated var name: String { configuration.name }
 
-    private init(configuration: StoreConfiguration, pool: DatabasePool, checkpointer: WALCheckpointer?) {
+    private init(
+        configuration: StoreConfiguration, pool: DatabasePool, checkpointer: WALCheckpointer?, created: [EntitySchema]
+    ) {
         self.configuration = configuration
         self.pool = pool
         self.checkpointer = checkpointer
-        self.schema = StoreSchema(
-            name: configuration.name, entities: configuration.entities,
-            changesPerStatement: configuration.changesPerStatement)
+        self.box = SchemaBox(
+            StoreSchema(
+                name: configuration.name, entities: configuration.entities + created,
+                changesPerStatement: configuration.changesPerStatement, createdByAPI: Set(created.map(\.name))))
         self.signal = CommitSignal()
-        self.reader = StoreReader(pool: pool, schema: schema, signal: signal)
+        self.reader = StoreReader(pool: pool, schema: box, signal: signal)
     }
 
     deinit {
@@ -99,6 +105,7 @@ public actor Store {
                 "store \(JSONText.quoted(configuration.name)) cannot open "
                     + "\(configuration.path): \(Store.describe(error)); check that its folder exists and is writable")
         }
+        let created: [EntitySchema]
         do {
             // GRDB's WAL setup of the writer sets synchronous = NORMAL after
             // prepareDatabase ran (Database.setUpWALMode), which left answered
@@ -107,15 +114,20 @@ public actor Store {
             try await pool.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA synchronous = \(configuration.durability.synchronous)")
             }
-            try await pool.write { db in
-                try SchemaMigrator.migrate(db, store: configuration.name, entities: configuration.entities)
+            created = try await pool.write { db in
+                try SystemTables.migrate(db, store: configuration.name)
+                let created = try SchemaMigrator.createdEntities(db, store: configuration.name)
+                try EntityDefinition.checkNames(
+                    configured: configuration.entities, created: created, store: configuration.name)
+                try SchemaMigrator.migrate(db, store: configuration.name, entities: configuration.entities + created)
+                return created
             }
         } catch {
             checkpointer?.close()
             try? pool.close()
             throw Store.translate(error, store: configuration.name)
         }
-        return Store(configuration: configuration, pool: pool, checkpointer: checkpointer)
+        return Store(configuration: configuration, pool: pool, checkpointer: checkpointer, created: created)
     }
 
     /// Runs one save: `body`'s writes commit together, with their history

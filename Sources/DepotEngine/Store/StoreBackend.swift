@@ -51,6 +51,22 @@ public protocol StoreBackend: Sendable {
     /// The floor of a new import's records in `entity` (``ImportSource/floor``).
     func sourceFloor(of entity: EntitySchema) async throws -> Int64
 
+    /// Creates entity `entity` over the API (DESIGN §18), kept in the store
+    /// across restarts; or changes the one created so, as a configuration's
+    /// entity changes when the store opens (an added optional field, the
+    /// indexes).
+    ///
+    /// - Returns: false when the entity is as given already.
+    /// - Throws: ``DepotError/Code/conflict`` for an entity of the
+    ///   configuration; ``DepotError/Code/migrationRefused`` for a change
+    ///   the store cannot take; ``DepotError/Code/invalidSchema``.
+    func putEntity(_ entity: EntitySchema) async throws -> Bool
+    /// Drops entity `name`, created over the API, when it holds no record.
+    ///
+    /// - Throws: ``DepotError/Code/conflict`` for an entity of the
+    ///   configuration or one holding records; ``DepotError/Code/unknownEntity``.
+    func dropEntity(_ name: String) async throws
+
     /// Runs `body` in a transaction of the store's history bookkeeping
     /// (pruning, consumers), one at a time.
     func withHistory<T: Sendable>(_ body: @Sendable (History) async throws -> T) async throws -> T
@@ -58,8 +74,11 @@ public protocol StoreBackend: Sendable {
 
 /// The reads of a store, whatever holds it (see ``StoreBackend``).
 public protocol StoreReading: Sendable {
-    /// The store's entities, in configuration order.
+    /// The store's entities: the configuration's, in its order, then those
+    /// created over the API.
     var entities: [EntitySchema] { get }
+    /// The names of the entities created over the API (DESIGN §18).
+    var entitiesCreatedByAPI: Set<String> { get }
     /// The entity called `name`, or ``DepotError/Code/unknownEntity`` with a suggestion.
     func entity(_ name: String) throws -> EntitySchema
     /// Checks a descriptor as a fetch would, without running it.

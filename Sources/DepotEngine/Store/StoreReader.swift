@@ -14,13 +14,15 @@ import GRDB
 /// ```
 public struct StoreReader: Sendable {
     let pool: DatabasePool
-    let schema: StoreSchema
+    let box: SchemaBox
+    /// The store's schema now (entities created over the API change it).
+    var schema: StoreSchema { box.value }
     let signal: CommitSignal
     let live: LiveReads
 
-    init(pool: DatabasePool, schema: StoreSchema, signal: CommitSignal) {
+    init(pool: DatabasePool, schema: SchemaBox, signal: CommitSignal) {
         self.pool = pool
-        self.schema = schema
+        self.box = schema
         self.signal = signal
         self.live = LiveReads(pool: pool)
     }
@@ -30,6 +32,7 @@ public struct StoreReader: Sendable {
 
     /// The store's entities, in configuration order.
     public var entities: [EntitySchema] { schema.entities }
+    public var entitiesCreatedByAPI: Set<String> { schema.createdByAPI }
 
     /// The entity called `name`.
     ///

@@ -1,22 +1,45 @@
+import Synchronization
+
 /// A store's name and its entities, looked up by name.
 package struct StoreSchema: Sendable {
-    let name: String
-    let entities: [EntitySchema]
+    package let name: String
+    package let entities: [EntitySchema]
     private let byName: [String: EntitySchema]
     /// See ``StoreConfiguration/changesPerStatement``.
     let changesPerStatement: Int
+    /// The entities created over the API (DESIGN §18), not in the configuration.
+    package let createdByAPI: Set<String>
 
-    package init(name: String, entities: [EntitySchema], changesPerStatement: Int = 64) {
+    package init(
+        name: String, entities: [EntitySchema], changesPerStatement: Int = 64, createdByAPI: Set<String> = []
+    ) {
         self.name = name
         self.entities = entities
         self.changesPerStatement = max(1, min(changesPerStatement, 3_000))
         self.byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        self.createdByAPI = createdByAPI
+    }
+
+    /// The schema with `entity` added, or put in place of the one of its name.
+    package func replacing(_ entity: EntitySchema) -> StoreSchema {
+        var all = entities
+        if let i = all.firstIndex(where: { $0.name == entity.name }) { all[i] = entity } else { all.append(entity) }
+        return StoreSchema(
+            name: name, entities: all, changesPerStatement: changesPerStatement,
+            createdByAPI: createdByAPI.union([entity.name]))
+    }
+
+    /// The schema without entity `name`.
+    package func removing(_ name: String) -> StoreSchema {
+        StoreSchema(
+            name: self.name, entities: entities.filter { $0.name != name }, changesPerStatement: changesPerStatement,
+            createdByAPI: createdByAPI.subtracting([name]))
     }
 
     /// The entity called `name`.
     ///
     /// - Throws: ``DepotError/Code/unknownEntity`` with the closest name as a hint.
-    func entity(_ name: String) throws -> EntitySchema {
+    package func entity(_ name: String) throws -> EntitySchema {
         guard let e = byName[name] else {
             throw DepotError(
                 .unknownEntity,
@@ -25,4 +48,16 @@ package struct StoreSchema: Sendable {
         }
         return e
     }
+}
+
+/// A store's schema, which entities created or dropped over the API change
+/// while it runs: every read and save takes the current one.
+package final class SchemaBox: Sendable {
+    private let current: Mutex<StoreSchema>
+
+    package init(_ schema: StoreSchema) { current = Mutex(schema) }
+
+    package var value: StoreSchema { current.withLock { $0 } }
+
+    package func set(_ schema: StoreSchema) { current.withLock { $0 = schema } }
 }

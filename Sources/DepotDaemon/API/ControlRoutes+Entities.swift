@@ -1,0 +1,31 @@
+import DepotEngine
+import DepotWire
+import Foundation
+import Hummingbird
+
+/// Entities created over the API (DESIGN §18): kept in the store, listed
+/// with `"declared": "api"`.
+extension ControlRoutes {
+    /// `PUT /v1/stores/{store}/entities/{entity}`: creates the entity (`201`)
+    /// or changes the one created so as a configuration's entity changes
+    /// when its store opens (`200`; `200` too when it is as given already).
+    /// Answers the entity as `GET /v1/stores/{store}` lists it.
+    func putEntity(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        let name = context.parameters.get("entity") ?? ""
+        let bytes = try await JSONBody.read(request, limit: config.maxRequestBytes)
+        let entity = try EntityDefinition(json: Array(bytes), name: name).schema()
+        let existed = store.reads.entities.contains { $0.name == name }
+        _ = try await store.putEntity(entity)
+        let info = try await describe(store).entities.first { $0.name == name }
+        return try JSONResponse.encode(info, status: existed ? .ok : .created)
+    }
+
+    /// `DELETE /v1/stores/{store}/entities/{entity}`: drops an entity
+    /// created over the API that holds no record (`204`).
+    func dropEntity(_ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        try await store.dropEntity(context.parameters.get("entity") ?? "")
+        return Response(status: .noContent)
+    }
+}

@@ -1,0 +1,37 @@
+import GRDB
+
+/// Entities created over the API (DESIGN §18) in an SQLite store.
+extension Store {
+    public nonisolated func putEntity(_ entity: EntitySchema) async throws -> Bool {
+        try await checkOpen()
+        let before = box.value
+        do {
+            return try await pool.write { db in
+                let schema = self.box.value
+                let changed = try SchemaMigrator.put(db, store: schema, entity: entity)
+                // Set before the commit, so that the next write on this
+                // connection (serialized after this one) sees the entity.
+                if changed { self.box.set(schema.replacing(entity)) }
+                return changed
+            }
+        } catch {
+            box.set(before)
+            throw EntityDefinition.refusal(Store.translate(error, store: name), entity: entity.name, store: name)
+        }
+    }
+
+    public nonisolated func dropEntity(_ name: String) async throws {
+        try await checkOpen()
+        let before = box.value
+        do {
+            try await pool.write { db in
+                let schema = self.box.value
+                try SchemaMigrator.drop(db, store: schema, entity: name)
+                self.box.set(schema.removing(name))
+            }
+        } catch {
+            box.set(before)
+            throw Store.translate(error, store: self.name)
+        }
+    }
+}
