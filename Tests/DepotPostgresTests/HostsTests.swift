@@ -55,6 +55,49 @@ struct HostsTests {
         await a.close()
     }
 
+    @Test("an entity created over the API through host A is served by host B once A's commit is heard; a drop too")
+    func entitiesHeardAcrossHosts() async throws {
+        let a = try await PostgresBackend(entities: [WriteContractTests.trip()])
+        let b = try await PostgresStore.open(
+            PostgresStoreConfiguration(
+                name: "travel", location: a.store.configuration.location, entities: [WriteContractTests.trip()]))
+        do {
+            let data = try EntityDefinition(
+                json: Array(#"{"identifier": "code", "fields": {"code": "string", "n": "int?"}}"#.utf8), name: "Data"
+            ).schema()
+            // B hears A's notifications in their order: once it has heard
+            // the commit that follows the put, it has read the entities again.
+            func heardNext(_ body: () async throws -> Void) async throws {
+                let seen = b.commitCount
+                let waiter = Task { await b.waitForCommit(after: seen) }
+                try await body()
+                _ = try await a.store.withSave(author: "host-a") {
+                    try await $0.write(WriteContractTests.batch([WriteContractTests.row("T\(seen)")]), policy: .upsert)
+                }
+                #expect(await waiter.value)
+            }
+            try await heardNext {
+                let created = try await a.store.putEntity(data)
+                #expect(created)
+            }
+            #expect(b.reads.entitiesCreatedByAPI == ["Data"])
+            var batch = RecordBatch(entity: "Data", columns: ["code", "n"])
+            batch.append(["x", 1])
+            let written = batch
+            _ = try await b.withSave(author: "host-b") { try await $0.write(written, policy: .upsert) }
+            #expect(try await a.store.reads.count(FetchDescriptor(entity: "Data")) == 1)
+            _ = try await a.store.delete(entity: "Data", where: nil, author: "t")
+            try await heardNext { try await a.store.dropEntity("Data") }
+            #expect(b.reads.entities.map(\.name) == ["Trip"])
+        } catch {
+            await b.close()
+            await a.close()
+            throw error
+        }
+        await b.close()
+        await a.close()
+    }
+
     /// Issue #30: a local commit was counted when it returned and again
     /// when its own NOTIFY came back, so a live fetch woke twice for it.
     @Test("a commit made here counts once (its own announcement is not counted again); one of another host once too")
