@@ -238,4 +238,38 @@ struct InferDaemonTests {
         #expect(people.name == "People" && people.declared == "api" && people.count == 2)
         #expect(people.fields.map(\.type) == ["string", "int"] && people.identifier == ["who"])
     }
+
+    @Test("a [[watch]] reads its files with the dialect it names; a bad dialect setting fails the configuration check")
+    func watchDialect() throws {
+        let watch = """
+            [[watch]]
+            path = "inbox/semi"
+            store = "travel"
+            entity = "Trip"
+            delimiter = ";"
+            nulls = ["NA"]
+            columns = { "Trip ID" = "id" }
+            """
+        let d = try DaemonProcess(config: DaemonProcess.config(extra: watch))
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let inbox = d.folder.appendingPathComponent("inbox/semi")
+        let part = inbox.appendingPathComponent(".semi.csv.part")
+        try Data(
+            "Trip ID;name;destination;startDate;endDate;budget;isFavorite\nw1;A;Oslo;2025-01-01;NA;3;true\n".utf8
+        ).write(to: part)
+        #expect(rename(part.path, inbox.appendingPathComponent("semi.csv").path) == 0)
+        let job = try watchJobEnded(d, file: "semi.csv")
+        #expect(job["state"] as? String == "succeeded" && job["inserted"] as? Int == 1, "\(job)")
+        #expect(job["delimiter"] as? String == ";" && (job["nulls"] as? [String]) == ["NA"], "\(job)")
+        // A bad setting is named with its key.
+        let bad = d.folder.appendingPathComponent("bad.toml")
+        try Data(
+            DaemonProcess.config(extra: watch.replacingOccurrences(of: #"delimiter = ";""#, with: #"delimiter = "ab""#))
+                .utf8
+        ).write(to: bad)
+        let (status, message) = try DaemonProcess.checkConfig(bad.path)
+        #expect(
+            status == 78 && message.contains("watch[0]") && message.contains("delimiter must be one character"),
+            "\(message)")
+    }
 }

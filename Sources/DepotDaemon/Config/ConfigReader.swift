@@ -1,5 +1,6 @@
 import DepotEngine
 import DepotPostgres
+import DepotWire
 import Foundation
 import TOMLKit
 
@@ -179,7 +180,11 @@ struct ConfigReader {
                 continue
             }
             unknownKeys(
-                table, ["path", "store", "entity", "format", "on_conflict", "after", "max_rejects", "references"],
+                table,
+                [
+                    "path", "store", "entity", "format", "on_conflict", "after", "max_rejects", "references",
+                    "delimiter", "quote", "header", "quotes", "skip_initial_space", "nulls", "columns", "encoding"
+                ],
                 at: key)
             guard let path = string(table, "path", at: "\(key).path") else {
                 problem("\(key).path", "is required: the folder to watch")
@@ -214,11 +219,13 @@ struct ConfigReader {
             let deferReferences = setting(
                 string(table, "references", at: "\(key).references") ?? "check",
                 at: "\(key).references", JobSetting.references)
+            let dialect = watchDialect(table, at: key)
             watches.append(
                 .init(
                     path: resolve(path), store: storeName, entity: entityName, format: format,
                     onConflict: policy ?? .upsert, deleteAfter: after == "delete",
-                    maxRejects: maxRejects ?? .count(1_000), deferReferences: deferReferences ?? false))
+                    maxRejects: maxRejects ?? .count(1_000), deferReferences: deferReferences ?? false,
+                    dialect: dialect))
         }
         guard problems.isEmpty else { return nil }
         return DaemonConfig(
@@ -228,6 +235,57 @@ struct ConfigReader {
             streamWriteTimeout: streamWrite, bodyTimeout: bodyTimeout,
             maxConnections: maxConnections, maxConnectionsPerClient: perClient,
             readPrincipals: read, writePrincipals: write, stores: stores, watches: watches)
+    }
+
+    /// A watch's dialect settings (as an import job's: JobSetting), each
+    /// problem named with its key.
+    mutating func watchDialect(_ table: TOMLTable, at key: String) -> JobSettings {
+        var d = JobSettings()
+        d.delimiter = string(table, "delimiter", at: "\(key).delimiter")
+        d.quote = string(table, "quote", at: "\(key).quote")
+        d.quotes = string(table, "quotes", at: "\(key).quotes")
+        d.encoding = string(table, "encoding", at: "\(key).encoding")
+        if let v = table["header"] {
+            if let b = v.tomlValue.bool { d.header = b } else { problem("\(key).header", "must be true or false") }
+        }
+        if let v = table["skip_initial_space"] {
+            if let b = v.tomlValue.bool {
+                d.skipInitialSpace = b
+            } else {
+                problem("\(key).skip_initial_space", "must be true or false")
+            }
+        }
+        if let v = table["nulls"] {
+            if let list = v.tomlValue.array, list.allSatisfy({ $0.tomlValue.string != nil }) {
+                d.nulls = list.compactMap { $0.tomlValue.string }
+            } else {
+                problem("\(key).nulls", "must be a list of strings, like [\"NA\", \"-\"]")
+            }
+        }
+        if let v = table["columns"] {
+            if let t = v.tomlValue.table {
+                var map: [String: String] = [:]
+                for (column, field) in t {
+                    if let f = field.tomlValue.string {
+                        map[column] = f
+                    } else {
+                        problem("\(key).columns.\(column)", "must be the name of a field")
+                    }
+                }
+                d.columns = map
+            } else {
+                problem("\(key).columns", "must be a table of column = \"field\"")
+            }
+        }
+        var check = ImportOptions()
+        do {
+            try check.read(dialectOf: d)
+        } catch let error as DepotError {
+            problem(key, error.message)
+        } catch {
+            problem(key, "\(error)")
+        }
+        return d
     }
 
     mutating func rejectLimit(_ table: TOMLTable, at key: String) -> ImportOptions.RejectLimit? {

@@ -1,4 +1,5 @@
 package import DepotEngine
+package import DepotWire
 import Foundation
 import TOMLKit
 
@@ -21,6 +22,10 @@ package struct DaemonConfig: Sendable {
         package var maxRejects: ImportOptions.RejectLimit
         /// `references = "defer"`: keep references to records not there (yet).
         package var deferReferences = false
+        /// The files' dialect, as `depotctl infer` reports it (`delimiter`,
+        /// `quote`, `header`, `quotes`, `skip_initial_space`, `nulls`,
+        /// `columns`, `encoding`); the fields not given keep their defaults.
+        package var dialect = JobSettings()
     }
 
     package var file: String

@@ -221,6 +221,8 @@ package actor FolderWatcher: Service {
             }
             var options = ImportOptions(format: format, onConflict: watch.onConflict, maxRejects: watch.maxRejects)
             options.deferReferences = watch.deferReferences
+            // Read when the configuration was: it cannot fail here.
+            try? options.read(dialectOf: watch.dialect)
             var record = JobRecord(
                 id: ControlRoutes.newJobID(),
                 spec: .importFile(entity: watch.entity, path: path, options: options),

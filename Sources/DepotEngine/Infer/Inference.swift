@@ -181,6 +181,7 @@ public struct Inference: Sendable {
             lines.append(
                 "# Import it with: depotctl import FILE --store STORE --entity \(entity) \(flags.joined(separator: " "))"
             )
+            lines.append("# or, in a [[watch]]: \(watchSettings.joined(separator: ", "))")
         }
         lines.append("[[store.entity]]")
         lines.append("name = \(TOMLText.quoted(entity))")
@@ -245,6 +246,28 @@ public struct Inference: Sendable {
         if o.latin1 { out.append("--encoding latin-1") }
         for (column, field) in o.columnFields.sorted(by: { $0.key < $1.key }) {
             out.append("--column " + shell("\(column)=\(field)"))
+        }
+        return out
+    }
+
+    /// The same settings as ``importFlags``, as a `[[watch]]` takes them.
+    public var watchSettings: [String] {
+        let o = importOptions
+        var out: [String] = []
+        if let d = o.delimiter, d != (format == .tsv ? 0x09 : UInt8(ascii: ",")) {
+            out.append("delimiter = " + TOMLText.quoted(d == 0x09 ? "\t" : String(UnicodeScalar(d))))
+        }
+        if let q = o.quote { out.append("quote = " + TOMLText.quoted(String(UnicodeScalar(q)))) }
+        if !o.header { out.append("header = false") }
+        if o.lenientQuotes { out.append("quotes = \"lenient\"") }
+        if o.skipInitialSpace { out.append("skip_initial_space = true") }
+        if !o.nulls.isEmpty { out.append("nulls = [" + o.nulls.map(TOMLText.quoted).joined(separator: ", ") + "]") }
+        if o.latin1 { out.append("encoding = \"latin-1\"") }
+        if !o.columnFields.isEmpty {
+            let pairs = o.columnFields.sorted { $0.key < $1.key }.map {
+                "\(TOMLText.quoted($0.key)) = \(TOMLText.quoted($0.value))"
+            }
+            out.append("columns = { " + pairs.joined(separator: ", ") + " }")
         }
         return out
     }
