@@ -78,6 +78,81 @@ enum PostgresMigrator {
         }
     }
 
+    /// Applies the renames `entities` ask for (``RenamePlan``, as an SQLite
+    /// store does), in the opening transaction, before the entities are checked.
+    static func applyRenames(_ connection: PostgresConnection, store: PostgresStore, entities: [EntitySchema])
+        async throws
+    {
+        guard entities.contains(where: { $0.renamedFrom != nil || !$0.fieldsRenamedFrom.isEmpty }) else { return }
+        let logger = store.logger
+        func run(_ sql: String, _ values: [String?]) async throws {
+            var binds = PostgresBindings()
+            for v in values { binds.append(v) }
+            try await PostgresSQL.execute(connection, sql, binds, logger: logger)
+        }
+        func rows(_ sql: String, _ values: [String?] = []) async throws -> [[String?]] {
+            var binds = PostgresBindings()
+            for v in values { binds.append(v) }
+            return try await PostgresSQL.textRows(connection, sql, binds, logger: logger)
+        }
+        let definitions = try await rows("SELECT entity, definition FROM \(store.table("depot_schema"))")
+            .compactMap { row -> (String, String)? in
+                guard let name = row[0], let text = row[1] else { return nil }
+                return (name, text)
+            }
+        let plan = try RenamePlan.make(entities, definitions: definitions, store: store.name)
+        let now = Timestamp.now()
+        for r in plan.entities {
+            try await run("ALTER TABLE \(store.table(r.old)) RENAME TO \(PostgresSQL.quote(r.new))", [])
+            for table in ["depot_schema", "depot_layouts", "depot_changes", "depot_processors"] {
+                try await run("UPDATE \(store.table(table)) SET entity = $1 WHERE entity = $2", [r.new, r.old])
+            }
+            try await run(
+                "INSERT INTO \(store.table("depot_renames"))(kind, entity, old, new, applied) "
+                    + "VALUES ('entity', $1, $2, $3, $4)", [r.new, r.old, r.new, now])
+        }
+        for r in plan.fields {
+            try await run(
+                "ALTER TABLE \(store.table(r.entity)) RENAME COLUMN \(PostgresSQL.quote(r.old)) TO "
+                    + "\(PostgresSQL.quote(r.new))", [])
+            if let text = PostgresSQL.scalar(
+                try await rows("SELECT definition FROM \(store.table("depot_schema")) WHERE entity = $1", [r.entity])),
+                let renamed = try RenamePlan.renaming(definition: text, r.old, r.new)
+            {
+                try await run(
+                    "UPDATE \(store.table("depot_schema")) SET definition = $1 WHERE entity = $2", [renamed, r.entity])
+            }
+            // The history under the new name (as an SQLite store's).
+            for row in try await rows(
+                "SELECT id::text, fields FROM \(store.table("depot_layouts")) WHERE entity = $1", [r.entity])
+            {
+                guard let id = row[0], let names = row[1] else { continue }
+                try await run(
+                    "UPDATE \(store.table("depot_layouts")) SET fields = $1 WHERE id = $2::bigint",
+                    [RenamePlan.renamingName(names, r.old, r.new), id])
+            }
+            let name = JSONText.quoted(r.old)
+            for row in try await rows(
+                "SELECT txn::text, id::text, fields, old, new, tombstone FROM \(store.table("depot_changes")) "
+                    + "WHERE entity = $1 AND (strpos(fields, $2) > 0 OR strpos(old, $3) > 0 OR strpos(new, $3) > 0 "
+                    + "OR strpos(tombstone, $3) > 0)", [r.entity, name, name + ":"])
+            {
+                try await run(
+                    "UPDATE \(store.table("depot_changes")) SET fields = $1, old = $2, new = $3, tombstone = $4 "
+                        + "WHERE txn = $5::bigint AND id = $6::bigint",
+                    [
+                        row[2].map { RenamePlan.renamingName($0, r.old, r.new) },
+                        row[3].map { RenamePlan.renamingKey($0, r.old, r.new) },
+                        row[4].map { RenamePlan.renamingKey($0, r.old, r.new) },
+                        row[5].map { RenamePlan.renamingKey($0, r.old, r.new) }, row[0], row[1]
+                    ])
+            }
+            try await run(
+                "INSERT INTO \(store.table("depot_renames"))(kind, entity, old, new, applied) "
+                    + "VALUES ('field', $1, $2, $3, $4)", [r.entity, r.old, r.new, now])
+        }
+    }
+
     /// The entities created over the API that the store keeps (DESIGN §18).
     static func createdEntities(_ connection: PostgresConnection, store: PostgresStore) async throws -> [EntitySchema] {
         try await PostgresSQL.textRows(
@@ -203,6 +278,9 @@ enum PostgresMigrator {
         try await run(
             "CREATE TABLE IF NOT EXISTS \(table("depot_entities"))(name text COLLATE \"C\" PRIMARY KEY, "
                 + "definition text NOT NULL, created text COLLATE \"C\" NOT NULL)")
+        try await run(
+            "CREATE TABLE IF NOT EXISTS \(table("depot_renames"))(kind text NOT NULL, entity text NOT NULL, "
+                + "old text NOT NULL, new text NOT NULL, applied text NOT NULL)")
         if storage { try await run(try await changesStorage(connection, store: store)) }
         try await run(
             "CREATE TABLE IF NOT EXISTS \(table("depot_checkpoints"))(job text PRIMARY KEY, "
@@ -243,6 +321,7 @@ enum PostgresMigrator {
             try await PostgresSQL.execute(connection, sql, binds, logger: logger)
         }
         func table(_ name: String) -> String { store.table(name) }
+        try await applyRenames(connection, store: store, entities: entities)
         var problems: [String] = []
         var work: [() async throws -> Void] = []
         for entity in entities {

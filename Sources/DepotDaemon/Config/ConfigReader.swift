@@ -399,7 +399,11 @@ struct ConfigReader {
                 continue
             }
             unknownKeys(
-                e, ["name", "identifier", "indexes", "preserve_on_delete", "history", "fields", "relationships"],
+                e,
+                [
+                    "name", "identifier", "indexes", "preserve_on_delete", "history", "fields", "relationships",
+                    "renamed_from"
+                ],
                 at: ekey)
             let ename = string(e, "name", at: "\(ekey).name") ?? ""
             var identifier: [String] = []
@@ -439,10 +443,35 @@ struct ConfigReader {
                 }
             }
             var fields: [Field] = []
+            var fieldsRenamedFrom: [String: String] = [:]
             if let ft = e["fields"]?.tomlValue.table {
                 for fname in ft.keys {
-                    guard let decl = ft[fname]?.tomlValue.string else {
-                        problem("\(ekey).fields.\(fname)", "must be a type such as \"string\" or \"date?\"")
+                    // A field is a type, or a table saying how it came to be
+                    // (DESIGN §18): { type = "string?", renamed_from = "notes" }.
+                    var declared = ft[fname]?.tomlValue.string
+                    if let t = ft[fname]?.tomlValue.table {
+                        let fkey = "\(ekey).fields.\(fname)"
+                        unknownKeys(t, ["type", "renamed_from", "convert"], at: fkey)
+                        declared = string(t, "type", at: "\(fkey).type")
+                        if declared == nil {
+                            problem("\(fkey).type", "is required: the field's type, such as \"string?\"")
+                        }
+                        if let old = string(t, "renamed_from", at: "\(fkey).renamed_from") {
+                            fieldsRenamedFrom[fname] = old
+                        }
+                        if t["convert"] != nil {
+                            problem(
+                                "\(fkey).convert",
+                                "is not supported by this release: a change of type runs as a migrate job, "
+                                    + "which is not built yet (DESIGN §18)")
+                        }
+                        if declared == nil { continue }
+                    }
+                    guard let decl = declared else {
+                        problem(
+                            "\(ekey).fields.\(fname)",
+                            "must be a type such as \"string\" or \"date?\", or a table { type = \"string?\", renamed_from = \"old\" }"
+                        )
                         continue
                     }
                     do { fields.append(try Field(name: fname, declaration: decl)) } catch let error as DepotError {
@@ -458,10 +487,15 @@ struct ConfigReader {
             declarations.append(
                 (
                     ekey,
-                    EntityDeclaration(
-                        name: ename, fields: fields, identifier: identifier,
-                        indexes: indexes, preserveOnDelete: preserve, history: history,
-                        relationships: relationships)
+                    {
+                        var d = EntityDeclaration(
+                            name: ename, fields: fields, identifier: identifier,
+                            indexes: indexes, preserveOnDelete: preserve, history: history,
+                            relationships: relationships)
+                        d.renamedFrom = string(e, "renamed_from", at: "\(ekey).renamed_from")
+                        d.fieldsRenamedFrom = fieldsRenamedFrom
+                        return d
+                    }()
                 ))
         }
         // The relationships are checked between entities, then each entity

@@ -34,6 +34,11 @@ public struct EntitySchema: Sendable, Hashable {
     public let relationships: [Relationship]
     /// For each to-one, the names of the fields that store it.
     public let relationshipColumns: [String: [String]]
+    /// The name the entity had before (`renamed_from`, DESIGN §18): a store
+    /// that holds it under that name renames it in place when it opens.
+    public var renamedFrom: String?
+    /// For each field renamed so, the name it had before.
+    public var fieldsRenamedFrom: [String: String] = [:]
 
     /// The positions in ``fields`` of the identifier's fields.
     public let identifierIndexes: [Int]

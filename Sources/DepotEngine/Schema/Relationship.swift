@@ -60,6 +60,9 @@ public struct EntityDeclaration: Sendable, Hashable {
     public var preserveOnDelete: [String]
     public var history: HistoryDetail
     public var relationships: [Relationship]
+    /// The entity's name before (`renamed_from`), and each renamed field's.
+    public var renamedFrom: String?
+    public var fieldsRenamedFrom: [String: String] = [:]
 
     public init(
         name: String, fields: [Field], identifier: [String], indexes: [[String]] = [],
@@ -225,10 +228,13 @@ public struct EntityDeclaration: Sendable, Hashable {
                     else { continue }
                     indexes.append(c)
                 }
-                return try EntitySchema(
+                var entity = try EntitySchema(
                     name: d.name, fields: fields, identifier: identifier, indexes: indexes,
                     preserveOnDelete: d.preserveOnDelete.flatMap { columns[$0] ?? [$0] },
                     history: d.history, relationships: d.relationships, relationshipColumns: columns)
+                entity.renamedFrom = d.renamedFrom
+                entity.fieldsRenamedFrom = d.fieldsRenamedFrom
+                return entity
             }
         }
     }

@@ -14,6 +14,7 @@ enum SchemaMigrator {
 
     static func migrate(_ db: Database, store: String, entities: [EntitySchema]) throws {
         try SystemTables.migrate(db, store: store)
+        try applyRenames(db, store: store, entities: entities)
         var problems: [String] = []
         var work: [() throws -> Void] = []
         for entity in entities {
@@ -67,6 +68,72 @@ enum SchemaMigrator {
                 sql: "INSERT INTO depot_schema(entity, definition) VALUES (?, ?) "
                     + "ON CONFLICT(entity) DO UPDATE SET definition = excluded.definition",
                 arguments: [entity.name, text])
+        }
+    }
+
+    /// Applies the renames `entities` ask for (``RenamePlan``), in the
+    /// opening transaction, before the entities are checked.
+    static func applyRenames(_ db: Database, store: String, entities: [EntitySchema]) throws {
+        guard entities.contains(where: { $0.renamedFrom != nil || !$0.fieldsRenamedFrom.isEmpty }) else { return }
+        let definitions = try Row.fetchAll(db, sql: "SELECT entity, definition FROM depot_schema").map {
+            (row: Row) -> (String, String) in (row[0], row[1])
+        }
+        let plan = try RenamePlan.make(entities, definitions: definitions, store: store)
+        let now = Timestamp.now()
+        for r in plan.entities {
+            try db.execute(sql: "ALTER TABLE \(SQL.quote(r.old)) RENAME TO \(SQL.quote(r.new))")
+            for table in ["depot_schema", "depot_layouts", "depot_changes", "depot_processors"] {
+                try db.execute(sql: "UPDATE \(table) SET entity = ? WHERE entity = ?", arguments: [r.new, r.old])
+            }
+            try db.execute(
+                sql: "INSERT INTO depot_renames(kind, entity, old, new, applied) VALUES ('entity', ?, ?, ?, ?)",
+                arguments: [r.new, r.old, r.new, now])
+        }
+        for r in plan.fields {
+            try db.execute(
+                sql: "ALTER TABLE \(SQL.quote(r.entity)) RENAME COLUMN \(SQL.quote(r.old)) TO \(SQL.quote(r.new))")
+            if let text = try String.fetchOne(
+                db, sql: "SELECT definition FROM depot_schema WHERE entity = ?", arguments: [r.entity]),
+                let renamed = try RenamePlan.renaming(definition: text, r.old, r.new)
+            {
+                try db.execute(
+                    sql: "UPDATE depot_schema SET definition = ? WHERE entity = ?", arguments: [renamed, r.entity])
+            }
+            // The history under the new name: the layouts of compact values,
+            // the names of an update's fields, the keys of values and tombstones.
+            for row in try Row.fetchAll(
+                db, sql: "SELECT id, fields FROM depot_layouts WHERE entity = ?", arguments: [r.entity])
+            {
+                let id: Int64 = row[0]
+                let names: String = row[1]
+                try db.execute(
+                    sql: "UPDATE depot_layouts SET fields = ? WHERE id = ?",
+                    arguments: [RenamePlan.renamingName(names, r.old, r.new), id])
+            }
+            let name = JSONText.quoted(r.old)
+            for row in try Row.fetchAll(
+                db,
+                sql: "SELECT rowid, fields, old, new, tombstone FROM depot_changes WHERE entity = ? "
+                    + "AND (instr(fields, ?) > 0 OR instr(old, ?) > 0 OR instr(new, ?) > 0 OR instr(tombstone, ?) > 0)",
+                arguments: [r.entity, name, name + ":", name + ":", name + ":"])
+            {
+                let rowid: Int64 = row[0]
+                let fields: String? = row[1]
+                let old: String? = row[2]
+                let new: String? = row[3]
+                let tombstone: String? = row[4]
+                try db.execute(
+                    sql: "UPDATE depot_changes SET fields = ?, old = ?, new = ?, tombstone = ? WHERE rowid = ?",
+                    arguments: [
+                        fields.map { RenamePlan.renamingName($0, r.old, r.new) },
+                        old.map { RenamePlan.renamingKey($0, r.old, r.new) },
+                        new.map { RenamePlan.renamingKey($0, r.old, r.new) },
+                        tombstone.map { RenamePlan.renamingKey($0, r.old, r.new) }, rowid
+                    ])
+            }
+            try db.execute(
+                sql: "INSERT INTO depot_renames(kind, entity, old, new, applied) VALUES ('field', ?, ?, ?, ?)",
+                arguments: [r.entity, r.old, r.new, now])
         }
     }
 

@@ -127,8 +127,9 @@ package enum SystemTables {
         Step(version: 6, summary: "processors and their batches") { db in
             try db.execute(sql: SystemTables.processorTables)
         },
-        // Entities created over the API (DESIGN §18), kept in the store.
-        Step(version: 7, summary: "entities created over the API") { db in
+        // Entities created over the API (DESIGN §18), kept in the store;
+        // the renames applied (`renamed_from`), each once.
+        Step(version: 7, summary: "entities created over the API; renames applied") { db in
             try db.execute(sql: SystemTables.entityTable)
         }
     ]
@@ -138,6 +139,8 @@ package enum SystemTables {
     package static let entityTable = """
         CREATE TABLE IF NOT EXISTS depot_entities(
             name TEXT PRIMARY KEY, definition TEXT NOT NULL, created TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS depot_renames(
+            kind TEXT NOT NULL, entity TEXT NOT NULL, old TEXT NOT NULL, new TEXT NOT NULL, applied TEXT NOT NULL);
         """
 
     /// The processors' tables (the same on PostgreSQL, PostgresMigrator).
