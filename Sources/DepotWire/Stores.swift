@@ -220,6 +220,29 @@ public struct EntityInfo: Sendable, Hashable, Codable {
         self.declared = declared
         self.history = history
     }
+
+    enum CodingKeys: String, CodingKey {
+        case name, count, identifier, indexes, fields, relationships, declared, history
+    }
+
+    /// Reads an entity; one from a daemon before DESIGN §18 (without
+    /// `declared` and `history`) reads as declared in the configuration,
+    /// its history of fields.
+    ///
+    /// ```swift
+    /// let entity = try JSONDecoder().decode(EntityInfo.self, from: body)
+    /// ```
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decode(String.self, forKey: .name)
+        count = try c.decode(Int.self, forKey: .count)
+        identifier = try c.decode([String].self, forKey: .identifier)
+        indexes = try c.decode([[String]].self, forKey: .indexes)
+        fields = try c.decode([Field].self, forKey: .fields)
+        relationships = try c.decode([Relationship].self, forKey: .relationships)
+        declared = try c.decodeIfPresent(String.self, forKey: .declared) ?? "config"
+        history = try c.decodeIfPresent(String.self, forKey: .history) ?? "fields"
+    }
 }
 
 /// `GET /v1/stores`: every store the daemon serves.

@@ -428,6 +428,18 @@ struct WireAgreementTests {
         #expect(Self.differences(failure, error, at: "Error", in: document) == [])
     }
 
+    @Test(
+        "an entity as a daemon before DESIGN §18 wrote it (no declared, no history) reads as declared in the configuration"
+    )
+    func olderEntityInfo() throws {
+        let old =
+            #"{"name":"Trip","count":1,"identifier":["id"],"indexes":[],"fields":[{"name":"id","type":"string"}],"relationships":[]}"#
+        let entity = try JSONDecoder().decode(EntityInfo.self, from: Data(old.utf8))
+        #expect(entity.declared == "config" && entity.history == "fields" && entity.fields.map(\.name) == ["id"])
+        let again = try JSONDecoder().decode(EntityInfo.self, from: JSONEncoder().encode(Self.store.entities[0]))
+        #expect(again == Self.store.entities[0])
+    }
+
     @Test("the check finds a field the document lacks, and one it has but the type does not write")
     func checkCanFail() throws {
         let document = try OpenAPITests.document()
