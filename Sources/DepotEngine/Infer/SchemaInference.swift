@@ -164,7 +164,7 @@ private struct Scan {
         var candidates: [UniqueCandidate?] = []
         let folder = try temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        var hashes: [UInt64] = []
+        var headerBytes: [[UInt8]] = []
         var validUTF8 = true
         var lenient = false
         defer { dialect?.lenientQuotes = lenient }
@@ -177,6 +177,7 @@ private struct Scan {
                 first = false
                 width = reader.fieldCount
                 if d.header {
+                    headerBytes = (0..<width).map { c in reader.isNull(c) ? [] : reader.withBytes(c) { Array($0) } }
                     columns = (0..<width).map { reader.string($0) ?? "" }
                     if let c = columns.firstIndex(where: { $0.utf8.contains(0) }) {
                         throw DepotError(.invalidArgument, "\(name): the header's column \(c + 1) holds a NUL byte")
@@ -189,7 +190,6 @@ private struct Scan {
                 profiles = Array(repeating: ColumnProfile(), count: width)
                 let chunk = chunkSize(width)
                 candidates = (0..<width).map { UniqueCandidate(columns: [$0], seed: 0, folder: folder, chunk: chunk) }
-                hashes = Array(repeating: 0, count: width)
             }
             guard reader.fieldCount == width else {
                 problem(
@@ -220,12 +220,18 @@ private struct Scan {
                     if !lenient, !reader.isQuoted(c), b.contains(d.quote) { lenient = true }
                     profiles[c].add(b, quotedEmpty: b.isEmpty, line: line)
                     if let u = candidates[c] {
-                        let h = Hashing.hash(b, seed: 0)
-                        hashes[c] = h
-                        try u.add(h)
+                        try u.add(Hashing.hash(b, seed: 0))
                         if u.stopped { candidates[c] = nil; stoppedSingles.append(u) }
                     }
                 }
+            }
+        }
+        // A header that is not UTF-8 makes the file Latin-1 too; the names
+        // are then read as the import reads them (Latin-1 to UTF-8).
+        if headerBytes.contains(where: { String(validating: $0, as: UTF8.self) == nil }) { encoding = "latin-1" }
+        if encoding == "latin-1", !headerBytes.isEmpty {
+            columns = headerBytes.map { b in
+                b.withUnsafeBufferPointer { String(decoding: Latin1.utf8($0), as: UTF8.self) }
             }
         }
         if first { throw DepotError(.invalidArgument, "\(name) holds no record") }

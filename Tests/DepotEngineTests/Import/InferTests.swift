@@ -210,6 +210,9 @@ struct InferTests {
                 Array("name,n\ncaf".utf8) + [0xE9] + Array(",1\nna".utf8) + [0xEF] + Array("ve,2\n".utf8),
                 name: "latin.csv"),
             try Self.write("1,2025-01-01,x\n2,2025-01-02,y\n", name: "headless.csv"),
+            try Self.write(
+                Array("Gr".utf8) + [0xF6, 0xDF] + Array("e,n\n1,caf".utf8) + [0xE9] + Array("\n2,b\n".utf8),
+                name: "latin-header.csv"),
             try Self.write("{\"k k\": 1, \"v\": [1]}\n{\"k k\": 1, \"v\": [1]}\n{\"k k\": 2}\n", name: "j.ndjson")
         ]
         var checked = 0
@@ -244,6 +247,9 @@ struct InferTests {
         #expect(semi.importOptions.quote == UInt8(ascii: "'") && semi.importOptions.delimiter == UInt8(ascii: ";"))
         let dupes = try SchemaInference.infer(path: crafted[1])
         #expect(dupes.identifier == ["_key"] && dupes.importOptions.skipInitialSpace)
+        // A Latin-1 header: its names read as the import reads them.
+        let header = try SchemaInference.infer(path: crafted[4])
+        #expect(header.encoding == "latin-1" && header.fields.map(\.name) == ["Größe", "n"], "\(header.toml())")
         let latin = try SchemaInference.infer(path: crafted[2])
         #expect(latin.importOptions.latin1)
         let t = try await TemporaryStore(entities: [try latin.entitySchema(name: "Data")])
