@@ -548,12 +548,7 @@ extension ControlRoutes {
             var inferOptions = InferOptions(entity: name, fileName: q.get("name").map { String($0) })
             if q.get("format") != nil { inferOptions.format = explicit.format }
             inferOptions.temporaryFolder = spool
-            let asked = inferOptions
-            let inference: Inference = try await withCheckedThrowingContinuation { continuation in
-                DispatchQueue.global(qos: .utility).async {
-                    continuation.resume(with: Result { try SchemaInference.infer(path: spooled, options: asked) })
-                }
-            }
+            let inference = try await Self.infer(path: spooled, options: inferOptions)
             if !store.reads.entities.contains(where: { $0.name == name }) {
                 _ = try await store.putEntity(try inference.entitySchema(name: name))
                 logger.info(

@@ -6,9 +6,8 @@ import Hummingbird
 /// `POST /v1/infer` (DESIGN §18): the file as the body, the entity that
 /// holds it as the answer.
 extension ControlRoutes {
-    /// Spools the body, infers over the whole of it on a thread of its own
-    /// (the work reads the file once or more and must not hold one of the
-    /// server's few), and answers the document of ``Inference/json()`` with
+    /// Spools the body, infers over the whole of it (``infer(path:options:)``),
+    /// and answers the document of ``Inference/json()`` with
     /// its TOML beside it (`"toml"`). Query: `entity` (the entity's name),
     /// `name` (the file's name, for its format and a default entity name),
     /// `format` (`auto`, `csv`, `tsv`, `ndjson`, `json`).
@@ -29,15 +28,20 @@ extension ControlRoutes {
         try await self.spool(request.body, to: path)
         defer { unlink(path) }
         options.temporaryFolder = spool
-        let opts = options
-        let inference: Inference = try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global(qos: .utility).async {
-                continuation.resume(with: Result { try SchemaInference.infer(path: path, options: opts) })
-            }
-        }
+        let inference = try await Self.infer(path: path, options: options)
         var buffer = ByteBuffer()
         buffer.writeString(inference.json(toml: true) + "\n")
         return Response(
             status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
+    }
+
+    /// Infers the file at `path` on a thread of its own: the work reads the
+    /// whole file, once or more, and must not hold one of the server's few.
+    static func infer(path: String, options: InferOptions) async throws -> Inference {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global(qos: .utility).async {
+                continuation.resume(with: Result { try SchemaInference.infer(path: path, options: options) })
+            }
+        }
     }
 }

@@ -42,9 +42,6 @@ struct ColumnProfile {
         case string, date, int, double, bool, structure
     }
 
-    /// Whether the field is a text field (so spellings are values).
-    private var isText: Bool { current == .string }
-
     /// The field's type: the narrowest all values fit; a string when none
     /// was met.
     var type: FieldType { current ?? .string }
@@ -128,7 +125,7 @@ struct ColumnProfile {
         jsonKinds.insert(k)
         let now = Self.type(of: jsonKinds)
         if let before, before != now {
-            evidence = (before, line, Self.shown(b, quoted: kind == .string))
+            evidence = (before, line, Self.shown(b))
         }
         current = now
     }
@@ -164,7 +161,7 @@ struct ColumnProfile {
     }
 
     /// A value as evidence shows it: at most 60 characters.
-    static func shown(_ b: UnsafeBufferPointer<UInt8>, quoted: Bool = false) -> String {
+    static func shown(_ b: UnsafeBufferPointer<UInt8>) -> String {
         let text = String(decoding: b.prefix(240), as: UTF8.self)
         let cut = text.count > 60 ? String(text.prefix(60)) + "…" : text
         return cut

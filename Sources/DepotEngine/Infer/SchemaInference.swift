@@ -263,7 +263,8 @@ private struct Scan {
         }
         return unique
     }
-    var candidates: [[Int]] = []
+    /// The identifier candidates found: each the columns of a unique key.
+    var uniqueKeys: [[Int]] = []
 
     func chunkSize(_ width: Int) -> Int { max(1 << 16, options.memory / 8 / max(width, 1)) }
 
@@ -311,7 +312,7 @@ private struct Scan {
             }
         }
         let smallest = unique.map(\.columns.count).min() ?? 0
-        candidates = unique.filter { $0.columns.count == smallest }.map(\.columns)
+        uniqueKeys = unique.filter { $0.columns.count == smallest }.map(\.columns)
     }
 
     /// Pairs or triples of never-null columns, the most distinct first.
@@ -477,7 +478,7 @@ private struct Scan {
                     evidence: p.evidence.map { .init(type: $0.type, line: $0.line, value: $0.value) },
                     values: p.values))
         }
-        var keys = candidates.map { $0.map { names[$0] } }
+        var keys = uniqueKeys.map { $0.map { names[$0] } }
         keys.sort { rank($0, fields).lexicographicallyPrecedes(rank($1, fields)) }
         // Candidates are never null: an identifier field is required.
         for key in keys {

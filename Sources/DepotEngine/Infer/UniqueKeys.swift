@@ -24,6 +24,9 @@ final class UniqueCandidate {
     var repeated = false
     /// Set when the candidate has stopped hashing.
     var stopped: Bool { suspect != nil || repeated }
+    /// Verifies a suspect on the next pass: the values of the first row
+    /// with the hash, each later one compared with them.
+    var kept: [[UInt8]]?
     /// How many distinct values it met before stopping: a rank for pairs.
     private(set) var distinct = 0
 
@@ -135,10 +138,6 @@ final class UniqueCandidate {
         for c in columns { h = Hashing.mix(h ^ hashes[c] &* 0x9E37_79B9_7F4A_7C15) }
         return h
     }
-
-    /// Verifies a suspect on the next pass: the first row with the hash is
-    /// kept, each later one compared with it.
-    var kept: [[UInt8]]?
 }
 
 /// Reads a run file's sorted hashes a block at a time.
