@@ -51,3 +51,28 @@ extension DepotClient {
         _ = try await call(.DELETE, "/v1/stores/\(Self.escaped(store))/entities/\(Self.escaped(name))")
     }
 }
+
+extension DepotClient {
+    /// Migrates a store to the entities its configuration file declares
+    /// now (DESIGN §18). With `dryRun`, changes nothing and answers each
+    /// entity's changes and every record whose conversion would fail;
+    /// without, brings the store to the file (as a reload does) and answers
+    /// the `migrate` jobs queued or running. Needs the `write` role.
+    ///
+    /// ```swift
+    /// let plan = try await client.migrate(store: "travel", dryRun: true)
+    /// print(plan.entities.map { "\($0.entity): \($0.rejected) rejected" })
+    /// ```
+    public func migrate(store: String, entity: String? = nil, dryRun: Bool) async throws -> MigrationAnswer {
+        struct Body: Encodable {
+            var entity: String?
+            var dry_run: Bool
+        }
+        let path = "/v1/stores/\(Self.escaped(store))/migrate"
+        let body = try JSONEncoder().encode(Body(entity: entity, dry_run: dryRun))
+        return try Self.decode(
+            MigrationAnswer.self,
+            try await call(.POST, path, body: .bytes(Array(body), contentType: "application/json")),
+            answering: "POST \(path)")
+    }
+}

@@ -45,7 +45,22 @@ struct ReloadService: Service {
         // Everything that may fail first, undone whole if any of it fails.
         var opened: [any StoreBackend] = []
         var prepared: [(watch: DaemonConfig.Watch, wd: Int32)] = []
+        // Open stores whose entities changed (DESIGN §18): checked here, so
+        // that a change no conversion explains refuses the whole reload.
+        var changed: [(store: any StoreBackend, entities: [EntitySchema])] = []
         do {
+            for config in fresh.stores where open.contains(config.name) {
+                guard let store = runtime.jobs.stores.store(config.name),
+                    config.entities != store.settings.schema.configured
+                else { continue }
+                let schema = store.settings.schema
+                for target in config.entities where schema.entities.contains(where: { $0.name == target.name }) {
+                    if target.renamedFrom == nil && target.fieldsRenamedFrom.isEmpty {
+                        _ = try MigrationPlan.preview(target, in: schema)
+                    }
+                }
+                changed.append((store, config.entities))
+            }
             for store in fresh.stores where !open.contains(store.name) {
                 opened.append(try await DaemonRuntime.openBackend(store))
             }
@@ -73,6 +88,23 @@ struct ReloadService: Service {
             }
         }
         runtime.settings.replace(with: fresh)
+        for (store, entities) in changed {
+            if await runtime.jobs.isMigrating(store.name) {
+                logger.warning(
+                    "a store's entities changed while it migrates; the change waits for the next reload once its migrate job ended",
+                    metadata: [LogKey.store: "\(store.name)"])
+                continue
+            }
+            do {
+                try await store.reconfigure(entities: entities)
+                logger.info("store reconfigured", metadata: [LogKey.store: "\(store.name)"])
+                await runtime.jobs.startMigrations(of: store)
+            } catch {
+                logger.error(
+                    "a store's entities cannot change; it keeps those it had",
+                    metadata: [LogKey.store: "\(store.name)", LogKey.error: "\(Self.describe(error))"])
+            }
+        }
         for p in prepared { await runtime.watcher.start(p.watch, p.wd) }
         var waiting: [String] = []
         if fresh.socket != current.socket || fresh.socketMode != current.socketMode

@@ -48,11 +48,11 @@ enum PostgresMigrator {
         try await migrateSystem(connection, store: store)
         let created = try await createdEntities(connection, store: store)
         try EntityDefinition.checkNames(configured: store.configuration.entities, created: created, store: store.name)
-        try await migrate(connection, store: store, entities: store.configuration.entities + created)
+        let plans = try await migrate(connection, store: store, entities: store.configuration.entities + created)
         store.box.set(
             StoreSchema(
                 name: store.name, entities: store.configuration.entities + created,
-                createdByAPI: Set(created.map(\.name))))
+                createdByAPI: Set(created.map(\.name)), migrations: plans))
     }
 
     /// The layout of each entity's fields, in their order, that its compact
@@ -314,7 +314,12 @@ enum PostgresMigrator {
 
     /// Creates `entities`' tables or migrates them (the rules and messages of
     /// an SQLite store), in the caller's transaction.
-    static func migrate(_ connection: PostgresConnection, store: PostgresStore, entities: [EntitySchema]) async throws {
+    /// - Returns: the migrations to run (their entities are served as the
+    ///   store holds them until each one's switch).
+    @discardableResult
+    static func migrate(_ connection: PostgresConnection, store: PostgresStore, entities: [EntitySchema]) async throws
+        -> [MigrationPlan]
+    {
         let location = store.configuration.location
         let logger = store.logger
         func run(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) async throws {
@@ -324,7 +329,11 @@ enum PostgresMigrator {
         try await applyRenames(connection, store: store, entities: entities)
         var problems: [String] = []
         var work: [() async throws -> Void] = []
-        for entity in entities {
+        var plans: [MigrationPlan] = []
+        var served: [EntitySchema] = []
+        for configured in entities {
+            var entity = configured
+            defer { served.append(entity) }
             var binds = PostgresBindings()
             binds.append(entity.name)
             let stored = PostgresSQL.scalar(
@@ -365,15 +374,20 @@ enum PostgresMigrator {
             }
             let outcome = MigrationRules.check(entity, stored: old, nulls: nulls)
             problems += outcome.problems
+            if let plan = MigrationRules.plan(configured, stored: old, outcome, problems: &problems) {
+                entity = plan.serving
+                plans.append(plan)
+            }
             for field in outcome.added {
-                work.append {
+                work.append { [entity] in
                     try await run(
                         "ALTER TABLE \(table(entity.name)) ADD COLUMN "
                             + "\(PostgresSQL.quote(field.name)) \(PostgresSQL.type(field.type))")
                 }
             }
-            work.append { try await syncIndexes(connection, store, entity) }
+            work.append { [entity] in try await syncIndexes(connection, store, entity) }
         }
+        problems += MigrationPlan.problems(plans, served: served, store: store.name, dialect: .postgresql)
         guard problems.isEmpty else {
             throw DepotError(
                 .migrationRefused,
@@ -381,8 +395,8 @@ enum PostgresMigrator {
                     + "configuration: " + problems.joined(separator: "; "))
         }
         for step in work { try await step() }
-        try await layouts(connection, store: store, entities: entities)
-        for entity in entities {
+        try await layouts(connection, store: store, entities: served)
+        for entity in served {
             let text = String(decoding: try JSONEncoder().encode(Definition(entity)), as: UTF8.self)
             var binds = PostgresBindings()
             binds.append(entity.name)
@@ -391,6 +405,7 @@ enum PostgresMigrator {
                 "INSERT INTO \(table("depot_schema"))(entity, definition) VALUES ($1, $2) "
                     + "ON CONFLICT (entity) DO UPDATE SET definition = excluded.definition", binds)
         }
+        return plans
     }
 
     /// `depot_fold(text, flags)`, the `[c]`/`[d]` folding of an SQLite
@@ -461,7 +476,7 @@ enum PostgresMigrator {
         return "depot_idx_" + String(hash, radix: 16)
     }
 
-    private static func syncIndexes(
+    static func syncIndexes(
         _ connection: PostgresConnection, _ store: PostgresStore,
         _ entity: EntitySchema
     ) async throws {
@@ -504,9 +519,31 @@ extension PostgresStore {
         try await transaction { connection in
             try await PostgresMigrator.layouts(connection, store: self, entities: created)
         }
+        let now = schema
         box.set(
             StoreSchema(
-                name: name, entities: configuration.entities + created, createdByAPI: Set(created.map(\.name))))
+                name: name, entities: now.configured + created, createdByAPI: Set(created.map(\.name)),
+                migrations: Array(now.migrations.values)))
+    }
+
+    /// Brings the store to the configuration's `entities` while it runs
+    /// (a reload): as opening it would, in one transaction.
+    public nonisolated func reconfigure(entities: [EntitySchema]) async throws {
+        do {
+            try await transaction { connection in
+                try await PostgresSQL.lock(
+                    connection, "depot:" + self.configuration.location.schema, logger: self.logger)
+                let created = try await PostgresMigrator.createdEntities(connection, store: self)
+                try EntityDefinition.checkNames(configured: entities, created: created, store: self.name)
+                let plans = try await PostgresMigrator.migrate(connection, store: self, entities: entities + created)
+                self.box.set(
+                    StoreSchema(
+                        name: self.name, entities: entities + created, createdByAPI: Set(created.map(\.name)),
+                        migrations: plans))
+            }
+        } catch {
+            throw translate(error)
+        }
     }
 
     /// Creates entity `entity` over the API, or changes the one created so

@@ -23,6 +23,8 @@ extension PostgresStore: StoreBackend {
 
     public nonisolated var reads: any StoreReading { PostgresReader(store: self) }
 
+    public nonisolated var schemaBox: SchemaBox { box }
+
     /// Every record of a PostgreSQL store may be an import's: no floor.
     public nonisolated func sourceFloor(of entity: EntitySchema) async throws -> Int64 { 0 }
 

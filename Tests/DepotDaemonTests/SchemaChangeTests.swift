@@ -6,7 +6,7 @@ import Testing
 @Suite("depotd: schema changes")
 struct SchemaChangeTests {
     @Test(
-        "renamed_from in depot.toml renames an entity and a field once, on the next start; records and history read under the new names; convert is refused as not built"
+        "renamed_from in depot.toml renames an entity and a field once, on the next start; records and history read under the new names"
     )
     func renames() async throws {
         let folder = try DaemonProcess.makeFolder()
@@ -36,17 +36,71 @@ struct SchemaChangeTests {
         d = try DaemonProcess(folder: folder)
         #expect(try await DepotClient(socketPath: d.socket).store("travel").entities[0].count == 50)
         _ = d.stop()
-        // convert (a migrate job) is named as not built, with its key.
-        let convert = folder.appendingPathComponent("convert.toml")
-        try Data(
-            text.replacingOccurrences(
-                of: #"budget = "double""#, with: #"budget = { type = "int", convert = "trunc:(budget)" }"#
-            )
-            .utf8
-        ).write(to: convert)
-        let (status, message) = try DaemonProcess.checkConfig(convert.path)
+    }
+
+    /// The configuration's Trip with `budget` replaced by `declaration`, and `extra` fields.
+    static func tripConfig(budget: String, extra: String = "") -> String {
+        DaemonProcess.config().replacingOccurrences(of: #"budget = "double""#, with: "budget = \(budget)\n\(extra)")
+    }
+
+    @Test(
+        "convert in depot.toml: depotctl migrate --dry-run lists the records it would reject, changing nothing; migrate converts them in a job, rejecting exactly those; a start with a new change migrates by itself"
+    )
+    func migrate() async throws {
+        let folder = try DaemonProcess.makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var d = try DaemonProcess(folder: folder)
+        var csv = "id,name,startDate,budget,isFavorite,notes\n"
+        for i in 0..<300 { csv += "r\(i),Trip \(i),2025-03-\(10 + i % 18),\(i).5,true,note \(i)\n" }
+        csv += "huge,Huge,2025-03-10,1e300,false,\n"
+        _ = try ChangeFeedTests.importTrips(d, csv, name: "trips.csv")
+        let toml = folder.appendingPathComponent("depot.toml")
+        try Data(Self.tripConfig(budget: #"{ type = "int", convert = "trunc:(budget * 100)" }"#).utf8).write(to: toml)
+        let client = DepotClient(socketPath: d.socket)
+        let plan = try await client.migrate(store: "travel", dryRun: true)
+        #expect(plan.dryRun && plan.entities.count == 1, "\(plan)")
+        let trip = try #require(plan.entities.first)
+        #expect(trip.entity == "Trip" && trip.records == 301 && trip.rejected == 1 && !trip.fails, "\(trip)")
         #expect(
-            status == 78 && message.contains("fields.budget.convert") && message.contains("not built yet"), "\(message)"
+            trip.changes == [
+                MigrationAnswer.Change(field: "budget", from: "double", to: "int", convert: "trunc:(budget * 100)")
+            ])
+        #expect(trip.rejects.map(\.identifier) == ["huge"] && trip.rejects[0].field == "budget", "\(trip.rejects)")
+        // Nothing changed: the store still holds doubles.
+        let before = try await client.fetch(FetchRequest(store: "travel", entity: "Trip", where: "id == 'r3'"))
+        #expect(before.first?["budget"] == JSONValue.double(3.5))
+        // depotctl migrate: the daemon reads the file, and the job converts.
+        let answer = try await client.migrate(store: "travel", dryRun: false)
+        #expect(answer.jobs.count == 1 && answer.jobs[0].kind == "migrate", "\(answer)")
+        let ended = try d.jobEnded(answer.jobs[0].id)
+        #expect(ended["state"] as? String == "succeeded", "\(ended)")
+        #expect(ended["rejected"] as? Int == 1 && ended["deleted"] as? Int == 1, "\(ended)")
+        #expect(ended["read"] as? Int == 301 && ended["updated"] as? Int == 300, "\(ended)")
+        let after = try await client.fetch(FetchRequest(store: "travel", entity: "Trip", where: "budget == 350"))
+        #expect(after.map { $0["id"] } == [JSONValue.string("r3")], "\(after)")
+        #expect(try await client.count(FetchRequest(store: "travel", entity: "Trip")) == 300)
+        let info = try await client.store("travel")
+        #expect(info.entities[0].fields.first { $0.name == "budget" }?.type == "int", "\(info.entities[0].fields)")
+        let rejects = try String(contentsOfFile: try #require(ended["rejects"] as? String), encoding: .utf8)
+        #expect(
+            rejects.contains(#""identifier":"huge","field":"budget""#)
+                && rejects.contains(#""record":{"budget":1e+300,"#) && rejects.contains(#""name":"Huge""#), "\(rejects)"
         )
+        #expect(try await client.migrate(store: "travel", dryRun: true).entities.isEmpty)
+        _ = d.stop()
+        // A start with a new required field migrates by itself, as depotd.
+        try Data(
+            Self.tripConfig(budget: #""int""#, extra: #"code = { type = "string", convert = "uppercase:(name)" }"#).utf8
+        ).write(to: toml)
+        d = try DaemonProcess(folder: folder)
+        let restarted = DepotClient(socketPath: d.socket)
+        let started = try await restarted.jobs().filter { $0.kind == "migrate" && $0.id != answer.jobs[0].id }
+        #expect(started.count == 1, "\(started)")
+        if let job = started.first {
+            #expect(try d.jobEnded(job.id)["state"] as? String == "succeeded")
+        }
+        #expect(
+            try await restarted.count(FetchRequest(store: "travel", entity: "Trip", where: "code == 'TRIP 7'")) == 1)
+        _ = d.stop()
     }
 }

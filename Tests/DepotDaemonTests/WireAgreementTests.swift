@@ -235,6 +235,30 @@ struct WireAgreementTests {
             "POST /v1/stores/{store}/entities/{entity}/export": (try json(export), []),
             "POST /v1/stores/{store}/entities/{entity}/import": (nil, [try json(job)]),
             "POST /v1/infer": (nil, [try json(try inference())]),
+            "POST /v1/stores/{store}/migrate": (
+                ["dry_run": true, "entity": "Trip"] as [String: Any],
+                [
+                    try json(
+                        MigrationAnswer(
+                            store: "travel", dryRun: true,
+                            entities: [
+                                MigrationAnswer.Entity(
+                                    entity: "Trip",
+                                    changes: [
+                                        MigrationAnswer.Change(
+                                            field: "budget", from: "double", to: "int", convert: "trunc:(budget * 100)")
+                                    ], records: 2, rejected: 1, fails: false,
+                                    rejects: [
+                                        MigrationAnswer.Reject(
+                                            identifier: "t9", field: "budget",
+                                            reason:
+                                                "field \"budget\" is int, and the computed value is out of the 64-bit range",
+                                            value: 1e302)
+                                    ])
+                            ], jobs: [])),
+                    try json(MigrationAnswer(store: "travel", dryRun: false, entities: [], jobs: [job]))
+                ]
+            ),
             "POST /v1/stores/{store}/save": (
                 try json(
                     SaveBody(

@@ -128,6 +128,9 @@ package struct ControlRoutes: Sendable {
         on(.delete, "stores/:store/entities/:entity") { _, context in
             return try await self.dropEntity(context)
         }
+        on(.post, "stores/:store/migrate") { request, context in
+            return try await self.migrate(request, context)
+        }
         on(.post, "infer") { request, context in
             return try await self.infer(request, context)
         }

@@ -444,6 +444,7 @@ struct ConfigReader {
             }
             var fields: [Field] = []
             var fieldsRenamedFrom: [String: String] = [:]
+            var fieldsConverted: [String: String] = [:]
             if let ft = e["fields"]?.tomlValue.table {
                 for fname in ft.keys {
                     // A field is a type, or a table saying how it came to be
@@ -459,18 +460,19 @@ struct ConfigReader {
                         if let old = string(t, "renamed_from", at: "\(fkey).renamed_from") {
                             fieldsRenamedFrom[fname] = old
                         }
-                        if t["convert"] != nil {
-                            problem(
-                                "\(fkey).convert",
-                                "is not supported by this release: a change of type runs as a migrate job, "
-                                    + "which is not built yet (DESIGN §18)")
+                        if let expression = string(t, "convert", at: "\(fkey).convert") {
+                            if expression.trimmingWhitespace().isEmpty {
+                                problem("\(fkey).convert", "is empty: give the expression that computes the value")
+                            } else {
+                                fieldsConverted[fname] = expression
+                            }
                         }
                         if declared == nil { continue }
                     }
                     guard let decl = declared else {
                         problem(
                             "\(ekey).fields.\(fname)",
-                            "must be a type such as \"string\" or \"date?\", or a table { type = \"string?\", renamed_from = \"old\" }"
+                            "must be a type such as \"string\" or \"date?\", or a table { type = \"string?\", renamed_from = \"old\", convert = \"expression\" }"
                         )
                         continue
                     }
@@ -494,6 +496,7 @@ struct ConfigReader {
                             relationships: relationships)
                         d.renamedFrom = string(e, "renamed_from", at: "\(ekey).renamed_from")
                         d.fieldsRenamedFrom = fieldsRenamedFrom
+                        d.fieldsConverted = fieldsConverted
                         return d
                     }()
                 ))

@@ -101,6 +101,16 @@ struct JobExecutor {
                     progress(r)
                 }
             }
+        case .migrate(let entity):
+            try await withRejectsFile(&record) { rejects in
+                try await store.migrate(
+                    entity: entity, author: author, job: snapshot.id, batchSize: nil, rejectsPath: rejects
+                ) { c in
+                    var r = snapshot
+                    r.apply(c)
+                    progress(r)
+                }
+            }
         case .prune(.before(let token)):
             record.apply(try await store.pruneHistory(before: token))
         case .prune(.olderThan(let age)):

@@ -90,6 +90,7 @@ package actor JobManager {
         // Every job, as on a store only this host serves: one whose file is
         // gone fails saying so when it runs, rather than wait unseen.
         for (id, record) in try await store.jobs.all() { await adopt(id, record, in: store) }
+        await startMigrations(of: store)
         if let interval = store.jobs.pollInterval {
             // Several hosts serve the store (DESIGN §15): the jobs submitted
             // to the others, or left by one that died, are taken over here
@@ -104,6 +105,45 @@ package actor JobManager {
                 }
             }
         }
+    }
+
+    /// Whether a `migrate` job is queued or running in store `store` (of
+    /// entity `entity`, when given).
+    package func isMigrating(_ store: String, entity: String? = nil) -> Bool {
+        all().contains {
+            $0.kind == .migrate && $0.store == store && (entity == nil || $0.entity == entity)
+                && ($0.state == .queued || $0.state == .running)
+        }
+    }
+
+    /// Queues a `migrate` job for each migration the store waits for
+    /// (DESIGN §18) that no unfinished job runs already: when the store
+    /// opens, and when an entity created over the API changes.
+    ///
+    /// - Returns: the jobs submitted.
+    @discardableResult
+    package func startMigrations(of store: any StoreBackend) async -> [JobRecord] {
+        var started: [JobRecord] = []
+        for entity in store.settings.schema.migrations.keys.sorted() {
+            if isMigrating(store.name, entity: entity) { continue }
+            let record = JobRecord(
+                id: ControlRoutes.newJobID(), spec: .migrate(entity: entity), store: store.name, author: "depotd")
+            do {
+                started.append(try await submit(record))
+                logger.info(
+                    "entity migrates",
+                    metadata: [
+                        LogKey.store: "\(store.name)", LogKey.jobID: "\(record.id)",
+                        "ENTITY": "\(entity)",
+                        "CHANGES": "\(store.settings.schema.migrations[entity]?.summary ?? "")"
+                    ])
+            } catch {
+                logger.error(
+                    "a migration cannot start",
+                    metadata: [LogKey.store: "\(store.name)", "ENTITY": "\(entity)", LogKey.error: "\(error)"])
+            }
+        }
+        return started
     }
 
     /// Queues here the jobs of `store` that no live host holds and this

@@ -9,7 +9,7 @@ import Foundation
 @dynamicMemberLookup
 package struct JobRecord: Codable, Sendable, Hashable {
     package enum Kind: String, Codable, Sendable, CaseIterable {
-        case `import`, delete, update, dedupe, export, prune, revert
+        case `import`, delete, update, dedupe, export, prune, revert, migrate
 
         /// The kind `text` names, or the error that lists them.
         static func read(_ text: String) throws -> Kind {
@@ -170,7 +170,8 @@ package struct JobRecord: Codable, Sendable, Hashable {
     /// its selection matched.
     mutating func apply(_ c: WriteCounts) {
         counters = c.counters
-        counters.read = c.updated + c.deleted + c.unchanged + c.rejected
+        // A migration counts the records it read as it converts them.
+        if kind != .migrate { counters.read = c.updated + c.deleted + c.unchanged + c.rejected }
     }
 
     /// A one-line summary for systemd's STATUS= and logs.

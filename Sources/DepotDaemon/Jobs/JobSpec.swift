@@ -30,6 +30,8 @@ package enum JobSpec: Sendable, Hashable {
     case prune(Prune)
     /// The inverse of a transaction or a job's (DESIGN §17).
     case revert(RevertTarget, onConflict: RevertConflictPolicy)
+    /// Converts an entity to its configured shape (DESIGN §18).
+    case migrate(entity: String)
 
     /// What a prune removes.
     package enum Prune: Sendable, Hashable {
@@ -70,13 +72,14 @@ package enum JobSpec: Sendable, Hashable {
         case .export: .export
         case .prune: .prune
         case .revert: .revert
+        case .migrate: .migrate
         }
     }
 
     package var entity: String? {
         switch self {
         case .importFile(let entity, _, _), .delete(let entity, _), .update(let entity, _, _, _),
-            .dedupe(let entity, _, _, _), .export(let entity, _, _, _, _):
+            .dedupe(let entity, _, _, _), .export(let entity, _, _, _, _), .migrate(let entity):
             entity
         case .prune, .revert:
             nil
@@ -121,6 +124,8 @@ package enum JobSpec: Sendable, Hashable {
             var descriptor = FetchDescriptor(entity: entity, where: predicate)
             descriptor.prefetch = prefetch
             try reader.check(descriptor)
+        case .migrate(let entity):
+            _ = try reader.entity(entity)
         case .prune, .revert:
             break
         }
@@ -205,6 +210,8 @@ extension JobSpec {
             case (_?, _?):
                 throw DepotError(.invalidArgument, "give token or job, not both")
             }
+        case .migrate:
+            self = .migrate(entity: try entityName())
         }
     }
 
@@ -244,6 +251,8 @@ extension JobSpec {
             case .job(let job): s.job = job
             }
             s.onConflict = policy.rawValue
+        case .migrate:
+            break
         }
         return s
     }

@@ -39,6 +39,10 @@ public struct EntitySchema: Sendable, Hashable {
     public var renamedFrom: String?
     /// For each field renamed so, the name it had before.
     public var fieldsRenamedFrom: [String: String] = [:]
+    /// For each field given a `convert` (DESIGN §18), the expression that
+    /// computes its value from a stored record when its type changes, when
+    /// it is new and required, or when it becomes required.
+    public var fieldsConverted: [String: String] = [:]
 
     /// The positions in ``fields`` of the identifier's fields.
     public let identifierIndexes: [Int]

@@ -23,6 +23,8 @@ package enum MigrationRules {
         package var problems: [String] = []
         /// New optional fields, to add as columns.
         package var added: [Field] = []
+        /// The fields a migrate job converts (`convert`, DESIGN §18).
+        package var changes: [FieldChange] = []
     }
 
     /// The stored fields that were optional and are now required: the
@@ -56,7 +58,27 @@ package enum MigrationRules {
         }
         for field in entity.fields {
             let fieldName = "\(entityName), field \(JSONText.quoted(field.name))"
-            guard let before = oldByName[field.name] else {
+            let convert = entity.fieldsConverted[field.name]
+            let before = oldByName[field.name]
+            let retyped = before.map { $0.type != field.type } ?? false
+            let nullsLeft = before.map { $0.isOptional && !field.isOptional && (nulls[field.name] ?? 0) > 0 } ?? false
+            // A change the stored values must go through: a migrate job
+            // converts them when the field says how.
+            if let convert, before == nil || retyped || nullsLeft {
+                if entity.identifier.contains(field.name) {
+                    outcome.problems.append(
+                        "\(fieldName): a field of the identifier cannot be converted; export the records "
+                            + "and import them into a new entity")
+                } else if let r = entity.relationshipColumns.first(where: { $0.value.contains(field.name) })?.key {
+                    outcome.problems.append(
+                        "\(fieldName): it holds relationship \(JSONText.quoted(r)) and cannot be converted")
+                } else {
+                    outcome.changes.append(FieldChange(from: before, to: field, convert: convert))
+                }
+                continue
+            }
+            let hint = "give convert = \"…\" to convert the stored values with a migrate job"
+            guard let before else {
                 if field.isOptional {
                     outcome.added.append(field)
                 } else if let r = entity.relationshipColumns.first(where: { $0.value.contains(field.name) })?.key {
@@ -66,27 +88,110 @@ package enum MigrationRules {
                 } else {
                     outcome.problems.append(
                         "\(fieldName): a new field must be optional so that the stored records "
-                            + "can migrate; declare it as \"\(field.type.rawValue)?\"")
+                            + "can migrate; declare it as \"\(field.type.rawValue)?\", or \(hint)")
                 }
                 continue
             }
-            if before.type != field.type {
+            if retyped {
                 outcome.problems.append(
                     "\(fieldName): the type changed from \(before.type.rawValue) to "
-                        + "\(field.type.rawValue), which cannot migrate in place; keep \(before.type.rawValue) "
-                        + "or add a new field")
-            } else if before.isOptional && !field.isOptional, let count = nulls[field.name], count > 0 {
+                        + "\(field.type.rawValue), which cannot migrate in place; keep \(before.type.rawValue), "
+                        + "add a new field, or \(hint)")
+            } else if nullsLeft, let count = nulls[field.name] {
                 outcome.problems.append(
                     "\(fieldName): it was optional and \(count) records hold null in it, "
-                        + "so it cannot become required; keep it optional or fill it first")
+                        + "so it cannot become required; keep it optional, fill it first, or \(hint)")
             }
         }
         return outcome
+    }
+
+    /// The migration of `configured` when `outcome` has changes and no
+    /// problem; a problem in building it goes to `problems`.
+    package static func plan(
+        _ configured: EntitySchema, stored: Definition, _ outcome: Outcome, problems: inout [String]
+    ) -> MigrationPlan? {
+        guard outcome.problems.isEmpty, !outcome.changes.isEmpty else { return nil }
+        do {
+            let serving = try serving(configured, stored: stored, changes: outcome.changes)
+            return MigrationPlan(target: configured, serving: serving, changes: outcome.changes)
+        } catch {
+            problems.append((error as? DepotError)?.message ?? "\(error)")
+            return nil
+        }
+    }
+
+    /// The entity a store serves while `changes` migrate: the configured
+    /// one with each changed field as the store holds it (a new one left
+    /// out), and the indexes and tombstone fields it can have.
+    package static func serving(_ entity: EntitySchema, stored: Definition, changes: [FieldChange]) throws
+        -> EntitySchema
+    {
+        let changed = Set(changes.map(\.to.name))
+        let old = Dictionary(stored.fields.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let fields = entity.fields.compactMap { changed.contains($0.name) ? old[$0.name] : $0 }
+        let present = Set(fields.map(\.name))
+        var serving = try EntitySchema(
+            name: entity.name, fields: fields, identifier: entity.identifier,
+            indexes: entity.indexes.filter { $0.allSatisfy(present.contains) },
+            preserveOnDelete: entity.preserveOnDelete.filter(present.contains), history: entity.history,
+            relationships: entity.relationships, relationshipColumns: entity.relationshipColumns)
+        serving.renamedFrom = entity.renamedFrom
+        serving.fieldsRenamedFrom = entity.fieldsRenamedFrom
+        return serving
     }
 
     /// A problem for a table of the entity's name that Depot did not make.
     package static func foreignTable(_ entity: EntitySchema) -> String {
         "entity \(JSONText.quoted(entity.name)): the store already has a table of that name that Depot did "
             + "not create; rename the entity or the table"
+    }
+}
+
+/// A field a migrate job converts (DESIGN §18): a change of type, a new
+/// field with `convert`, or an optional field made required while records
+/// hold null in it.
+public struct FieldChange: Sendable, Hashable {
+    /// The field as the store holds it; nil for a new field.
+    package var from: Field?
+    /// The field as configured.
+    package var to: Field
+    /// The expression (DESIGN §17) that computes its value from a stored record.
+    package var convert: String
+
+    /// The column the job writes the converted values to until the switch.
+    package var shadow: String { "depot_new_" + to.name }
+}
+
+/// A migrate job's work on one entity: the entity configured, the one
+/// served until the switch, and the fields converted.
+public struct MigrationPlan: Sendable {
+    package var target: EntitySchema
+    package var serving: EntitySchema
+    package var changes: [FieldChange]
+
+    package init(target: EntitySchema, serving: EntitySchema, changes: [FieldChange]) {
+        self.target = target
+        self.serving = serving
+        self.changes = changes
+    }
+
+    /// The column that holds, for a converted record, the token it had
+    /// then: a record changed (or inserted) after its conversion differs.
+    package static let tokenColumn = "depot_mtoken"
+    /// The column that holds why a record's conversion failed.
+    package static let rejectColumn = "depot_mreject"
+
+    /// What a resumed job checks its checkpoint against: a plan changed
+    /// since (another `convert`) starts over.
+    package var digest: String {
+        changes.map { "\($0.to.name):\($0.from?.declaration ?? "-")>\($0.to.declaration)=\($0.convert)" }
+            .joined(separator: ";")
+    }
+
+    /// The changes as people read them: `budget double → int`.
+    package var summary: String {
+        changes.map { "\($0.to.name) \($0.from?.declaration ?? "(new)") → \($0.to.declaration)" }
+            .joined(separator: ", ")
     }
 }

@@ -63,6 +63,8 @@ public struct EntityDeclaration: Sendable, Hashable {
     /// The entity's name before (`renamed_from`), and each renamed field's.
     public var renamedFrom: String?
     public var fieldsRenamedFrom: [String: String] = [:]
+    /// Each field's `convert` expression (DESIGN §18).
+    public var fieldsConverted: [String: String] = [:]
 
     public init(
         name: String, fields: [Field], identifier: [String], indexes: [[String]] = [],
@@ -234,6 +236,7 @@ public struct EntityDeclaration: Sendable, Hashable {
                     history: d.history, relationships: d.relationships, relationshipColumns: columns)
                 entity.renamedFrom = d.renamedFrom
                 entity.fieldsRenamedFrom = d.fieldsRenamedFrom
+                entity.fieldsConverted = d.fieldsConverted
                 return entity
             }
         }

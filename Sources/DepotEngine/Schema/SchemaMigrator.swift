@@ -12,12 +12,19 @@ import GRDB
 enum SchemaMigrator {
     typealias Definition = MigrationRules.Definition
 
-    static func migrate(_ db: Database, store: String, entities: [EntitySchema]) throws {
+    /// - Returns: the migrations to run (their entities are served as the
+    ///   store holds them until each one's switch).
+    @discardableResult
+    static func migrate(_ db: Database, store: String, entities: [EntitySchema]) throws -> [MigrationPlan] {
         try SystemTables.migrate(db, store: store)
         try applyRenames(db, store: store, entities: entities)
         var problems: [String] = []
         var work: [() throws -> Void] = []
-        for entity in entities {
+        var plans: [MigrationPlan] = []
+        var served: [EntitySchema] = []
+        for configured in entities {
+            var entity = configured
+            defer { served.append(entity) }
             let stored = try String.fetchOne(
                 db, sql: "SELECT definition FROM depot_schema WHERE entity = ?",
                 arguments: [entity.name])
@@ -45,6 +52,10 @@ enum SchemaMigrator {
             }
             let outcome = MigrationRules.check(entity, stored: old, nulls: nulls)
             problems += outcome.problems
+            if let plan = MigrationRules.plan(configured, stored: old, outcome, problems: &problems) {
+                entity = plan.serving
+                plans.append(plan)
+            }
             for field in outcome.added {
                 work.append {
                     try db.execute(
@@ -52,8 +63,9 @@ enum SchemaMigrator {
                             + "\(SQL.quote(field.name)) \(field.type.sqlType)")
                 }
             }
-            work.append { try syncIndexes(db, entity) }
+            work.append { [entity] in try syncIndexes(db, entity) }
         }
+        problems += MigrationPlan.problems(plans, served: served, store: store, dialect: .sqlite)
         guard problems.isEmpty else {
             throw DepotError(
                 .migrationRefused,
@@ -61,7 +73,7 @@ enum SchemaMigrator {
                     + "configuration: " + problems.joined(separator: "; "))
         }
         for step in work { try step() }
-        for entity in entities {
+        for entity in served {
             let definition = Definition(fields: entity.fields, identifier: entity.identifier)
             let text = String(decoding: try JSONEncoder().encode(definition), as: UTF8.self)
             try db.execute(
@@ -69,6 +81,7 @@ enum SchemaMigrator {
                     + "ON CONFLICT(entity) DO UPDATE SET definition = excluded.definition",
                 arguments: [entity.name, text])
         }
+        return plans
     }
 
     /// Applies the renames `entities` ask for (``RenamePlan``), in the
@@ -199,7 +212,7 @@ enum SchemaMigrator {
         "depot_idx_\(entity.name)(\(fields.joined(separator: ",")))"
     }
 
-    private static func syncIndexes(_ db: Database, _ entity: EntitySchema) throws {
+    static func syncIndexes(_ db: Database, _ entity: EntitySchema) throws {
         let wanted = Dictionary(entity.indexes.map { (indexName(entity, $0), $0) }, uniquingKeysWith: { a, _ in a })
         let existing = try String.fetchAll(
             db,

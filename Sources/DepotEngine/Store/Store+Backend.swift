@@ -26,6 +26,8 @@ extension Store: StoreBackend {
 
     public nonisolated var reads: any StoreReading { reader }
 
+    public nonisolated var schemaBox: SchemaBox { box }
+
     public nonisolated func prepare(_ batch: RecordBatch, _ options: BatchOptions) throws -> Prepared {
         Prepared(batch: batch, options: options)
     }
@@ -178,6 +180,24 @@ public final class SQLiteWriteContext: WriteContext {
     }
 
     public func transaction() async throws -> Int64? { try pump.context().transactionID }
+
+    public func prepareMigration(_ plan: MigrationPlan) async throws { try pump.context().prepareMigration(plan) }
+
+    public func writeConverted(_ rows: [ConvertedRow<Int64>], plan: MigrationPlan) async throws {
+        try pump.context().writeConverted(rows, plan: plan)
+    }
+
+    public func switchMigration(_ plan: MigrationPlan, retiring suffix: String) async throws -> [String] {
+        try pump.context().switchMigration(plan, retiring: suffix)
+    }
+
+    public func clearRetired(_ entity: EntitySchema, columns: [String], after cursor: RowCursor, limit: Int)
+        async throws -> RowCursor?
+    {
+        let after: Int64 = if case .rowid(let rowid) = cursor { rowid } else { 0 }
+        return try pump.context().clearRetired(entity, columns: columns, after: after, limit: limit).map(
+            RowCursor.rowid)
+    }
 
     public func insertProcessor(_ spec: ProcessorSpec, created: String, batches: [[String]]) async throws -> Bool {
         try pump.context().insertProcessor(spec, created: created, batches: batches)

@@ -20,6 +20,28 @@ extension Store {
         }
     }
 
+    /// Brings the store to the configuration's `entities` while it runs
+    /// (a reload): as opening it would, in one transaction.
+    public nonisolated func reconfigure(entities: [EntitySchema]) async throws {
+        try await checkOpen()
+        let before = box.value
+        do {
+            try await pool.write { db in
+                let created = try SchemaMigrator.createdEntities(db, store: self.name)
+                try EntityDefinition.checkNames(configured: entities, created: created, store: self.name)
+                let plans = try SchemaMigrator.migrate(db, store: self.name, entities: entities + created)
+                self.box.set(
+                    StoreSchema(
+                        name: self.name, entities: entities + created,
+                        changesPerStatement: self.configuration.changesPerStatement,
+                        createdByAPI: Set(created.map(\.name)), migrations: plans))
+            }
+        } catch {
+            box.set(before)
+            throw Store.translate(error, store: name)
+        }
+    }
+
     public nonisolated func dropEntity(_ name: String) async throws {
         try await checkOpen()
         let before = box.value

@@ -40,7 +40,8 @@ public actor Store {
     public nonisolated var name: String { configuration.name }
 
     private init(
-        configuration: StoreConfiguration, pool: DatabasePool, checkpointer: WALCheckpointer?, created: [EntitySchema]
+        configuration: StoreConfiguration, pool: DatabasePool, checkpointer: WALCheckpointer?, created: [EntitySchema],
+        migrations: [MigrationPlan]
     ) {
         self.configuration = configuration
         self.pool = pool
@@ -48,7 +49,8 @@ public actor Store {
         self.box = SchemaBox(
             StoreSchema(
                 name: configuration.name, entities: configuration.entities + created,
-                changesPerStatement: configuration.changesPerStatement, createdByAPI: Set(created.map(\.name))))
+                changesPerStatement: configuration.changesPerStatement, createdByAPI: Set(created.map(\.name)),
+                migrations: migrations))
         self.signal = CommitSignal()
         self.reader = StoreReader(pool: pool, schema: box, signal: signal)
     }
@@ -106,6 +108,7 @@ public actor Store {
                     + "\(configuration.path): \(Store.describe(error)); check that its folder exists and is writable")
         }
         let created: [EntitySchema]
+        let migrations: [MigrationPlan]
         do {
             // GRDB's WAL setup of the writer sets synchronous = NORMAL after
             // prepareDatabase ran (Database.setUpWALMode), which left answered
@@ -114,20 +117,23 @@ public actor Store {
             try await pool.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA synchronous = \(configuration.durability.synchronous)")
             }
-            created = try await pool.write { db in
+            (created, migrations) = try await pool.write { db in
                 try SystemTables.migrate(db, store: configuration.name)
                 let created = try SchemaMigrator.createdEntities(db, store: configuration.name)
                 try EntityDefinition.checkNames(
                     configured: configuration.entities, created: created, store: configuration.name)
-                try SchemaMigrator.migrate(db, store: configuration.name, entities: configuration.entities + created)
-                return created
+                let plans = try SchemaMigrator.migrate(
+                    db, store: configuration.name, entities: configuration.entities + created)
+                return (created, plans)
             }
         } catch {
             checkpointer?.close()
             try? pool.close()
             throw Store.translate(error, store: configuration.name)
         }
-        return Store(configuration: configuration, pool: pool, checkpointer: checkpointer, created: created)
+        return Store(
+            configuration: configuration, pool: pool, checkpointer: checkpointer, created: created,
+            migrations: migrations)
     }
 
     /// Runs one save: `body`'s writes commit together, with their history

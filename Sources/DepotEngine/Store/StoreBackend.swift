@@ -25,6 +25,8 @@ public protocol StoreBackend: Sendable {
     var settings: StoreSettings { get }
     /// The store's reads.
     var reads: any StoreReading { get }
+    /// The store's schema now, which a migration's switch replaces.
+    var schemaBox: SchemaBox { get }
 
     /// Checks that the store answers (the watchdog's probe).
     func ping() async throws
@@ -61,6 +63,14 @@ public protocol StoreBackend: Sendable {
     ///   configuration; ``DepotError/Code/migrationRefused`` for a change
     ///   the store cannot take; ``DepotError/Code/invalidSchema``.
     func putEntity(_ entity: EntitySchema) async throws -> Bool
+    /// Brings the open store to the configuration's `entities` (a reload),
+    /// as opening it would: renames, added fields and indexes applied, a
+    /// migration waiting for each change a `convert` explains
+    /// (``StoreSchema/migrations``).
+    ///
+    /// - Throws: ``DepotError/Code/migrationRefused`` listing every change
+    ///   the store cannot take (nothing is changed).
+    func reconfigure(entities: [EntitySchema]) async throws
     /// Drops entity `name`, created over the API, when it holds no record.
     ///
     /// - Throws: ``DepotError/Code/conflict`` for an entity of the

@@ -9,15 +9,34 @@ package struct StoreSchema: Sendable {
     let changesPerStatement: Int
     /// The entities created over the API (DESIGN §18), not in the configuration.
     package let createdByAPI: Set<String>
+    /// The migrations waiting for their switch (DESIGN §18), by entity:
+    /// ``entities`` holds each one's ``MigrationPlan/serving`` until then.
+    package let migrations: [String: MigrationPlan]
 
     package init(
-        name: String, entities: [EntitySchema], changesPerStatement: Int = 64, createdByAPI: Set<String> = []
+        name: String, entities: [EntitySchema], changesPerStatement: Int = 64, createdByAPI: Set<String> = [],
+        migrations: [MigrationPlan] = []
     ) {
         self.name = name
-        self.entities = entities
         self.changesPerStatement = max(1, min(changesPerStatement, 3_000))
-        self.byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.createdByAPI = createdByAPI
+        let plans = Dictionary(migrations.map { ($0.target.name, $0) }, uniquingKeysWith: { _, b in b })
+        self.migrations = plans
+        self.entities = entities.map { plans[$0.name]?.serving ?? $0 }
+        self.byName = Dictionary(self.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// The entities of the configuration, as configured (a migrating one's target).
+    package var configured: [EntitySchema] {
+        entities.filter { !createdByAPI.contains($0.name) }.map { migrations[$0.name]?.target ?? $0 }
+    }
+
+    /// The schema once the migration of `target`'s entity switched: the entity as configured.
+    package func switched(to target: EntitySchema) -> StoreSchema {
+        StoreSchema(
+            name: name, entities: entities.map { $0.name == target.name ? target : $0 },
+            changesPerStatement: changesPerStatement, createdByAPI: createdByAPI,
+            migrations: migrations.values.filter { $0.target.name != target.name })
     }
 
     /// The schema with `entity` added, or put in place of the one of its name.
@@ -26,14 +45,16 @@ package struct StoreSchema: Sendable {
         if let i = all.firstIndex(where: { $0.name == entity.name }) { all[i] = entity } else { all.append(entity) }
         return StoreSchema(
             name: name, entities: all, changesPerStatement: changesPerStatement,
-            createdByAPI: createdByAPI.union([entity.name]))
+            createdByAPI: createdByAPI.union([entity.name]),
+            migrations: migrations.values.filter { $0.target.name != entity.name })
     }
 
     /// The schema without entity `name`.
     package func removing(_ name: String) -> StoreSchema {
         StoreSchema(
             name: self.name, entities: entities.filter { $0.name != name }, changesPerStatement: changesPerStatement,
-            createdByAPI: createdByAPI.subtracting([name]))
+            createdByAPI: createdByAPI.subtracting([name]),
+            migrations: migrations.values.filter { $0.target.name != name })
     }
 
     /// The entity called `name`.
@@ -52,7 +73,7 @@ package struct StoreSchema: Sendable {
 
 /// A store's schema, which entities created or dropped over the API change
 /// while it runs: every read and save takes the current one.
-package final class SchemaBox: Sendable {
+public final class SchemaBox: Sendable {
     private let current: Mutex<StoreSchema>
 
     package init(_ schema: StoreSchema) { current = Mutex(schema) }

@@ -66,7 +66,7 @@ package struct UpdatePlan: Sendable {
 
     /// Refuses an expression whose values the field can never hold; those
     /// it may hold are checked record by record (``convert(_:to:)``).
-    private static func check(_ column: ComputedColumns.Column, fits field: Field) throws {
+    package static func check(_ column: ComputedColumns.Column, fits field: Field) throws {
         let name = JSONText.quoted(field.name)
         guard let type = column.type else {
             guard field.isOptional else {
@@ -145,7 +145,19 @@ struct UpdateCheckpoint: Codable, Sendable {
     }
 
     /// The cursor, its identifier's values typed as `entity`'s.
-    func cursor(_ entity: EntitySchema) -> RowCursor {
+    func cursor(_ entity: EntitySchema) -> RowCursor { Self.cursor(rowid: rowid, identifier: identifier, entity) }
+
+    /// A cursor kept as a rowid or as its identifier's values as text.
+    static func kept(_ cursor: RowCursor) -> (rowid: Int64?, identifier: [String?]?) {
+        switch cursor {
+        case .start: (nil, nil)
+        case .rowid(let r): (r, nil)
+        case .identifier(let values): (nil, values.map(text))
+        }
+    }
+
+    /// The cursor ``kept(_:)`` gave, its identifier's values typed as `entity`'s.
+    static func cursor(rowid: Int64?, identifier: [String?]?, _ entity: EntitySchema) -> RowCursor {
         if let rowid { return .rowid(rowid) }
         guard let identifier else { return .start }
         return .identifier(

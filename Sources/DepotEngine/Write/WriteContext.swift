@@ -77,6 +77,28 @@ public protocol WriteContext: AnyObject, Sendable {
     /// transaction, and forgets the keys kept before `forgetBefore`.
     func keepIdempotentAnswer(_ key: String, digest: String, answer: String, forgetBefore: String) async throws
 
+    // Migrations (DESIGN §18).
+
+    /// Adds the columns `plan` writes to until its switch (each change's
+    /// ``FieldChange/shadow``, ``MigrationPlan/tokenColumn`` and
+    /// ``MigrationPlan/rejectColumn``), those not there yet, and empties
+    /// them (a job that starts over).
+    func prepareMigration(_ plan: MigrationPlan) async throws
+    /// Writes converted records: each one's values in its changes' columns
+    /// (or why it is rejected), and the token it holds now; the record's
+    /// own token is kept, so a change made after the conversion shows.
+    func writeConverted(_ rows: [ConvertedRow<RecordKey>], plan: MigrationPlan) async throws
+    /// The switch: each changed field takes its converted column, the
+    /// indexes are made again, the store keeps `plan.target`'s definition.
+    ///
+    /// - Returns: the columns retired and left to empty (an SQLite store
+    ///   keeps them, renamed with `suffix`: dropping a column rewrites the table).
+    func switchMigration(_ plan: MigrationPlan, retiring suffix: String) async throws -> [String]
+    /// Empties `columns` of at most `limit` records of `entity` after
+    /// `cursor`; the cursor after them, nil when none is left.
+    func clearRetired(_ entity: EntitySchema, columns: [String], after cursor: RowCursor, limit: Int) async throws
+        -> RowCursor?
+
     // Processors (DESIGN §17).
 
     /// Keeps a new processor and its batches (each its identifiers' JSON);

@@ -1,0 +1,89 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// The migration primitives of an SQLite store's save (``WriteContext``).
+extension SaveContext {
+    func prepareMigration(_ plan: MigrationPlan) throws {
+        let table = plan.serving.table
+        let existing = Set(try Row.fetchAll(db, sql: "PRAGMA table_info(\(table))").map { $0["name"] as String })
+        var columns = plan.changes.map { ($0.shadow, $0.to.type.sqlType) }
+        columns.append((MigrationPlan.tokenColumn, "INTEGER"))
+        columns.append((MigrationPlan.rejectColumn, "TEXT"))
+        var emptied: [String] = []
+        for (name, type) in columns {
+            if existing.contains(name) {
+                emptied.append(name)
+            } else {
+                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(SQL.quote(name)) \(type)")
+            }
+        }
+        // Left by a migration that did not finish, or by one done before.
+        if !emptied.isEmpty {
+            try db.execute(
+                sql: "UPDATE \(table) SET " + emptied.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ")
+                    + " WHERE " + emptied.map { "\(SQL.quote($0)) IS NOT NULL" }.joined(separator: " OR "))
+        }
+    }
+
+    func writeConverted(_ rows: [ConvertedRow<Int64>], plan: MigrationPlan) throws {
+        let converted =
+            plan.changes.map { "\(SQL.quote($0.shadow)) = ?" }
+            + ["\(SQL.quote(MigrationPlan.rejectColumn)) = NULL"]
+        let token = "\(SQL.quote(MigrationPlan.tokenColumn)) = coalesce(depot_token, 0)"
+        let table = plan.serving.table
+        for row in rows {
+            if let reject = row.reject {
+                try run(
+                    "UPDATE \(table) SET "
+                        + plan.changes.map { "\(SQL.quote($0.shadow)) = NULL" }.joined(separator: ", ")
+                        + ", \(SQL.quote(MigrationPlan.rejectColumn)) = ?, \(token) WHERE rowid = ?",
+                    [.string(reject), .int(row.key)])
+            } else {
+                try run(
+                    "UPDATE \(table) SET " + converted.joined(separator: ", ") + ", \(token) WHERE rowid = ?",
+                    row.values + [.int(row.key)])
+            }
+        }
+    }
+
+    func switchMigration(_ plan: MigrationPlan, retiring suffix: String) throws -> [String] {
+        let table = plan.serving.table
+        let changed = Set(plan.changes.map(\.to.name))
+        // An index on a changed field would follow its old column.
+        for index in plan.serving.indexes where index.contains(where: changed.contains) {
+            try db.execute(sql: "DROP INDEX IF EXISTS \(SQL.quote(SchemaMigrator.indexName(plan.serving, index)))")
+        }
+        var retired: [String] = []
+        for change in plan.changes {
+            if change.from != nil {
+                let name = "depot_retired_\(change.to.name)_\(suffix)"
+                try db.execute(
+                    sql: "ALTER TABLE \(table) RENAME COLUMN \(SQL.quote(change.to.name)) TO \(SQL.quote(name))")
+                retired.append(name)
+            }
+            try db.execute(
+                sql: "ALTER TABLE \(table) RENAME COLUMN \(SQL.quote(change.shadow)) TO \(SQL.quote(change.to.name))")
+        }
+        try SchemaMigrator.syncIndexes(db, plan.target)
+        let definition = MigrationRules.Definition(plan.target)
+        try db.execute(
+            sql: "UPDATE depot_schema SET definition = ? WHERE entity = ?",
+            arguments: [String(decoding: try JSONEncoder().encode(definition), as: UTF8.self), plan.target.name])
+        // The token and reason columns stay for the next migration, emptied.
+        return retired + [MigrationPlan.tokenColumn, MigrationPlan.rejectColumn]
+    }
+
+    func clearRetired(_ entity: EntitySchema, columns: [String], after: Int64, limit: Int) throws -> Int64? {
+        guard !columns.isEmpty,
+            let last = try Int64.fetchOne(
+                db,
+                sql: "SELECT max(rowid) FROM (SELECT rowid FROM \(entity.table) WHERE rowid > ? "
+                    + "ORDER BY rowid LIMIT \(limit))", arguments: [after])
+        else { return nil }
+        try db.execute(
+            sql: "UPDATE \(entity.table) SET " + columns.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ")
+                + " WHERE rowid > ? AND rowid <= ?", arguments: [after, last])
+        return last
+    }
+}

@@ -1,0 +1,479 @@
+import DepotWire
+import Foundation
+
+/// Migrate jobs (DESIGN §18), written once over the primitives of
+/// ``StoreBackend`` and ``WriteContext``.
+///
+/// A migration converts in three steps. First, in saves, each record's
+/// `convert` values go to columns of their own (``FieldChange/shadow``),
+/// with the token the record held then, or why it is rejected; the entity
+/// is served as the store held it all along. Then the switch, one save:
+/// the records changed since their conversion are converted again, the
+/// rejected ones are written to the rejects file and deleted (logged, their
+/// delete rules applied), the converted columns take the fields' names and
+/// the store keeps the new definition; the schema served changes as it
+/// commits. Last, an SQLite store empties the columns the switch retired,
+/// a save at a time. Each save keeps the job's checkpoint, so a job killed
+/// anywhere goes on where it was and converts, rejects and deletes each
+/// record once.
+extension StoreBackend {
+    /// Runs entity `name`'s pending migration (``StoreSchema/migrations``)
+    /// to its end, or goes on with the one `job` began.
+    ///
+    /// - Throws: ``DepotError/Code/invalidArgument`` when the entity has no
+    ///   change to migrate; ``DepotError/Code/migrationRefused`` when every
+    ///   record's conversion fails (nothing is changed).
+    @discardableResult
+    public func migrate(
+        entity name: String, author: String, job: String?, batchSize: Int? = nil, rejectsPath: String? = nil,
+        progress: (@Sendable (WriteCounts) -> Void)? = nil
+    ) async throws -> WriteCounts {
+        var resumed: MigrateCheckpoint?
+        if let job, let bytes = try await checkpoint(job: job) { resumed = MigrateCheckpoint.decode(bytes) }
+        var total = WriteCounts()
+        if let resumed { total.counters = resumed.counters }
+        let schema = settings.schema
+        let size = max(1, batchSize ?? settings.saveEvery)
+        let chunk = min(size, 4_096)
+        guard let plan = schema.migrations[name] else {
+            _ = try schema.entity(name)
+            // Switched already: what is left is to empty the retired columns.
+            if let resumed, resumed.phase == .cleanup || resumed.phase == .done {
+                if resumed.phase == .cleanup {
+                    try await clearRetired(
+                        try schema.entity(name), from: resumed, author: author, job: job, size: size,
+                        counters: total.counters)
+                }
+                return total
+            }
+            throw DepotError(
+                .invalidArgument,
+                "entity \(JSONText.quoted(name)) has no change to migrate: the store holds it as configured")
+        }
+        if let r = resumed, r.digest != plan.digest || r.phase == .done || r.phase == .cleanup {
+            // Another plan than the one the checkpoint was made under: start over.
+            resumed = nil
+            total = WriteCounts()
+        }
+        let compiled = try MigrationSelection(plan, schema: schema, dialect: settings.dialect, now: resumed?.now)
+        let rejects = try rejectsPath.map { try RejectsFile(path: $0, truncateTo: 0) }
+        var state =
+            resumed
+            ?? MigrateCheckpoint(
+                digest: plan.digest, phase: .convert, counters: Counters(), now: compiled.now, retired: [])
+        if resumed == nil {
+            let first = state
+            _ = try await withSave(author: author, job: job) { save in
+                try await save.prepareMigration(plan)
+                if let job { try await save.setCheckpoint(job: job, data: try first.encoded()) }
+            }
+        }
+        // The conversion, then once more for the records changed meanwhile.
+        let interval = settings.saveInterval
+        while state.phase == .convert || state.phase == .catchUp {
+            try Task.checkCancellation()
+            let selection = state.phase == .convert ? compiled.all : compiled.stale
+            let before = state
+            let next = try await withSave(author: author, job: job) { save in
+                let clock = ContinuousClock(), began = clock.now
+                var state = before
+                var cursor = before.cursor(plan.serving)
+                var more = true, taken = 0
+                while more && taken < size && (taken == 0 || clock.now - began < interval) {
+                    let done = try await save.convertRows(
+                        selection, plan: plan, after: cursor, limit: min(chunk, size - taken))
+                    if before.phase == .convert {
+                        state.counters.read += done.count
+                        state.counters.updated += done.count
+                    }
+                    taken += done.count
+                    (cursor, more) = (done.cursor, done.more)
+                }
+                state.keep(more ? cursor : .start)
+                if !more { state.phase = before.phase == .convert ? .catchUp : .switching }
+                if let job { try await save.setCheckpoint(job: job, data: try state.encoded()) }
+                return state
+            }
+            state = next.value
+            total.counters = state.counters
+            progress?(total)
+        }
+        // The switch, in one save.
+        let before = schemaBox.value
+        let switched: MigrateCheckpoint
+        let converted = state
+        do {
+            switched = try await withSave(author: author, job: job) { save in
+                var state = converted
+                var cursor = RowCursor.start
+                var more = true
+                while more {
+                    let done = try await save.convertRows(compiled.stale, plan: plan, after: cursor, limit: chunk)
+                    (cursor, more) = (done.cursor, done.more)
+                }
+                let (lines, rejected) = try await save.rejectedRecords(compiled.rejected, plan: plan, chunk: chunk)
+                if rejected > 0, try await save.keys(compiled.kept, limit: 1).isEmpty {
+                    throw DepotError(
+                        .migrationRefused,
+                        "entity \(JSONText.quoted(name)): the conversion of \(plan.summary) fails on every "
+                            + "record (\(rejected)); nothing was changed. The first: "
+                            + (lines.first ?? ""))
+                }
+                try rejects?.append(lines)
+                var deleted = WriteCounts()
+                while true {
+                    let done = try await save.deleteRows(compiled.rejected, limit: size)
+                    deleted.add(done.counts)
+                    if done.rows < size { break }
+                }
+                // Converted and kept; the rejected ones are deleted.
+                state.counters.updated = max(0, state.counters.read - rejected)
+                state.counters.rejected = rejected
+                state.counters.deleted = deleted.deleted
+                let retired = try await save.switchMigration(plan, retiring: job ?? "now")
+                state.retired = retired
+                state.phase = retired.isEmpty ? .done : .cleanup
+                state.keep(.start)
+                if let job { try await save.setCheckpoint(job: job, data: try state.encoded()) }
+                // Served as configured from this commit on.
+                self.schemaBox.set(before.switched(to: plan.target))
+                return state
+            }.value
+        } catch {
+            schemaBox.set(before)
+            throw error
+        }
+        total.counters = switched.counters
+        progress?(total)
+        if switched.phase == .cleanup {
+            try await clearRetired(
+                plan.target, from: switched, author: author, job: job, size: size, counters: total.counters)
+        }
+        return total
+    }
+
+    /// Empties the columns a switch retired, a save at a time.
+    private func clearRetired(
+        _ entity: EntitySchema, from state: MigrateCheckpoint, author: String, job: String?, size: Int,
+        counters: Counters
+    ) async throws {
+        var state = state
+        while state.phase == .cleanup {
+            try Task.checkCancellation()
+            let before = state
+            state = try await withSave(author: author, job: job) { save in
+                var state = before
+                let next = try await save.clearRetired(
+                    entity, columns: before.retired, after: before.cursor(entity), limit: max(size, 10_000))
+                if let next { state.keep(next) } else { state.phase = .done }
+                if let job { try await save.setCheckpoint(job: job, data: try state.encoded()) }
+                return state
+            }.value
+        }
+    }
+
+    /// What a migration of entity `name` to `target` would do, changing
+    /// nothing (`depotctl migrate S --dry-run`): the records, and each one
+    /// whose conversion fails with the field, the reason and the value.
+    ///
+    /// - Parameter target: the entity as configured now; nil for the
+    ///   migration the store runs already.
+    public func migrationPreview(entity name: String, target: EntitySchema?) async throws -> MigrationPreview {
+        let schema = settings.schema
+        let plan: MigrationPlan
+        if let target {
+            guard let preview = try MigrationPlan.preview(target, in: schema) else {
+                return MigrationPreview(entity: name, changes: [], records: 0, rejects: [])
+            }
+            plan = preview
+        } else if let pending = schema.migrations[name] {
+            plan = pending
+        } else {
+            _ = try schema.entity(name)
+            return MigrationPreview(entity: name, changes: [], records: 0, rejects: [])
+        }
+        let compiled = try MigrationSelection(plan, schema: schema, dialect: settings.dialect, now: nil)
+        var descriptor = FetchDescriptor(entity: name)
+        descriptor.fields = plan.serving.identifier
+        descriptor.computed = plan.changes.enumerated().map {
+            ComputedField("depot:convert:\($0.offset)", $0.element.convert)
+        }
+        var records = 0
+        var rejects: [MigrationPreview.Reject] = []
+        for try await batch in reads.enumerate(descriptor, batchSize: 5_000) {
+            let ids = plan.serving.identifier.count
+            for row in batch.rows {
+                records += 1
+                for (k, change) in plan.changes.enumerated() {
+                    if case .failure(let error) = UpdatePlan.convert(
+                        row[ids + k], computedAs: compiled.types[k], to: change.to)
+                    {
+                        var identifier = ""
+                        Identifier.appendJSON(Array(row[..<ids]), to: &identifier)
+                        rejects.append(
+                            MigrationPreview.Reject(
+                                identifier: identifier, field: change.to.name, reason: error.message,
+                                value: row[ids + k]))
+                        break
+                    }
+                }
+            }
+        }
+        return MigrationPreview(
+            entity: name,
+            changes: plan.changes.map {
+                MigrationPreview.Change(
+                    field: $0.to.name, from: $0.from?.declaration, to: $0.to.declaration, convert: $0.convert)
+            }, records: records, rejects: rejects)
+    }
+}
+
+/// What a migration would do (``StoreBackend/migrationPreview(entity:target:)``).
+public struct MigrationPreview: Sendable {
+    public struct Change: Sendable {
+        public var field: String
+        /// The stored declaration; nil for a new field.
+        public var from: String?
+        public var to: String
+        public var convert: String
+    }
+
+    public struct Reject: Sendable {
+        /// The record's identifier as JSON (an array for a compound one).
+        public var identifier: String
+        public var field: String
+        public var reason: String
+        /// The value the conversion gave.
+        public var value: Value
+    }
+
+    public var entity: String
+    /// Empty when the entity has nothing to migrate.
+    public var changes: [Change]
+    public var records: Int
+    public var rejects: [Reject]
+    /// Whether the migration would fail: every record rejected.
+    public var fails: Bool { records > 0 && rejects.count == records }
+}
+
+extension MigrationPlan {
+    /// The plan that opening `target` over the entity `schema` serves now
+    /// would make; nil when it needs none.
+    ///
+    /// - Throws: ``DepotError/Code/migrationRefused`` for a change no
+    ///   conversion explains.
+    package static func preview(_ target: EntitySchema, in schema: StoreSchema) throws -> MigrationPlan? {
+        let current = try schema.entity(target.name)
+        let stored = MigrationRules.Definition(current)
+        // Optional fields made required: counted as if null were held (the
+        // preview reads the records; a convert is needed only if one is).
+        let nulls = Dictionary(
+            MigrationRules.fieldsBecomingRequired(target, stored: stored).map { ($0, 1) },
+            uniquingKeysWith: { a, _ in a })
+        let outcome = MigrationRules.check(target, stored: stored, nulls: nulls)
+        guard outcome.problems.isEmpty else {
+            throw DepotError(
+                .migrationRefused,
+                "store \(JSONText.quoted(schema.name)) cannot take this configuration: "
+                    + outcome.problems.joined(separator: "; "))
+        }
+        guard !outcome.changes.isEmpty else { return nil }
+        return MigrationPlan(
+            target: target, serving: try MigrationRules.serving(target, stored: stored, changes: outcome.changes),
+            changes: outcome.changes)
+    }
+
+    /// Whether the plan's expressions compile over the entity served, and
+    /// give values their fields can hold (checked when a store opens, so
+    /// that a wrong `convert` is refused at start, naming its field).
+    package static func problems(
+        _ plans: [MigrationPlan], served: [EntitySchema], store: String, dialect: any SQLDialect
+    )
+        -> [String]
+    {
+        guard !plans.isEmpty else { return [] }
+        let schema = StoreSchema(name: store, entities: served, migrations: plans)
+        var problems: [String] = []
+        for plan in plans {
+            for change in plan.changes {
+                do {
+                    _ = try MigrationSelection(
+                        MigrationPlan(target: plan.target, serving: plan.serving, changes: [change]), schema: schema,
+                        dialect: dialect, now: nil)
+                } catch let error as DepotError {
+                    problems.append(
+                        "entity \(JSONText.quoted(plan.target.name)), field \(JSONText.quoted(change.to.name)): "
+                            + "convert \(JSONText.quoted(change.convert)): \(error.message)")
+                } catch {
+                    problems.append("entity \(JSONText.quoted(plan.target.name)): \(error)")
+                }
+            }
+        }
+        return problems
+    }
+}
+
+/// A migration's expressions compiled in a store's dialect, and the
+/// records its steps take.
+struct MigrationSelection {
+    /// Every record, with its converted values.
+    let all: RowSelection
+    /// The records not converted since their last change (or never).
+    let stale: RowSelection
+    /// The records whose conversion failed.
+    let rejected: RowSelection
+    /// The records whose conversion did not fail.
+    let kept: RowSelection
+    /// The type of each change's computed values.
+    let types: [FieldType?]
+    let now: String
+
+    init(_ plan: MigrationPlan, schema: StoreSchema, dialect: any SQLDialect, now: String?) throws {
+        let columns = try PredicateCompiler.compute(
+            plan.changes.map { ($0.to.name, $0.convert) }, where: nil, entity: plan.serving, schema: schema,
+            arguments: [:], dialect: dialect, now: now, label: "convert")
+        for (column, change) in zip(columns.columns, plan.changes) {
+            try UpdatePlan.check(column, fits: change.to)
+        }
+        let filter = columns.filter
+        func matching(_ sql: String, computed: Bool) -> RowSelection {
+            var f = filter
+            f.sql = "(\(filter.sql)) AND (\(sql))"
+            if !computed {
+                // The computed columns' arguments are bound only with them.
+                f = SQLFragment(sql: sql, arguments: Array(filter.arguments.dropFirst(columns.columnArguments)))
+            }
+            return RowSelection(plan.serving, .matching(f), in: schema, computed: computed ? columns.columns : [])
+        }
+        let token = SQL.quote(MigrationPlan.tokenColumn), reject = SQL.quote(MigrationPlan.rejectColumn)
+        all = RowSelection(plan.serving, .matching(filter), in: schema, computed: columns.columns)
+        stale = matching("\(token) IS NULL OR \(token) <> coalesce(depot_token, 0)", computed: true)
+        let reason = ComputedColumns.Column(name: MigrationPlan.rejectColumn, sql: reject, type: .string)
+        rejected = RowSelection(
+            plan.serving,
+            .matching(
+                SQLFragment(
+                    sql: "\(reject) IS NOT NULL", arguments: Array(filter.arguments.dropFirst(columns.columnArguments)))
+            ),
+            in: schema, computed: [reason])
+        kept = matching("\(reject) IS NULL", computed: false)
+        types = columns.columns.map(\.type)
+        self.now = columns.now
+    }
+}
+
+/// Where a migrate job stands, kept in each of its saves.
+struct MigrateCheckpoint: Codable, Sendable {
+    enum Phase: String, Codable, Sendable {
+        /// Converting every record.
+        case convert
+        /// Converting the records changed during the conversion.
+        case catchUp
+        /// Ready for the switch.
+        case switching
+        /// Switched; emptying the retired columns.
+        case cleanup
+        case done
+    }
+
+    var digest: String
+    var phase: Phase
+    var counters: Counters
+    /// What `now()` stood for when the job began.
+    var now: String
+    /// The columns the switch retired (an SQLite store's), to empty.
+    var retired: [String]
+    var rowid: Int64?
+    var identifier: [String?]?
+
+    init(digest: String, phase: Phase, counters: Counters, now: String, retired: [String]) {
+        self.digest = digest
+        self.phase = phase
+        self.counters = counters
+        self.now = now
+        self.retired = retired
+    }
+
+    mutating func keep(_ cursor: RowCursor) { (rowid, identifier) = UpdateCheckpoint.kept(cursor) }
+
+    func cursor(_ entity: EntitySchema) -> RowCursor {
+        UpdateCheckpoint.cursor(rowid: rowid, identifier: identifier, entity)
+    }
+
+    func encoded() throws -> [UInt8] { Array(try JSONEncoder().encode(self)) }
+
+    static func decode(_ bytes: [UInt8]) -> MigrateCheckpoint? {
+        try? JSONDecoder().decode(MigrateCheckpoint.self, from: Data(bytes))
+    }
+}
+
+/// A record's converted values, or why its conversion failed.
+public struct ConvertedRow<Key: Sendable>: Sendable {
+    public var key: Key
+    /// The values of the plan's changes, in their order (empty for a reject).
+    public var values: [Value]
+    /// Why the conversion failed, as a rejects file's JSON object.
+    public var reject: String?
+}
+
+extension WriteContext {
+    /// Converts the records of `selection` after `cursor`, at most `limit`.
+    func convertRows(_ selection: RowSelection, plan: MigrationPlan, after cursor: RowCursor, limit: Int)
+        async throws -> (count: Int, cursor: RowCursor, more: Bool)
+    {
+        let (found, next) = try await records(selection, positions: [], after: cursor, limit: limit)
+        var rows: [ConvertedRow<RecordKey>] = []
+        rows.reserveCapacity(found.count)
+        next: for record in found {
+            var values: [Value] = []
+            for (k, change) in plan.changes.enumerated() {
+                switch UpdatePlan.convert(record.values[k], computedAs: selection.computed[k].type, to: change.to) {
+                case .success(let v):
+                    values.append(v)
+                case .failure(let error):
+                    var line = "{\"field\":"
+                    JSONText.appendQuoted(change.to.name, to: &line)
+                    line += ",\"reason\":"
+                    JSONText.appendQuoted(error.message, to: &line)
+                    line += ",\"value\":"
+                    JSONText.append(record.values[k], rawJSON: false, to: &line)
+                    rows.append(ConvertedRow(key: record.key, values: [], reject: line + "}"))
+                    continue next
+                }
+            }
+            rows.append(ConvertedRow(key: record.key, values: values, reject: nil))
+        }
+        if !rows.isEmpty { try await writeConverted(rows, plan: plan) }
+        return (found.count, next, found.count == limit)
+    }
+
+    /// The rejects file's lines of the records whose conversion failed:
+    /// each its identifier, the field, the reason, the value, and the
+    /// whole record as stored (the migration deletes it).
+    func rejectedRecords(_ selection: RowSelection, plan: MigrationPlan, chunk: Int) async throws
+        -> (lines: [String], count: Int)
+    {
+        let entity = plan.serving
+        let positions = Array(entity.fields.indices)
+        var lines: [String] = []
+        var cursor = RowCursor.start
+        while true {
+            let (found, next) = try await records(selection, positions: positions, after: cursor, limit: chunk)
+            for record in found {
+                var line = "{\"identifier\":"
+                Identifier.appendJSON(record.identifier, to: &line)
+                // The reason's object (the selection's one computed column), its braces dropped.
+                if case .string(let reason) = record.values[positions.count], reason.count > 2 {
+                    line += "," + String(reason.dropFirst().dropLast())
+                }
+                line +=
+                    ",\"record\":"
+                    + SaveContext.object(entity, Array(zip(positions, record.values[..<positions.count])))
+                lines.append(line + "}")
+            }
+            if found.count < chunk { break }
+            cursor = next
+        }
+        return (lines, lines.count)
+    }
+}
