@@ -567,8 +567,8 @@ extension PostgresStore {
                 try await PostgresSQL.textRows(
                     connection, "SELECT definition FROM \(self.table("depot_entities")) WHERE name = $1", binds,
                     logger: self.logger))
-            if stored == text { return false }
-            try await PostgresMigrator.migrate(connection, store: self, entities: [entity])
+            if stored == text { return nil as MigrationPlan?? }
+            let plans = try await PostgresMigrator.migrate(connection, store: self, entities: [entity])
             var row = PostgresBindings()
             row.append(entity.name)
             row.append(text)
@@ -578,10 +578,11 @@ extension PostgresStore {
                 "INSERT INTO \(self.table("depot_entities"))(name, definition, created) VALUES ($1, $2, $3) "
                     + "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition", row, logger: self.logger)
             try await self.announceEntities(connection)
-            return true
+            return plans.first as MigrationPlan??
         }
-        if changed { box.set(schema.replacing(entity)) }
-        return changed
+        guard let changed else { return false }
+        box.set(schema.replacing(entity, migrating: changed))
+        return true
     }
 
     /// Drops entity `name`, created over the API and holding no record.

@@ -185,7 +185,7 @@ struct WireAgreementTests {
             "PUT /v1/stores/{store}/entities/{entity}": (
                 try JSONSerialization.jsonObject(
                     with: Data(
-                        #"{"name": "Codes", "identifier": "code", "fields": {"code": "string"}, "indexes": [["code"]], "history": "values"}"#
+                        #"{"name": "Codes", "identifier": "code", "fields": {"code": "string"}, "indexes": [["code"]], "history": "values", "convert": {"code": "uppercase:(code)"}}"#
                             .utf8)),
                 [try json(store.entities[0])]
             ),

@@ -187,6 +187,46 @@ struct MigrateContractTests {
     }
 }
 
+extension MigrateContractTests {
+    @Test("an entity created over the API migrates by a PUT of its new definition with convert; alike on each backend")
+    func createdOverTheAPI() async throws {
+        let answers = try await Backends.answers(entities: ComputeContractTests.trips()) { backend in
+            var backend = backend
+            var out: [String] = []
+            func put(_ json: String) async throws -> Bool {
+                try await backend.contract.putEntity(
+                    try EntityDefinition(json: Array(json.utf8), name: "Codes").schema())
+            }
+            _ = try await put(#"{"identifier": "code", "fields": {"code": "string", "n": "double"}}"#)
+            var batch = RecordBatch(entity: "Codes", columns: ["code", "n"])
+            batch.append(["a", 12.0])
+            batch.append(["b", 2.5])
+            batch.append(["c", 7.0])
+            _ = try await backend.write(batch)
+            let changed = try await put(
+                #"{"identifier": "code", "fields": {"code": "string", "n": "int"}, "convert": {"n": "n"}}"#)
+            out.append("changed: \(changed), waiting: \(backend.contract.settings.schema.migrations.keys.sorted())")
+            out.append("served: \(try backend.contract.reads.entity("Codes").fields.map(\.declaration))")
+            let counts = try await backend.contract.migrate(entity: "Codes", author: "depotd", job: "mc")
+            out.append("rejected \(counts.rejected)")
+            out.append("records: \(try await backend.records("Codes"))")
+            backend = try await backend.reopen(entities: try ComputeContractTests.trips())
+            out.append(
+                "reopened: \(try backend.contract.reads.entity("Codes").fields.map(\.declaration)) \(backend.contract.settings.schema.migrations.isEmpty)"
+            )
+            await backend.close()
+            return out
+        }
+        for (name, out) in answers {
+            #expect(
+                out == [
+                    #"changed: true, waiting: ["Codes"]"#, #"served: ["string", "double"]"#, "rejected 1",
+                    #"records: [["a", 12], ["c", 7]]"#, #"reopened: ["string", "int"] true"#
+                ], "\(name): \(out)")
+        }
+    }
+}
+
 /// Counts calls from any thread.
 final class Counter: Sendable {
     private let value = Mutex(0)

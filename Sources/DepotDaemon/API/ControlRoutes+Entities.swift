@@ -16,7 +16,8 @@ extension ControlRoutes {
         let bytes = try await JSONBody.read(request, limit: config.maxRequestBytes)
         let entity = try EntityDefinition(json: Array(bytes), name: name).schema()
         let existed = store.reads.entities.contains { $0.name == name }
-        _ = try await store.putEntity(entity)
+        // A change a convert explains starts its migrate job (DESIGN §18).
+        if try await store.putEntity(entity) { await jobs.startMigrations(of: store) }
         let info = try await describe(store).entities.first { $0.name == name }
         return try JSONResponse.encode(info, status: existed ? .ok : .created)
     }

@@ -18,10 +18,14 @@ public struct EntityDefinition: Sendable, Equatable {
     public var indexes: [[String]]
     /// `fields` or `values` (DESIGN §11).
     public var history: HistoryDetail
+    /// Each field's `convert` (DESIGN §18): a `PUT` that changes a field's
+    /// type, or adds a required field, says how the stored values come.
+    public var convert: [String: String] = [:]
 
     public static func == (a: EntityDefinition, b: EntityDefinition) -> Bool {
         a.name == b.name && a.fields.map(\.name) == b.fields.map(\.name) && a.fields.map(\.type) == b.fields.map(\.type)
             && a.identifier == b.identifier && a.indexes == b.indexes && a.history == b.history
+            && a.convert == b.convert
     }
 
     public init(_ entity: EntitySchema) {
@@ -30,6 +34,7 @@ public struct EntityDefinition: Sendable, Equatable {
         identifier = entity.identifier
         indexes = entity.indexes
         history = entity.history
+        convert = entity.fieldsConverted
     }
 
     /// The entity, checked as the configuration's are.
@@ -37,8 +42,16 @@ public struct EntityDefinition: Sendable, Equatable {
     /// - Throws: ``DepotError/Code/invalidSchema`` naming every problem.
     public func schema() throws -> EntitySchema {
         let declared = try fields.map { try Field(name: $0.name, declaration: $0.type) }
-        return try EntitySchema(
+        var entity = try EntitySchema(
             name: name, fields: declared, identifier: identifier, indexes: indexes, history: history)
+        for field in convert.keys where entity.position(of: field) == nil {
+            throw DepotError(
+                .invalidSchema,
+                "entity \(JSONText.quoted(name)): convert names unknown field \(JSONText.quoted(field))"
+                    + DepotError.suggestion(for: field, in: declared.map(\.name)))
+        }
+        entity.fieldsConverted = convert
+        return entity
     }
 
     /// The definition as the store keeps it (and `GET` shows it): fields as
@@ -49,8 +62,14 @@ public struct EntityDefinition: Sendable, Equatable {
         o += fields.map { "\(JSONText.quoted($0.name)): \(JSONText.quoted($0.type))" }.joined(separator: ", ")
         o += "}, \"indexes\": ["
         o += indexes.map { "[" + $0.map(JSONText.quoted).joined(separator: ", ") + "]" }.joined(separator: ", ")
-        o += "], \"history\": \(JSONText.quoted(history.rawValue))}"
-        return o
+        o += "], \"history\": \(JSONText.quoted(history.rawValue))"
+        if !convert.isEmpty {
+            o += ", \"convert\": {"
+            o += convert.sorted { $0.key < $1.key }.map { "\(JSONText.quoted($0.key)): \(JSONText.quoted($0.value))" }
+                .joined(separator: ", ")
+            o += "}"
+        }
+        return o + "}"
     }
 
     /// Reads a definition: `{"identifier": "id" or ["a", "b"], "fields":
@@ -66,6 +85,7 @@ public struct EntityDefinition: Sendable, Equatable {
             var fields: [String: String]
             var indexes: [[String]]?
             var history: String?
+            var convert: [String: String]?
 
             enum Identifier: Decodable {
                 case one(String)
@@ -107,6 +127,7 @@ public struct EntityDefinition: Sendable, Equatable {
                 .invalidArgument, "history must be fields or values, not \(JSONText.quoted(body.history ?? ""))")
         }
         history = detail
+        convert = body.convert ?? [:]
     }
 
     static func describe(_ error: any Error) -> String {

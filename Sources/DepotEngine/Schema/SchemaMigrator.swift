@@ -161,22 +161,23 @@ enum SchemaMigrator {
     /// (as the configuration's change on open: an added optional field, the
     /// indexes); in the caller's transaction.
     ///
-    /// - Returns: whether anything changed.
+    /// - Returns: nil when nothing changed, else the schema with the
+    ///   entity (served as the store holds it while a migration waits).
     /// - Throws: ``DepotError/Code/conflict`` for an entity of the
     ///   configuration; ``DepotError/Code/migrationRefused`` for a change
     ///   the store cannot take.
-    static func put(_ db: Database, store: StoreSchema, entity: EntitySchema) throws -> Bool {
+    static func put(_ db: Database, store: StoreSchema, entity: EntitySchema) throws -> StoreSchema? {
         try EntityDefinition.checkPut(entity, in: store)
         let text = EntityDefinition(entity).json
         let stored = try String.fetchOne(
             db, sql: "SELECT definition FROM depot_entities WHERE name = ?", arguments: [entity.name])
-        if stored == text { return false }
-        try migrate(db, store: store.name, entities: [entity])
+        if stored == text { return nil }
+        let plans = try migrate(db, store: store.name, entities: [entity])
         try db.execute(
             sql: "INSERT INTO depot_entities(name, definition, created) VALUES (?, ?, ?) "
                 + "ON CONFLICT(name) DO UPDATE SET definition = excluded.definition",
             arguments: [entity.name, text, Timestamp.now()])
-        return true
+        return store.replacing(entity, migrating: plans.first)
     }
 
     /// Drops entity `name`, created over the API and holding no record.

@@ -11,8 +11,8 @@ extension Store {
                 let changed = try SchemaMigrator.put(db, store: schema, entity: entity)
                 // Set before the commit, so that the next write on this
                 // connection (serialized after this one) sees the entity.
-                if changed { self.box.set(schema.replacing(entity)) }
-                return changed
+                if let changed { self.box.set(changed) }
+                return changed != nil
             }
         } catch {
             box.set(before)

@@ -39,14 +39,15 @@ package struct StoreSchema: Sendable {
             migrations: migrations.values.filter { $0.target.name != target.name })
     }
 
-    /// The schema with `entity` added, or put in place of the one of its name.
-    package func replacing(_ entity: EntitySchema) -> StoreSchema {
+    /// The schema with `entity` (created over the API) added, or put in
+    /// place of the one of its name; served as `plan` says while it migrates.
+    package func replacing(_ entity: EntitySchema, migrating plan: MigrationPlan? = nil) -> StoreSchema {
         var all = entities
         if let i = all.firstIndex(where: { $0.name == entity.name }) { all[i] = entity } else { all.append(entity) }
         return StoreSchema(
             name: name, entities: all, changesPerStatement: changesPerStatement,
             createdByAPI: createdByAPI.union([entity.name]),
-            migrations: migrations.values.filter { $0.target.name != entity.name })
+            migrations: migrations.values.filter { $0.target.name != entity.name } + (plan.map { [$0] } ?? []))
     }
 
     /// The schema without entity `name`.

@@ -301,9 +301,12 @@ extension MigrationPlan {
                         MigrationPlan(target: plan.target, serving: plan.serving, changes: [change]), schema: schema,
                         dialect: dialect, now: nil)
                 } catch let error as DepotError {
+                    // The message names the field already, as `convert "budget": …`.
+                    let reason = error.message.replacingOccurrences(
+                        of: "convert \(JSONText.quoted(change.to.name)): ", with: "")
                     problems.append(
                         "entity \(JSONText.quoted(plan.target.name)), field \(JSONText.quoted(change.to.name)): "
-                            + "convert \(JSONText.quoted(change.convert)): \(error.message)")
+                            + "convert \(JSONText.quoted(change.convert)): \(reason)")
                 } catch {
                     problems.append("entity \(JSONText.quoted(plan.target.name)): \(error)")
                 }
@@ -333,7 +336,7 @@ struct MigrationSelection {
             plan.changes.map { ($0.to.name, $0.convert) }, where: nil, entity: plan.serving, schema: schema,
             arguments: [:], dialect: dialect, now: now, label: "convert")
         for (column, change) in zip(columns.columns, plan.changes) {
-            try UpdatePlan.check(column, fits: change.to)
+            try UpdatePlan.check(column, fits: change.to, label: "convert")
         }
         let filter = columns.filter
         func matching(_ sql: String, computed: Bool) -> RowSelection {

@@ -66,12 +66,12 @@ package struct UpdatePlan: Sendable {
 
     /// Refuses an expression whose values the field can never hold; those
     /// it may hold are checked record by record (``convert(_:to:)``).
-    package static func check(_ column: ComputedColumns.Column, fits field: Field) throws {
+    package static func check(_ column: ComputedColumns.Column, fits field: Field, label: String = "compute") throws {
         let name = JSONText.quoted(field.name)
         guard let type = column.type else {
             guard field.isOptional else {
                 throw DepotError(
-                    .typeMismatch, "compute \(name): field \(name) is required, and the expression is always null")
+                    .typeMismatch, "\(label) \(name): field \(name) is required, and the expression is always null")
             }
             return
         }
@@ -85,7 +85,7 @@ package struct UpdatePlan: Sendable {
         guard fits else {
             throw DepotError(
                 .typeMismatch,
-                "compute \(name): field \(name) is \(field.type.rawValue), "
+                "\(label) \(name): field \(name) is \(field.type.rawValue), "
                     + "but the expression gives \(type.rawValue) values")
         }
     }
