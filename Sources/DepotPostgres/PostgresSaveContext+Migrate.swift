@@ -82,6 +82,25 @@ extension PostgresSaveContext {
         try await run(
             "ALTER TABLE \(table) DROP COLUMN \(PostgresSQL.quote(MigrationPlan.tokenColumn)), "
                 + "DROP COLUMN \(PostgresSQL.quote(MigrationPlan.rejectColumn))")
+        if plan.keyChanged {
+            // The new identifier is the primary key (its index built here);
+            // the old one's fields keep NOT NULL only if still required.
+            var binds = PostgresBindings()
+            binds.append(table)
+            let key = PostgresSQL.scalar(
+                try await PostgresSQL.textRows(
+                    connection,
+                    "SELECT conname::text FROM pg_constraint WHERE conrelid = to_regclass($1) AND contype = 'p'",
+                    binds, logger: store.logger))
+            try await run(
+                "ALTER TABLE \(table) " + (key.map { "DROP CONSTRAINT \(PostgresSQL.quote($0)), " } ?? "")
+                    + "ADD PRIMARY KEY (" + plan.target.identifier.map(PostgresSQL.quote).joined(separator: ", ") + ")")
+            for name in plan.serving.identifier where !plan.target.identifier.contains(name) {
+                if let field = try? plan.target.field(named: name), field.isOptional {
+                    try await run("ALTER TABLE \(table) ALTER COLUMN \(PostgresSQL.quote(name)) DROP NOT NULL")
+                }
+            }
+        }
         try await PostgresMigrator.syncIndexes(connection, store, plan.target)
         try await PostgresMigrator.layouts(connection, store: store, entities: [plan.target])
         var binds = PostgresBindings()

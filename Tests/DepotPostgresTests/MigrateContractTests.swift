@@ -227,6 +227,66 @@ extension MigrateContractTests {
     }
 }
 
+extension MigrateContractTests {
+    /// Trip identified by (nights, note) instead of id.
+    static func rekeyed() throws -> [EntitySchema] {
+        try EntityDeclaration.resolve([
+            EntityDeclaration(
+                name: "Trip",
+                fields: [
+                    Field(name: "id", type: .string), Field(name: "destination", type: .string),
+                    Field(name: "budget", type: .double), Field(name: "nights", type: .int),
+                    Field(name: "qty", type: .int), Field(name: "note", type: .string),
+                    Field(name: "checked", type: .date, isOptional: true)
+                ],
+                identifier: ["nights", "note"], indexes: [["id"]], history: .values)
+        ])
+    }
+
+    @Test(
+        "a new identifier: the records whose key is null or another's are rejected as the dry run listed, the rest keyed anew; alike on each backend"
+    )
+    func newIdentifier() async throws {
+        let answers = try await Backends.answers(entities: ComputeContractTests.trips()) { backend in
+            var backend = backend
+            var out: [String] = []
+            try await ComputeContractTests.load(backend, count: 12)
+            try await backend.contract.update(
+                entity: "Trip", where: "id != 't12'", set: ["note": .string("n")], author: "t")
+            var batch = RecordBatch(entity: "Trip", columns: ["id", "destination", "budget", "nights", "qty", "note"])
+            batch.append(["t13", "Oslo", 1.0, 3, 1, "n"])
+            _ = try await backend.write(batch)
+            backend = try await backend.reopen(entities: try Self.rekeyed())
+            out.append("served: \(try backend.contract.reads.entity("Trip").identifier)")
+            let preview = try await backend.contract.migrationPreview(entity: "Trip", target: nil)
+            out.append("preview: \(preview.records) records, rejects \(preview.rejects.map(\.identifier).sorted())")
+            let counts = try await backend.contract.migrate(entity: "Trip", author: "depotd", job: "mk")
+            out.append("rejected \(counts.rejected), deleted \(counts.deleted)")
+            out.append("now: \(try backend.contract.reads.entity("Trip").identifier)")
+            let t03 = try await backend.contract.reads.record("Trip", identifier: [.int(3), .string("n")])
+            out.append("by the new key: \(t03.map { "\($0.values[0])" } ?? "none")")
+            var upsert = RecordBatch(entity: "Trip", columns: ["id", "destination", "budget", "nights", "qty", "note"])
+            upsert.append(["t03b", "Lima", 9.0, 3, 1, "n"])
+            let written = try await backend.write(upsert)
+            out.append("upsert: \(written.inserted) inserted \(written.updated) updated")
+            out.append("count: \(try await backend.count(FetchDescriptor(entity: "Trip")))")
+            out.append("indexes: \(try await backend.indexes("Trip"))")
+            backend = try await backend.reopen(entities: try Self.rekeyed())
+            out.append("again: \(backend.contract.settings.schema.migrations.isEmpty)")
+            await backend.close()
+            return out
+        }
+        for (name, out) in answers {
+            #expect(
+                out == [
+                    #"served: ["id"]"#, #"preview: 13 records, rejects ["\"t12\"", "\"t13\""]"#,
+                    "rejected 2, deleted 2", #"now: ["nights", "note"]"#, #"by the new key: "t03""#,
+                    "upsert: 0 inserted 1 updated", "count: 11", #"indexes: [["id"]]"#, "again: true"
+                ], "\(name): \(out)")
+        }
+    }
+}
+
 /// Counts calls from any thread.
 final class Counter: Sendable {
     private let value = Mutex(0)

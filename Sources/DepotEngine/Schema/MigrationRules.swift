@@ -25,6 +25,9 @@ package enum MigrationRules {
         package var added: [Field] = []
         /// The fields a migrate job converts (`convert`, DESIGN §18).
         package var changes: [FieldChange] = []
+        /// Whether the identifier changes (a migrate job deletes the
+        /// records whose new identifier is null or another's).
+        package var keyChanged = false
     }
 
     /// The stored fields that were optional and are now required: the
@@ -44,13 +47,27 @@ package enum MigrationRules {
     package static func check(_ entity: EntitySchema, stored old: Definition, nulls: [String: Int]) -> Outcome {
         var outcome = Outcome()
         let entityName = "entity \(JSONText.quoted(entity.name))"
-        if old.identifier != entity.identifier {
-            outcome.problems.append(
-                "\(entityName): the identifier changed from \(old.identifier) to "
-                    + "\(entity.identifier); a store cannot change its identifier: export the records "
-                    + "and import them into a new store")
-        }
         let oldByName = Dictionary(old.fields.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        // A new identifier (a new unique key) migrates when its fields are
+        // stored already with their types, and no relationship holds them.
+        let newKey = old.identifier != entity.identifier
+        if newKey {
+            let changed = "\(entityName): the identifier changed from \(old.identifier) to \(entity.identifier)"
+            let held = Set(entity.relationshipColumns.values.joined())
+            if let f = entity.identifier.first(where: {
+                oldByName[$0]?.type != entity.fields[entity.position(of: $0)!].type
+            }) {
+                outcome.problems.append(
+                    "\(changed), and field \(JSONText.quoted(f)) of the new one is not stored with its type; "
+                        + "migrate the field first, then change the identifier")
+            } else if let f = (old.identifier + entity.identifier).first(where: held.contains) {
+                outcome.problems.append(
+                    "\(changed), and field \(JSONText.quoted(f)) holds a relationship; "
+                        + "export the records and import them into a new entity")
+            } else {
+                outcome.keyChanged = true
+            }
+        }
         for field in old.fields where entity.position(of: field.name) == nil {
             outcome.problems.append(
                 "\(entityName): field \(JSONText.quoted(field.name)) is in the store but no "
@@ -61,11 +78,14 @@ package enum MigrationRules {
             let convert = entity.fieldsConverted[field.name]
             let before = oldByName[field.name]
             let retyped = before.map { $0.type != field.type } ?? false
-            let nullsLeft = before.map { $0.isOptional && !field.isOptional && (nulls[field.name] ?? 0) > 0 } ?? false
+            // A field of a new identifier may hold null: those records are rejected.
+            let nullsLeft =
+                before.map { $0.isOptional && !field.isOptional && (nulls[field.name] ?? 0) > 0 } ?? false
+                && !(newKey && entity.identifier.contains(field.name))
             // A change the stored values must go through: a migrate job
             // converts them when the field says how.
             if let convert, before == nil || retyped || nullsLeft {
-                if entity.identifier.contains(field.name) {
+                if entity.identifier.contains(field.name) || old.identifier.contains(field.name) {
                     outcome.problems.append(
                         "\(fieldName): a field of the identifier cannot be converted; export the records "
                             + "and import them into a new entity")
@@ -111,7 +131,7 @@ package enum MigrationRules {
     package static func plan(
         _ configured: EntitySchema, stored: Definition, _ outcome: Outcome, problems: inout [String]
     ) -> MigrationPlan? {
-        guard outcome.problems.isEmpty, !outcome.changes.isEmpty else { return nil }
+        guard outcome.problems.isEmpty, !outcome.changes.isEmpty || outcome.keyChanged else { return nil }
         do {
             let serving = try serving(configured, stored: stored, changes: outcome.changes)
             return MigrationPlan(target: configured, serving: serving, changes: outcome.changes)
@@ -127,12 +147,16 @@ package enum MigrationRules {
     package static func serving(_ entity: EntitySchema, stored: Definition, changes: [FieldChange]) throws
         -> EntitySchema
     {
-        let changed = Set(changes.map(\.to.name))
+        var changed = Set(changes.map(\.to.name))
+        if stored.identifier != entity.identifier {
+            // Both identifiers' fields as stored: the old one is served until the switch.
+            changed.formUnion(stored.identifier + entity.identifier)
+        }
         let old = Dictionary(stored.fields.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let fields = entity.fields.compactMap { changed.contains($0.name) ? old[$0.name] : $0 }
         let present = Set(fields.map(\.name))
         var serving = try EntitySchema(
-            name: entity.name, fields: fields, identifier: entity.identifier,
+            name: entity.name, fields: fields, identifier: stored.identifier,
             indexes: entity.indexes.filter { $0.allSatisfy(present.contains) },
             preserveOnDelete: entity.preserveOnDelete.filter(present.contains), history: entity.history,
             relationships: entity.relationships, relationshipColumns: entity.relationshipColumns)
@@ -182,16 +206,20 @@ public struct MigrationPlan: Sendable {
     /// The column that holds why a record's conversion failed.
     package static let rejectColumn = "depot_mreject"
 
+    /// Whether the identifier changes (a new unique key).
+    package var keyChanged: Bool { target.identifier != serving.identifier }
+
     /// What a resumed job checks its checkpoint against: a plan changed
-    /// since (another `convert`) starts over.
+    /// since (another `convert`, another identifier) starts over.
     package var digest: String {
         changes.map { "\($0.to.name):\($0.from?.declaration ?? "-")>\($0.to.declaration)=\($0.convert)" }
-            .joined(separator: ";")
+            .joined(separator: ";") + "|\(serving.identifier)>\(target.identifier)"
     }
 
     /// The changes as people read them: `budget double → int`.
     package var summary: String {
-        changes.map { "\($0.to.name) \($0.from?.declaration ?? "(new)") → \($0.to.declaration)" }
+        (changes.map { "\($0.to.name) \($0.from?.declaration ?? "(new)") → \($0.to.declaration)" }
+            + (keyChanged ? ["identifier \(serving.identifier) → \(target.identifier)"] : []))
             .joined(separator: ", ")
     }
 }

@@ -190,7 +190,8 @@ enum SchemaMigrator {
         try db.execute(sql: "DELETE FROM depot_entities WHERE name = ?", arguments: [name])
     }
 
-    private static func create(_ db: Database, _ entity: EntitySchema) throws {
+    /// Creates `entity`'s table (named `table`, the entity's by default).
+    static func create(_ db: Database, _ entity: EntitySchema, table: String? = nil) throws {
         var columns: [String] = []
         for field in entity.fields {
             var column = "\(SQL.quote(field.name)) \(field.type.sqlType)"
@@ -205,8 +206,9 @@ enum SchemaMigrator {
         if entity.identifier.count > 1 {
             columns.append("UNIQUE(" + entity.identifier.map(SQL.quote).joined(separator: ", ") + ")")
         }
-        try db.execute(sql: "CREATE TABLE \(entity.table) (\(columns.joined(separator: ", "))) STRICT")
-        try syncIndexes(db, entity)
+        try db.execute(
+            sql: "CREATE TABLE \(table.map(SQL.quote) ?? entity.table) (\(columns.joined(separator: ", "))) STRICT")
+        if table == nil { try syncIndexes(db, entity) }
     }
 
     static func indexName(_ entity: EntitySchema, _ fields: [String]) -> String {

@@ -34,10 +34,11 @@ extension SaveContext {
         let table = plan.serving.table
         for row in rows {
             if let reject = row.reject {
+                let sets =
+                    plan.changes.map { "\(SQL.quote($0.shadow)) = NULL" }
+                    + ["\(SQL.quote(MigrationPlan.rejectColumn)) = ?", token]
                 try run(
-                    "UPDATE \(table) SET "
-                        + plan.changes.map { "\(SQL.quote($0.shadow)) = NULL" }.joined(separator: ", ")
-                        + ", \(SQL.quote(MigrationPlan.rejectColumn)) = ?, \(token) WHERE rowid = ?",
+                    "UPDATE \(table) SET " + sets.joined(separator: ", ") + " WHERE rowid = ?",
                     [.string(reject), .int(row.key)])
             } else {
                 try run(
@@ -48,6 +49,7 @@ extension SaveContext {
     }
 
     func switchMigration(_ plan: MigrationPlan, retiring suffix: String) throws -> [String] {
+        if plan.keyChanged { return try rebuild(plan) }
         let table = plan.serving.table
         let changed = Set(plan.changes.map(\.to.name))
         // An index on a changed field would follow its old column.
@@ -72,6 +74,30 @@ extension SaveContext {
             arguments: [String(decoding: try JSONEncoder().encode(definition), as: UTF8.self), plan.target.name])
         // The token and reason columns stay for the next migration, emptied.
         return retired + [MigrationPlan.tokenColumn, MigrationPlan.rejectColumn]
+    }
+
+    /// A new identifier: its uniqueness is the table's own constraint, so
+    /// the table is made again, its records (and their rowids) copied with
+    /// their converted values, the old one dropped.
+    private func rebuild(_ plan: MigrationPlan) throws -> [String] {
+        let target = plan.target
+        let building = "depot_rebuild_\(target.name)"
+        try db.execute(sql: "DROP TABLE IF EXISTS \(SQL.quote(building))")
+        try SchemaMigrator.create(db, target, table: building)
+        let shadows = Dictionary(plan.changes.map { ($0.to.name, $0.shadow) }, uniquingKeysWith: { a, _ in a })
+        let columns = target.fields.map { SQL.quote($0.name) }.joined(separator: ", ")
+        let values = target.fields.map { SQL.quote(shadows[$0.name] ?? $0.name) }.joined(separator: ", ")
+        try db.execute(
+            sql: "INSERT INTO \(SQL.quote(building)) (rowid, \(columns), depot_token) "
+                + "SELECT rowid, \(values), depot_token FROM \(plan.serving.table)")
+        try db.execute(sql: "DROP TABLE \(plan.serving.table)")
+        try db.execute(sql: "ALTER TABLE \(SQL.quote(building)) RENAME TO \(target.table)")
+        try SchemaMigrator.syncIndexes(db, target)
+        let definition = MigrationRules.Definition(target)
+        try db.execute(
+            sql: "UPDATE depot_schema SET definition = ? WHERE entity = ?",
+            arguments: [String(decoding: try JSONEncoder().encode(definition), as: UTF8.self), target.name])
+        return []
     }
 
     func clearRetired(_ entity: EntitySchema, columns: [String], after: Int64, limit: Int) throws -> Int64? {

@@ -1,5 +1,6 @@
 import DepotWire
 import Foundation
+import Synchronization
 
 /// Migrate jobs (DESIGN §18), written once over the primitives of
 /// ``StoreBackend`` and ``WriteContext``.
@@ -57,10 +58,17 @@ extension StoreBackend {
         }
         let compiled = try MigrationSelection(plan, schema: schema, dialect: settings.dialect, now: resumed?.now)
         let rejects = try rejectsPath.map { try RejectsFile(path: $0, truncateTo: 0) }
+        if plan.keyChanged, try await reads.processors().contains(where: { $0.entity == name }) {
+            throw DepotError(
+                .conflict,
+                "entity \(JSONText.quoted(name)) has processors, whose batches name records by their identifier; "
+                    + "drop them (DELETE /v1/stores/\(self.name)/processors/NAME) before its identifier changes")
+        }
         var state =
             resumed
             ?? MigrateCheckpoint(
-                digest: plan.digest, phase: .convert, counters: Counters(), now: compiled.now, retired: [])
+                digest: plan.digest, phase: plan.changes.isEmpty ? .switching : .convert, counters: Counters(),
+                now: compiled.now, retired: [])
         if resumed == nil {
             let first = state
             _ = try await withSave(author: author, job: job) { save in
@@ -111,6 +119,7 @@ extension StoreBackend {
                     let done = try await save.convertRows(compiled.stale, plan: plan, after: cursor, limit: chunk)
                     (cursor, more) = (done.cursor, done.more)
                 }
+                if plan.keyChanged { try await save.markKeyRejects(plan, compiled) }
                 let (lines, rejected) = try await save.rejectedRecords(compiled.rejected, plan: plan, chunk: chunk)
                 if rejected > 0, try await save.keys(compiled.kept, limit: 1).isEmpty {
                     throw DepotError(
@@ -219,6 +228,30 @@ extension StoreBackend {
                 }
             }
         }
+        if plan.keyChanged {
+            // As the switch finds them: a null in the new identifier, then
+            // all but the first stored of each group sharing one.
+            var seen = Set(rejects.map(\.identifier))
+            let key = plan.target.identifier
+            var nulls = FetchDescriptor(entity: name, where: key.map { "\($0) == nil" }.joined(separator: " OR "))
+            nulls.fields = plan.serving.identifier
+            for id in try await reads.identifiers(nulls) where seen.insert(id.json).inserted {
+                rejects.append(
+                    MigrationPreview.Reject(
+                        identifier: id.json, field: key.joined(separator: ","), reason: compiled.nullKeyReason,
+                        value: .null))
+            }
+            let found = Mutex<[Identifier]>([])
+            try await reads.duplicates(entity: name, by: key, where: nil, arguments: [:], limit: nil) { group in
+                found.withLock { $0 += group.identifiers.dropFirst() }
+            }
+            for id in found.withLock({ $0 }) where seen.insert(id.json).inserted {
+                rejects.append(
+                    MigrationPreview.Reject(
+                        identifier: id.json, field: key.joined(separator: ","), reason: compiled.duplicateKeyReason,
+                        value: .null))
+            }
+        }
         return MigrationPreview(
             entity: name,
             changes: plan.changes.map {
@@ -295,6 +328,13 @@ extension MigrationPlan {
         let schema = StoreSchema(name: store, entities: served, migrations: plans)
         var problems: [String] = []
         for plan in plans {
+            if plan.keyChanged, let r = IncomingReference.all(to: plan.serving, in: served).first {
+                problems.append(
+                    "entity \(JSONText.quoted(plan.target.name)): the identifier changed from "
+                        + "\(plan.serving.identifier) to \(plan.target.identifier), but relationship "
+                        + "\(JSONText.quoted(r.relationship.name)) of \(JSONText.quoted(r.source.name)) refers to "
+                        + "its records by it; export the records and import them into a new entity")
+            }
             for change in plan.changes {
                 do {
                     _ = try MigrationSelection(
@@ -362,7 +402,32 @@ struct MigrationSelection {
         kept = matching("\(reject) IS NULL", computed: false)
         types = columns.columns.map(\.type)
         self.now = columns.now
+        let key = plan.target.identifier
+        let names = "(" + key.joined(separator: ", ") + ")"
+        nullKeyReason = "the new identifier \(names) holds null"
+        duplicateKeyReason = "another record has the same new identifier \(names); the first stored is kept"
+        if plan.keyChanged {
+            nullKeys = RowSelection(
+                plan.serving,
+                .matching(
+                    SQLFragment(sql: key.map { "\(SQL.quote($0)) IS NULL" }.joined(separator: " OR "), arguments: [])),
+                in: schema)
+            duplicateKeys = RowSelection(
+                plan.serving,
+                .redundant(
+                    try DuplicateQuery(
+                        entity: plan.serving, schema: schema, by: key, predicate: nil, arguments: [:], dialect: dialect),
+                    keep: .keepFirst), in: schema)
+        } else {
+            (nullKeys, duplicateKeys) = (nil, nil)
+        }
     }
+
+    /// A new identifier's records whose key holds null, and all but the first stored of each group sharing one.
+    let nullKeys: RowSelection?
+    let duplicateKeys: RowSelection?
+    let nullKeyReason: String
+    let duplicateKeyReason: String
 }
 
 /// Where a migrate job stands, kept in each of its saves.
@@ -448,6 +513,30 @@ extension WriteContext {
         }
         if !rows.isEmpty { try await writeConverted(rows, plan: plan) }
         return (found.count, next, found.count == limit)
+    }
+
+    /// Marks rejected, for a new identifier, the records whose key holds
+    /// null, then all but the first stored of each group sharing one.
+    func markKeyRejects(_ plan: MigrationPlan, _ compiled: MigrationSelection) async throws {
+        let field = plan.target.identifier.joined(separator: ",")
+        for (selection, reason) in [
+            (compiled.nullKeys, compiled.nullKeyReason), (compiled.duplicateKeys, compiled.duplicateKeyReason)
+        ] {
+            guard let selection else { continue }
+            var line = "{\"field\":"
+            JSONText.appendQuoted(field, to: &line)
+            line += ",\"reason\":"
+            JSONText.appendQuoted(reason, to: &line)
+            line += ",\"value\":null}"
+            let keys = try await keys(selection, limit: Int(Int32.max))
+            for start in stride(from: 0, to: keys.count, by: 4_096) {
+                try await writeConverted(
+                    keys[start..<min(start + 4_096, keys.count)].map {
+                        ConvertedRow(key: $0, values: [], reject: line)
+                    },
+                    plan: plan)
+            }
+        }
     }
 
     /// The rejects file's lines of the records whose conversion failed:
