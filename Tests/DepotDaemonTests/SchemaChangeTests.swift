@@ -101,6 +101,26 @@ struct SchemaChangeTests {
         }
         #expect(
             try await restarted.count(FetchRequest(store: "travel", entity: "Trip", where: "code == 'TRIP 7'")) == 1)
+        // A reload with a further change migrates the open store, and one
+        // no conversion explains is refused whole, the store kept as it is.
+        let code = #"code = { type = "string", convert = "uppercase:(name)" }"#
+        try Data(
+            Self.tripConfig(
+                budget: #""int""#, extra: code + "\n" + #"letters = { type = "int", convert = "length:(name)" }"#
+            ).utf8
+        ).write(to: toml)
+        kill(d.process.processIdentifier, SIGHUP)
+        #expect(d.notify.waitFor(prefix: "READY=1", count: 2, timeout: 30) != nil)
+        let reloaded = try await restarted.jobs().filter { $0.kind == "migrate" && $0.id != answer.jobs[0].id }
+        #expect(reloaded.count == 2, "\(reloaded)")
+        for job in reloaded { #expect(try d.jobEnded(job.id)["state"] as? String == "succeeded") }
+        #expect(
+            try await restarted.count(FetchRequest(store: "travel", entity: "Trip", where: "letters == 6")) == 10)
+        try Data(Self.tripConfig(budget: #""string""#, extra: code).utf8).write(to: toml)
+        kill(d.process.processIdentifier, SIGHUP)
+        #expect(d.notify.waitFor(prefix: "READY=1", count: 3, timeout: 30) != nil)
+        #expect(d.log.contains("configuration not reloaded") && d.log.contains("the type changed from int to string"))
+        #expect(try await restarted.store("travel").entities[0].fields.contains { $0.name == "letters" })
         _ = d.stop()
     }
 }
