@@ -134,13 +134,13 @@ package actor JobManager {
                     "entity migrates",
                     metadata: [
                         LogKey.store: "\(store.name)", LogKey.jobID: "\(record.id)",
-                        "ENTITY": "\(entity)",
-                        "CHANGES": "\(store.settings.schema.migrations[entity]?.summary ?? "")"
+                        LogKey.entity: "\(entity)",
+                        LogKey.changes: "\(store.settings.schema.migrations[entity]?.summary ?? "")"
                     ])
             } catch {
                 logger.error(
                     "a migration cannot start",
-                    metadata: [LogKey.store: "\(store.name)", "ENTITY": "\(entity)", LogKey.error: "\(error)"])
+                    metadata: [LogKey.store: "\(store.name)", LogKey.entity: "\(entity)", LogKey.error: "\(error)"])
             }
         }
         return started

@@ -3,6 +3,7 @@
 /// is part of what users script against.
 package enum LogKey {
     package static let action = "ACTION"
+    package static let changes = "CHANGES"
     package static let consumer = "CONSUMER"
     package static let entity = "ENTITY"
     package static let errno = "ERRNO"
