@@ -35,6 +35,21 @@ struct SchemaChangeTests {
         _ = d.stop()
         d = try DaemonProcess(folder: folder)
         #expect(try await DepotClient(socketPath: d.socket).store("travel").entities[0].count == 50)
+        // A reload renames in the open store too.
+        try Data(
+            text.replacingOccurrences(
+                of: #"remarks = { type = "string?", renamed_from = "notes" }"#,
+                with: #"comments = { type = "string?", renamed_from = "remarks" }"#
+            ).utf8
+        ).write(to: toml)
+        kill(d.process.processIdentifier, SIGHUP)
+        #expect(d.notify.waitFor(prefix: "READY=1", count: 2, timeout: 30) != nil)
+        let reloaded = DepotClient(socketPath: d.socket)
+        #expect(
+            try await reloaded.count(FetchRequest(store: "travel", entity: "Voyage", where: "comments == 'note 7'"))
+                == 1)
+        let fields = try await reloaded.store("travel").entities[0].fields.map(\.name)
+        #expect(fields.contains("comments") && !fields.contains("remarks"), "\(fields)")
         _ = d.stop()
     }
 
