@@ -54,10 +54,8 @@ struct ReloadService: Service {
                     config.entities != store.settings.schema.configured
                 else { continue }
                 let schema = store.settings.schema
-                for target in config.entities where schema.entities.contains(where: { $0.name == target.name }) {
-                    if target.renamedFrom == nil && target.fieldsRenamedFrom.isEmpty {
-                        _ = try MigrationPlan.preview(target, in: schema)
-                    }
+                for target in config.entities where !MigrationPlan.renamesPending(target, in: schema) {
+                    _ = try MigrationPlan.preview(target, in: schema)
                 }
                 changed.append((store, config.entities))
             }

@@ -42,6 +42,9 @@ struct SchemaChangeTests {
                 with: #"comments = { type = "string?", renamed_from = "remarks" }"#
             ).utf8
         ).write(to: toml)
+        // A dry run does not look past a rename the reload applies: nothing to convert.
+        let dryRun = try await DepotClient(socketPath: d.socket).migrate(store: "travel", dryRun: true)
+        #expect(dryRun.entities.isEmpty, "\(dryRun)")
         kill(d.process.processIdentifier, SIGHUP)
         #expect(d.notify.waitFor(prefix: "READY=1", count: 2, timeout: 30) != nil)
         let reloaded = DepotClient(socketPath: d.socket)

@@ -28,7 +28,8 @@ extension ControlRoutes {
         if body.dryRun ?? false {
             var entities: [MigrationAnswer.Entity] = []
             let schema = store.settings.schema
-            var targets = configured.filter { target in schema.entities.contains { $0.name == target.name } }
+            // A rename the next open applies is not looked past (nor a new entity).
+            var targets = configured.filter { !MigrationPlan.renamesPending($0, in: schema) }
             // Entities created over the API migrate from their own PUT.
             targets += schema.migrations.values.map(\.target).filter { schema.createdByAPI.contains($0.name) }
             for target in targets where body.entity == nil || body.entity == target.name {

@@ -316,6 +316,14 @@ extension MigrationPlan {
             changes: outcome.changes)
     }
 
+    /// Whether `target` renames a field the entity served does not hold
+    /// under its new name yet: a rename the next open (or reload) applies,
+    /// which a preview cannot look past.
+    package static func renamesPending(_ target: EntitySchema, in schema: StoreSchema) -> Bool {
+        guard let served = try? schema.entity(target.name) else { return true }
+        return target.fieldsRenamedFrom.keys.contains { served.position(of: $0) == nil }
+    }
+
     /// Whether the plan's expressions compile over the entity served, and
     /// give values their fields can hold (checked when a store opens, so
     /// that a wrong `convert` is refused at start, naming its field).
