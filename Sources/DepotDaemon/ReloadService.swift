@@ -87,16 +87,8 @@ struct ReloadService: Service {
         }
         runtime.settings.replace(with: fresh)
         for (store, entities) in changed {
-            if await runtime.jobs.isMigrating(store.name) {
-                logger.warning(
-                    "a store's entities changed while it migrates; the change waits for the next reload once its migrate job ended",
-                    metadata: [LogKey.store: "\(store.name)"])
-                continue
-            }
             do {
-                try await store.reconfigure(entities: entities)
-                logger.info("store reconfigured", metadata: [LogKey.store: "\(store.name)"])
-                await runtime.jobs.startMigrations(of: store)
+                try await runtime.jobs.reconfigure(store, entities: entities)
             } catch {
                 logger.error(
                     "a store's entities cannot change; it keeps those it had",

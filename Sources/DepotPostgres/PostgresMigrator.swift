@@ -396,16 +396,19 @@ enum PostgresMigrator {
         }
         for step in work { try await step() }
         try await layouts(connection, store: store, entities: served)
-        for entity in served {
-            let text = String(decoding: try JSONEncoder().encode(Definition(entity)), as: UTF8.self)
-            var binds = PostgresBindings()
-            binds.append(entity.name)
-            binds.append(text)
-            try await run(
-                "INSERT INTO \(table("depot_schema"))(entity, definition) VALUES ($1, $2) "
-                    + "ON CONFLICT (entity) DO UPDATE SET definition = excluded.definition", binds)
-        }
+        for entity in served { try await keep(connection, store: store, entity) }
         return plans
+    }
+
+    /// Keeps `entity`'s definition in `depot_schema`: what the next open checks against.
+    static func keep(_ connection: PostgresConnection, store: PostgresStore, _ entity: EntitySchema) async throws {
+        var binds = PostgresBindings()
+        binds.append(entity.name)
+        binds.append(try Definition(entity).json)
+        try await PostgresSQL.execute(
+            connection,
+            "INSERT INTO \(store.table("depot_schema"))(entity, definition) VALUES ($1, $2) "
+                + "ON CONFLICT (entity) DO UPDATE SET definition = excluded.definition", binds, logger: store.logger)
     }
 
     /// `depot_fold(text, flags)`, the `[c]`/`[d]` folding of an SQLite

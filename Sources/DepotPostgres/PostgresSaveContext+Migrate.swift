@@ -103,10 +103,7 @@ extension PostgresSaveContext {
         }
         try await PostgresMigrator.syncIndexes(connection, store, plan.target)
         try await PostgresMigrator.layouts(connection, store: store, entities: [plan.target])
-        var binds = PostgresBindings()
-        binds.append(plan.target.name)
-        binds.append(String(decoding: try JSONEncoder().encode(MigrationRules.Definition(plan.target)), as: UTF8.self))
-        try await run("UPDATE \(store.table("depot_schema")) SET definition = $2 WHERE entity = $1", binds)
+        try await PostgresMigrator.keep(connection, store: store, plan.target)
         return []
     }
 

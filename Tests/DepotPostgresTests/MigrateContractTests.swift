@@ -259,7 +259,8 @@ extension MigrateContractTests {
             backend = try await backend.reopen(entities: try Self.rekeyed())
             out.append("served: \(try backend.contract.reads.entity("Trip").identifier)")
             let preview = try await backend.contract.migrationPreview(entity: "Trip", target: nil)
-            out.append("preview: \(preview.records) records, rejects \(preview.rejects.map(\.identifier).sorted())")
+            out.append(
+                "preview: \(preview.records) records, rejects \(preview.rejects.map(\.identifier.json).sorted())")
             let counts = try await backend.contract.migrate(entity: "Trip", author: "depotd", job: "mk")
             out.append("rejected \(counts.rejected), deleted \(counts.deleted)")
             out.append("now: \(try backend.contract.reads.entity("Trip").identifier)")

@@ -42,23 +42,10 @@ extension ControlRoutes {
             return try JSONResponse.encode(
                 MigrationAnswer(store: store.name, dryRun: true, entities: entities, jobs: []))
         }
-        if configured != store.settings.schema.configured {
-            if await jobs.isMigrating(store.name) {
-                throw DepotError(
-                    .conflict,
-                    "store \(JSONText.quoted(store.name)) is migrating already; wait for its migrate job to end "
-                        + "(depotctl jobs), or cancel it, before the configuration changes it again")
-            }
-            try await store.reconfigure(entities: configured)
-            logger.info("store reconfigured", metadata: [LogKey.store: "\(store.name)"])
-        }
-        await jobs.startMigrations(of: store)
-        let running = await jobs.all().filter {
-            $0.store == store.name && $0.kind == .migrate && ($0.state == .queued || $0.state == .running)
-        }
+        try await jobs.reconfigure(store, entities: configured)
+        let running = await jobs.migrating(store.name).map(\.wire)
         return try JSONResponse.encode(
-            MigrationAnswer(store: store.name, dryRun: false, entities: [], jobs: running.map(\.wire)),
-            status: .accepted)
+            MigrationAnswer(store: store.name, dryRun: false, entities: [], jobs: running), status: .accepted)
     }
 
     /// The entities the configuration file declares for store `name` now.
@@ -85,9 +72,8 @@ extension ControlRoutes {
             }, records: preview.records, rejected: preview.rejects.count, fails: preview.fails,
             rejects: preview.rejects.map {
                 MigrationAnswer.Reject(
-                    identifier: (try? JSONDecoder().decode(JSONValue.self, from: Data($0.identifier.utf8)))
-                        ?? .string($0.identifier),
-                    field: $0.field, reason: $0.reason, value: JSONValue($0.value))
+                    identifier: JSONValue($0.identifier), field: $0.field, reason: $0.reason,
+                    value: JSONValue($0.value))
             })
     }
 }

@@ -107,29 +107,44 @@ package actor JobManager {
         }
     }
 
-    /// Whether a `migrate` job is queued or running in store `store` (of
-    /// entity `entity`, when given).
-    package func isMigrating(_ store: String, entity: String? = nil) -> Bool {
-        all().contains {
+    /// The `migrate` jobs queued or running in store `store` (of entity
+    /// `entity`, when given).
+    package func migrating(_ store: String, entity: String? = nil) -> [JobRecord] {
+        all().filter {
             $0.kind == .migrate && $0.store == store && (entity == nil || $0.entity == entity)
                 && ($0.state == .queued || $0.state == .running)
         }
     }
 
+    /// Brings an open store to the configuration's `entities` (a reload,
+    /// `depotctl migrate`) and starts the migrations that asks for.
+    ///
+    /// - Throws: ``DepotError/Code/conflict`` while the store migrates
+    ///   already; what ``StoreBackend/reconfigure(entities:)`` throws.
+    package func reconfigure(_ store: any StoreBackend, entities: [EntitySchema]) async throws {
+        if entities != store.settings.schema.configured {
+            guard migrating(store.name).isEmpty else {
+                throw DepotError(
+                    .conflict,
+                    "store \(JSONText.quoted(store.name)) is migrating already; wait for its migrate job to end "
+                        + "(depotctl jobs), or cancel it, before the configuration changes it again")
+            }
+            try await store.reconfigure(entities: entities)
+            logger.info("store reconfigured", metadata: [LogKey.store: "\(store.name)"])
+        }
+        await startMigrations(of: store)
+    }
+
     /// Queues a `migrate` job for each migration the store waits for
     /// (DESIGN §18) that no unfinished job runs already: when the store
     /// opens, and when an entity created over the API changes.
-    ///
-    /// - Returns: the jobs submitted.
-    @discardableResult
-    package func startMigrations(of store: any StoreBackend) async -> [JobRecord] {
-        var started: [JobRecord] = []
+    package func startMigrations(of store: any StoreBackend) async {
         for entity in store.settings.schema.migrations.keys.sorted() {
-            if isMigrating(store.name, entity: entity) { continue }
+            if !migrating(store.name, entity: entity).isEmpty { continue }
             let record = JobRecord(
                 id: ControlRoutes.newJobID(), spec: .migrate(entity: entity), store: store.name, author: "depotd")
             do {
-                started.append(try await submit(record))
+                _ = try await submit(record)
                 logger.info(
                     "entity migrates",
                     metadata: [
@@ -143,7 +158,6 @@ package actor JobManager {
                     metadata: [LogKey.store: "\(store.name)", LogKey.entity: "\(entity)", LogKey.error: "\(error)"])
             }
         }
-        return started
     }
 
     /// Queues here the jobs of `store` that no live host holds and this

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What may change between the entity a store holds and the one configured,
 /// the same for every backend: SQLite's ``SchemaMigrator`` and the
 /// PostgreSQL backend's migrator ask it, and apply what it allows.
@@ -14,6 +16,11 @@ package enum MigrationRules {
 
         package init(_ entity: EntitySchema) {
             self.init(fields: entity.fields, identifier: entity.identifier)
+        }
+
+        /// The text a store keeps.
+        package var json: String {
+            get throws { String(decoding: try JSONEncoder().encode(self), as: UTF8.self) }
         }
     }
 

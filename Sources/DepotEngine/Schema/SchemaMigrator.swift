@@ -73,15 +73,16 @@ enum SchemaMigrator {
                     + "configuration: " + problems.joined(separator: "; "))
         }
         for step in work { try step() }
-        for entity in served {
-            let definition = Definition(fields: entity.fields, identifier: entity.identifier)
-            let text = String(decoding: try JSONEncoder().encode(definition), as: UTF8.self)
-            try db.execute(
-                sql: "INSERT INTO depot_schema(entity, definition) VALUES (?, ?) "
-                    + "ON CONFLICT(entity) DO UPDATE SET definition = excluded.definition",
-                arguments: [entity.name, text])
-        }
+        for entity in served { try keep(db, entity) }
         return plans
+    }
+
+    /// Keeps `entity`'s definition in `depot_schema`: what the next open checks against.
+    static func keep(_ db: Database, _ entity: EntitySchema) throws {
+        try db.execute(
+            sql: "INSERT INTO depot_schema(entity, definition) VALUES (?, ?) "
+                + "ON CONFLICT(entity) DO UPDATE SET definition = excluded.definition",
+            arguments: [entity.name, try Definition(entity).json])
     }
 
     /// Applies the renames `entities` ask for (``RenamePlan``), in the

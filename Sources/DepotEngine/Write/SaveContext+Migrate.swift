@@ -68,10 +68,7 @@ extension SaveContext {
                 sql: "ALTER TABLE \(table) RENAME COLUMN \(SQL.quote(change.shadow)) TO \(SQL.quote(change.to.name))")
         }
         try SchemaMigrator.syncIndexes(db, plan.target)
-        let definition = MigrationRules.Definition(plan.target)
-        try db.execute(
-            sql: "UPDATE depot_schema SET definition = ? WHERE entity = ?",
-            arguments: [String(decoding: try JSONEncoder().encode(definition), as: UTF8.self), plan.target.name])
+        try SchemaMigrator.keep(db, plan.target)
         // The token and reason columns stay for the next migration, emptied.
         return retired + [MigrationPlan.tokenColumn, MigrationPlan.rejectColumn]
     }
@@ -93,10 +90,7 @@ extension SaveContext {
         try db.execute(sql: "DROP TABLE \(plan.serving.table)")
         try db.execute(sql: "ALTER TABLE \(SQL.quote(building)) RENAME TO \(target.table)")
         try SchemaMigrator.syncIndexes(db, target)
-        let definition = MigrationRules.Definition(target)
-        try db.execute(
-            sql: "UPDATE depot_schema SET definition = ? WHERE entity = ?",
-            arguments: [String(decoding: try JSONEncoder().encode(definition), as: UTF8.self), target.name])
+        try SchemaMigrator.keep(db, target)
         return []
     }
 

@@ -37,13 +37,11 @@ extension StoreBackend {
         let size = max(1, batchSize ?? settings.saveEvery)
         let chunk = min(size, 4_096)
         guard let plan = schema.migrations[name] else {
-            _ = try schema.entity(name)
+            let entity = try schema.entity(name)
             // Switched already: what is left is to empty the retired columns.
             if let resumed, resumed.phase == .cleanup || resumed.phase == .done {
                 if resumed.phase == .cleanup {
-                    try await clearRetired(
-                        try schema.entity(name), from: resumed, author: author, job: job, size: size,
-                        counters: total.counters)
+                    try await clearRetired(entity, from: resumed, author: author, job: job, size: size)
                 }
                 return total
             }
@@ -120,7 +118,8 @@ extension StoreBackend {
                     (cursor, more) = (done.cursor, done.more)
                 }
                 if plan.keyChanged { try await save.markKeyRejects(plan, compiled) }
-                let (lines, rejected) = try await save.rejectedRecords(compiled.rejected, plan: plan, chunk: chunk)
+                let lines = try await save.rejectedRecords(compiled.rejected, plan: plan, chunk: chunk)
+                let rejected = lines.count
                 if rejected > 0, try await save.keys(compiled.kept, limit: 1).isEmpty {
                     throw DepotError(
                         .migrationRefused,
@@ -155,16 +154,14 @@ extension StoreBackend {
         total.counters = switched.counters
         progress?(total)
         if switched.phase == .cleanup {
-            try await clearRetired(
-                plan.target, from: switched, author: author, job: job, size: size, counters: total.counters)
+            try await clearRetired(plan.target, from: switched, author: author, job: job, size: size)
         }
         return total
     }
 
     /// Empties the columns a switch retired, a save at a time.
     private func clearRetired(
-        _ entity: EntitySchema, from state: MigrateCheckpoint, author: String, job: String?, size: Int,
-        counters: Counters
+        _ entity: EntitySchema, from state: MigrateCheckpoint, author: String, job: String?, size: Int
     ) async throws {
         var state = state
         while state.phase == .cleanup {
@@ -217,12 +214,10 @@ extension StoreBackend {
                     if case .failure(let error) = UpdatePlan.convert(
                         row[ids + k], computedAs: compiled.types[k], to: change.to)
                     {
-                        var identifier = ""
-                        Identifier.appendJSON(Array(row[..<ids]), to: &identifier)
                         rejects.append(
                             MigrationPreview.Reject(
-                                identifier: identifier, field: change.to.name, reason: error.message,
-                                value: row[ids + k]))
+                                identifier: Identifier(Array(row[..<ids])), field: change.to.name,
+                                reason: error.message, value: row[ids + k]))
                         break
                     }
                 }
@@ -235,20 +230,20 @@ extension StoreBackend {
             let key = plan.target.identifier
             var nulls = FetchDescriptor(entity: name, where: key.map { "\($0) == nil" }.joined(separator: " OR "))
             nulls.fields = plan.serving.identifier
-            for id in try await reads.identifiers(nulls) where seen.insert(id.json).inserted {
+            for id in try await reads.identifiers(nulls) where seen.insert(id).inserted {
                 rejects.append(
                     MigrationPreview.Reject(
-                        identifier: id.json, field: key.joined(separator: ","), reason: compiled.nullKeyReason,
+                        identifier: id, field: key.joined(separator: ","), reason: compiled.nullKeyReason,
                         value: .null))
             }
             let found = Mutex<[Identifier]>([])
             try await reads.duplicates(entity: name, by: key, where: nil, arguments: [:], limit: nil) { group in
                 found.withLock { $0 += group.identifiers.dropFirst() }
             }
-            for id in found.withLock({ $0 }) where seen.insert(id.json).inserted {
+            for id in found.withLock({ $0 }) where seen.insert(id).inserted {
                 rejects.append(
                     MigrationPreview.Reject(
-                        identifier: id.json, field: key.joined(separator: ","), reason: compiled.duplicateKeyReason,
+                        identifier: id, field: key.joined(separator: ","), reason: compiled.duplicateKeyReason,
                         value: .null))
             }
         }
@@ -272,8 +267,7 @@ public struct MigrationPreview: Sendable {
     }
 
     public struct Reject: Sendable {
-        /// The record's identifier as JSON (an array for a compound one).
-        public var identifier: String
+        public var identifier: Identifier
         public var field: String
         public var reason: String
         /// The value the conversion gave.
@@ -550,9 +544,7 @@ extension WriteContext {
     /// The rejects file's lines of the records whose conversion failed:
     /// each its identifier, the field, the reason, the value, and the
     /// whole record as stored (the migration deletes it).
-    func rejectedRecords(_ selection: RowSelection, plan: MigrationPlan, chunk: Int) async throws
-        -> (lines: [String], count: Int)
-    {
+    func rejectedRecords(_ selection: RowSelection, plan: MigrationPlan, chunk: Int) async throws -> [String] {
         let entity = plan.serving
         let positions = Array(entity.fields.indices)
         var lines: [String] = []
@@ -574,6 +566,6 @@ extension WriteContext {
             if found.count < chunk { break }
             cursor = next
         }
-        return (lines, lines.count)
+        return lines
     }
 }
