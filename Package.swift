@@ -81,10 +81,18 @@ let package = Package(
             name: "CTOMLGuard",
             dependencies: [.product(name: "TOMLKit", package: "TOMLKit")]
         ),
+        // The console's files (DESIGN §19), embedded in depotd at build time
+        // (Sources/CDepotConsole/console), and gzip from zlib to compress them.
+        .target(
+            name: "CDepotConsole",
+            exclude: ["console"],
+            linkerSettings: [.linkedLibrary("z")]
+        ),
         // The service: configuration, jobs, control API, watched folders, systemd.
         .target(
             name: "DepotDaemon",
             dependencies: [
+                "CDepotConsole",
                 "DepotEngine",
                 "DepotPostgres",
                 "DepotWire",

@@ -16,6 +16,28 @@ extension DepotClient {
         try await json(Health.self, .GET, "/v1/health")
     }
 
+    /// Who the daemon sees on this client's connection, and their role.
+    ///
+    /// ```swift
+    /// let me = try await client.me()
+    /// print(me.user ?? "uid \(me.uid)", me.role)
+    /// ```
+    public func me() async throws -> Identity {
+        try await json(Identity.self, .GET, "/v1/me")
+    }
+
+    /// The daemon's own figures over the last hour (rows imported per
+    /// second, save times, the largest consumer lag), a point every
+    /// `interval` seconds.
+    ///
+    /// ```swift
+    /// let figures = try await client.figures()
+    /// print(figures.samples.count, "points")
+    /// ```
+    public func figures() async throws -> FigureList {
+        try await json(FigureList.self, .GET, "/v1/figures")
+    }
+
     /// The watched folders (`[[watch]]`), with their files waiting, done and failed.
     ///
     /// ```swift

@@ -36,7 +36,8 @@ package enum Daemon {
                     service: ReloadService(runtime: runtime, configPath: configPath, notifier: notifier, logger: logger)
                 ),
                 .init(service: JobService(runtime: runtime, notifier: notifier)),
-                .init(service: RetentionService(runtime: runtime, notifier: notifier))
+                .init(service: RetentionService(runtime: runtime, notifier: notifier)),
+                .init(service: FiguresService(runtime: runtime))
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             cancellationSignals: [],

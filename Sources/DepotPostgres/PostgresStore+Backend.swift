@@ -172,6 +172,9 @@ struct PostgresReader: StoreReading {
     func record(_ entity: String, identifier: [Value]) async throws -> RecordVersion? {
         try await store.record(entity, identifier: identifier)
     }
+    func recordHistory(_ entity: String, identifier: [Value], limit: Int) async throws -> [HistoryTransaction] {
+        try await store.recordHistory(entity, identifier: identifier, limit: limit)
+    }
     func fetchJSON(_ descriptor: FetchDescriptor, write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void)
         async throws
     {
@@ -247,12 +250,14 @@ struct PostgresReader: StoreReading {
     {
         try await store.history(consumer: name, entity: entity, author: author, limit: limit, maxChanges: maxChanges)
     }
-    func followHistory(after token: HistoryToken?, entity: String?, author: String?) -> HistoryFollower {
+    func followHistory(after token: HistoryToken?, entity: String?, author: String?, maxChanges: Int)
+        -> HistoryFollower
+    {
         let store = store
         return HistoryFollower(after: token, signal: store.signal) { after, _ in
             try await store.history(
                 after: after, entity: entity, author: author, limit: 100,
-                maxChanges: HistoryFollower.pageChanges)
+                maxChanges: min(maxChanges, HistoryFollower.pageChanges))
         }
     }
     func consumers() async throws -> [Consumer] { try await store.consumers() }

@@ -467,3 +467,151 @@ public struct ReferenceCheck: Sendable, Hashable, Codable {
         self.dangling = dangling
     }
 }
+
+/// `GET /v1/me`: the user the daemon sees on the connection (by
+/// `SO_PEERCRED`), and the role `[access]` gives them: what the console
+/// shows of its controls.
+///
+/// ```swift
+/// let me = try await client.me()
+/// if me.role == "read" { print("read only") }
+/// ```
+public struct Identity: Sendable, Hashable, Codable {
+    /// The user's uid.
+    ///
+    /// ```swift
+    /// print(me.uid)
+    /// ```
+    public var uid: Int
+    /// The user's name, when the system knows it.
+    ///
+    /// ```swift
+    /// print(me.user ?? "uid \(me.uid)")
+    /// ```
+    public var user: String?
+    /// `read` or `write`.
+    ///
+    /// ```swift
+    /// let canWrite = me.role == "write"
+    /// ```
+    public var role: String
+
+    package init(uid: Int, user: String?, role: String) {
+        self.uid = uid
+        self.user = user
+        self.role = role
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case uid, user, role
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(uid, forKey: .uid)
+        try c.encode(user, forKey: .user)
+        try c.encode(role, forKey: .role)
+    }
+}
+
+/// `GET /v1/figures`: the daemon's own figures over the last hour, a point
+/// every `interval` seconds, oldest first (the console's charts). Kept in
+/// the daemon's memory: a restart starts them anew.
+///
+/// ```swift
+/// let figures = try await client.figures()
+/// print(figures.samples.last?.rowsPerSecond ?? 0, "rows/s")
+/// ```
+public struct FigureList: Sendable, Hashable, Codable {
+    /// Seconds between two points.
+    ///
+    /// ```swift
+    /// print(figures.interval)
+    /// ```
+    public var interval: Int
+    /// The points, oldest first, at most an hour of them.
+    ///
+    /// ```swift
+    /// for point in figures.samples { print(point.time, point.rowsPerSecond) }
+    /// ```
+    public var samples: [FigureSample]
+
+    package init(interval: Int, samples: [FigureSample]) {
+        self.interval = interval
+        self.samples = samples
+    }
+}
+
+/// One point of ``FigureList``: what happened in the `interval` before `time`.
+///
+/// ```swift
+/// if let ms = point.saveMilliseconds { print("saves took", ms, "ms on average") }
+/// ```
+public struct FigureSample: Sendable, Hashable, Codable {
+    /// When the point was taken (UTC).
+    ///
+    /// ```swift
+    /// print(point.time)
+    /// ```
+    public var time: String
+    /// Records read by imports per second.
+    ///
+    /// ```swift
+    /// print(point.rowsPerSecond)
+    /// ```
+    public var rowsPerSecond: Double
+    /// The mean time of the saves answered over the API (a change set, a
+    /// record's PUT, PATCH or DELETE), in milliseconds; nil without any.
+    ///
+    /// ```swift
+    /// print(point.saveMilliseconds ?? 0)
+    /// ```
+    public var saveMilliseconds: Double?
+    /// How many such saves were answered.
+    ///
+    /// ```swift
+    /// print(point.saves)
+    /// ```
+    public var saves: Int
+    /// The mean time of the jobs' saves (an import's, from its first record
+    /// to its commit), in milliseconds; nil without any.
+    ///
+    /// ```swift
+    /// print(point.importSaveMilliseconds ?? 0)
+    /// ```
+    public var importSaveMilliseconds: Double?
+    /// The largest lag of a consumer, in transactions; nil without consumers.
+    ///
+    /// ```swift
+    /// print(point.consumerLag ?? 0)
+    /// ```
+    public var consumerLag: Int?
+
+    package init(
+        time: String, rowsPerSecond: Double, saveMilliseconds: Double?, saves: Int, importSaveMilliseconds: Double?,
+        consumerLag: Int?
+    ) {
+        self.time = time
+        self.rowsPerSecond = rowsPerSecond
+        self.saveMilliseconds = saveMilliseconds
+        self.saves = saves
+        self.importSaveMilliseconds = importSaveMilliseconds
+        self.consumerLag = consumerLag
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case time, saves
+        case rowsPerSecond = "rows_per_second", saveMilliseconds = "save_ms"
+        case importSaveMilliseconds = "import_save_ms", consumerLag = "consumer_lag"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(time, forKey: .time)
+        try c.encode(rowsPerSecond, forKey: .rowsPerSecond)
+        try c.encode(saveMilliseconds, forKey: .saveMilliseconds)
+        try c.encode(saves, forKey: .saves)
+        try c.encode(importSaveMilliseconds, forKey: .importSaveMilliseconds)
+        try c.encode(consumerLag, forKey: .consumerLag)
+    }
+}

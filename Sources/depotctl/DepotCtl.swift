@@ -28,7 +28,7 @@ struct DepotCtl: AsyncParsableCommand {
             Status.self, Import.self, Jobs.self, JobCommand.self, Follow.self, Cancel.self,
             Fetch.self, Count.self, IDs.self, Stats.self, Duplicates.self, Delete.self, Update.self, Revert.self,
             Export.self, Save.self, Get.self, SetFields.self, Remove.self, Check.self, History.self, Consumers.self,
-            ConsumerCommand.self, Processors.self, Watches.self, Infer.self, Migrate.self
+            ConsumerCommand.self, Processors.self, Watches.self, Infer.self, Migrate.self, Console.self
         ])
 
     /// Reads the command line with the options every command takes

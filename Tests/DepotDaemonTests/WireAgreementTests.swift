@@ -180,6 +180,25 @@ struct WireAgreementTests {
                 ]
             ),
             "GET /v1/metrics": (nil, []),
+            "GET /v1/me": (nil, [try json(Identity(uid: 65533, user: nil, role: "read"))]),
+            "GET /v1/figures": (
+                nil,
+                [
+                    try json(
+                        FigureList(
+                            interval: 10,
+                            samples: [
+                                FigureSample(
+                                    time: "2026-11-27T10:00:00.000Z", rowsPerSecond: 1_200.5, saveMilliseconds: 2.5,
+                                    saves: 4, importSaveMilliseconds: nil, consumerLag: 3),
+                                FigureSample(
+                                    time: "2026-11-27T10:00:10.000Z", rowsPerSecond: 0, saveMilliseconds: nil,
+                                    saves: 0, importSaveMilliseconds: 120, consumerLag: nil)
+                            ]))
+                ]
+            ),
+            "GET /console": (nil, []),
+            "GET /console/{file}": (nil, []),
             "GET /v1/stores": (nil, [try json(StoreList(stores: [store]))]),
             "GET /v1/stores/{store}": (nil, [try json(store)]),
             "PUT /v1/stores/{store}/entities/{entity}": (
@@ -269,6 +288,9 @@ struct WireAgreementTests {
                 [try json(Self.saved)]
             ),
             "GET /v1/stores/{store}/entities/{entity}/records/{id}": (nil, [try json(Self.record)]),
+            "GET /v1/stores/{store}/entities/{entity}/records/{id}/history": (
+                nil, [try json(TransactionPage(transactions: [transaction]))]
+            ),
             "PUT /v1/stores/{store}/entities/{entity}/records/{id}": (try json(Self.record), [try json(Self.saved)]),
             "PATCH /v1/stores/{store}/entities/{entity}/records/{id}": (try json(Self.record), [try json(Self.saved)]),
             "DELETE /v1/stores/{store}/entities/{entity}/records/{id}": (nil, [try json(Self.saved)]),

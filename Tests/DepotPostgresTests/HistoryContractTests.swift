@@ -85,6 +85,15 @@ struct HistoryContractTests {
         return out
     }
 
+    /// One save of new trips `ids` (or of their budget, for those stored).
+    static func save(_ backend: any Backend, _ ids: [String], budget: Double = 1.0) async throws {
+        var batch = RecordBatch(entity: "Trip", columns: PredicateContract.tripColumns)
+        for id in ids {
+            batch.append([.string(id), "Trip", "Oslo", "2025-01-01", nil, .double(budget), true, nil])
+        }
+        _ = try await backend.write(batch)
+    }
+
     /// Issue 35, item 8: one import's save is one transaction, so a page
     /// of ten transactions answered 170 MB; pages are cut by changes too.
     @Test(
@@ -93,11 +102,7 @@ struct HistoryContractTests {
     func pagesByChanges() async throws {
         let answers = try await Backends.answers(entities: [TestEntities.trip(values: true)]) { backend in
             func save(_ ids: [String], budget: Double = 1.0) async throws {
-                var batch = RecordBatch(entity: "Trip", columns: PredicateContract.tripColumns)
-                for id in ids {
-                    batch.append([.string(id), "Trip", "Oslo", "2025-01-01", nil, .double(budget), true, nil])
-                }
-                _ = try await backend.write(batch)
+                try await Self.save(backend, ids, budget: budget)
             }
             try await save((0..<3).map { "a\($0)" })
             try await save((0..<25).map { "b\($0)" })  // one run of new records on PostgreSQL
@@ -144,6 +149,60 @@ struct HistoryContractTests {
         }
         for (name, answer) in answers.dropFirst() {
             #expect(answer.0 == answers[0].1.0 && answer.3 == answers[0].1.3, "\(name) differs from \(answers[0].0)")
+        }
+    }
+
+    @Test(
+        "a record's history comes old → new with its transactions, the newest `limit` of it, also from a run of new records; a follower cuts transactions by maxChanges"
+    )
+    func recordHistoryAndFollowerParts() async throws {
+        let answers = try await Backends.answers(entities: [TestEntities.trip(values: true)]) { backend in
+            func save(_ ids: [String], budget: Double = 1.0) async throws {
+                try await Self.save(backend, ids, budget: budget)
+            }
+            try await save((0..<3).map { "a\($0)" })
+            try await save((0..<25).map { "b\($0)" })  // one run of new records on PostgreSQL
+            try await save(["a0", "b7"], budget: 2.0)
+            try await save(["b7"], budget: 3.0)
+            let reads = backend.contract.reads
+            func describe(_ id: String, limit: Int = 100) async throws -> String {
+                try await reads.recordHistory("Trip", identifier: [.string(id)], limit: limit).map { t in
+                    "\(t.token):"
+                        + t.changes.map { "\($0.kind.rawValue)\($0.new.map { " " + $0 } ?? "")" }
+                        .joined(separator: ",")
+                }.joined(separator: " | ")
+            }
+            var unknown = ""
+            do { _ = try await reads.recordHistory("Nope", identifier: [.string("x")], limit: 1) } catch let e
+                as DepotError
+            {
+                unknown = e.code.description
+            }
+            var parts: [String] = []
+            for try await t in reads.followHistory(after: nil, entity: nil, author: nil, maxChanges: 10) {
+                parts.append("\(t.token)\(t.continues ? "+" : ""):\(t.changes.count)")
+                if t.token == HistoryToken(4) { break }
+            }
+            return [
+                try await describe("b7"), try await describe("b7", limit: 1), try await describe("a1"),
+                try await describe("zz"), unknown, parts.joined(separator: " ")
+            ]
+        }
+        for (name, answer) in answers {
+            #expect(
+                answer[0].hasPrefix("2:insert") && answer[0].contains(" | 3:update {\"budget\":2"),
+                "\(name): \(answer[0])")
+            #expect(
+                answer[0].hasSuffix(" | 4:update {\"budget\":3}")
+                    || answer[0].hasSuffix(" | 4:update {\"budget\":3.0}"), "\(name): \(answer[0])")
+            #expect(answer[1].hasPrefix("4:update"), "\(name): the newest one only: \(answer[1])")
+            #expect(answer[2].hasPrefix("1:insert") && !answer[2].contains("|"), "\(name): \(answer[2])")
+            #expect(answer[3] == "", "\(name): a record never written: \(answer[3])")
+            #expect(answer[4] == "unknown_entity", "\(name): \(answer[4])")
+            #expect(answer[5] == "1:3 2.7+:7 2.17+:10 2:8 3:2 4:1", "\(name): \(answer[5])")
+        }
+        for (name, answer) in answers.dropFirst() {
+            #expect(answer == answers[0].1, "\(name) differs from \(answers[0].0)")
         }
     }
 

@@ -293,8 +293,11 @@ extension ControlRoutes {
         if q.get("follow") == "true" {
             // Check the token before the stream starts, so that errors are statuses.
             _ = try await store.reads.history(after: after, entity: entity, author: author, limit: 1, maxChanges: 1)
-            return JSONResponse.stream(context, deadline: deadline(context), metrics: metrics) { [after] write in
-                for try await t in store.reads.followHistory(after: after, entity: entity, author: author) {
+            return JSONResponse.stream(context, deadline: deadline(context), metrics: metrics) {
+                [after, maxChanges] write in
+                for try await t in store.reads.followHistory(
+                    after: after, entity: entity, author: author, maxChanges: maxChanges)
+                {
                     try await write(StreamedJSON.transaction(t))
                 }
             }
@@ -402,8 +405,7 @@ extension ControlRoutes {
             throw APIError(.invalidArgument, "the path must be absolute: \(path)")
         }
         let candidate: String
-        var link = stat()
-        let isLink = lstat(path, &link) == 0 && (link.st_mode & S_IFMT) == S_IFLNK
+        let isLink = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil
         if let real = Self.realPath(path) {
             candidate = real
         } else if isLink {
@@ -425,8 +427,9 @@ extension ControlRoutes {
                     + (candidate != path ? "; it leads to \(candidate)" : "")
                     + "); upload the file instead, e.g. depotctl import FILE, or add a root to import_roots")
         }
-        if let peer, peer.uid != 0, peer.uid != geteuid(), var status = Optional(stat()), stat(candidate, &status) == 0,
-            !Self.canRead(status, peer: peer)
+        if let peer, peer.uid != 0, peer.uid != geteuid(),
+            let attributes = try? FileManager.default.attributesOfItem(atPath: candidate),
+            !Self.canRead(attributes, peer: peer)
         {
             throw APIError(
                 .forbidden,
@@ -444,12 +447,14 @@ extension ControlRoutes {
         return String(cString: resolved)
     }
 
-    /// Whether `peer` may read a file of this status, by its mode bits.
-    static func canRead(_ status: stat, peer: Peer) -> Bool {
-        let mode = status.st_mode
-        if status.st_uid == peer.uid { return mode & S_IRUSR != 0 }
-        if peer.groups.contains(status.st_gid) { return mode & S_IRGRP != 0 }
-        return mode & S_IROTH != 0
+    /// Whether `peer` may read a file of these attributes, by its mode bits.
+    static func canRead(_ attributes: [FileAttributeKey: Any], peer: Peer) -> Bool {
+        let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? 0
+        let owner = (attributes[.ownerAccountID] as? NSNumber)?.uint32Value
+        let group = (attributes[.groupOwnerAccountID] as? NSNumber)?.uint32Value
+        if owner == peer.uid { return mode & 0o400 != 0 }
+        if let group, peer.groups.contains(group) { return mode & 0o040 != 0 }
+        return mode & 0o004 != 0
     }
 
     static func newJobID() -> String {

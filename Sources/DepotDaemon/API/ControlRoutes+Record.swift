@@ -21,6 +21,21 @@ extension ControlRoutes {
         return response
     }
 
+    /// `GET …/records/{id}/history`: the record's newest changes the
+    /// history keeps (`limit`, default 100, at most 10,000), old → new, as a
+    /// history page whose transactions hold only its changes. A record with
+    /// none kept (or none ever) answers an empty list.
+    func recordHistory(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+        let store = try await store(context)
+        let (entity, identifier) = try Self.recordPath(context, reads: store.reads)
+        var limit = 100
+        if let text = request.uri.queryParameters.get("limit") {
+            limit = try QueryCount.parse(text, name: "limit", minimum: 1, cap: 10_000)
+        }
+        let page = try await store.reads.recordHistory(entity.name, identifier: identifier, limit: limit)
+        return JSONResponse.make(StreamedJSON.transactionPage(page))
+    }
+
     /// `PUT` (the whole record, replaced or inserted), `PATCH` (the fields
     /// to set) and `DELETE`: a save of one change, answered as a save is,
     /// the record's new token as the `ETag`.

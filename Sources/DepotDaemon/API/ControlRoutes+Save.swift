@@ -15,6 +15,11 @@ extension ControlRoutes {
     /// Applies a save's body to `store`, by its author or the peer; with
     /// an idempotency key, once (a retry answers the first answer, replayed).
     func save(_ body: SaveBody, store: any StoreBackend, context: DepotRequestContext) async throws -> SaveAnswer {
+        let started = ContinuousClock.now
+        defer {
+            let elapsed = (ContinuousClock.now - started).components
+            metrics.saveAnswered(seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+        }
         let changeSet = try Self.changeSet(body, reads: store.reads)
         let author = body.author ?? context.peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd"
         let settings = config.stores.first { $0.name == store.settings.name }

@@ -74,6 +74,12 @@ package struct ControlRoutes: Sendable {
                         running: all.filter { $0.state == .running }.count,
                         queued: all.filter { $0.state == .queued }.count)))
         }
+        on(.get, "me") { _, context in
+            return try self.me(context)
+        }
+        on(.get, "figures") { _, context in
+            return try JSONResponse.encode(self.metrics.figures.all)
+        }
         on(.get, "metrics") { _, context in
             var lag: [(store: String, consumers: [DepotEngine.Consumer])] = []
             var processors: [(store: String, processors: [ProcessorInfo])] = []
@@ -116,6 +122,9 @@ package struct ControlRoutes: Sendable {
         }
         on(.get, "stores/:store/entities/:entity/records/:id") { request, context in
             return try await self.getRecord(request, context)
+        }
+        on(.get, "stores/:store/entities/:entity/records/:id/history") { request, context in
+            return try await self.recordHistory(request, context)
         }
         for method in [HTTPRequest.Method.put, .patch, .delete] {
             on(method, "stores/:store/entities/:entity/records/:id") { request, context in
@@ -277,7 +286,12 @@ package struct ControlRoutes: Sendable {
                 for await event in stream { try await write(Self.line(JobEvent(job: event.wire))) }
             }
         }
-        router.middlewares.add(MethodNotAllowedMiddleware(answered: methods.map { ("/v1/" + $0.path, $0.method) }))
+        addConsole(to: router)
+        router.middlewares.add(
+            MethodNotAllowedMiddleware(
+                answered: methods.map { ("/v1/" + $0.path, $0.method) } + [
+                    ("/console", .get), ("/console/:file", .get)
+                ]))
         return router
     }
 

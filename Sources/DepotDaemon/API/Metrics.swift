@@ -1,5 +1,5 @@
 import CSystemd
-import DepotEngine
+package import DepotEngine
 import DepotWire
 import Foundation
 import Synchronization
@@ -7,6 +7,8 @@ import Synchronization
 /// The daemon's counters, served at `/v1/metrics` in the Prometheus text
 /// format. Written by hand: a dozen counters do not need a metrics backend.
 package final class Metrics: Sendable {
+    /// The last hour of the figures below, for the console's charts.
+    package let figures = Figures()
     private struct State {
         var jobsSubmitted: [String: Int] = [:]
         var jobsFinished: [String: Int] = [:]
@@ -20,6 +22,9 @@ package final class Metrics: Sendable {
         var saveSeconds = 0.0
         var saveBuckets = [Int](repeating: 0, count: Metrics.buckets.count)
         var connections = 0
+        var recordSaves = 0
+        var recordSaveSeconds = 0.0
+        var recordSaveBuckets = [Int](repeating: 0, count: Metrics.buckets.count)
         var connectionsTotal = 0
         var streams = 0
         /// The most streams open since memory was last given back.
@@ -39,7 +44,7 @@ package final class Metrics: Sendable {
     func jobFinished(_ result: String) { state.withLock { $0.jobsFinished[result, default: 0] += 1 } }
 
     /// Counts an import's progress: only the growth since its last report.
-    func importProgressed(job: String, _ p: ImportProgress) {
+    package func importProgressed(job: String, _ p: ImportProgress) {
         state.withLock { s in
             let last = s.lastImport[job] ?? (0, 0)
             if p.read > last.read { s.rowsImported += p.read - last.read }
@@ -52,6 +57,25 @@ package final class Metrics: Sendable {
                 }
             }
             s.lastImport[job] = p.finished ? nil : (p.read, p.saves)
+        }
+    }
+
+    /// A save over the API (a change set, or one record's PUT, PATCH or
+    /// DELETE) answered, whatever its outcome, in `seconds`.
+    package func saveAnswered(seconds: Double) {
+        state.withLock { s in
+            s.recordSaves += 1
+            s.recordSaveSeconds += seconds
+            for (i, b) in Metrics.buckets.enumerated() where seconds <= b { s.recordSaveBuckets[i] += 1 }
+        }
+    }
+
+    /// The totals ``Figures`` takes its points from.
+    func totals() -> Figures.Totals {
+        state.withLock { s in
+            Figures.Totals(
+                rows: s.rowsImported, saves: s.recordSaves, saveSeconds: s.recordSaveSeconds, jobSaves: s.saves,
+                jobSaveSeconds: s.saveSeconds)
         }
     }
 
@@ -128,6 +152,11 @@ package final class Metrics: Sendable {
             "# HELP depot_save_duration_seconds How long an import's save takes, from its first record to its commit.\n"
         out += "# TYPE depot_save_duration_seconds histogram\n"
         out += histogram("depot_save_duration_seconds", s.saveBuckets, sum: s.saveSeconds, count: s.saves)
+        out +=
+            "# HELP depot_record_save_duration_seconds How long a save over the API (POST save, a record's PUT, "
+            + "PATCH or DELETE) takes to be answered.\n# TYPE depot_record_save_duration_seconds histogram\n"
+        out += histogram(
+            "depot_record_save_duration_seconds", s.recordSaveBuckets, sum: s.recordSaveSeconds, count: s.recordSaves)
         out +=
             "# HELP depot_connections_open Control socket connections open now.\n# TYPE depot_connections_open gauge\n"
         out += "depot_connections_open \(s.connections)\n"

@@ -28,12 +28,12 @@ public struct HistoryFollower: AsyncSequence, Sendable {
     }
 
     /// A follower of an SQLite store's history.
-    init(reader: StoreReader, after: HistoryToken?, entity: String?, author: String?) {
+    init(reader: StoreReader, after: HistoryToken?, entity: String?, author: String?, maxChanges: Int) {
         self.init(after: after, signal: reader.signal) { after, caughtUp in
             let read: @Sendable (Database) throws -> [HistoryTransaction] = { db in
                 try HistoryQuery.transactions(
                     db, store: reader.storeName, after: after, entity: entity,
-                    author: author, limit: 100, maxChanges: Self.pageChanges)
+                    author: author, limit: 100, maxChanges: Swift.min(maxChanges, Self.pageChanges))
             }
             return try await caughtUp ? reader.liveRead(read) : reader.read(read)
         }

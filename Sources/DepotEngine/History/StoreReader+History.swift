@@ -28,6 +28,49 @@ extension StoreReader {
         }
     }
 
+    /// The newest `limit` changes of the record of `identifier` that the
+    /// history keeps, oldest first, each in its transaction (which holds
+    /// only that record's changes): a record's history, old → new.
+    ///
+    /// The history has no index by record (every import would pay for one):
+    /// this reads the changes of the entity through, newest first, until it
+    /// has `limit` of them.
+    ///
+    /// - Throws: ``DepotError/Code/unknownEntity``.
+    public func recordHistory(_ entity: String, identifier: [Value], limit: Int) async throws
+        -> [HistoryTransaction]
+    {
+        let entity = try schema.entity(entity)
+        var id = ""
+        Identifier.appendJSON(identifier, to: &id)
+        let (name, key) = (entity.name, id)
+        return try await read { db in
+            let rows = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: "SELECT c.txn, t.timestamp, t.author, t.job, c.kind, c.fields, c.tombstone, c.old, c.new, "
+                        + "c.layout FROM depot_changes c JOIN depot_transactions t ON t.id = c.txn "
+                        + "WHERE c.entity = ? AND c.identifier = ? ORDER BY c.id DESC LIMIT ?"),
+                arguments: [name, key, limit])
+            var layouts: [Int64: [String]] = [:]
+            var transactions: [HistoryTransaction] = []
+            for row in rows.reversed() {
+                let txn: Int64 = row[0]
+                let change = try CompactValues.change(
+                    db, entity: name, identifier: key, kind: row[4], fields: row[5], tombstone: row[6], old: row[7],
+                    new: row[8], layout: row[9], layouts: &layouts)
+                if transactions.last?.token.id == txn {
+                    transactions[transactions.count - 1].changes.append(change)
+                } else {
+                    transactions.append(
+                        HistoryTransaction(
+                            token: HistoryToken(txn), timestamp: row[1], author: row[2], job: row[3],
+                            changes: [change]))
+                }
+            }
+            return transactions
+        }
+    }
+
     /// The token of the newest transaction, or `nil` when the history is empty.
     public func latestToken() async throws -> HistoryToken? {
         try await read { db in
@@ -55,8 +98,8 @@ extension StoreReader {
     /// ```
     public func followHistory(
         after token: HistoryToken? = nil, entity: String? = nil,
-        author: String? = nil
+        author: String? = nil, maxChanges: Int = 10_000
     ) -> HistoryFollower {
-        HistoryFollower(reader: self, after: token, entity: entity, author: author)
+        HistoryFollower(reader: self, after: token, entity: entity, author: author, maxChanges: maxChanges)
     }
 }

@@ -141,7 +141,13 @@ public protocol StoreReading: Sendable {
         -> [HistoryTransaction]
     func history(consumer name: String, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
         -> [HistoryTransaction]
-    func followHistory(after token: HistoryToken?, entity: String?, author: String?) -> HistoryFollower
+    /// The transactions after `token`, then each as it commits; one larger
+    /// than `maxChanges` comes in parts (``HistoryTransaction/continues``).
+    func followHistory(after token: HistoryToken?, entity: String?, author: String?, maxChanges: Int)
+        -> HistoryFollower
+    /// The newest `limit` changes of one record kept in the history, oldest
+    /// first, each in its transaction (with only that record's changes).
+    func recordHistory(_ entity: String, identifier: [Value], limit: Int) async throws -> [HistoryTransaction]
     func consumers() async throws -> [Consumer]
     /// The store's processors with their progress, by name (DESIGN §17).
     func processors() async throws -> [ProcessorInfo]
@@ -163,6 +169,11 @@ extension StoreReading {
     /// ``fetchJSONBytes(_:)`` as text.
     public func fetchJSON(_ descriptor: FetchDescriptor) async throws -> String {
         String(decoding: try await fetchJSONBytes(descriptor), as: UTF8.self)
+    }
+
+    /// Transactions as they commit, a part at most ``HistoryFollower/pageChanges`` changes.
+    public func followHistory(after token: HistoryToken?, entity: String?, author: String?) -> HistoryFollower {
+        followHistory(after: token, entity: entity, author: author, maxChanges: HistoryFollower.pageChanges)
     }
 
     /// Whole transactions, whatever their number of changes.

@@ -1,0 +1,273 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// `depotctl console`'s bridge (DESIGN §19): an HTTP listener on the
+/// loopback that forwards each request to depotd's socket, from this
+/// process, so that the daemon sees the user who ran it (`SO_PEERCRED`) and
+/// applies their role; the daemon itself opens no listener.
+///
+/// What it lets through: only `Host` values of the loopback at its port (a
+/// page of another site whose name resolves to 127.0.0.1 sends its own);
+/// only requests carrying the session's cookie, which the one-time token in
+/// the printed URL is exchanged for; and, for every request that is not a
+/// GET or HEAD, only a same-origin `Origin` (or, without one,
+/// `Sec-Fetch-Site: same-origin`). Only `/console/…` and `/v1/…` are
+/// forwarded. Each request goes to the daemon on a connection of its own,
+/// streamed both ways (an upload, a live stream), and the cookie does not.
+final class ConsoleBridge: Sendable {
+    let socketPath: String
+    /// The one-time token of the printed URL.
+    let token: String
+    /// The cookie's value, once the token is exchanged.
+    let session: String
+    private let tokenUsed = Mutex(false)
+    static let cookieName = "depot_console"
+
+    init(socketPath: String) {
+        self.socketPath = socketPath
+        token = Self.random()
+        session = Self.random()
+    }
+
+    /// 32 random bytes as hex, from the system's generator.
+    static func random() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    /// Binds `127.0.0.1:port` (0: a free port); the port bound.
+    func start(port: Int) async throws -> (port: Int, serve: @Sendable () async throws -> Void) {
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                        wrappingChannelSynchronously: channel)
+                }
+            }
+        let bound = server.channel.localAddress?.port ?? port
+        return (
+            bound,
+            {
+                try await withThrowingDiscardingTaskGroup { group in
+                    try await server.executeThenClose { connections in
+                        for try await connection in connections {
+                            group.addTask { await self.serve(connection, port: bound) }
+                        }
+                    }
+                }
+            }
+        )
+    }
+
+    /// One browser connection: its requests one after the other.
+    func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, port: Int) async {
+        try? await connection.executeThenClose { inbound, outbound in
+            var requests = inbound.makeAsyncIterator()
+            while let part = try await requests.next() {
+                guard case .head(let head) = part else { continue }
+                switch decide(head, port: port) {
+                case .refuse(let status, let message):
+                    try await Self.skipBody(&requests)
+                    try await Self.answer(outbound, head, status, message)
+                case .exchange:
+                    try await Self.skipBody(&requests)
+                    var headers = HTTPHeaders([("Location", "/console/"), ("Content-Length", "0")])
+                    headers.add(
+                        name: "Set-Cookie",
+                        value: "\(Self.cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict")
+                    headers.add(name: "Cache-Control", value: "no-store")
+                    try await outbound.write(contentsOf: [
+                        .head(HTTPResponseHead(version: head.version, status: .seeOther, headers: headers)),
+                        .end(nil)
+                    ])
+                case .redirect(let location):
+                    try await Self.skipBody(&requests)
+                    let headers = HTTPHeaders([("Location", location), ("Content-Length", "0")])
+                    try await outbound.write(contentsOf: [
+                        .head(HTTPResponseHead(version: head.version, status: .seeOther, headers: headers)),
+                        .end(nil)
+                    ])
+                case .forward:
+                    guard try await forward(head, &requests, outbound, browser: connection.channel) else { return }
+                }
+            }
+        }
+    }
+
+    enum Decision: Equatable {
+        case refuse(HTTPResponseStatus, String)
+        case exchange
+        case redirect(String)
+        case forward
+    }
+
+    /// What to do with a request, by its head alone.
+    func decide(_ head: HTTPRequestHead, port: Int) -> Decision {
+        let hosts = ["127.0.0.1:\(port)", "localhost:\(port)"]
+        guard let host = head.headers["Host"].first?.lowercased(), hosts.contains(host) else {
+            return .refuse(
+                .forbidden,
+                "the console answers only at http://127.0.0.1:\(port)/ (this request named the host "
+                    + "\(head.headers["Host"].first.map { "\"\($0)\"" } ?? "nothing"))")
+        }
+        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        let query = head.uri.split(separator: "?", maxSplits: 1).dropFirst().first.map(String.init) ?? ""
+        if let given = Self.parameter("token", in: query) {
+            let fresh = tokenUsed.withLock { used -> Bool in
+                guard !used, Self.same(given, token) else { return false }
+                used = true
+                return true
+            }
+            if fresh { return .exchange }
+            // A used link again, in the browser that used it: on to the console.
+            if Self.cookie(head) == session { return .redirect("/console/") }
+            return .refuse(
+                .forbidden,
+                "this console link was used already, or is not this bridge's: run depotctl console again "
+                    + "for a new one")
+        }
+        guard let cookie = Self.cookie(head), Self.same(cookie, session) else {
+            return .refuse(
+                .unauthorized,
+                "open the console with the URL depotctl console printed (its token is good once, in one browser)")
+        }
+        if head.method != .GET && head.method != .HEAD {
+            let origins = hosts.map { "http://" + $0 }
+            if let origin = head.headers["Origin"].first {
+                guard origins.contains(origin.lowercased()) else {
+                    return .refuse(.forbidden, "a request from another origin (\(origin)) is refused")
+                }
+            } else if head.headers["Sec-Fetch-Site"].first != "same-origin" {
+                return .refuse(
+                    .forbidden, "a request that changes something must come from the console's own page (Origin)")
+            }
+        }
+        if path == "/" || path == "/console" { return .redirect("/console/") }
+        guard path.hasPrefix("/console/") || path.hasPrefix("/v1/") else {
+            return .refuse(.notFound, "the console bridge forwards only /console/ and /v1/")
+        }
+        return .forward
+    }
+
+    /// The request to the daemon and its answer back; false when the
+    /// browser's connection cannot go on (the daemon broke off mid-answer).
+    func forward(
+        _ head: HTTPRequestHead,
+        _ requests: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator,
+        _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, browser: any Channel
+    ) async throws -> Bool {
+        let daemon: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
+        do {
+            daemon = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(unixDomainSocketPath: socketPath) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(
+                            wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            try await Self.skipBody(&requests)
+            try await Self.answer(
+                outbound, head, .badGateway, "depotd does not answer at \(socketPath): \(error)", code: "unavailable")
+            return true
+        }
+        // A browser that goes away (a page left, a stream aborted) ends the
+        // daemon's side at once, not at the stream's next line.
+        let daemonChannel = daemon.channel
+        browser.closeFuture.whenComplete { _ in daemonChannel.close(promise: nil) }
+        return try await daemon.executeThenClose { answers, requestWriter in
+            var forwarded = head
+            forwarded.headers.remove(name: "Cookie")
+            forwarded.headers.replaceOrAdd(name: "Host", value: "depot")
+            forwarded.headers.replaceOrAdd(name: "Connection", value: "close")
+            // The body as it comes; a daemon that answers before reading it
+            // all (a refusal) has its answer read all the same.
+            do {
+                try await requestWriter.write(.head(forwarded))
+                while let part = try await requests.next() {
+                    switch part {
+                    case .head: break
+                    case .body(let bytes): try await requestWriter.write(.body(.byteBuffer(bytes)))
+                    case .end(let trailers): try await requestWriter.write(.end(trailers))
+                    }
+                    if case .end = part { break }
+                }
+            } catch {
+                try? await Self.skipBody(&requests)
+            }
+            var ended = false
+            for try await part in answers {
+                switch part {
+                case .head(var answer):
+                    answer.headers.remove(name: "Connection")
+                    answer.version = head.version
+                    try await outbound.write(.head(answer))
+                case .body(let bytes): try await outbound.write(.body(.byteBuffer(bytes)))
+                case .end(let trailers):
+                    try await outbound.write(.end(trailers))
+                    ended = true
+                }
+                if ended { break }
+            }
+            return ended
+        }
+    }
+
+    /// The rest of a request's body, dropped.
+    static func skipBody(
+        _ requests: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
+    ) async throws {
+        while let part = try await requests.next() {
+            if case .end = part { return }
+        }
+    }
+
+    /// An answer of the bridge's own, as the daemon's errors look.
+    static func answer(
+        _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, _ request: HTTPRequestHead,
+        _ status: HTTPResponseStatus, _ message: String, code: String = "forbidden"
+    ) async throws {
+        let escaped = message.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        let body = ByteBuffer(string: "{\"error\":{\"code\":\"\(code)\",\"message\":\"\(escaped)\"}}\n")
+        let headers = HTTPHeaders([
+            ("Content-Type", "application/json"), ("Content-Length", "\(body.readableBytes)"),
+            ("Cache-Control", "no-store")
+        ])
+        try await outbound.write(contentsOf: [
+            .head(HTTPResponseHead(version: request.version, status: status, headers: headers)),
+            .body(.byteBuffer(body)), .end(nil)
+        ])
+    }
+
+    static func parameter(_ name: String, in query: String) -> String? {
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.first == Substring(name) { return parts.count > 1 ? String(parts[1]) : "" }
+        }
+        return nil
+    }
+
+    static func cookie(_ head: HTTPRequestHead) -> String? {
+        for header in head.headers["Cookie"] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0] == Substring(cookieName) { return String(parts[1]) }
+            }
+        }
+        return nil
+    }
+
+    /// Equal, in a time that does not tell how much of it matched.
+    static func same(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        guard x.count == y.count else { return false }
+        return zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}
