@@ -221,7 +221,7 @@ def main():
         writer = Bridge(daemon)
         bridges.append(writer)
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
             run_writer(browser, daemon, writer, big)
             if os.getuid() == 0:
                 reader = Bridge(daemon, uid=READER_UID)
