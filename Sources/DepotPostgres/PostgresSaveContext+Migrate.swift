@@ -7,7 +7,6 @@ import PostgresNIO
 extension PostgresSaveContext {
     public func prepareMigration(_ plan: MigrationPlan) async throws {
         var columns = plan.changes.map { ($0.shadow, PostgresSQL.type($0.to.type)) }
-        columns.append((MigrationPlan.tokenColumn, "bigint"))
         columns.append((MigrationPlan.rejectColumn, "text"))
         // Dropped and added again: empty, whatever a migration that did
         // not finish left (a column's drop and add take no time here).
@@ -50,8 +49,7 @@ extension PostgresSaveContext {
             plan.changes.enumerated().map { k, change in
                 "\(PostgresSQL.quote(change.shadow)) = v.c\(k)::\(PostgresSQL.type(change.to.type))"
             } + [
-                "\(PostgresSQL.quote(MigrationPlan.rejectColumn)) = v.r",
-                "\(PostgresSQL.quote(MigrationPlan.tokenColumn)) = coalesce(t.depot_token, 0)"
+                "\(PostgresSQL.quote(MigrationPlan.rejectColumn)) = v.r"
             ]
         let match = keys.enumerated().map { k, field in
             "t.\(PostgresSQL.quote(field.name)) = v.k\(k)::\(PostgresSQL.type(field.type))"
@@ -80,7 +78,7 @@ extension PostgresSaveContext {
             if !change.to.isOptional { try await run("ALTER TABLE \(table) ALTER COLUMN \(name) SET NOT NULL") }
         }
         try await run(
-            "ALTER TABLE \(table) DROP COLUMN \(PostgresSQL.quote(MigrationPlan.tokenColumn)), "
+            "ALTER TABLE \(table) DROP COLUMN IF EXISTS \(PostgresSQL.quote(MigrationPlan.legacyTokenColumn)), "
                 + "DROP COLUMN \(PostgresSQL.quote(MigrationPlan.rejectColumn))")
         if plan.keyChanged {
             // The new identifier is the primary key (its index built here);

@@ -75,6 +75,33 @@ struct ConsoleTests {
         #expect(try d.request("GET", path + "T1/history?limit=0").status == 400)
     }
 
+    @Test("GET /v1/stores counts each entity's records again after each commit (the counts are kept until one)")
+    func counts() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config())
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        func count(_ entity: String) throws -> Int? {
+            let stores = try d.request("GET", "/v1/stores").object["stores"] as? [[String: Any]]
+            let entities = stores?.first?["entities"] as? [[String: Any]]
+            return entities?.first { $0["name"] as? String == entity }?["count"] as? Int
+        }
+        let path = "/v1/stores/travel/entities/Trip/records/"
+        #expect(try count("Trip") == 0)
+        #expect(try d.request("PUT", path + "T1", body: RecordTests.trip("T1")).status == 200)
+        #expect(try count("Trip") == 1)
+        #expect(try count("Trip") == 1)
+        #expect(try d.request("PUT", path + "T2", body: RecordTests.trip("T2")).status == 200)
+        #expect(try count("Trip") == 2)
+        #expect(try d.request("DELETE", path + "T1").status == 200)
+        #expect(try count("Trip") == 1)
+        // An entity made over the API, and its first record.
+        let body = #"{"identifier": "code", "fields": {"code": "string"}}"#
+        #expect(try d.request("PUT", "/v1/stores/travel/entities/Codes", body: body).status == 201)
+        #expect(try count("Codes") == 0)
+        #expect(
+            try d.request("PUT", "/v1/stores/travel/entities/Codes/records/a", body: #"{"code":"a"}"#).status == 200)
+        #expect(try count("Codes") == 1 && count("Trip") == 1)
+    }
+
     @Test("the figures: a point is the growth of the totals since the last one; an hour of points is kept")
     func figures() {
         let metrics = Metrics()

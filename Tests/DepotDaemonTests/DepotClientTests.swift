@@ -464,7 +464,9 @@ struct ClientExampleTests {
         return (process.terminationStatus, String(decoding: out, as: UTF8.self))
     }
 
-    @Test("the dashboard shows each count, then each change of it", .timeLimit(.minutes(1)))
+    // Three minutes: under the whole suite (2 cores, many daemons) a daemon, an import
+    // and the example program took more than one (2 s alone).
+    @Test("the dashboard shows each count, then each change of it", .timeLimit(.minutes(3)))
     func dashboard() async throws {
         let d = try DepotClientTests.daemon()
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
@@ -487,7 +489,8 @@ struct ClientExampleTests {
         #expect(result.out == "Trip 30\nTrip 35\n")
     }
 
-    @Test("the consumer handles the history from where it left off and acknowledges it", .timeLimit(.minutes(1)))
+    @Test(
+        "the consumer handles the history from where it left off and acknowledges it", .timeLimit(.minutes(3)))
     func consumer() async throws {
         let d = try DepotClientTests.daemon()
         defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }

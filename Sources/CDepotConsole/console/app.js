@@ -381,7 +381,9 @@ async function recordPage(store, entity, id) {
   const types = Object.fromEntries(info.fields.map((f) => [f.name, f.type]));
   const inputs = {};
   const editable = canWrite();
-  const fieldsBox = h('div', { class: 'grid' }, Object.keys(types).map((name) => {
+  // The identifier's fields first, then the others as the entity lists them.
+  const order = [...info.identifier, ...Object.keys(types).filter((f) => !info.identifier.includes(f))];
+  const fieldsBox = h('div', { class: 'grid' }, order.map((name) => {
     const v = record[name];
     const input = h('input', { id: 'f-' + name, name, value: v === null || v === undefined ? '' : display(v),
       readonly: !editable || info.identifier.includes(name), 'data-type': types[name] });
@@ -423,6 +425,7 @@ async function recordPage(store, entity, id) {
       base = { ...base, ...set };
       tokenLabel.textContent = tokenText(etag);
       message.replaceChildren(h('p', { class: 'state-succeeded', role: 'status' }, `Saved at token ${body.token ?? etag}.`));
+      readHistory();
     } catch (e) {
       if (e.code === 'conflict') message.replaceChildren(conflictBox(e, set)); else message.replaceChildren(errorBox(e));
     }
@@ -461,10 +464,13 @@ async function recordPage(store, entity, id) {
   }
 
   const historyBox = h('div', {}, h('h2', {}, 'History'), h('p', { class: 'muted' }, 'Reading…'));
-  api('GET', `/v1/stores/${enc(store)}/entities/${enc(entity)}/records/${enc(id)}/history`).then((a) => {
-    const changes = a.transactions.flatMap((t) => t.changes.map((c) => ({ ...c, token: t.token, timestamp: t.timestamp, author: t.author, job: t.job })));
-    historyBox.replaceChildren(h('h2', {}, 'History, old → new'), changesList(changes));
-  }).catch((e) => historyBox.replaceChildren(h('h2', {}, 'History'), errorBox(e)));
+  function readHistory() {
+    api('GET', `/v1/stores/${enc(store)}/entities/${enc(entity)}/records/${enc(id)}/history`).then((a) => {
+      const changes = a.transactions.flatMap((t) => t.changes.map((c) => ({ ...c, token: t.token, timestamp: t.timestamp, author: t.author, job: t.job })));
+      historyBox.replaceChildren(h('h2', {}, 'History, old → new'), changesList(changes));
+    }).catch((e) => historyBox.replaceChildren(h('h2', {}, 'History'), errorBox(e)));
+  }
+  readHistory();
 
   return [
     h('h1', {}, `${entity} ${id} `, tokenLabel),

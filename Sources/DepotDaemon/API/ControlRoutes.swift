@@ -16,6 +16,8 @@ package struct ControlRoutes: Sendable {
     let watcher: FolderWatcher?
     /// First results of live fetches, shared by streams opened together.
     let liveStarts = LiveStarts()
+    /// The entities' counts of `GET /v1/stores`, kept until the next commit.
+    let entityCounts = EntityCounts()
 
     package init(
         settings: LiveSettings, jobs: JobManager, metrics: Metrics, logger: Logger, watcher: FolderWatcher? = nil
@@ -382,7 +384,7 @@ package struct ControlRoutes: Sendable {
     func describe(_ store: any StoreBackend) async throws -> StoreInfo {
         var entities: [EntityInfo] = []
         for e in store.reads.entities {
-            let count = try await store.reads.count(FetchDescriptor(entity: e.name))
+            let count = try await entityCounts.count(e.name, in: store)
             let relationships = e.relationships.map { r in
                 switch r.kind {
                 case .toOne(let required):

@@ -207,9 +207,12 @@ public struct MigrationPlan: Sendable {
         self.changes = changes
     }
 
-    /// The column that holds, for a converted record, the token it had
-    /// then: a record changed (or inserted) after its conversion differs.
-    package static let tokenColumn = "depot_mtoken"
+    /// The column in which a migration before this release kept each
+    /// converted record's token (a record's conversion is now stale when its
+    /// token is past the one issued when the pass that converted it began:
+    /// tokens grow, and saves are one at a time on either backend). A
+    /// PostgreSQL store drops it at the switch, if a job left it.
+    package static let legacyTokenColumn = "depot_mtoken"
     /// The column that holds why a record's conversion failed.
     package static let rejectColumn = "depot_mreject"
 

@@ -8,7 +8,6 @@ extension SaveContext {
         let table = plan.serving.table
         let existing = Set(try Row.fetchAll(db, sql: "PRAGMA table_info(\(table))").map { $0["name"] as String })
         var columns = plan.changes.map { ($0.shadow, $0.to.type.sqlType) }
-        columns.append((MigrationPlan.tokenColumn, "INTEGER"))
         columns.append((MigrationPlan.rejectColumn, "TEXT"))
         var emptied: [String] = []
         for (name, type) in columns {
@@ -30,19 +29,18 @@ extension SaveContext {
         let converted =
             plan.changes.map { "\(SQL.quote($0.shadow)) = ?" }
             + ["\(SQL.quote(MigrationPlan.rejectColumn)) = NULL"]
-        let token = "\(SQL.quote(MigrationPlan.tokenColumn)) = coalesce(depot_token, 0)"
         let table = plan.serving.table
         for row in rows {
             if let reject = row.reject {
                 let sets =
                     plan.changes.map { "\(SQL.quote($0.shadow)) = NULL" }
-                    + ["\(SQL.quote(MigrationPlan.rejectColumn)) = ?", token]
+                    + ["\(SQL.quote(MigrationPlan.rejectColumn)) = ?"]
                 try run(
                     "UPDATE \(table) SET " + sets.joined(separator: ", ") + " WHERE rowid = ?",
                     [.string(reject), .int(row.key)])
             } else {
                 try run(
-                    "UPDATE \(table) SET " + converted.joined(separator: ", ") + ", \(token) WHERE rowid = ?",
+                    "UPDATE \(table) SET " + converted.joined(separator: ", ") + " WHERE rowid = ?",
                     row.values + [.int(row.key)])
             }
         }
@@ -69,8 +67,8 @@ extension SaveContext {
         }
         try SchemaMigrator.syncIndexes(db, plan.target)
         try SchemaMigrator.keep(db, plan.target)
-        // The token and reason columns stay for the next migration, emptied.
-        return retired + [MigrationPlan.tokenColumn, MigrationPlan.rejectColumn]
+        // The reason column stays for the next migration, emptied.
+        return retired + [MigrationPlan.rejectColumn]
     }
 
     /// A new identifier: its uniqueness is the table's own constraint, so

@@ -7,8 +7,11 @@ import Synchronization
 ///
 /// A migration converts in three steps. First, in saves, each record's
 /// `convert` values go to columns of their own (``FieldChange/shadow``),
-/// with the token the record held then, or why it is rejected; the entity
-/// is served as the store held it all along. Then the switch, one save:
+/// or why it is rejected; the entity is served as the store held it all
+/// along. A record changed after its conversion holds a token past the one
+/// issued when that pass began (tokens grow, and saves are one at a time
+/// on either backend), which the checkpoint keeps: a pass over those
+/// records converts them again. Then the switch, one save:
 /// the records changed since their conversion are converted again, the
 /// rejected ones are written to the rejects file and deleted (logged, their
 /// delete rules applied), the converted columns take the fields' names and
@@ -78,11 +81,14 @@ extension StoreBackend {
         let interval = settings.saveInterval
         while state.phase == .convert || state.phase == .catchUp {
             try Task.checkCancellation()
-            let selection = state.phase == .convert ? compiled.all : compiled.stale
+            let selection = state.phase == .convert ? compiled.all : compiled.stale(state.since ?? 0)
             let before = state
             let next = try await withSave(author: author, job: job) { save in
                 let clock = ContinuousClock(), began = clock.now
                 var state = before
+                // The pass's first save: records changed from now on may be
+                // converted before their change, so the next pass takes them.
+                if state.started == nil { state.started = try await save.lastIssuedToken(plan.serving) }
                 var cursor = before.cursor(plan.serving)
                 var more = true, taken = 0
                 while more && taken < size && (taken == 0 || clock.now - began < interval) {
@@ -96,7 +102,10 @@ extension StoreBackend {
                     (cursor, more) = (done.cursor, done.more)
                 }
                 state.keep(more ? cursor : .start)
-                if !more { state.phase = before.phase == .convert ? .catchUp : .switching }
+                if !more {
+                    state.phase = before.phase == .convert ? .catchUp : .switching
+                    (state.since, state.started) = (state.started, nil)
+                }
                 if let job { try await save.setCheckpoint(job: job, data: try state.encoded()) }
                 return state
             }
@@ -114,7 +123,8 @@ extension StoreBackend {
                 var cursor = RowCursor.start
                 var more = true
                 while more {
-                    let done = try await save.convertRows(compiled.stale, plan: plan, after: cursor, limit: chunk)
+                    let done = try await save.convertRows(
+                        compiled.stale(converted.since ?? 0), plan: plan, after: cursor, limit: chunk)
                     (cursor, more) = (done.cursor, done.more)
                 }
                 if plan.keyChanged { try await save.markKeyRejects(plan, compiled) }
@@ -363,8 +373,10 @@ extension MigrationPlan {
 struct MigrationSelection {
     /// Every record, with its converted values.
     let all: RowSelection
-    /// The records not converted since their last change (or never).
-    let stale: RowSelection
+    /// The records changed after the token (the one issued when the pass
+    /// that converted them began), or inserted since: their conversion may
+    /// be older than their values.
+    let stale: @Sendable (_ after: Int64) -> RowSelection
     /// The records whose conversion failed.
     let rejected: RowSelection
     /// The records whose conversion did not fail.
@@ -381,7 +393,7 @@ struct MigrationSelection {
             try UpdatePlan.check(column, fits: change.to, label: "convert")
         }
         let filter = columns.filter
-        func matching(_ sql: String, computed: Bool) -> RowSelection {
+        @Sendable func matching(_ sql: String, computed: Bool) -> RowSelection {
             var f = filter
             f.sql = "(\(filter.sql)) AND (\(sql))"
             if !computed {
@@ -390,9 +402,10 @@ struct MigrationSelection {
             }
             return RowSelection(plan.serving, .matching(f), in: schema, computed: computed ? columns.columns : [])
         }
-        let token = SQL.quote(MigrationPlan.tokenColumn), reject = SQL.quote(MigrationPlan.rejectColumn)
+        let reject = SQL.quote(MigrationPlan.rejectColumn)
         all = RowSelection(plan.serving, .matching(filter), in: schema, computed: columns.columns)
-        stale = matching("\(token) IS NULL OR \(token) <> coalesce(depot_token, 0)", computed: true)
+        // The token is the job's own number, not a user's: written in the SQL.
+        stale = { token in matching("coalesce(depot_token, 0) > \(token)", computed: true) }
         let reason = ComputedColumns.Column(name: MigrationPlan.rejectColumn, sql: reject, type: .string)
         rejected = RowSelection(
             plan.serving,
@@ -455,6 +468,11 @@ struct MigrateCheckpoint: Codable, Sendable {
     var retired: [String]
     var rowid: Int64?
     var identifier: [String?]?
+    /// The token issued when the pass before this one began: the records
+    /// past it take this pass (nil: every record, the first pass).
+    var since: Int64?
+    /// The token issued when this pass began (set at its first save).
+    var started: Int64?
 
     init(digest: String, phase: Phase, counters: Counters, now: String, retired: [String]) {
         self.digest = digest
@@ -487,6 +505,13 @@ public struct ConvertedRow<Key: Sendable>: Sendable {
 }
 
 extension WriteContext {
+    /// The last token the store issued, read in this save: a save after it
+    /// gets a larger one. (``history(of:identifier:after:through:)`` asked
+    /// for no change answers the history's bounds alone.)
+    func lastIssuedToken(_ entity: EntitySchema) async throws -> Int64 {
+        try await history(of: entity, identifier: [], after: 0, through: 0).lastIssued
+    }
+
     /// Converts the records of `selection` after `cursor`, at most `limit`.
     func convertRows(_ selection: RowSelection, plan: MigrationPlan, after cursor: RowCursor, limit: Int)
         async throws -> (count: Int, cursor: RowCursor, more: Bool)

@@ -80,13 +80,13 @@ public protocol WriteContext: AnyObject, Sendable {
     // Migrations (DESIGN §18).
 
     /// Adds the columns `plan` writes to until its switch (each change's
-    /// ``FieldChange/shadow``, ``MigrationPlan/tokenColumn`` and
-    /// ``MigrationPlan/rejectColumn``), those not there yet, and empties
-    /// them (a job that starts over).
+    /// ``FieldChange/shadow`` and ``MigrationPlan/rejectColumn``), those not
+    /// there yet, and empties them (a job that starts over).
     func prepareMigration(_ plan: MigrationPlan) async throws
     /// Writes converted records: each one's values in its changes' columns
-    /// (or why it is rejected), and the token it holds now; the record's
-    /// own token is kept, so a change made after the conversion shows.
+    /// (or why it is rejected). The record's own token is kept, so that a
+    /// change made after the conversion shows (a token past the one issued
+    /// when the conversion's pass began).
     func writeConverted(_ rows: [ConvertedRow<RecordKey>], plan: MigrationPlan) async throws
     /// The switch: each changed field takes its converted column, the
     /// indexes are made again, the store keeps `plan.target`'s definition.
