@@ -16,19 +16,22 @@ final class EntityCounts: Sendable {
         var counts: [String: Int]
     }
 
-    private let kept = Mutex<[String: Kept]>([:])
+    /// By the store object: a store a reload opens again under the same
+    /// name counts its commits from 0 again.
+    private let kept = Mutex<[ObjectIdentifier: Kept]>([:])
 
     /// The number of records of `entity` in `store`.
     func count(_ entity: String, in store: any StoreBackend) async throws -> Int {
         let reads = store.reads
+        let key = ObjectIdentifier(store as AnyObject)
         let version = reads.commitCount
-        if let n = kept.withLock({ $0[store.name].flatMap { $0.version == version ? $0.counts[entity] : nil } }) {
+        if let n = kept.withLock({ $0[key].flatMap { $0.version == version ? $0.counts[entity] : nil } }) {
             return n
         }
         let n = try await reads.count(FetchDescriptor(entity: entity))
         kept.withLock { all in
-            if all[store.name]?.version != version { all[store.name] = Kept(version: version, counts: [:]) }
-            all[store.name]?.counts[entity] = n
+            if all[key]?.version != version { all[key] = Kept(version: version, counts: [:]) }
+            all[key]?.counts[entity] = n
         }
         return n
     }
