@@ -611,6 +611,8 @@ def run_writer(browser, daemon, bridge, big):
         check(status == 403 and "answers only at" in text, f"a foreign Host: {status} {text}")
         status, _ = bridge.raw("GET", "/v1/me", {"Host": host, "Cookie": cookie})
         check(status == 200, f"the bridge's own Host: {status}")
+        status, text = bridge.raw("GET", "/metrics", {"Host": host, "Cookie": cookie})
+        check(status == 404 and "forwards only" in text, f"a path outside /console/ and /v1/: {status} {text}")
         body = '{"kind":"prune","store":"travel","older_than":"3650d"}'
         status, text = bridge.raw("POST", "/v1/jobs", {"Host": host, "Cookie": cookie,
                                                        "Origin": "http://evil.example", "Content-Type": "application/json"}, body)
