@@ -724,7 +724,8 @@ async function consumersPage() {
     setTimeout(() => { queued = false; if (!pageSignal().aborted) load().catch(() => {}); }, 500);
   };
   for (const st of stores) {
-    const q = new URLSearchParams({ follow: 'true', max_changes: '1' });
+    // A line at most per 10,000 changes: an import's save of 50,000 is five.
+    const q = new URLSearchParams({ follow: 'true', max_changes: '10000' });
     if (st.token) q.set('after', st.token);
     follow(`/v1/stores/${enc(st.name)}/history?${q}`, {}, again);
   }
