@@ -234,8 +234,10 @@ final class ConsoleBridge: Sendable {
         _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, _ request: HTTPRequestHead,
         _ status: HTTPResponseStatus, _ message: String, code: String = "forbidden"
     ) async throws {
-        let escaped = message.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-        let body = ByteBuffer(string: "{\"error\":{\"code\":\"\(code)\",\"message\":\"\(escaped)\"}}\n")
+        // Encoded, not written by hand: a message quotes what the request
+        // sent (its Host, its Origin).
+        let json = (try? JSONEncoder().encode(["error": ["code": code, "message": message]])) ?? Data("{}".utf8)
+        let body = ByteBuffer(bytes: Array(json) + [UInt8(ascii: "\n")])
         let headers = HTTPHeaders([
             ("Content-Type", "application/json"), ("Content-Length", "\(body.readableBytes)"),
             ("Cache-Control", "no-store")
