@@ -144,7 +144,11 @@ extension PostgresSaveContext {
         try await PostgresSQL.execute(
             connection,
             "UPDATE \(store.table(entity.name)) SET "
-                + assignments.enumerated().map { k, a in "\(PostgresSQL.quote(entity.fields[a.0].name)) = $\(k + 1)" }
+                // A json field's value is bound as text: cast, or PostgreSQL refuses it.
+                + assignments.enumerated().map { k, a in
+                    "\(PostgresSQL.quote(entity.fields[a.0].name)) = $\(k + 1)"
+                        + (entity.fields[a.0].type == .json ? "::json" : "")
+                }
                 .joined(separator: ", ") + ", depot_token = \(try await historyTransaction()) WHERE "
                 + Self.identifierMatch(entity, first: assignments.count + 1),
             PostgresSQL.bindings(assignments.map(\.1) + key), logger: store.logger)

@@ -116,7 +116,9 @@ final class SQLiteBackend: Backend {
     let store: Store
     var contract: any StoreBackend { store }
 
-    init(entities: [EntitySchema], folder: URL? = nil, pruneStep: Int? = nil) async throws {
+    /// - Parameter bulkUpdates: off, a batch update writes record by record
+    ///   (``StoreConfiguration/bulkUpdates``): the path the bulk one must agree with.
+    init(entities: [EntitySchema], folder: URL? = nil, pruneStep: Int? = nil, bulkUpdates: Bool = true) async throws {
         self.folder =
             try folder
             ?? {
@@ -129,6 +131,7 @@ final class SQLiteBackend: Backend {
             name: "travel", path: self.folder.appendingPathComponent("s.sqlite").path,
             entities: entities)
         if let pruneStep { configuration.historyPruneStep = pruneStep }
+        configuration.bulkUpdates = bulkUpdates
         store = try await Store.open(configuration)
     }
 
@@ -244,19 +247,26 @@ enum Backends {
     static var names: [String] { TestServer.available ? ["sqlite", "postgresql"] : ["sqlite"] }
 
     /// A new store of backend `name`; `pruneStep`, its `historyPruneStep`.
+    /// `sqliteRecordByRecord` names an SQLite store whose batch updates
+    /// write record by record.
     static func open(_ name: String, entities: [EntitySchema], pruneStep: Int? = nil) async throws -> any Backend {
-        name == "sqlite"
-            ? try await SQLiteBackend(entities: entities, pruneStep: pruneStep)
-            : try await PostgresBackend(entities: entities, pruneStep: pruneStep)
+        switch name {
+        case "sqlite": try await SQLiteBackend(entities: entities, pruneStep: pruneStep)
+        case sqliteRecordByRecord: try await SQLiteBackend(entities: entities, pruneStep: pruneStep, bulkUpdates: false)
+        default: try await PostgresBackend(entities: entities, pruneStep: pruneStep)
+        }
     }
 
-    /// `body`'s answer on a new store of each backend (closed after it), by backend name.
+    static let sqliteRecordByRecord = "sqlite, updates record by record"
+
+    /// `body`'s answer on a new store of each backend (closed after it), by
+    /// backend name; `extra` names more (``sqliteRecordByRecord``).
     static func answers<T>(
-        entities: [EntitySchema], pruneStep: Int? = nil,
+        entities: [EntitySchema], pruneStep: Int? = nil, extra: [String] = [],
         _ body: (any Backend) async throws -> T
     ) async throws -> [(String, T)] {
         var answers: [(String, T)] = []
-        for name in names {
+        for name in names + extra {
             let backend = try await open(name, entities: entities, pruneStep: pruneStep)
             do {
                 answers.append((name, try await body(backend)))

@@ -106,7 +106,8 @@ struct ComputeContractTests {
 
     @Test("one script of computed updates gives the same counts, rejects, records and history on each backend")
     func script() async throws {
-        let answers = try await Backends.answers(entities: Self.trips(), Self.script)
+        let answers = try await Backends.answers(
+            entities: Self.trips(), extra: [Backends.sqliteRecordByRecord], Self.script)
         for (name, out) in answers {
             // Worked out by hand.
             #expect(out[0].hasPrefix("raise Paris budgets: upd 2 unch 0 rej 0"), "\(name): \(out[0])")

@@ -129,7 +129,8 @@ struct RevertContractTests {
 
     @Test("one script of reverts gives the same counts, rejects, records and history on each backend")
     func script() async throws {
-        let answers = try await Backends.answers(entities: Self.shop(), Self.script)
+        let answers = try await Backends.answers(
+            entities: Self.shop(), extra: [Backends.sqliteRecordByRecord], Self.script)
         for (name, out) in answers {
             // Worked out by hand.
             #expect(out[0].hasPrefix("an update: ins 0 upd 3 del 0 unch 0 rej 0"), "\(name): \(out[0])")

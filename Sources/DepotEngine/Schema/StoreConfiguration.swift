@@ -74,6 +74,10 @@ public struct StoreConfiguration: Sendable {
     /// most 3,000 (nine parameters a row; SQLite allows 32,766). For
     /// experiments (ImportBench's `CHANGES_PER_STATEMENT`).
     public var changesPerStatement = 64
+    /// Whether a batch update writes its chunks in a few statements when it
+    /// can (``WriteContext/bulkUpdate(_:assignments:computed:after:limit:)``);
+    /// off, record by record, for tests that compare the two.
+    package var bulkUpdates = true
 
     /// Creates a configuration; the defaults are those of the import benchmark.
     public init(

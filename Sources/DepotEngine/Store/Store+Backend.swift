@@ -171,6 +171,23 @@ public final class SQLiteWriteContext: WriteContext {
         try pump.context().remove(key, of: entity, returning: positions)
     }
 
+    public func bulkUpdate(
+        _ selection: RowSelection, assignments: [(Int, Value)], computed: [Int], after cursor: RowCursor, limit: Int
+    ) async throws -> (counts: WriteCounts, cursor: RowCursor, more: Bool)? {
+        let after: Int64 = if case .rowid(let rowid) = cursor { rowid } else { 0 }
+        guard
+            let done = try pump.context().bulkUpdate(
+                selection, assignments: assignments, computed: computed, after: after, limit: limit)
+        else { return nil }
+        return (done.counts, done.last.map(RowCursor.rowid) ?? cursor, done.more)
+    }
+
+    public func bulkRevert(transaction: Int64, skip: Int, after: Int64?, limit: Int, newest: Int64) async throws
+        -> (counts: WriteCounts, taken: Int, continues: Bool, last: Int64)?
+    {
+        try pump.context().bulkRevert(transaction: transaction, skip: skip, after: after, limit: limit, newest: newest)
+    }
+
     public func set(_ assignments: [(Int, Value)], on key: Int64, of entity: EntitySchema) async throws {
         try pump.context().set(assignments, on: key, of: entity)
     }

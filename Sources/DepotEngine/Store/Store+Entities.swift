@@ -34,6 +34,7 @@ extension Store {
                     StoreSchema(
                         name: self.name, entities: entities + created,
                         changesPerStatement: self.configuration.changesPerStatement,
+                        bulkUpdates: self.configuration.bulkUpdates,
                         createdByAPI: Set(created.map(\.name)), migrations: plans))
             }
         } catch {

@@ -49,7 +49,8 @@ public actor Store {
         self.box = SchemaBox(
             StoreSchema(
                 name: configuration.name, entities: configuration.entities + created,
-                changesPerStatement: configuration.changesPerStatement, createdByAPI: Set(created.map(\.name)),
+                changesPerStatement: configuration.changesPerStatement,
+                bulkUpdates: configuration.bulkUpdates, createdByAPI: Set(created.map(\.name)),
                 migrations: migrations))
         self.signal = CommitSignal()
         self.reader = StoreReader(pool: pool, schema: box, signal: signal)
@@ -87,6 +88,10 @@ public actor Store {
                 synchronous: configuration.durability.synchronous)
         config.prepareDatabase { db in
             db.add(function: TextFolding.function)
+            if let connection = db.sqliteConnection {
+                JSONNumberFunction.install(on: connection)
+                JSONDoubleFunction.install(on: connection)
+            }
             if !db.configuration.readonly {
                 // synchronous is set after the pool opens (see below).
                 try db.execute(sql: "PRAGMA cache_size = \(cachePages)")

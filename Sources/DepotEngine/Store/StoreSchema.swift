@@ -7,6 +7,8 @@ package struct StoreSchema: Sendable {
     private let byName: [String: EntitySchema]
     /// See ``StoreConfiguration/changesPerStatement``.
     let changesPerStatement: Int
+    /// See ``StoreConfiguration/bulkUpdates``.
+    let bulkUpdates: Bool
     /// The entities created over the API (DESIGN §18), not in the configuration.
     package let createdByAPI: Set<String>
     /// The migrations waiting for their switch (DESIGN §18), by entity:
@@ -14,10 +16,11 @@ package struct StoreSchema: Sendable {
     package let migrations: [String: MigrationPlan]
 
     package init(
-        name: String, entities: [EntitySchema], changesPerStatement: Int = 64, createdByAPI: Set<String> = [],
-        migrations: [MigrationPlan] = []
+        name: String, entities: [EntitySchema], changesPerStatement: Int = 64, bulkUpdates: Bool = true,
+        createdByAPI: Set<String> = [], migrations: [MigrationPlan] = []
     ) {
         self.name = name
+        self.bulkUpdates = bulkUpdates
         self.changesPerStatement = max(1, min(changesPerStatement, 3_000))
         self.createdByAPI = createdByAPI
         let plans = Dictionary(migrations.map { ($0.target.name, $0) }, uniquingKeysWith: { _, b in b })
@@ -35,7 +38,7 @@ package struct StoreSchema: Sendable {
     package func switched(to target: EntitySchema) -> StoreSchema {
         StoreSchema(
             name: name, entities: entities.map { $0.name == target.name ? target : $0 },
-            changesPerStatement: changesPerStatement, createdByAPI: createdByAPI,
+            changesPerStatement: changesPerStatement, bulkUpdates: bulkUpdates, createdByAPI: createdByAPI,
             migrations: migrations.values.filter { $0.target.name != target.name })
     }
 

@@ -90,17 +90,36 @@ extension StoreBackend {
         var index = resumed?.transaction ?? 0
         var after = resumed?.after ?? transactions.first.map { HistoryToken($0.id - 1) } ?? HistoryToken(0)
         let newest = transactions.first?.id ?? 0
+        // Where the last bulk page ended: its token and the backend's place
+        // of its last change (``WriteContext/bulkRevert``).
+        var place: (token: HistoryToken, last: Int64)?
         while index < transactions.count {
             try Task.checkCancellation()
-            let (startIndex, startAfter, before) = (index, after, total.counters)
+            let (startIndex, startAfter, startPlace, before) = (index, after, place, total.counters)
             let outcome = try await withSave(author: author, job: job) { save in
                 let clock = ContinuousClock(), began = clock.now
                 var counts = WriteCounts()
-                var (index, after, taken) = (startIndex, startAfter, 0)
+                var (index, after, place, taken) = (startIndex, startAfter, startPlace, 0)
                 while index < transactions.count && taken < size
                     && (taken == 0 || clock.now - began < self.settings.saveInterval)
                 {
                     let t = transactions[index]
+                    let skip = after.id == t.id ? after.change : 0
+                    if let bulk = try await save.bulkRevert(
+                        transaction: t.id, skip: skip, after: place?.token == after ? place?.last : nil,
+                        limit: min(chunk, size - taken), newest: newest)
+                    {
+                        counts.add(bulk.counts)
+                        taken += bulk.taken
+                        if bulk.continues {
+                            after = HistoryToken(t.id, change: skip + bulk.taken)
+                            place = (after, bulk.last)
+                        } else {
+                            index += 1
+                            if index < transactions.count { after = HistoryToken(transactions[index].id - 1) }
+                        }
+                        continue
+                    }
                     let page = try await self.reads.history(
                         after: after, entity: nil, author: nil, limit: 1, maxChanges: min(chunk, size - taken))
                     guard let read = page.first, read.token.id == t.id, !read.changes.isEmpty else {
@@ -128,10 +147,10 @@ extension StoreBackend {
                         done: index >= transactions.count)
                     try await save.setCheckpoint(job: job, data: try checkpoint.encoded())
                 }
-                return (counts.counters, index, after)
+                return (counts.counters, index, after, place)
             }
             total.counters.add(outcome.value.0)
-            (index, after) = (outcome.value.1, outcome.value.2)
+            (index, after, place) = (outcome.value.1, outcome.value.2, outcome.value.3)
             progress?(total)
         }
         return total

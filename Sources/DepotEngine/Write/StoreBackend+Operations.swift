@@ -119,9 +119,18 @@ extension StoreBackend {
                 var counts = Counters()
                 var (cursor, more, taken) = (after, true, 0)
                 while more && taken < size && (taken == 0 || clock.now - began < interval) {
-                    let done = try await save.updateRows(
-                        plan.selection, assignments: plan.constants, computed: plan.computed, after: cursor,
-                        limit: min(chunk, size - taken))
+                    let limit = min(chunk, size - taken)
+                    let done =
+                        if let bulk = try await save.bulkUpdate(
+                            plan.selection, assignments: plan.constants, computed: plan.computed, after: cursor,
+                            limit: limit)
+                        {
+                            (counts: bulk.counts, cursor: bulk.cursor, more: bulk.more, rejects: [String]())
+                        } else {
+                            try await save.updateRows(
+                                plan.selection, assignments: plan.constants, computed: plan.computed, after: cursor,
+                                limit: limit)
+                        }
                     try rejects?.append(done.rejects)
                     counts.add(done.counts.counters)
                     taken += done.counts.updated + done.counts.unchanged + done.counts.rejected

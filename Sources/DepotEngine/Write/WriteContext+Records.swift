@@ -76,6 +76,16 @@ extension WriteContext {
         }
     }
 
+    /// A backend without a bulk path writes every chunk record by record.
+    public func bulkUpdate(
+        _ selection: RowSelection, assignments: [(Int, Value)], computed: [Int], after cursor: RowCursor, limit: Int
+    ) async throws -> (counts: WriteCounts, cursor: RowCursor, more: Bool)? { nil }
+
+    /// A backend without a bulk path takes every change back one by one.
+    public func bulkRevert(transaction: Int64, skip: Int, after: Int64?, limit: Int, newest: Int64) async throws
+        -> (counts: WriteCounts, taken: Int, continues: Bool, last: Int64)?
+    { nil }
+
     /// Sets `assignments` (entity positions and converted values) on the
     /// records of `selection` after `cursor`, at most `limit` of them, in
     /// the backend's order, with the values the selection computes for each

@@ -52,6 +52,23 @@ public protocol WriteContext: AnyObject, Sendable {
     /// fields at entity `positions`; nil when it is gone already (the end
     /// of a cycle of cascades).
     func remove(_ key: RecordKey, of entity: EntitySchema, returning positions: [Int]) async throws -> [Value]?
+    /// ``updateRows(_:assignments:computed:after:limit:checkReferences:)``'s
+    /// chunk of a batch update written in a few statements, when the backend
+    /// can write exactly the same records, history and counts that way (and
+    /// rejects none); nil otherwise, with nothing written (the caller goes
+    /// record by record).
+    func bulkUpdate(
+        _ selection: RowSelection, assignments: [(Int, Value)], computed: [Int], after cursor: RowCursor, limit: Int
+    ) async throws -> (counts: WriteCounts, cursor: RowCursor, more: Bool)?
+    /// A revert's page of history transaction `transaction` (its changes
+    /// after the first `skip`, at most `limit`) taken back in a few
+    /// statements, when the backend can write exactly what taking them back
+    /// one by one writes and none is a conflict (a record changed after
+    /// `newest`); nil otherwise, with nothing written. `after` is the
+    /// backend's place of the `skip`-th change when the last page gave it
+    /// (`last`), which spares counting them again.
+    func bulkRevert(transaction: Int64, skip: Int, after: Int64?, limit: Int, newest: Int64) async throws
+        -> (counts: WriteCounts, taken: Int, continues: Bool, last: Int64)?
     /// Sets `assignments` (entity positions and values) on record `key` of `entity`.
     func set(_ assignments: [(Int, Value)], on key: RecordKey, of entity: EntitySchema) async throws
     /// Sets `reference` to null in the records that refer to the record of

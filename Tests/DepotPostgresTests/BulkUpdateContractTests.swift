@@ -1,0 +1,202 @@
+import DepotEngine
+import DepotWire
+import Foundation
+import GRDB
+import Testing
+
+/// A batch update's chunks written in a few statements (an SQLite store's
+/// bulk path) against the same updates written record by record, and
+/// against PostgreSQL: the counts, rejects, records, history (its text
+/// and each record's own, found by its identifier) must be the same. The
+/// identifiers are the hard ones for SQL to write as Swift does: quotes,
+/// backslashes, control characters, non-ASCII text, a compound key.
+@Suite("Bulk updates: the same as record by record, on SQLite and PostgreSQL")
+struct BulkUpdateContractTests {
+    static func entities() throws -> [EntitySchema] {
+        try EntityDeclaration.resolve([
+            EntityDeclaration(
+                name: "Item",
+                fields: [
+                    Field(name: "id", type: .string), Field(name: "n", type: .int), Field(name: "d", type: .double),
+                    Field(name: "b", type: .bool), Field(name: "j", type: .json, isOptional: true),
+                    Field(name: "s", type: .string, isOptional: true),
+                    Field(name: "day", type: .date, isOptional: true), Field(name: "q", type: .int, isOptional: true)
+                ],
+                identifier: ["id"], history: .values),
+            EntityDeclaration(
+                name: "Pair",
+                fields: [
+                    Field(name: "a", type: .int), Field(name: "k", type: .string), Field(name: "v", type: .double)
+                ],
+                identifier: ["a", "k"], history: .fields)
+        ])
+    }
+
+    static let ids = [
+        "plain", "quote\"d", "back\\slash", "tab\tnew\nline", "ctl\u{01}\u{1f}", "bell\u{07}ff\u{0c}bs\u{08}",
+        "é ünïcødé", "rocket 🚀", "it's", "del\u{7f}", "cr\r", "<&>"
+    ]
+
+    static func script(_ backend: any Backend) async throws -> [String] {
+        var items = RecordBatch(entity: "Item", columns: ["id", "n", "d", "b", "s"])
+        for (i, id) in ids.enumerated() {
+            items.append([
+                .string(id), .int(Int64(i) * 3 - 7), .double(Double(i) * 12.34 + 0.1), .bool(i % 3 == 0),
+                i % 4 == 0 ? .string("it's \"q\"\n") : .null
+            ])
+        }
+        _ = try await backend.write(items)
+        var pairs = RecordBatch(entity: "Pair", columns: ["a", "k", "v"])
+        for i in 0..<6 { pairs.append([.int(Int64(i % 2)), .string(ids[i]), .double(Double(i) / 7)]) }
+        _ = try await backend.write(pairs)
+        let start = try await backend.contract.reads.latestToken()
+        let store = backend.contract
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bulk-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var out: [String] = []
+        var steps = 0
+        func step(
+            on entity: String = "Item", where predicate: String? = nil, arguments: [String: Value] = [:],
+            set: [String: Value] = [:], _ compute: [String: String] = [:]
+        ) async {
+            steps += 1
+            let rejects = "\(folder)/\(steps).ndjson"
+            do {
+                let c = try await store.update(
+                    entity: entity, where: predicate, arguments: arguments, set: set, compute: compute,
+                    author: "s\(steps)", batchSize: 4, rejectsPath: rejects)
+                // Sorted: a PostgreSQL store takes records in identifier order.
+                let lines = (try? String(contentsOfFile: rejects, encoding: .utf8)) ?? ""
+                out.append(
+                    "\(steps): upd \(c.updated) unch \(c.unchanged) rej \(c.rejected) "
+                        + lines.split(separator: "\n").sorted().joined(separator: " "))
+            } catch let error as DepotError {
+                out.append("\(steps): \(error.code) \(error.message)")
+            } catch {
+                out.append("\(steps): \(error)")
+            }
+        }
+        await step(["d": "d * 1.1"])
+        await step(where: "b == true", ["n": "n + 1"])
+        // Constants of every type beside a computed field; some records hold them already.
+        let constants: [String: Value] = [
+            "b": true, "j": .string(#"{"x": [1, "two"], "y": null}"#), "s": .string("it's \"q\"\n"),
+            "day": .string("2025-03-14")
+        ]
+        await step(where: "n > $low", arguments: ["low": 0], set: constants, ["d": "d / 3"])
+        await step(where: "n > $low", arguments: ["low": 0], set: constants)
+        await step(["q": "n * 2"])
+        // Integers out of range: those chunks go record by record, and their records are rejected.
+        await step(["n": "n * 4611686018427387904"])
+        await step(["d": "n"])
+        await step(where: "d > 10", set: ["s": .null, "j": .null])
+        await step(on: "Pair", ["v": "v + a"])
+        await step(on: "Pair", where: "a == 1", set: ["v": 0.5])
+        await step(set: ["q": .null], ["d": "d * 0.1"])
+        // Reverts of jobs: pages of one field's updates (taken back in bulk
+        // on SQLite), a page with a record changed since (a conflict: that
+        // page goes record by record), pages cut inside a transaction.
+        let before = try await backend.records("Item")
+        func revert(_ job: String, batchSize: Int) async throws {
+            steps += 1
+            let rejects = "\(folder)/\(steps).ndjson"
+            let c = try await store.revert(
+                .job(job), author: "revert \(job)", batchSize: batchSize, rejectsPath: rejects)
+            let lines = (try? String(contentsOfFile: rejects, encoding: .utf8)) ?? ""
+            out.append(
+                "revert \(job): upd \(c.updated) unch \(c.unchanged) rej \(c.rejected) "
+                    + lines.split(separator: "\n").sorted().joined(separator: " "))
+        }
+        try await store.update(
+            entity: "Item", where: nil, set: [:], compute: ["d": "d * 3"], author: "a", job: "a", batchSize: 4)
+        try await store.update(
+            entity: "Item", where: "id == $id", arguments: ["id": "it's"], set: ["d": 1.0], author: "later")
+        try await revert("a", batchSize: 3)
+        let restored = try await backend.records("Item")
+        out.append("restored but the conflict: \(zip(before, restored).filter { $0.0 != $0.1 }.map { $0.0[0] })")
+        try await store.update(
+            entity: "Item", where: nil, set: ["b": false], compute: ["n": "n - 1"], author: "b", job: "b",
+            batchSize: 5)
+        try await revert("b", batchSize: 4)
+        out.append("restored: \(try await backend.records("Item") == restored)")
+        out.append("Item: \(try await backend.records("Item"))")
+        out.append("Pair: \(try await backend.records("Pair"))")
+        // Each change with its step, sorted: the backends' orders and saves differ.
+        out += try await Self.changes(store, after: start).sorted()
+        // Each record's own history, found by its identifier's text.
+        for id in ids {
+            let own = try await store.reads.recordHistory("Item", identifier: [.string(id)], limit: 100)
+            out.append("\(id): \(own.map { "\($0.author) \($0.changes.map { $0.fields ?? [] })" })")
+        }
+        for i in 0..<6 {
+            let own = try await store.reads.recordHistory(
+                "Pair", identifier: [.int(Int64(i % 2)), .string(ids[i])], limit: 100)
+            out.append("pair \(i): \(own.map { "\($0.author) \($0.changes.map { $0.fields ?? [] })" })")
+        }
+        return out
+    }
+
+    /// Every change after `start`, a line each, in the history's order.
+    static func changes(_ store: any StoreBackend, after start: HistoryToken?) async throws -> [String] {
+        try await store.reads.history(after: start, entity: nil, author: nil, limit: 1_000).flatMap { t in
+            t.changes.map { c in
+                "\(t.author): \(c.entity) \(c.identifier) \(c.fields ?? []) o=\(c.old ?? "-") n=\(c.new ?? "-")"
+            }
+        }
+    }
+
+    @Test("the same counts, rejects, records and history as record by record, on each backend")
+    func sameAsRecordByRecord() async throws {
+        let answers = try await Backends.answers(
+            entities: Self.entities(), extra: [Backends.sqliteRecordByRecord], Self.script)
+        let out = answers[0].1
+        // Worked out by hand: 12 items, b true for 0, 3, 6, 9; n = 3i - 7 (+1
+        // where b): -6, -4, -1, 3, 5, 8, 12, 14, 17, 21, 23, 26.
+        #expect(out[0] == "1: upd 12 unch 0 rej 0 ", "\(out[0])")
+        #expect(out[1] == "2: upd 4 unch 0 rej 0 ", "\(out[1])")
+        #expect(out[2].hasPrefix("3: upd 9 unch 0 rej 0"), "\(out[2])")
+        #expect(out[3].hasPrefix("4: upd 0 unch 9 rej 0"), "\(out[3])")
+        #expect(out[5].hasPrefix("6: upd 1 unch 0 rej 11"), "\(out[5])")
+        #expect(out[5].contains("out of the 64-bit range"), "\(out[5])")
+        #expect(out[4] == "5: upd 12 unch 0 rej 0 ", "\(out[4])")
+        #expect(out[7] == "8: upd 6 unch 0 rej 0 ", "\(out[7])")
+        // v + a: unchanged where a is 0.
+        #expect(out[8] == "9: upd 3 unch 3 rej 0 ", "\(out[8])")
+        // Found by their identifiers: every item changed by step 1, every pair inserted.
+        for id in Self.ids {
+            #expect(out.contains { $0.hasPrefix("\(id): ") && $0.contains(#"s1 [[\"d\"]]"#) }, "\(id)")
+        }
+        for i in 0..<6 { #expect(out.contains { $0.hasPrefix("pair \(i): [\"test [[]]\"") }, "pair \(i)") }
+        #expect(out.contains { $0.hasPrefix("revert a: upd 11 unch 0 rej 1 {") }, "\(out)")
+        #expect(out.contains(#"restored but the conflict: ["it's"]"#), "\(out)")
+        #expect(out.contains("revert b: upd 12 unch 0 rej 0 "), "\(out)")
+        #expect(out.contains("restored: true"), "\(out)")
+        for (name, other) in answers.dropFirst() {
+            #expect(other.count == out.count, "\(name)")
+            for (a, b) in zip(out, other) { #expect(a == b, "\(name) differs from \(answers[0].0)") }
+        }
+    }
+
+    /// The history in its order, and the identifiers as its rows hold them, byte for byte.
+    @Test("the history, in its order, and its identifiers' bytes are those of record by record")
+    func identifierBytes() async throws {
+        var texts: [[String]] = []
+        for bulk in [true, false] {
+            let backend = try await SQLiteBackend(entities: Self.entities(), bulkUpdates: bulk)
+            _ = try await Self.script(backend)
+            texts.append(try await Self.changes(backend.contract, after: nil))
+            let db = try DatabaseQueue(path: backend.folder.appendingPathComponent("s.sqlite").path)
+            texts.append(
+                try await db.read {
+                    try String.fetchAll(
+                        $0, sql: "SELECT identifier FROM depot_changes WHERE kind = 'update' ORDER BY id")
+                })
+            try db.close()
+            await backend.close()
+        }
+        #expect(texts[0].count > 60 && texts[1].count > 60)
+        #expect(texts[0] == texts[2])
+        #expect(texts[1] == texts[3])
+    }
+}
