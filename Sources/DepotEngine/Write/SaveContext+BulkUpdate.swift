@@ -308,7 +308,7 @@ extension SaveContext {
         let pageArguments: [Value] = [.int(txn), .int(start), .int(Int64(limit))]
         var (count, uniform, entityName, fieldList, last) = (0, false, "", "", Int64(0))
         try select(
-            "SELECT count(*), count(DISTINCT entity) = 1 AND count(DISTINCT fields) = 1 AND min(kind) = 'update' "
+            "SELECT count(*), min(entity) = max(entity) AND min(fields) = max(fields) AND min(kind) = 'update' "
                 + "AND max(kind) = 'update' AND count(old) = count(*) AND count(new) = count(*), "
                 + "min(entity), min(fields), max(id) FROM \(page)",
             pageArguments, cached: true
