@@ -100,6 +100,11 @@ extension StoreBackend {
                 let clock = ContinuousClock(), began = clock.now
                 var counts = WriteCounts()
                 var (index, after, place, taken) = (startIndex, startAfter, startPlace, 0)
+                // The transaction is taken back whole: the next one, newest first.
+                func nextTransaction() {
+                    index += 1
+                    if index < transactions.count { after = HistoryToken(transactions[index].id - 1) }
+                }
                 while index < transactions.count && taken < size
                     && (taken == 0 || clock.now - began < self.settings.saveInterval)
                 {
@@ -115,17 +120,14 @@ extension StoreBackend {
                             after = HistoryToken(t.id, change: skip + bulk.taken)
                             place = (after, bulk.last)
                         } else {
-                            index += 1
-                            if index < transactions.count { after = HistoryToken(transactions[index].id - 1) }
+                            nextTransaction()
                         }
                         continue
                     }
                     let page = try await self.reads.history(
                         after: after, entity: nil, author: nil, limit: 1, maxChanges: min(chunk, size - taken))
                     guard let read = page.first, read.token.id == t.id, !read.changes.isEmpty else {
-                        // The transaction is read whole: the next one, newest first.
-                        index += 1
-                        if index < transactions.count { after = HistoryToken(transactions[index].id - 1) }
+                        nextTransaction()
                         continue
                     }
                     for c in read.changes { try self.checkRevertible(c) }
@@ -134,10 +136,7 @@ extension StoreBackend {
                     counts.add(done.counts)
                     taken += read.changes.count
                     after = read.token
-                    if !read.continues {
-                        index += 1
-                        if index < transactions.count { after = HistoryToken(transactions[index].id - 1) }
-                    }
+                    if !read.continues { nextTransaction() }
                 }
                 if let job {
                     var counters = before

@@ -173,8 +173,7 @@ struct BulkUpdateShape {
 
     /// Whether the record is one the record-by-record path refuses: its
     /// computed value null in a required field, or a double (an integer out
-    /// of range) in an `int` one. Binds the constants (there are none in it:
-    /// the parameters of ``changed`` follow).
+    /// of range) in an `int` one. It has no parameters.
     var refused: String {
         let conditions = fields.indices.dropFirst(constants.count).flatMap { k -> [String] in
             let field = entity.fields[fields[k]]
