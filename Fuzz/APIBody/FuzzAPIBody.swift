@@ -111,7 +111,19 @@ enum APIBodyTarget {
             // A save: read as the route reads it (its merge policy, its
             // tokens), then applied (or refused) on the store, once for its
             // idempotency key.
-            guard let body = decode(SaveBody.self, bytes) else { return }
+            // The daemon reads it with JSONTree when it can: to the same
+            // body as JSONDecoder, and never one JSONDecoder refuses.
+            let tree = bytes.withUnsafeBytes(JSONTree.parse)
+            let commit = try? JSONDecoder().decode(ProcessorCommitBody.self, from: bytes)
+            if let quick = tree.flatMap(ProcessorCommitBody.init(json:)), quick != commit {
+                Fuzz.fail("the quick path reads a commit body otherwise than JSONDecoder")
+            }
+            let quick = tree.flatMap(SaveBody.init(json:))
+            guard let body = decode(SaveBody.self, bytes) else {
+                if quick != nil { Fuzz.fail("the quick path reads a save body JSONDecoder refuses") }
+                return
+            }
+            if let quick, quick != body { Fuzz.fail("the quick path reads a save body otherwise than JSONDecoder") }
             try? Fuzz.blocking {
                 await expected {
                     let changeSet = try ControlRoutes.changeSet(body, reads: reader)

@@ -385,3 +385,64 @@ public struct FieldConflict: Sendable, Hashable, Codable {
         self.yours = yours
     }
 }
+
+/// A request body read from an already parsed JSON tree (the daemon's
+/// `JSONTree`), without `JSONDecoder`: nil for anything `Decodable` would
+/// not read to the same value (the daemon then decodes the body with
+/// `JSONDecoder`, which words the error).
+package protocol QuickJSONBody {
+    init?(json: JSONValue)
+}
+
+extension JSONValue {
+    /// `decodeIfPresent`'s view of an optional member: absent and `null`
+    /// are nil (`.some(nil)`); a value of another type, none (`nil`).
+    fileprivate func member<T>(_ key: String, _ read: (JSONValue) -> T?) -> T?? {
+        guard let value = self[key], value != .null else { return .some(nil) }
+        guard let read = read(value) else { return nil }
+        return .some(read)
+    }
+}
+
+extension SaveChange: QuickJSONBody {
+    package init?(json: JSONValue) {
+        guard case .object(let members) = json else { return nil }
+        let kinds = Kind.allCases.filter { members[$0.rawValue] != nil }
+        guard kinds.count == 1, case .string(let entity)? = members[kinds[0].rawValue],
+            let record = json.member("record", \.object), let identifier = json.member("identifier", { $0 }),
+            let set = json.member("set", \.object), let ifToken = json.member("if_token", \.string)
+        else { return nil }
+        self.init(kinds[0], entity: entity, record: record, identifier: identifier, set: set, ifToken: ifToken)
+    }
+
+    /// The changes of a body's `changes` array.
+    fileprivate static func list(_ json: JSONValue) -> [SaveChange]? {
+        guard case .array(let items) = json else { return nil }
+        var changes: [SaveChange] = []
+        changes.reserveCapacity(items.count)
+        for item in items {
+            guard let change = SaveChange(json: item) else { return nil }
+            changes.append(change)
+        }
+        return changes
+    }
+}
+
+extension SaveBody: QuickJSONBody {
+    package init?(json: JSONValue) {
+        guard case .object = json, let changes = json["changes"].flatMap(SaveChange.list),
+            let author = json.member("author", \.string), let merge = json.member("merge", \.string),
+            let key = json.member("idempotency_key", \.string)
+        else { return nil }
+        self.init(author: author, merge: merge, idempotencyKey: key, changes: changes)
+    }
+}
+
+extension ProcessorCommitBody: QuickJSONBody {
+    package init?(json: JSONValue) {
+        guard case .string(let lease)? = json["lease"], let changes = json.member("changes", SaveChange.list),
+            let author = json.member("author", \.string), let merge = json.member("merge", \.string)
+        else { return nil }
+        self.init(lease: lease, changes: changes, author: author, merge: merge)
+    }
+}

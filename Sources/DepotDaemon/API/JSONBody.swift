@@ -1,11 +1,24 @@
+import DepotEngine
+import DepotWire
 import Foundation
 import Hummingbird
 
 /// Reads a JSON request body into a `Decodable`, with clear errors.
 enum JSONBody {
     static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
-        var bytes = try await read(request, limit: limit)
-        if bytes.isEmpty { bytes = Data("{}".utf8) }
+        try decode(T.self, from: try await read(request, limit: limit))
+    }
+
+    /// A body's value: an empty body is `{}`. The bodies that carry many
+    /// changes (``QuickJSONBody``) are read by ``JSONTree`` when it can,
+    /// else (and to word an error) by `JSONDecoder`.
+    static func decode<T: Decodable>(_ type: T.Type, from bytes: Data) throws -> T {
+        let bytes = bytes.isEmpty ? Data("{}".utf8) : bytes
+        if let quick = T.self as? any QuickJSONBody.Type, let tree = bytes.withUnsafeBytes(JSONTree.parse),
+            let value = quick.init(json: tree)
+        {
+            return value as! T
+        }
         do {
             return try JSONDecoder().decode(T.self, from: bytes)
         } catch let error as DecodingError {

@@ -35,6 +35,10 @@ public struct FetchDescriptor: Sendable, Hashable {
     /// under their names: `ComputedField("total", "price * qty")`. With
     /// them alone (`fields` nil or empty), the identifier is sent too.
     public var computed: [ComputedField] = []
+    /// Instead of `predicate`, the records whose identifier (of one field)
+    /// is a value of this JSON array: a processor's batch, read without a
+    /// predicate of 500 terms to parse and compile.
+    package var identifierList: String?
 
     /// Creates a descriptor.
     public init(

@@ -73,10 +73,21 @@ package struct FetchQuery: Sendable {
         let (plans, extra) = try PrefetchPlan.build(tree, entity: entity, schema: schema, shown: fields)
         self.prefetch = plans
         self.selected = fields + extra
-        predicate =
-            try computed?.filter
-            ?? PredicateCompiler.compile(
-                d.predicate, entity: entity, schema: schema, arguments: d.arguments, dialect: dialect)
+        if let list = d.identifierList {
+            guard entity.identifier.count == 1, d.predicate == nil, computed == nil else {
+                throw DepotError(.invalidArgument, "a list of identifiers takes one identifier field, no predicate")
+            }
+            let field = try entity.field(named: entity.identifier[0])
+            predicate = SQLFragment(
+                sql: dialect.inJSONArray(
+                    dialect.ordered(SQL.quote(field.name), field), dialect.placeholder(1), field, folded: false),
+                arguments: [.string(list)])
+        } else {
+            predicate =
+                try computed?.filter
+                ?? PredicateCompiler.compile(
+                    d.predicate, entity: entity, schema: schema, arguments: d.arguments, dialect: dialect)
+        }
         var terms: [String] = []
         var related = predicate.related
         // A prefetched record's change changes the record it is embedded in.

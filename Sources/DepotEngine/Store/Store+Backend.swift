@@ -182,6 +182,10 @@ public final class SQLiteWriteContext: WriteContext {
         return (done.counts, done.last.map(RowCursor.rowid) ?? cursor, done.more)
     }
 
+    public func bulkSet(_ entity: EntitySchema, fields: [Int], rows: [[Value]]) async throws -> [Bool]? {
+        try pump.context().bulkSet(entity, fields: fields, rows: rows)
+    }
+
     public func bulkRevert(transaction: Int64, skip: Int, after: Int64?, limit: Int, newest: Int64) async throws
         -> (counts: WriteCounts, taken: Int, continues: Bool, last: Int64)?
     {

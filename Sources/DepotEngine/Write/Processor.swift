@@ -215,6 +215,12 @@ extension StoreBackend {
     /// (those deleted since are not in it).
     public func records(of batch: LeasedBatch, processor info: ProcessorInfo) async throws -> [UInt8] {
         let entity = try reads.entity(info.entity)
+        if entity.identifier.count == 1 {
+            // The batch's identifiers as they are kept, one JSON array.
+            var d = FetchDescriptor(entity: entity.name, sort: [SortDescriptor(entity.identifier[0])])
+            d.identifierList = "[" + batch.identifiers.joined(separator: ",") + "]"
+            return try await reads.fetchJSONBytes(d)
+        }
         var arguments: [String: Value] = [:]
         var terms: [String] = []
         for (i, json) in batch.identifiers.enumerated() {
@@ -223,18 +229,10 @@ extension StoreBackend {
                 arguments["depot_\(i)_\(k)"] = id.values[k]
                 return "`\(name)` == $depot_\(i)_\(k)"
             }
-            terms.append(parts.count == 1 ? parts[0] : "(" + parts.joined(separator: " AND ") + ")")
-        }
-        let predicate: String
-        if entity.identifier.count == 1 {
-            predicate =
-                "`\(entity.identifier[0])` IN {"
-                + (0..<batch.identifiers.count).map { "$depot_\($0)_0" }.joined(separator: ", ") + "}"
-        } else {
-            predicate = terms.joined(separator: " OR ")
+            terms.append("(" + parts.joined(separator: " AND ") + ")")
         }
         let d = FetchDescriptor(
-            entity: entity.name, where: batch.identifiers.isEmpty ? "FALSEPREDICATE" : predicate,
+            entity: entity.name, where: batch.identifiers.isEmpty ? "FALSEPREDICATE" : terms.joined(separator: " OR "),
             arguments: arguments, sort: entity.identifier.map { SortDescriptor($0) })
         return try await reads.fetchJSONBytes(d)
     }

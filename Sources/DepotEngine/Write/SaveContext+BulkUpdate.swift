@@ -47,6 +47,48 @@ extension SaveContext {
         return (done.counts, done.last, done.count == limit)
     }
 
+    /// A save's updates of `fields` (``WriteContext/bulkSet(_:fields:rows:)``):
+    /// the rows go into a temporary table, are matched to their records by
+    /// identifier, and are written as a bulk update's chunk whose computed
+    /// values are the given ones. Declined (nil) for a field that holds a
+    /// relationship's reference (the record-by-record path checks it), an
+    /// identifier of a type ``BulkUpdateShape`` does not write, a record
+    /// not stored or given twice, or a value the record-by-record path refuses.
+    func bulkSet(_ entity: EntitySchema, fields: [Int], rows: [[Value]]) throws -> [Bool]? {
+        let references = Set(entity.relationshipColumns.values.joined())
+        guard store.bulkUpdates, !rows.isEmpty,
+            !fields.contains(where: { references.contains(entity.fields[$0].name) }),
+            let shape = BulkUpdateShape(entity, [], fields)
+        else { return nil }
+        let ids = entity.identifier
+        let input = "temp.depot_set_\(ids.count)_\(fields.count)"
+        try db.execute(
+            sql: "CREATE TABLE IF NOT EXISTS \(input)(depot_seq INTEGER PRIMARY KEY"
+                + ids.indices.map { ", depot_k\($0 + 1)" }.joined()
+                + fields.indices.map { ", depot_v\($0 + 1)" }.joined() + ")")
+        defer { try? db.execute(sql: "DELETE FROM \(input)") }
+        let insert =
+            "INSERT INTO \(input) VALUES (?" + String(repeating: ", ?", count: ids.count + fields.count) + ")"
+        for (seq, row) in rows.enumerated() { try run(insert, [.int(Int64(seq))] + row) }
+        let scratch = try shape.scratch(on: db)
+        defer { try? db.execute(sql: "DELETE FROM \(scratch)") }
+        // Each row's record by its identifier (compared as `"id" = ?` compares
+        // a bound value); one stored record per row, or the path declines.
+        let match = ids.indices.map { "t.\(SQL.quote(ids[$0])) = s.depot_k\($0 + 1)" }.joined(separator: " AND ")
+        try run(
+            "INSERT OR IGNORE INTO \(scratch) SELECT t.rowid, s.depot_seq, \(shape.identifierJSON), "
+                + fields.map { "t.\(SQL.quote(entity.fields[$0].name))" }.joined(separator: ", ")
+                + fields.indices.map { ", s.depot_v\($0 + 1)" }.joined()
+                + " FROM \(input) AS s CROSS JOIN \(entity.table) AS t ON \(match)", [])
+        guard db.changesCount == rows.count else { return nil }
+        var changed = Array(repeating: true, count: rows.count)
+        try select("SELECT depot_seq FROM \(scratch) WHERE NOT \(shape.changed)", [], cached: true) {
+            changed[Int(sqlite3_column_int64($0, 0))] = false
+        }
+        guard try writeBulk(shape, from: scratch) != nil else { return nil }
+        return changed
+    }
+
     /// Writes the records of `scratch` (filled as ``BulkUpdateShape`` lays
     /// it out) with their new values and logs their changes in the order of
     /// `depot_seq`; nil, with nothing written, when one of its new values is

@@ -145,21 +145,55 @@ extension StoreBackend {
     private static func apply(
         _ planned: [PlannedChange], merge: ChangeSet.MergePolicy, in save: Context, backend: Self
     ) async throws -> [ChangeOutcome] {
+        if let outcomes = try await bulkUpdates(planned, in: save) { return outcomes }
         let planned = try await check(planned, merge: merge, in: save, schema: backend.settings.schema)
-        var outcomes: [Int: ChangeOutcome] = [:]
+        var outcomes: [ChangeOutcome?] = Array(repeating: nil, count: planned.count)
+        // By position: a PlannedChange is large, and copying each was a
+        // measurable part of a processor's commit.
         let order =
-            planned.filter(\.writesRecord) + planned.filter { $0.kind == .update }
-            + planned.filter { $0.kind == .delete }
-        for p in order {
+            planned.indices.filter { planned[$0].writesRecord } + planned.indices.filter { planned[$0].kind == .update }
+            + planned.indices.filter { planned[$0].kind == .delete }
+        for k in order {
             do {
-                outcomes[p.index] = try await p.apply(in: save, backend: backend)
+                outcomes[k] = try await planned[k].apply(in: save, backend: backend)
             } catch let error as DepotError {
                 // The change's own failure; the store's (I/O, a full disk) passes as it is.
-                guard let failure = p.failure(error) else { throw error }
+                guard let failure = planned[k].failure(error) else { throw error }
                 throw SaveRefusal(failures: [failure])
             }
         }
-        return planned.map { outcomes[$0.index]! }
+        return outcomes.map { $0! }
+    }
+
+    /// The fewest updates a save writes in bulk.
+    static var leastBulkUpdates: Int { 16 }
+
+    /// A save of updates alone, of the same fields of records of one entity
+    /// with no `if_token` (a processor's commit, a client's batch of
+    /// edits), written by the backend in a few statements
+    /// (``WriteContext/bulkSet(_:fields:rows:)``) with what writing them
+    /// one by one writes; nil, with nothing written, for any other save or
+    /// when the backend declines (a record not stored or changed twice, a
+    /// reference set: the change-by-change path names the failure).
+    private static func bulkUpdates(_ planned: [PlannedChange], in save: Context) async throws -> [ChangeOutcome]? {
+        guard planned.count >= leastBulkUpdates, planned[0].kind == .update else { return nil }
+        let entity = planned[0].entity
+        // In the order of an update's assignments (Assignments.resolve): by name.
+        let names = planned[0].values.keys.sorted()
+        for i in planned.indices {
+            guard planned[i].kind == .update, planned[i].invalid == nil, planned[i].ifToken == nil,
+                planned[i].entity.name == entity.name, planned[i].values.count == names.count,
+                names.allSatisfy({ planned[i].values[$0] != nil })
+            else { return nil }
+        }
+        let positions = names.map { entity.position(of: $0)! }
+        let rows = planned.indices.map { i in planned[i].identifier + names.map { planned[i].values[$0]! } }
+        guard let changed = try await save.bulkSet(entity, fields: positions, rows: rows) else { return nil }
+        return planned.indices.map { i in
+            ChangeOutcome(
+                index: planned[i].index, entity: entity.name, identifier: planned[i].identifier, kind: .update,
+                effect: changed[i] ? .updated : .unchanged)
+        }
     }
 
     /// Every failing change of the set, against the store as `save` sees
@@ -172,42 +206,54 @@ extension StoreBackend {
         // One change per record.
         var seen: [PlannedChange.Key: Int] = [:]
         var repeated = Set<Int>()
-        for p in planned where !p.identifier.isEmpty {
-            if let first = seen[p.key] {
-                repeated.insert(p.index)
+        for i in planned.indices where !planned[i].identifier.isEmpty {
+            let key = planned[i].key
+            if let first = seen[key] {
+                repeated.insert(planned[i].index)
                 failures.append(
                     .init(
-                        index: p.index, code: .duplicateChange, field: nil,
-                        message: "change \(first) already changes \(p.describe); one change per record in a save"))
+                        index: planned[i].index, code: .duplicateChange, field: nil,
+                        message:
+                            "change \(first) already changes \(planned[i].describe); one change per record in a save"
+                    ))
             } else {
-                seen[p.key] = p.index
+                seen[key] = planned[i].index
             }
         }
-        let written = Set(planned.filter { $0.invalid == nil && $0.writesRecord }.map(\.key))
-        let deleted = Set(planned.filter { $0.invalid == nil && $0.kind == .delete }.map(\.key))
+        let valid = planned.indices.filter { planned[$0].invalid == nil }
+        let written = Set(valid.filter { planned[$0].writesRecord }.map { planned[$0].key })
+        let deleted = Set(valid.filter { planned[$0].kind == .delete }.map { planned[$0].key })
         for i in planned.indices where planned[i].invalid == nil && !repeated.contains(planned[i].index) {
             let version = try await save.version(planned[i].entity, identifier: planned[i].identifier)
             let stored = version != nil
-            var p = planned[i]
-            switch p.kind {
+            switch planned[i].kind {
             case .insert where stored:
                 failures.append(
-                    .init(index: p.index, code: .alreadyExists, field: nil, message: "\(p.describe) already exists"))
+                    .init(
+                        index: planned[i].index, code: .alreadyExists, field: nil,
+                        message: "\(planned[i].describe) already exists"))
                 continue
             case .update where !stored, .delete where !stored:
                 failures.append(
-                    .init(index: p.index, code: .notFound, field: nil, message: "there is no \(p.describe)"))
+                    .init(
+                        index: planned[i].index, code: .notFound, field: nil,
+                        message: "there is no \(planned[i].describe)"))
+                continue
+            case .update where planned[i].ifToken == nil && planned[i].references.isEmpty,
+                .delete
+            where planned[i].ifToken == nil:
+                // Nothing more to check (the common case: no copy of the change).
                 continue
             default:
                 break
             }
-            if p.ifToken != nil {
+            if planned[i].ifToken != nil {
                 if let failure = try await planned[i].merge(with: version, policy: merge, in: save) {
                     failures.append(failure)
                     continue
                 }
             }
-            p = planned[i]
+            let p = planned[i]
             if p.skip { continue }
             // A new record has every required field.
             if p.kind == .insert || p.kind == .replace || (p.kind == .upsert && !stored) {

@@ -81,6 +81,9 @@ extension WriteContext {
         _ selection: RowSelection, assignments: [(Int, Value)], computed: [Int], after cursor: RowCursor, limit: Int
     ) async throws -> (counts: WriteCounts, cursor: RowCursor, more: Bool)? { nil }
 
+    /// A backend without a bulk path sets a save's records one by one.
+    public func bulkSet(_ entity: EntitySchema, fields: [Int], rows: [[Value]]) async throws -> [Bool]? { nil }
+
     /// A backend without a bulk path takes every change back one by one.
     public func bulkRevert(transaction: Int64, skip: Int, after: Int64?, limit: Int, newest: Int64) async throws
         -> (counts: WriteCounts, taken: Int, continues: Bool, last: Int64)?

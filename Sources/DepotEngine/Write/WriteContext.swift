@@ -69,6 +69,16 @@ public protocol WriteContext: AnyObject, Sendable {
     /// (`last`), which spares counting them again.
     func bulkRevert(transaction: Int64, skip: Int, after: Int64?, limit: Int, newest: Int64) async throws
         -> (counts: WriteCounts, taken: Int, continues: Bool, last: Int64)?
+    /// A save's updates of the same `fields` (entity positions) of records
+    /// of `entity`, in a few statements: each of `rows` holds a record's
+    /// identifier values, then its converted values of `fields`, in the
+    /// save's order; the same records, history and tokens as setting them
+    /// one by one with ``set(_:on:of:)`` and ``log(_:)``. Whether each
+    /// record changed (false: it held those values), in order; nil, with
+    /// nothing written, when the backend has no such path or one of the
+    /// records is not stored or comes twice (the caller goes change by
+    /// change, which names the failure).
+    func bulkSet(_ entity: EntitySchema, fields: [Int], rows: [[Value]]) async throws -> [Bool]?
     /// Sets `assignments` (entity positions and values) on record `key` of `entity`.
     func set(_ assignments: [(Int, Value)], on key: RecordKey, of entity: EntitySchema) async throws
     /// Sets `reference` to null in the records that refer to the record of
