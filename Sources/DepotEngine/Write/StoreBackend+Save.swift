@@ -135,8 +135,9 @@ extension StoreBackend {
                     + "larger work is an import")
         }
         let schema = settings.schema
+        var filters: [String: String] = [:]
         return try changeSet.changes.enumerated().map { i, change in
-            try PlannedChange(index: i, change, schema: schema, dialect: settings.dialect)
+            try PlannedChange(index: i, change, schema: schema, dialect: settings.dialect, filters: &filters)
         }
     }
 
@@ -309,7 +310,12 @@ struct PlannedChange: Sendable {
     /// Whether the merge left it nothing to write (``ChangeSet/MergePolicy/storeTrump``).
     var skip = false
 
-    init(index: Int, _ change: ChangeSet.Change, schema: StoreSchema, dialect: any SQLDialect) throws {
+    /// - Parameter filters: the SQL that selects a record of an entity by
+    ///   its identifier, by entity name, made once for a save's changes.
+    init(
+        index: Int, _ change: ChangeSet.Change, schema: StoreSchema, dialect: any SQLDialect,
+        filters: inout [String: String]
+    ) throws {
         self.index = index
         self.kind = change.kind
         self.ifToken = change.ifToken
@@ -351,10 +357,14 @@ struct PlannedChange: Sendable {
                 }
                 // The record by its identifier: the same text for every
                 // save of the entity (its statements cached), no predicate to compile.
-                var filter = SQLFragment(
-                    sql: entity.identifier.enumerated().map { k, name in
+                let names = entity.identifier
+                let sql =
+                    filters[entity.name]
+                    ?? names.enumerated().map { k, name in
                         "\(SQL.quote(name)) = \(dialect.placeholder(k + 1))"
-                    }.joined(separator: " AND "), arguments: identifier)
+                    }.joined(separator: " AND ")
+                filters[entity.name] = sql
+                var filter = SQLFragment(sql: sql, arguments: identifier)
                 filter.recurs = true
                 selection = RowSelection(entity, .matching(filter), in: schema)
                 if kind == .update {
