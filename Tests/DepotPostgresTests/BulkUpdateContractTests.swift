@@ -28,7 +28,10 @@ struct BulkUpdateContractTests {
                 fields: [
                     Field(name: "a", type: .int), Field(name: "k", type: .string), Field(name: "v", type: .double)
                 ],
-                identifier: ["a", "k"], history: .fields)
+                identifier: ["a", "k"], history: .fields),
+            EntityDeclaration(
+                name: "Count", fields: [Field(name: "id", type: .int), Field(name: "x", type: .double)],
+                identifier: ["id"], history: .values)
         ])
     }
 
@@ -125,6 +128,19 @@ struct BulkUpdateContractTests {
             batchSize: 5)
         try await revert("b", batchSize: 4)
         out.append("restored: \(try await backend.records("Item") == restored)")
+        // Integer identifiers, negative ones among them; one record changed since.
+        var counts = RecordBatch(entity: "Count", columns: ["id", "x"])
+        for i in -5..<7 { counts.append([.int(Int64(i) * 1_000_003), .double(Double(i) / 3)]) }
+        _ = try await backend.write(counts)
+        let countsBefore = try await backend.records("Count")
+        try await store.update(
+            entity: "Count", where: nil, set: [:], compute: ["x": "x * 3 + 0.1"], author: "c", job: "c", batchSize: 5)
+        try await store.update(entity: "Count", where: "id == 2000006", set: ["x": 9.0], author: "later")
+        try await revert("c", batchSize: 4)
+        let countsAfter = try await backend.records("Count")
+        out.append(
+            "counts restored but the conflict: \(zip(countsBefore, countsAfter).filter { $0.0 != $0.1 }.map { $0.0[0] })"
+        )
         out.append("Item: \(try await backend.records("Item"))")
         out.append("Pair: \(try await backend.records("Pair"))")
         // Each change with its step, sorted: the backends' orders and saves differ.
@@ -177,6 +193,8 @@ struct BulkUpdateContractTests {
         #expect(out.contains(#"restored but the conflict: ["it's"]"#), "\(out)")
         #expect(out.contains("revert b: upd 12 unch 0 rej 0 "), "\(out)")
         #expect(out.contains("restored: true"), "\(out)")
+        #expect(
+            out.contains { $0.hasPrefix("counts restored but the conflict: [") && $0.contains("2000006") }, "\(out)")
         for (name, other) in answers.dropFirst() {
             #expect(other.count == out.count, "\(name)")
             for (a, b) in zip(out, other) { #expect(a == b, "\(name) differs from \(answers[0].0)") }
@@ -191,9 +209,14 @@ struct BulkUpdateContractTests {
     func identifierBytes() async throws {
         let (texts, arrays) = try await Self.historyTexts(
             Self.script, raw: "identifier FROM depot_changes WHERE kind = 'update'")
-        // Steps 1, 2, 3, 5, 7, 8 and 11 and job a's update and revert pages go in bulk.
+        // Steps 1, 2, 3, 5, 7, 8 and 11 and job a's update and revert pages go in bulk:
+        // of the reverts, the pages whose changes all set the same fields,
+        // but the conflicts' (job b set `b` only where it was true): 17 of
+        // Item's; 9 of Count's 12 (saves of 4 changes over transactions of
+        // 2, 5 and 5, newest first; the conflict's page of 3 goes change by change).
         #expect(arrays[0] > 60, "\(arrays)")
-        #expect(arrays[1] == 0, "\(arrays)")
+        #expect(arrays[1] == 26, "\(arrays)")
+        #expect(arrays[2] == 0 && arrays[3] == 0, "\(arrays)")
         #expect(texts[0].count > 60 && texts[1].count > 60)
         #expect(texts[0] == texts[2])
         #expect(texts[1] == texts[3])
@@ -202,7 +225,8 @@ struct BulkUpdateContractTests {
     /// `script` run on an SQLite store with its bulk path and on one
     /// without: for each, the history's changes, then column `raw` of its
     /// rows in their order (`raw` may name a table and a condition); and
-    /// how many update rows keep their values as arrays (the bulk path's).
+    /// how many update rows keep their values as arrays (the bulk path's),
+    /// then how many of those a revert wrote: for each store, two counts.
     static func historyTexts(_ script: (any Backend) async throws -> [String], raw: String) async throws
         -> (texts: [[String]], arrays: [Int])
     {
@@ -219,6 +243,14 @@ struct BulkUpdateContractTests {
                 try await db.read {
                     try Int.fetchOne(
                         $0, sql: "SELECT count(*) FROM depot_changes WHERE kind = 'update' AND old LIKE '[%'") ?? 0
+                })
+            // Of those, the reverts' (their pages taken back in bulk).
+            arrays.append(
+                try await db.read {
+                    try Int.fetchOne(
+                        $0,
+                        sql: "SELECT count(*) FROM depot_changes AS c JOIN depot_transactions AS t ON t.id = c.txn "
+                            + "WHERE t.author LIKE 'revert%' AND c.kind = 'update' AND c.old LIKE '[%'") ?? 0
                 })
             try db.close()
             await backend.close()

@@ -347,20 +347,29 @@ extension SaveContext {
             "(SELECT id, entity, identifier, kind, fields, old, new FROM depot_changes WHERE txn = ? AND id > ? "
             + "ORDER BY id LIMIT ?)"
         let pageArguments: [Value] = [.int(txn), .int(start), .int(Int64(limit))]
-        var (count, uniform, entityName, fieldList, last) = (0, false, "", "", Int64(0))
+        // The page's size and last change from the transaction's index
+        // alone, and the entity and fields of its first change: each of
+        // the others must have the same (the page's INSERT below takes only
+        // those, and the page declines when it took fewer than all).
+        var (count, entityName, fieldList, last) = (0, "", "", Int64(0))
         try select(
-            "SELECT count(*), min(entity) = max(entity) AND min(fields) = max(fields) AND min(kind) = 'update' "
-                + "AND max(kind) = 'update' AND count(old) = count(*) AND count(new) = count(*), "
-                + "min(entity), min(fields), max(id) FROM \(page)",
+            "SELECT count(*), max(id) FROM (SELECT id FROM depot_changes WHERE txn = ? AND id > ? ORDER BY id LIMIT ?)",
             pageArguments, cached: true
         ) { statement in
             count = Int(sqlite3_column_int64(statement, 0))
-            uniform = sqlite3_column_int64(statement, 1) != 0
-            entityName = SQL.text(statement, 2)
-            fieldList = SQL.text(statement, 3)
-            last = sqlite3_column_int64(statement, 4)
+            last = sqlite3_column_int64(statement, 1)
         }
-        guard count > 0, uniform, let entity = try? store.entity(entityName), entity.history == .values,
+        var update = false
+        try select(
+            "SELECT entity, fields, kind = 'update' AND fields IS NOT NULL FROM depot_changes "
+                + "WHERE txn = ? AND id > ? ORDER BY id LIMIT 1",
+            [.int(txn), .int(start)], cached: true
+        ) { statement in
+            entityName = SQL.text(statement, 0)
+            fieldList = SQL.text(statement, 1)
+            update = sqlite3_column_int64(statement, 2) != 0
+        }
+        guard count > 0, update, let entity = try? store.entity(entityName), entity.history == .values,
             case .array(let items)? = MiniJSON.parse(fieldList)
         else { return nil }
         var positions: [Int] = []
@@ -372,18 +381,34 @@ extension SaveContext {
         }
         guard !positions.isEmpty, let shape = BulkUpdateShape(entity, [], positions) else { return nil }
         // A value of the change's old or new JSON: an array in the order of
-        // its fields, or an object (written before compact values).
+        // its fields, or an object (written before compact values). The
+        // one number of a one-field array is its text between the brackets
+        // (no JSON to parse: the common case of a computed update's revert).
         func value(_ column: String, _ k: Int) -> String {
             let field = entity.fields[positions[k]]
             func at(_ path: String) -> String {
                 field.type == .double ? "depot_double(\(column) -> '\(path)')" : "\(column) ->> '\(path)'"
             }
+            let array =
+                field.type == .double && positions.count == 1
+                ? "depot_double(substr(\(column), 2, length(\(column)) - 2))" : at("$[\(k)]")
             return
-                "(CASE WHEN substr(\(column), 1, 1) = '[' THEN \(at("$[\(k)]")) ELSE \(at("$.\"\(field.name)\"")) END)"
+                "(CASE WHEN substr(\(column), 1, 1) = '[' THEN \(array) ELSE \(at("$.\"\(field.name)\"")) END)"
         }
-        let ids = entity.identifierIndexes.map { entity.fields[$0].name }
-        let match = ids.enumerated().map { i, name in
-            "t.\(SQL.quote(name)) = json_extract(c.identifier, '\(ids.count == 1 ? "$" : "$[\(i)]")')"
+        let ids = entity.identifierIndexes.map { entity.fields[$0] }
+        let match = ids.enumerated().map { i, field in
+            let extracted = "json_extract(c.identifier, '\(ids.count == 1 ? "$" : "$[\(i)]")')"
+            // One text or integer identifier: its JSON's text without the
+            // quotes when it holds no escape, the integer's digits; no JSON to parse.
+            let value: String =
+                switch (ids.count, field.type) {
+                case (1, .string), (1, .date):
+                    "(CASE WHEN instr(c.identifier, '\\') = 0 THEN substr(c.identifier, 2, length(c.identifier) - 2) "
+                        + "ELSE \(extracted) END)"
+                case (1, .int): "CAST(c.identifier AS INTEGER)"
+                default: extracted
+                }
+            return "t.\(SQL.quote(field.name)) = \(value)"
         }
         let fields = positions.map { "t.\(SQL.quote(entity.fields[$0].name))" }
         let scratch = try shape.scratch(on: db)
@@ -395,9 +420,10 @@ extension SaveContext {
             "INSERT OR IGNORE INTO \(scratch) SELECT t.rowid, c.id, c.identifier, \(fields.joined(separator: ", ")), "
                 + positions.indices.map { value("c.old", $0) }.joined(separator: ", ")
                 + " FROM \(page) AS c CROSS JOIN \(entity.table) AS t ON \(match.joined(separator: " AND ")) "
-                + "WHERE coalesce(t.depot_token, 0) <= ? OR NOT ("
+                + "WHERE c.entity = ? AND c.fields = ? AND c.kind = 'update' AND c.old IS NOT NULL "
+                + "AND c.new IS NOT NULL AND (coalesce(t.depot_token, 0) <= ? OR NOT ("
                 + positions.indices.map { "\(fields[$0]) IS NOT \(value("c.new", $0))" }.joined(separator: " OR ")
-                + ")", pageArguments + [.int(newest)])
+                + "))", pageArguments + [.string(entityName), .string(fieldList), .int(newest)])
         guard db.changesCount == count, let done = try writeBulk(shape, from: scratch) else { return nil }
         var continues = false
         try select(
