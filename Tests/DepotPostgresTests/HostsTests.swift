@@ -66,15 +66,24 @@ struct HostsTests {
                 json: Array(#"{"identifier": "code", "fields": {"code": "string", "n": "int?"}}"#.utf8), name: "Data"
             ).schema()
             // B hears A's notifications in their order: once it has heard
-            // the commit that follows the put, it has read the entities again.
+            // the token of the commit that follows the put, it has read the
+            // entities again. (Waiting for any commit heard after the body
+            // began was a race: a commit of A's before it, heard late, woke
+            // the wait before the entities' notice was read.)
+            var saves = 0
             func heardNext(_ body: () async throws -> Void) async throws {
-                let seen = b.commitCount
-                let waiter = Task { await b.waitForCommit(after: seen) }
                 try await body()
-                _ = try await a.store.withSave(author: "host-a") {
-                    try await $0.write(WriteContractTests.batch([WriteContractTests.row("T\(seen)")]), policy: .upsert)
+                saves += 1
+                let row = WriteContractTests.row("T\(saves)")
+                let saved = try await a.store.withSave(author: "host-a") {
+                    try await $0.write(WriteContractTests.batch([row]), policy: .upsert)
                 }
-                #expect(await waiter.value)
+                let token = try #require(saved.token)
+                while true {
+                    let seen = b.commitCount
+                    if let heard = b.heardToken, heard >= token { break }
+                    try #require(await b.waitForCommit(after: seen))
+                }
             }
             try await heardNext {
                 let created = try await a.store.putEntity(data)

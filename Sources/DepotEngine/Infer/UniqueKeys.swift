@@ -98,7 +98,11 @@ final class UniqueCandidate {
             stop(suspect: h)
             return false
         }
-        var readers = try runs.map { try RunReader(url: $0) }
+        // Each run is read a block at a time, the blocks together about one
+        // buffer's worth, so that the merge's memory stays the candidate's
+        // share however many runs a long file made (30M rows: hundreds).
+        let block = min(65_536, max(1_024, chunk / runs.count))
+        var readers = try runs.map { try RunReader(url: $0, block: block) }
         readers.append(RunReader(values: buffer))
         buffer = []
         var last: UInt64?
@@ -144,17 +148,21 @@ final class UniqueCandidate {
 private struct RunReader {
     private var handle: FileHandle?
     private var block: [UInt64]
+    /// The hashes read at a time.
+    private let size: Int
     private var index = 0
     private(set) var head: UInt64?
 
-    init(url: URL) throws {
+    init(url: URL, block size: Int) throws {
         handle = try FileHandle(forReadingFrom: url)
         block = []
+        self.size = size
         try advance()
     }
 
     init(values: [UInt64]) {
         handle = nil
+        size = 0
         block = values
         head = values.first
         index = values.isEmpty ? 0 : 1
@@ -166,7 +174,7 @@ private struct RunReader {
             index += 1
             return
         }
-        guard let handle, let data = try handle.read(upToCount: 8 * 65_536), !data.isEmpty else {
+        guard let handle, let data = try handle.read(upToCount: 8 * size), !data.isEmpty else {
             head = nil
             return
         }
