@@ -137,11 +137,18 @@ extension DepotClient {
                     let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
                     head.headers.add(name: "Content-Type", value: type)
                     head.headers.add(name: "Content-Length", value: "\(size)")
-                    try await outbound.write(.head(head))
+                    // Each part written on the channel and awaited, not
+                    // through the NIOAsyncChannel's writer: a write of the
+                    // writer after the daemon closed (a refusal answered
+                    // before the body) could wait forever (swift-nio 2.101,
+                    // seen in depotctl console's bridge); the channel's fails.
+                    let wire = channel.channel
+                    try await wire.writeAndFlush(HTTPClientRequestPart.head(head)).get()
                     while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: chunk))))
+                        try await wire.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(bytes: chunk))))
+                            .get()
                     }
-                    try await outbound.write(.end(nil))
+                    try await wire.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
                 }
             } catch let error as DepotClientError {
                 throw error

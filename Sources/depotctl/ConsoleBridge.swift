@@ -182,27 +182,37 @@ final class ConsoleBridge: Sendable {
         // daemon's side at once, not at the stream's next line.
         let daemonChannel = daemon.channel
         browser.closeFuture.whenComplete { _ in daemonChannel.close(promise: nil) }
-        return try await daemon.executeThenClose { answers, requestWriter in
+        return try await daemon.executeThenClose { answers, _ in
             var forwarded = head
             forwarded.headers.remove(name: "Cookie")
             forwarded.headers.replaceOrAdd(name: "Host", value: "depot")
             forwarded.headers.replaceOrAdd(name: "Connection", value: "close")
             // The body as it comes; a daemon that answers before reading it
-            // all (a refusal) has its answer read all the same.
+            // all (a refusal) has its answer read all the same. Written on
+            // the channel, each part's write awaited, not through the
+            // NIOAsyncChannel's writer: the daemon answers a GET and closes
+            // as soon as it has the head, and a write of the writer made
+            // after that close waited forever (swift-nio 2.101; seen about
+            // once in 300 requests of a loaded machine, as a page that never
+            // loaded). A channel's write to a closed channel fails instead.
+            var ended = false
             do {
-                try await requestWriter.write(.head(forwarded))
-                while let part = try await requests.next() {
+                try await daemonChannel.writeAndFlush(HTTPClientRequestPart.head(forwarded)).get()
+                while !ended, let part = try await requests.next() {
                     switch part {
                     case .head: break
-                    case .body(let bytes): try await requestWriter.write(.body(.byteBuffer(bytes)))
-                    case .end(let trailers): try await requestWriter.write(.end(trailers))
+                    case .body(let bytes):
+                        try await daemonChannel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(bytes))).get()
+                    case .end(let trailers):
+                        ended = true
+                        try await daemonChannel.writeAndFlush(HTTPClientRequestPart.end(trailers)).get()
                     }
-                    if case .end = part { break }
                 }
             } catch {
-                try? await Self.skipBody(&requests)
+                // The rest of this request's body, not the next request's.
+                if !ended { try? await Self.skipBody(&requests) }
             }
-            var ended = false
+            var answered = false
             for try await part in answers {
                 switch part {
                 case .head(var answer):
@@ -212,11 +222,11 @@ final class ConsoleBridge: Sendable {
                 case .body(let bytes): try await outbound.write(.body(.byteBuffer(bytes)))
                 case .end(let trailers):
                     try await outbound.write(.end(trailers))
-                    ended = true
+                    answered = true
                 }
-                if ended { break }
+                if answered { break }
             }
-            return ended
+            return answered
         }
     }
 

@@ -31,6 +31,9 @@ SHOTS = os.path.join(ROOT, "docs", "console")
 READER_UID = 65533
 failures = []
 figures = {}
+# What a failed step prints of the browser's side (the page shown, its
+# console, its last answers): a timeout alone does not say what was shown.
+diagnostics = []
 
 
 def check(condition, what):
@@ -48,6 +51,11 @@ def step(name):
                 print(f"   ok", flush=True)
             except Exception as e:  # noqa: BLE001 - every failure is reported
                 traceback.print_exc()
+                for diagnose in diagnostics:
+                    try:
+                        diagnose()
+                    except Exception as d:  # noqa: BLE001 - a diagnosis that fails must not hide the failure
+                        print(f"   (the diagnosis failed: {d})", flush=True)
                 failures.append(f"{name}: {e}")
         return run
     return wrap
@@ -281,6 +289,18 @@ def run_writer(browser, daemon, bridge, big):
     page.on("dialog", lambda d: d.accept())
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    console_lines = []
+    page.on("console", lambda m: console_lines.append(f"{m.type}: {m.text}"))
+    answers = []
+    page.on("response", lambda r: answers.append(f"{r.status} {r.request.method} {r.url}"))
+    page.on("requestfailed", lambda r: answers.append(f"failed ({r.failure}) {r.method} {r.url}"))
+
+    def diagnose():
+        print(f"   the page: {page.url}", flush=True)
+        print("   shown: " + page.inner_text("main", timeout=2000)[:1500].replace("\n", " | "), flush=True)
+        print("   its console: " + " / ".join((console_lines + errors)[-15:]), flush=True)
+        print("   its last answers:\n     " + "\n     ".join(answers[-20:]), flush=True)
+    diagnostics.append(diagnose)
 
     @step("without the token, and with a used one, the bridge refuses")
     def refused():
@@ -642,6 +662,44 @@ def run_writer(browser, daemon, bridge, big):
         figures["console assets, compressed (bytes)"] = total
         check(total <= 300 * 1024, f"the assets weigh {total} bytes compressed")
     bridge_checks()
+
+    @step("on a loaded machine the bridge answers 1,000 requests in a row, each at once")
+    def bridge_loaded():
+        # The daemon answers a GET and closes as soon as it has the head; a
+        # bridge that then wrote the request's end through the
+        # NIOAsyncChannel's writer waited forever, about once in 300
+        # requests with both cores busy (a page that never loaded, in CI).
+        # Two busy processes make the machine as loaded as that; the
+        # requests alternate with ones to the daemon's own socket, as the
+        # runs that showed it did.
+        cookie = "; ".join(f"{c['name']}={c['value']}" for c in context.cookies())
+        host = f"127.0.0.1:{bridge.port}"
+        busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+        try:
+            for i in range(1000):
+                path = "/console/" if i % 2 else "/v1/me"
+                c = http.client.HTTPConnection("127.0.0.1", bridge.port, timeout=10)
+                try:
+                    c.request("GET", path, headers={"Host": host, "Cookie": cookie, "Accept-Encoding": "gzip"})
+                    r = c.getresponse()
+                    r.read()
+                except TimeoutError:
+                    raise AssertionError(f"request {i + 1} ({path}) through the bridge had no answer in 10 s")
+                finally:
+                    c.close()
+                check(r.status == 200, f"request {i + 1} ({path}): {r.status}")
+                d = UnixHTTP(daemon.socket, timeout=10)
+                d.request("GET", path)
+                answer = d.getresponse()
+                answer.read()
+                d.close()
+                check(answer.status == 200, f"request {i + 1} ({path}) to the daemon: {answer.status}")
+        finally:
+            for b in busy:
+                b.kill()
+                b.wait()
+    bridge_loaded()
+    diagnostics.remove(diagnose)
     context.close()
 
 

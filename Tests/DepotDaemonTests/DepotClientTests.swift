@@ -128,6 +128,16 @@ struct DepotClientTests {
         }
         #expect(missing?.code == .localIO && missing?.message.contains("none.csv") == true)
         #expect(missing?.isTransient == false && nobody?.isTransient == true)
+        // A large upload the daemon refuses on its head (an unknown entity)
+        // and closes: the refusal comes back, not a write error or a wait.
+        let big = d.folder.appendingPathComponent("big.csv")
+        try Data(tripsCSV(100_000, prefix: "u").utf8).write(to: big)
+        for _ in 0..<20 {
+            let refused = await failure {
+                _ = try await client.upload(file: big.path, store: "travel", entity: "Trips")
+            }
+            #expect(refused?.code == .unknownEntity && refused?.status == 404)
+        }
 
         // A daemon killed in the middle of an answer: the answer broke off, it is not a short one.
         let follow = client.followHistory(store: "travel")

@@ -109,10 +109,14 @@ const enc = encodeURIComponent;
 const state = { me: null, page: null };
 const canWrite = () => state.me && state.me.role === 'write';
 
-/** Streams of the page shown; aborted when another page is shown. */
+/**
+ * The signal of the page being shown, aborted when another page is shown.
+ * A page takes it in its first line, before any await: asked later, it
+ * could be the next page's, and a stream opened then would outlive its own.
+ */
 function pageSignal() { return state.page.signal; }
-function follow(path, init, onLine) {
-  stream(path, init, onLine, pageSignal()).catch((e) => {
+function follow(path, init, onLine, signal) {
+  stream(path, init, onLine, signal).catch((e) => {
     if (e.name !== 'AbortError') toast('A live stream ended: ' + e.message);
   });
 }
@@ -497,6 +501,7 @@ function changesList(changes) {
 // -- Imports: a dropped file, uploaded with its progress, then its job's
 
 function importPanel(store, entity) {
+  const signal = pageSignal();
   const file = h('input', { type: 'file', id: 'import-file', multiple: true, accept: '.csv,.tsv,.ndjson,.jsonl,.json,text/csv', hidden: true });
   const onConflict = h('select', { id: 'on-conflict' },
     ['upsert', 'replace', 'skip', 'fail'].map((v) => h('option', { value: v }, v)));
@@ -530,7 +535,7 @@ function importPanel(store, entity) {
       try { body = JSON.parse(xhr.responseText); } catch { body = null; }
       if (xhr.status >= 300) { row.failed(new ApiError(xhr.status, body).message); return; }
       row.update(body);
-      follow(`/v1/jobs/${enc(body.id)}/events`, {}, (job) => row.update(job));
+      follow(`/v1/jobs/${enc(body.id)}/events`, {}, (job) => row.update(job), signal);
     });
     xhr.addEventListener('error', () => row.failed('the upload broke off'));
     row.onCancel = () => xhr.abort();
@@ -612,6 +617,7 @@ function jobControls(j) {
 // -- Jobs, live
 
 async function jobsPage() {
+  const signal = pageSignal();
   await state.whoami;
   document.title = 'Jobs · Depot';
   const { jobs } = await api('GET', '/v1/jobs');
@@ -626,7 +632,7 @@ async function jobsPage() {
     } else row.update(j);
   }
   for (const j of jobs) place(j);
-  follow('/v1/events', {}, (event) => { if (event.job) place(event.job); });
+  follow('/v1/events', {}, (event) => { if (event.job) place(event.job); }, signal);
   return [h('h1', {}, 'Jobs'),
     jobs.length ? null : h('p', { class: 'muted', id: 'no-jobs' }, 'No jobs yet; they show here as they come.'), list];
 }
@@ -634,6 +640,7 @@ async function jobsPage() {
 // -- The history feed, live
 
 async function historyPage(query) {
+  const signal = pageSignal();
   document.title = 'History · Depot';
   const params = new URLSearchParams(query || '');
   const { stores } = await api('GET', '/v1/stores');
@@ -693,13 +700,14 @@ async function historyPage(query) {
   if (last) q.set('after', last); else q.delete('after');
   q.delete('limit');
   q.set('follow', 'true');
-  follow(`/v1/stores/${enc(st.name)}/history?${q}`, {}, show);
+  follow(`/v1/stores/${enc(st.name)}/history?${q}`, {}, show, signal);
   return [h('h1', {}, 'History'), form, h('p', { class: 'muted', 'aria-live': 'polite' }, 'Live: new transactions appear at the top.'), feed];
 }
 
 // -- Consumers
 
 async function consumersPage() {
+  const signal = pageSignal();
   document.title = 'Consumers · Depot';
   const { stores } = await api('GET', '/v1/stores');
   const tbody = h('tbody');
@@ -721,13 +729,13 @@ async function consumersPage() {
   const again = () => {
     if (queued) return;
     queued = true;
-    setTimeout(() => { queued = false; if (!pageSignal().aborted) load().catch(() => {}); }, 500);
+    setTimeout(() => { queued = false; if (!signal.aborted) load().catch(() => {}); }, 500);
   };
   for (const st of stores) {
     // A line at most per 10,000 changes: an import's save of 50,000 is five.
     const q = new URLSearchParams({ follow: 'true', max_changes: '10000' });
     if (st.token) q.set('after', st.token);
-    follow(`/v1/stores/${enc(st.name)}/history?${q}`, {}, again);
+    follow(`/v1/stores/${enc(st.name)}/history?${q}`, {}, again, signal);
   }
   return [h('h1', {}, 'Consumers'), h('div', { class: 'scroll' }, h('table', {},
     h('thead', {}, h('tr', {}, ['Store', 'Consumer', 'Token', 'Lag (transactions)', 'Lag (time)', 'State', 'Acknowledged'].map((t) => h('th', {}, t)))),
@@ -737,6 +745,7 @@ async function consumersPage() {
 // -- Watched folders
 
 async function watchesPage() {
+  const signal = pageSignal();
   document.title = 'Watched folders · Depot';
   const tbody = h('tbody');
   async function load() {
@@ -747,7 +756,7 @@ async function watchesPage() {
       : [h('tr', {}, h('td', { colspan: '7', class: 'muted' }, 'No watched folders ([[watch]] in the configuration adds one).'))]));
   }
   await load();
-  follow('/v1/events', {}, () => load().catch(() => {}));
+  follow('/v1/events', {}, () => load().catch(() => {}), signal);
   return [h('h1', {}, 'Watched folders'), h('div', { class: 'scroll' }, h('table', {},
     h('thead', {}, h('tr', {}, ['Folder', 'Feeds', 'Format', 'On conflict', 'Waiting', 'Done', 'Failed'].map((t) => h('th', {}, t)))),
     tbody))];
