@@ -7,6 +7,7 @@ died, stopped answering /v1/health or did not exit 0 on SIGTERM.
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -193,9 +194,14 @@ def main():
             print(f"api-fuzz: depotd exited {daemon.returncode} on SIGTERM", file=sys.stderr)
             failed = True
     listener.close()
+    log.close()
     if failed:
         print("api-fuzz: the daemon's log:", open(log.name).read()[-4000:], file=sys.stderr)
-        return 1
+    if failed or result != 0:
+        print(f"api-fuzz: the daemon's folder is kept for a look: {folder}", file=sys.stderr)
+        return 1 if failed else result
+    # A passing run leaves nothing behind in /tmp.
+    shutil.rmtree(folder, ignore_errors=True)
     return result
 
 
