@@ -1,6 +1,19 @@
 import DepotEngine
 import Foundation
+import Synchronization
 import Testing
+
+/// The folders `DaemonProcess.makeFolder()` made in this test process. Many
+/// tests restart a daemon on its folder, so none is removed when a daemon
+/// stops; all are removed when the process exits (a whole run used to leave
+/// some fifty in /tmp). `DEPOT_TEST_KEEP=1` keeps them for a look.
+private let madeFolders = Mutex<[String]>([])
+private let removeFoldersAtExit: Void = {
+    atexit {
+        guard ProcessInfo.processInfo.environment["DEPOT_TEST_KEEP"] == nil else { return }
+        for path in madeFolders.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+    }
+}()
 
 /// A `depotd` started as a child process on a temporary configuration, with
 /// a datagram socket as its `NOTIFY_SOCKET`, so that tests wait for its
@@ -28,6 +41,8 @@ final class DaemonProcess {
         try FileManager.default.createDirectory(
             at: folder, withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o755])
+        madeFolders.withLock { $0.append(folder.path) }
+        _ = removeFoldersAtExit
         return folder
     }
 
