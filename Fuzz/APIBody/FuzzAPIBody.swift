@@ -17,9 +17,7 @@ import FuzzSupport
 /// (1 MB of nesting) or an error of another kind is a finding.
 enum APIBodyTarget {
     static let store: Store = {
-        let folder = NSTemporaryDirectory() + "/depot-fuzz-api-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        try? FileManager.default.removeItem(atPath: folder + "/fuzz.sqlite")
+        let folder = Fuzz.temporaryFolder("api")
         let config = try! DaemonConfig.parse(
             """
             [[store]]

@@ -51,9 +51,7 @@ enum PredicateTarget {
     static let schema = StoreSchema(name: "fuzz", entities: entities)
 
     static let store: Store = {
-        let folder = NSTemporaryDirectory() + "/depot-fuzz-predicate-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        try? FileManager.default.removeItem(atPath: folder + "/fuzz.sqlite")
+        let folder = Fuzz.temporaryFolder("predicate")
         return try! Fuzz.blocking {
             let store = try await Store.open(
                 StoreConfiguration(name: "fuzz", path: folder + "/fuzz.sqlite", entities: entities))

@@ -93,10 +93,40 @@ public enum Fuzz {
         return try box.withLock { $0! }.get()
     }
 
-    /// A scratch file for readers that read files: written anew for each input.
+    /// The files and folders a target made, removed when the process exits
+    /// (libFuzzer's end of its run, a replay's end; not a crash, whose
+    /// files may help to reproduce it): hundreds of runs had left their
+    /// scratch files in /dev/shm and their stores in /tmp.
+    private static let made = Mutex<Set<String>>([])
+
+    /// `path`, removed with what it holds when the process exits.
+    public static func removeAtExit(_ path: String) {
+        let first = made.withLock { made in
+            defer { made.insert(path) }
+            return made.isEmpty
+        }
+        if first {
+            atexit {
+                for path in Fuzz.made.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+            }
+        }
+    }
+
+    /// A folder of the target's own in the temporary folder, empty, removed at exit.
+    public static func temporaryFolder(_ name: String) -> String {
+        let folder = NSTemporaryDirectory() + "/depot-fuzz-\(name)-\(getpid())"
+        try? FileManager.default.removeItem(atPath: folder)
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        removeAtExit(folder)
+        return folder
+    }
+
+    /// A scratch file for readers that read files: written anew for each
+    /// input, removed at exit.
     public static func scratchFile(_ name: String, _ data: UnsafePointer<UInt8>, _ size: Int) -> String {
         let folder = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
         let path = "\(folder)/depot-fuzz-\(getpid())-\(name)"
+        removeAtExit(path)
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard fd >= 0 else { fail("cannot write \(path)") }
         var done = 0

@@ -222,6 +222,51 @@ struct BulkUpdateContractTests {
         #expect(texts[1] == texts[3])
     }
 
+    /// Version 8's hint: a change written in bulk keeps its record's rowid,
+    /// and a revert finds the record by it only while that rowid holds the
+    /// change's identifier; otherwise by the identifier, still in bulk.
+    @Test(
+        "a revert in bulk finds each record by the rowid its change kept, by its identifier when that rowid holds another record, none, or was not kept"
+    )
+    func rowidHints() async throws {
+        let backend = try await SQLiteBackend(entities: Self.entities(), bulkUpdates: true)
+        try await Self.load(backend, ids: Self.ids, pairs: 0)
+        let before = try await backend.records("Item")
+        let store = backend.contract
+        try await store.update(
+            entity: "Item", where: nil, set: [:], compute: ["d": "d * 3"], author: "a", job: "a", batchSize: 100)
+        let db = try DatabaseQueue(path: backend.folder.appendingPathComponent("s.sqlite").path)
+        let job = "SELECT id FROM depot_transactions WHERE job = 'a'"
+        // The rowid of the record each change names, found by its identifier's JSON.
+        func kept(_ author: String) throws -> Int {
+            try db.read {
+                try Int.fetchOne(
+                    $0,
+                    sql: "SELECT count(*) FROM depot_changes AS c JOIN depot_transactions AS x ON x.id = c.txn "
+                        + "JOIN Item AS t ON t.rowid = c.rid AND json_quote(t.id) = c.identifier "
+                        + "WHERE x.author = ? AND c.old LIKE '[%'", arguments: [author]) ?? 0
+            }
+        }
+        #expect(try kept("a") == Self.ids.count)
+        // Made wrong: a neighbour's rowid (the last one's: a rowid no record
+        // holds), a rowid far past them all, none.
+        let changed = try await db.write {
+            try $0.execute(
+                sql: "UPDATE depot_changes SET rid = CASE id % 3 WHEN 0 THEN rid + 1 WHEN 1 THEN rid + 1000000 "
+                    + "ELSE NULL END WHERE txn IN (\(job))")
+            return $0.changesCount
+        }
+        #expect(changed == Self.ids.count)
+        #expect(try kept("a") == 0)
+        let c = try await store.revert(.job("a"), author: "revert a", batchSize: 100)
+        #expect(c.updated == Self.ids.count && c.rejected == 0 && c.unchanged == 0)
+        #expect(try await backend.records("Item") == before)
+        // In bulk (values as arrays), each change with its record's rowid.
+        #expect(try kept("revert a") == Self.ids.count)
+        try db.close()
+        await backend.close()
+    }
+
     /// `script` run on an SQLite store with its bulk path and on one
     /// without: for each, the history's changes, then column `raw` of its
     /// rows in their order (`raw` may name a table and a condition); and

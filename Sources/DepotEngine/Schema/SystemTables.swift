@@ -131,6 +131,20 @@ package enum SystemTables {
         // the renames applied (`renamed_from`), each once.
         Step(version: 7, summary: "entities created over the API; renames applied") { db in
             try db.execute(sql: SystemTables.entityTable)
+        },
+        // Version 8: beside a change written in bulk, the rowid its record
+        // had then (`rid`), so that a revert finds the record by it, in the
+        // order the table keeps, instead of probing the identifier's index
+        // once per change (at 5M records, 8.6 s of lookups against 1.1 s).
+        // A hint only: checked against the identifier, which decides; null
+        // where the writer did not know it (the changes written before, and
+        // those written record by record).
+        Step(version: 8, summary: "the rowid of a change's record, as a hint for reverts") { db in
+            let has =
+                try Bool.fetchOne(
+                    db, sql: "SELECT count(*) > 0 FROM pragma_table_info('depot_changes') WHERE name = 'rid'")
+                ?? false
+            if !has { try db.execute(sql: "ALTER TABLE depot_changes ADD COLUMN rid INTEGER") }
         }
     ]
 

@@ -118,9 +118,9 @@ extension SaveContext {
         try flushChanges()
         let values = entity.history == .values
         try run(
-            "INSERT INTO depot_changes(txn, entity, identifier, kind, fields, old, new) "
+            "INSERT INTO depot_changes(txn, entity, identifier, kind, fields, old, new, rid) "
                 + "SELECT ?, ?, depot_id, 'update', \(shape.fieldsJSON), \(values ? shape.oldJSON : "NULL"), "
-                + "\(values ? shape.newJSON : "NULL") FROM \(scratch) WHERE \(shape.changed) ORDER BY depot_seq",
+                + "\(values ? shape.newJSON : "NULL"), depot_r FROM \(scratch) WHERE \(shape.changed) ORDER BY depot_seq",
             [.int(try historyTransaction()), .string(entity.name)] + shape.historyArguments(values: values))
         // Each record found by its rowid from the scratch table's list (an
         // UPDATE … FROM would scan the entity's table for each chunk).
@@ -344,7 +344,7 @@ extension SaveContext {
             ) { start = sqlite3_column_int64($0, 0) }
         }
         let page =
-            "(SELECT id, entity, identifier, kind, fields, old, new FROM depot_changes WHERE txn = ? AND id > ? "
+            "(SELECT id, entity, identifier, kind, fields, old, new, rid FROM depot_changes WHERE txn = ? AND id > ? "
             + "ORDER BY id LIMIT ?)"
         let pageArguments: [Value] = [.int(txn), .int(start), .int(Int64(limit))]
         // The page's size and last change from the transaction's index
@@ -396,7 +396,7 @@ extension SaveContext {
                 "(CASE WHEN substr(\(column), 1, 1) = '[' THEN \(array) ELSE \(at("$.\"\(field.name)\"")) END)"
         }
         let ids = entity.identifierIndexes.map { entity.fields[$0] }
-        let match = ids.enumerated().map { i, field in
+        let keys = ids.enumerated().map { i, field in
             let extracted = "json_extract(c.identifier, '\(ids.count == 1 ? "$" : "$[\(i)]")')"
             // One text or integer identifier: its JSON's text without the
             // quotes when it holds no escape, the integer's digits; no JSON to parse.
@@ -408,18 +408,28 @@ extension SaveContext {
                 case (1, .int): "CAST(c.identifier AS INTEGER)"
                 default: extracted
                 }
-            return "t.\(SQL.quote(field.name)) = \(value)"
+            return (name: SQL.quote(field.name), value: value)
+        }
+        func match(_ alias: String) -> String {
+            keys.map { "\(alias).\($0.name) = \($0.value)" }.joined(separator: " AND ")
         }
         let fields = positions.map { "t.\(SQL.quote(entity.fields[$0].name))" }
         let scratch = try shape.scratch(on: db)
         defer { try? db.execute(sql: "DELETE FROM \(scratch)") }
         // The page's records, each once, not changed since: the rows left
         // out (deleted since, twice in the page, changed since) leave the
-        // page to the record-by-record path.
+        // page to the record-by-record path. Each record is found by the
+        // rowid its change kept (`rid`) when the record there still has the
+        // change's identifier, in the table's order (a bulk update logs its
+        // records so); by the identifier's index otherwise: a change
+        // written without it, a record deleted and written again since.
+        let found =
+            "coalesce((SELECT h.rowid FROM \(entity.table) AS h WHERE h.rowid = c.rid AND \(match("h"))), "
+            + "(SELECT i.rowid FROM \(entity.table) AS i WHERE \(match("i"))))"
         try run(
             "INSERT OR IGNORE INTO \(scratch) SELECT t.rowid, c.id, c.identifier, \(fields.joined(separator: ", ")), "
                 + positions.indices.map { value("c.old", $0) }.joined(separator: ", ")
-                + " FROM \(page) AS c CROSS JOIN \(entity.table) AS t ON \(match.joined(separator: " AND ")) "
+                + " FROM \(page) AS c CROSS JOIN \(entity.table) AS t ON t.rowid = \(found) "
                 + "WHERE c.entity = ? AND c.fields = ? AND c.kind = 'update' AND c.old IS NOT NULL "
                 + "AND c.new IS NOT NULL AND (coalesce(t.depot_token, 0) <= ? OR NOT ("
                 + positions.indices.map { "\(fields[$0]) IS NOT \(value("c.new", $0))" }.joined(separator: " OR ")
