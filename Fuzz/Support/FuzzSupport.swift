@@ -98,18 +98,16 @@ public enum Fuzz {
     /// files may help to reproduce it): hundreds of runs had left their
     /// scratch files in /dev/shm and their stores in /tmp.
     private static let made = Mutex<Set<String>>([])
+    private static let removal: Void = {
+        atexit {
+            for path in Fuzz.made.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+        }
+    }()
 
     /// `path`, removed with what it holds when the process exits.
     public static func removeAtExit(_ path: String) {
-        let first = made.withLock { made in
-            defer { made.insert(path) }
-            return made.isEmpty
-        }
-        if first {
-            atexit {
-                for path in Fuzz.made.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
-            }
-        }
+        _ = removal
+        made.withLock { _ = $0.insert(path) }
     }
 
     /// A folder of the target's own in the temporary folder, empty, removed at exit.

@@ -140,11 +140,9 @@ package enum SystemTables {
         // where the writer did not know it (the changes written before, and
         // those written record by record).
         Step(version: 8, summary: "the rowid of a change's record, as a hint for reverts") { db in
-            let has =
-                try Bool.fetchOne(
-                    db, sql: "SELECT count(*) > 0 FROM pragma_table_info('depot_changes') WHERE name = 'rid'")
-                ?? false
-            if !has { try db.execute(sql: "ALTER TABLE depot_changes ADD COLUMN rid INTEGER") }
+            if try !db.columns(in: "depot_changes").contains(where: { $0.name == "rid" }) {
+                try db.execute(sql: "ALTER TABLE depot_changes ADD COLUMN rid INTEGER")
+            }
         }
     ]
 
