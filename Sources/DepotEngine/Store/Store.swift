@@ -35,6 +35,8 @@ public actor Store {
     /// `walAutocheckpointPages` is 0.
     let checkpointer: WALCheckpointer?
     private(set) var isClosed = false
+    /// The close under way or done (``close()``).
+    private var closed: Task<Void, any Error>?
 
     /// The store's name.
     public nonisolated var name: String { configuration.name }
@@ -179,13 +181,36 @@ public actor Store {
     }
 
     /// Closes the store: followers end, later saves throw ``DepotError/Code/storeClosed``.
-    public func close() throws {
-        guard !isClosed else { return }
+    /// A second call waits for the first one's close.
+    ///
+    /// GRDB's `close` waits for the reads under way to give their
+    /// connections back, and an async read gives its connection back on the
+    /// threads every task shares. So that wait happens on a thread of its
+    /// own (``closing``). On one of those threads, which are as many as the
+    /// cores, it could hold up the very read it waits for: the test suite
+    /// hung there on 2 cores while another of them waited for a process to
+    /// exit.
+    public func close() async throws {
+        if let closed { return try await closed.value }
         isClosed = true
         signal.close()
-        checkpointer?.close()
-        try pool.close()
+        let checkpointer = checkpointer
+        let pool = pool
+        let closed = Task<Void, any Error> {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                Store.closing.async {
+                    checkpointer?.close()
+                    continuation.resume(with: Result { try pool.close() })
+                }
+            }
+        }
+        self.closed = closed
+        try await closed.value
     }
+
+    /// Where stores close: a queue of its own, whose blocks get threads of
+    /// their own (as ``ImportFeed``'s wait for the parser does).
+    private static let closing = DispatchQueue(label: "depot-store-close", attributes: .concurrent)
 
     /// The stored checkpoint of `job`, if one was saved.
     public nonisolated func checkpoint(job: String) async throws -> [UInt8]? {
