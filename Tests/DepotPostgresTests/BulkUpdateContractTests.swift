@@ -201,6 +201,47 @@ struct BulkUpdateContractTests {
         }
     }
 
+    /// Computed updates through relationships (a to-one, then a to-many's
+    /// aggregate) on both backends and record by record: a record's new
+    /// value may read other records of its chunk (here an order reads its
+    /// customer's orders), so every value of a chunk is computed before any
+    /// of its records is written, and the history logs what was written.
+    @Test("computed through relationships: the same as record by record, on each backend")
+    func throughRelationships() async throws {
+        let answers = try await Backends.answers(
+            entities: RevertContractTests.shop(), extra: [Backends.sqliteRecordByRecord]
+        ) { backend in
+            try await RevertContractTests.load(backend)
+            let store = backend.contract
+            let start = try await store.reads.latestToken()
+            var out: [String] = []
+            for (predicate, expression) in [
+                ("total < 35", "total + customer.orders.@sum.total"), (nil, "total * 2"),
+                ("total > 50", "total - customer.orders.@count")
+            ] {
+                let c = try await store.update(
+                    entity: "Order", where: predicate, set: [:], compute: ["total": expression], author: expression,
+                    batchSize: 2)
+                out.append("\(expression): upd \(c.updated) unch \(c.unchanged) rej \(c.rejected)")
+            }
+            return out + [try await RevertContractTests.records(backend)]
+                + (try await Self.changes(store, after: start))
+        }
+        let out = answers[0].1
+        // o1, o2 of c1 (10, 20), o3 of c2 (30), o4 of none (40): each
+        // chunk's sums read before it is written.
+        #expect(out[0] == "total + customer.orders.@sum.total: upd 3 unch 0 rej 0", "\(out)")
+        // o2's sum is 10 + 20 though o1, in its chunk, was set to 40 first.
+        #expect(
+            out.contains(
+                #"total + customer.orders.@sum.total: Order "o2" ["total"] o={"total":20.0} n={"total":50.0}"#),
+            "\(out)")
+        #expect(out[3].contains(#"Order [["o1", 78.0, "c1"], ["o2", 98.0, "c1"], ["o3", 119.0, "c2"]"#), "\(out)")
+        for (name, other) in answers.dropFirst() {
+            #expect(other == out, "\(name) differs from \(answers[0].0): \(other) against \(out)")
+        }
+    }
+
     /// The history in its order, and the identifiers as its rows hold them,
     /// byte for byte; and the bulk path did write: its rows keep the values
     /// as arrays in the order of their fields, the record-by-record path's
