@@ -10,7 +10,9 @@ struct JobEndTests {
     static let failSync: String? = {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
             "Faults/failsync.c")
-        let output = "/tmp/depot-failsync-\(getpid()).so"
+        // In a folder of the tests', removed when the process exits (a run left one in /tmp before).
+        guard let folder = try? DaemonProcess.makeFolder() else { return nil }
+        let output = folder.appendingPathComponent("failsync.so").path
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["cc", "-shared", "-fPIC", "-O1", "-o", output, source.path, "-ldl"]

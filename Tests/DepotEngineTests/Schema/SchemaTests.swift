@@ -173,6 +173,8 @@ struct SchemaTests {
     @Test("a table Depot did not create is not taken over")
     func foreignTable() async throws {
         let folder = try TemporaryStore.makeFolder()
+        // The store is refused, so no TemporaryStore removes the folder.
+        defer { try? FileManager.default.removeItem(at: folder) }
         _ = try sqlite3(folder.appendingPathComponent("test.sqlite").path, "CREATE TABLE Trip(x)")
         await #expect(throws: DepotError.self) { _ = try await TemporaryStore(folder: folder) }
     }
