@@ -59,6 +59,7 @@ struct ImportContractTests {
             options.sortRun = 0
             if let chunk {
                 options.sortRun = saveEvery
+                options.mergeRun = 0
                 options.chunkRows = chunk
                 options.yieldAfter = .zero
                 backend.contract.settings.demand.begin()

@@ -33,6 +33,8 @@ if args.count == 5 {
 let environment = ProcessInfo.processInfo.environment
 // SORT_RUN sets the records sorted by identifier at a time (0: none).
 if let n = environment["SORT_RUN"].flatMap(Int.init) { options.sortRun = n }
+// DEPOT_IMPORT_MERGE_RUN sets the records of a merged run (0: runs of SORT_RUN
+// in memory only), read by ImportOptions itself.
 let history = HistoryDetail(rawValue: environment["HISTORY"] ?? "fields") ?? .fields
 let designIndexes = environment["DESIGN_INDEXES"] == "1"
 let trip = try EntitySchema(

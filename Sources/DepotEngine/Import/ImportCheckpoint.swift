@@ -23,6 +23,10 @@ struct ImportCheckpoint: Codable, Sendable {
     /// the run again and skips them. `nil` (or 0) at a place between runs;
     /// `nil` in checkpoints written before a save could end inside a run.
     var runWritten: Int?
+    /// With `runWritten`: the records that run was read to hold, which the
+    /// resumed job reads again; `nil` in checkpoints written before runs
+    /// could be merged (their length follows from the options then).
+    var runLength: Int?
 
     func encoded() throws -> [UInt8] { Array(try JSONEncoder().encode(self)) }
 

@@ -29,6 +29,9 @@ package final class ImportFeed: @unchecked Sendable {
     private let saveInterval: Duration
     private let adaptive: Bool
     private var lastCommit = Duration.zero
+    /// Whether a save may end inside a run once it is full (merged runs,
+    /// longer than a save), not only for a waiting save.
+    private let endsInsideRuns: Bool
     /// The saves waiting for the store's writer: a save of this import
     /// that has run ``yieldAfter`` ends after its current chunk.
     private let demand: WriteDemand?
@@ -115,7 +118,15 @@ package final class ImportFeed: @unchecked Sendable {
         // `sortable` is false; a save ends after a run, or inside one for a
         // waiting save (its checkpoint then keeps the place in the run).
         let queue = ChunkQueue(capacity: 2)
-        let runLength = min(options.sortRun, saveEvery)
+        // Merged runs (MergedRun): `sortRun` records sorted in memory at a
+        // time, merged into runs of `mergeRun`, which saves end inside of;
+        // else runs of `sortRun` that saves end between.
+        let merging = sortable && options.sortRun > 1 && options.mergeRun > options.sortRun
+        let inMemoryRun = min(options.sortRun, saveEvery)
+        let runLength = merging ? options.mergeRun : inMemoryRun
+        // A job's first run is short, so that its first save starts soon;
+        // the next ones grow fourfold.
+        let firstRunLength = shortFirstRun ? max(1, chunk / 4) : merging ? options.sortRun : nil
         let runWritten = state.runWritten ?? 0
         guard runWritten == 0 || (sortable && runLength > 1) else {
             throw DepotError(
@@ -123,17 +134,28 @@ package final class ImportFeed: @unchecked Sendable {
                 "job \(request.job) stopped inside a sorted run of its input, and this start does not "
                     + "sort runs (its options or the entity changed); import the file as a new job")
         }
+        // A checkpoint from before runs were merged has no run length: its
+        // run had the length runs of `sortRun` had then; and its `read`
+        // left out the run's records until the run's end.
+        if runWritten > 0, state.runLength == nil {
+            state.runLength = ParserThread.runLength(
+                after: state.progress.read, first: min(shortFirstRun ? max(1, chunk / 4) : inMemoryRun, inMemoryRun),
+                full: inMemoryRun)
+            state.progress.read += runWritten
+        }
         let parser = ParserThread(
             batcher: batcher, queue: queue, chunk: min(saveEvery, chunk),
             identifier: sortable ? entity.identifier : nil, runLength: runLength,
-            firstRunLength: shortFirstRun ? max(1, chunk / 4) : nil, alreadyRead: state.progress.read,
-            firstRunWritten: runWritten)
+            firstRunLength: firstRunLength, alreadyRead: state.progress.read - runWritten,
+            firstRunWritten: runWritten, resumedRunLength: state.runLength,
+            memoryRows: merging ? options.sortRun : .max,
+            spillFolder: URL(fileURLWithPath: request.rejectsPath).deletingLastPathComponent().path)
         let feed = ImportFeed(
             request: request, entity: entity, state: state, rejects: rejects, queue: queue,
             started: started, saveEvery: saveEvery,
             saveInterval: options.saveInterval ?? storeSaveInterval,
             adaptive: adaptiveSaves && options.saveEvery == nil && options.saveInterval == nil,
-            demand: demand, progress: progress)
+            endsInsideRuns: merging, demand: demand, progress: progress)
         parser.start()
         return .feed(feed)
     }
@@ -141,8 +163,10 @@ package final class ImportFeed: @unchecked Sendable {
     private init(
         request: ImportRequest, entity: EntitySchema, state: ImportCheckpoint, rejects: RejectsFile,
         queue: ChunkQueue, started: ContinuousClock.Instant, saveEvery: Int, saveInterval: Duration,
-        adaptive: Bool, demand: WriteDemand?, progress: (@Sendable (ImportProgress) -> Void)?
+        adaptive: Bool, endsInsideRuns: Bool, demand: WriteDemand?,
+        progress: (@Sendable (ImportProgress) -> Void)?
     ) {
+        self.endsInsideRuns = endsInsideRuns
         self.request = request
         self.entity = entity
         self.state = state
@@ -221,6 +245,7 @@ package final class ImportFeed: @unchecked Sendable {
     fileprivate var clockNow: ContinuousClock.Instant { clock.now }
     fileprivate var saveSize: Int { saveEvery }
     fileprivate var isAdaptive: Bool { adaptive }
+    fileprivate var mayEndInsideRuns: Bool { endsInsideRuns }
     fileprivate var isWanted: Bool { demand?.isWaiting ?? false }
 }
 
@@ -281,12 +306,19 @@ package struct ImportSave: @unchecked Sendable {
                 .init(line: line, text: RejectsFile.line(line, field: r.field, reason: r.reason, value: nil)))
         }
         next.progress.counters.add(counts.counters)
-        next.progress.read += chunk.read
+        // Records read: a sorted run's as they are handed out (its last
+        // chunk brings the rest: the records refused while parsing), so
+        // that a save ending inside the run counts what it wrote.
+        let counted = next.runWritten ?? 0
+        next.progress.read += chunk.boundary ? chunk.read - counted : chunk.runHandedOut - counted
         next.progress.rejected += chunk.rejects.count
-        records += chunk.read
+        // Counted as handed out (a run's `read` comes with its last chunk),
+        // so that a save may fill up inside a merged run.
+        records += chunk.batch.count + chunk.rejects.count
         // Inside a run, the checkpoint keeps the run's start (`offset`,
         // moved at its last chunk only) and the rows of it written so far.
         next.runWritten = chunk.boundary ? nil : chunk.runHandedOut
+        next.runLength = chunk.boundary ? nil : chunk.runLength
         if chunk.boundary {
             next.offset = chunk.endOffset
             next.line = chunk.endLine
@@ -297,17 +329,18 @@ package struct ImportSave: @unchecked Sendable {
     }
 
     /// Whether the save ends after `chunk`: for a waiting save, once it has
-    /// run ``ImportFeed``'s `yieldAfter`, wherever the chunk ends; else at a
-    /// place in the input between records, at its end, or once it holds
-    /// `saveEvery` records or has run `saveInterval` (and, with adaptive
-    /// saves, eight times the last commit).
+    /// run ``ImportFeed``'s `yieldAfter`, wherever the chunk ends; else at
+    /// the input's end, or once it holds `saveEvery` records or has run
+    /// `saveInterval` (and, with adaptive saves, eight times the last
+    /// commit) — at a place in the input between records, or, with merged
+    /// runs, wherever the chunk ends.
     package func ends(after chunk: ImportChunk) -> Bool {
         let chunk = chunk.parsed
         let now = feed.clockNow
         // A save waits for the writer: it gets it after this chunk, also
         // inside a sorted run (the checkpoint keeps the place in the run).
         if now - started >= yieldAfter, feed.isWanted { return true }
-        guard chunk.boundary else { return false }
+        guard chunk.boundary || feed.mayEndInsideRuns else { return false }
         if chunk.atEnd { return true }
         let full = records >= feed.saveSize || now >= deadline
         return full && !(feed.isAdaptive && now < longEnough)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// How an import reads its file and writes its records.
 ///
 /// For example:
@@ -81,6 +83,17 @@ public struct ImportOptions: Sendable, Hashable {
     /// (``SortedRun``); 0 writes them in the input's order. For benchmarks
     /// and tests: the default is the measured best under the memory cap.
     package var sortRun = 65_536
+    /// Records of a merged run (``MergedRun``): sorted `sortRun` at a time
+    /// in memory, spilled to a temporary file and merged, so that the run
+    /// visits the identifier index once for many more records than memory
+    /// holds; 0 (or not more than `sortRun`) keeps runs of `sortRun` in
+    /// memory. Tests set it; the default is measured (BENCHMARKS.md,
+    /// "Merged runs"), against no merged runs in the same run of a
+    /// benchmark with `DEPOT_IMPORT_MERGE_RUN=0` in depotd's environment.
+    package var mergeRun = ImportOptions.defaultMergeRun
+
+    static let defaultMergeRun =
+        ProcessInfo.processInfo.environment["DEPOT_IMPORT_MERGE_RUN"].flatMap { Int($0) } ?? 1_048_576
     /// How long a save of the import runs before it ends for a save that
     /// waits; `nil`: as long as the save interval allows (``ImportFeed``).
     /// For tests.

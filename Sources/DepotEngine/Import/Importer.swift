@@ -64,6 +64,8 @@ public enum Importer {
             // leave the next batch no time to be made ready).
             let run = max(1, request.options.saveEvery ?? settings.saveEvery)
             if request.options.sortRun > 0 { request.options.sortRun = run }
+            // Each save sorted whole, in memory, as its batches are sent.
+            request.options.mergeRun = 0
             let batches = max(1, (run + rows / 2) / rows)
             (sized, adaptive) = ((run + batches - 1) / batches, false)
         }

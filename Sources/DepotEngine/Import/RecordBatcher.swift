@@ -32,4 +32,8 @@ struct ParsedBatch: Sendable {
     /// this chunk: a save that ends after it keeps that count with the run's
     /// start in its checkpoint (``ImportCheckpoint/runWritten``).
     var runHandedOut = 0
+    /// Inside a sorted run, the records the run was read to hold: a job
+    /// resumed inside it reads the same run again
+    /// (``ImportCheckpoint/runLength``).
+    var runLength = 0
 }

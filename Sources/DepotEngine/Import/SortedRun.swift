@@ -118,12 +118,47 @@ struct SortedRun {
                 order.sort { a, b in
                     let ai = Int(a) * k, bi = Int(b) * k
                     for j in 0..<k {
-                        let c = Self.compare(buf, keys[ai + j], keys[bi + j])
+                        let c = Self.compare(buf, keys[ai + j], buf, keys[bi + j])
                         if c != 0 { return c < 0 }
                     }
                     return a < b
                 }
             }
+        }
+    }
+
+    /// Appends the run's rows to `out` in their sorted order, each as its
+    /// length, its line and its packed values (``MergedRun``'s spilled
+    /// form), calling `flush` whenever `out` holds a megabyte or more.
+    func spill(into out: inout [UInt8], flush: (inout [UInt8]) throws -> Void) throws {
+        for r in order {
+            let r = Int(r)
+            let from = starts[r]
+            let to = r + 1 < starts.count ? starts[r + 1] : bytes.count
+            Self.appendLength(to - from, to: &out)
+            Self.appendLength(lines[r], to: &out)
+            out.append(contentsOf: bytes[from..<to])
+            if out.count >= 1 << 20 { try flush(&out) }
+        }
+    }
+
+    static func appendLength(_ n: Int, to out: inout [UInt8]) {
+        var n = n
+        while n >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: n) | 0x80)
+            n >>= 7
+        }
+        out.append(UInt8(n))
+    }
+
+    /// Where the packed value at `at` ends.
+    static func skip(_ buf: UnsafeBufferPointer<UInt8>, _ at: Int) -> Int {
+        switch buf[at] {
+        case 0, 1, 2: return at + 1
+        case 3, 4: return at + 9
+        default:
+            let (n, from) = length(buf, at + 1)
+            return from + n
         }
     }
 
@@ -173,7 +208,7 @@ struct SortedRun {
         return last
     }
 
-    private static func unpack(_ buf: UnsafeBufferPointer<UInt8>, _ at: inout Int) -> Value {
+    static func unpack(_ buf: UnsafeBufferPointer<UInt8>, _ at: inout Int) -> Value {
         let tag = buf[at]
         at += 1
         switch tag {
@@ -192,7 +227,7 @@ struct SortedRun {
         }
     }
 
-    private static func length(_ buf: UnsafeBufferPointer<UInt8>, _ at: Int) -> (Int, Int) {
+    static func length(_ buf: UnsafeBufferPointer<UInt8>, _ at: Int) -> (Int, Int) {
         var n = 0, shift = 0, i = at
         while true {
             let b = buf[i]
@@ -203,23 +238,26 @@ struct SortedRun {
         }
     }
 
-    /// SQLite's order of two packed values: NULL first, then numbers by
-    /// value, then text by its bytes (the BINARY collation).
-    private static func compare(_ buf: UnsafeBufferPointer<UInt8>, _ a: Int, _ b: Int) -> Int {
-        let ta = buf[a], tb = buf[b]
+    /// SQLite's order of two packed values, at `a` of `bufA` and `b` of
+    /// `bufB`: NULL first, then numbers by value, then text by its bytes
+    /// (the BINARY collation).
+    static func compare(
+        _ bufA: UnsafeBufferPointer<UInt8>, _ a: Int, _ bufB: UnsafeBufferPointer<UInt8>, _ b: Int
+    ) -> Int {
+        let ta = bufA[a], tb = bufB[b]
         let ca = ta == 0 ? 0 : ta < 5 ? 1 : 2, cb = tb == 0 ? 0 : tb < 5 ? 1 : 2
         if ca != cb { return ca - cb }
         switch ca {
         case 0: return 0
         case 1:
             var pa = a, pb = b
-            let va = unpack(buf, &pa), vb = unpack(buf, &pb)
+            let va = unpack(bufA, &pa), vb = unpack(bufB, &pb)
             if case .int(let x) = va, case .int(let y) = vb { return x < y ? -1 : x == y ? 0 : 1 }
             let x = number(va), y = number(vb)
             return x < y ? -1 : x == y ? 0 : 1
         default:
-            let (na, fa) = length(buf, a + 1), (nb, fb) = length(buf, b + 1)
-            let c = memcmp(buf.baseAddress! + fa, buf.baseAddress! + fb, min(na, nb))
+            let (na, fa) = length(bufA, a + 1), (nb, fb) = length(bufB, b + 1)
+            let c = memcmp(bufA.baseAddress! + fa, bufB.baseAddress! + fb, min(na, nb))
             if c != 0 { return Int(c) }
             return na - nb
         }

@@ -34,9 +34,10 @@ public actor Store {
     /// Copies the WAL into the store file off the writer's path; nil when
     /// `walAutocheckpointPages` is 0.
     let checkpointer: WALCheckpointer?
-    private(set) var isClosed = false
     /// The close under way or done (``close()``).
     private var closed: Task<Void, any Error>?
+    /// Whether ``close()`` was called.
+    var isClosed: Bool { closed != nil }
 
     /// The store's name.
     public nonisolated var name: String { configuration.name }
@@ -192,7 +193,6 @@ public actor Store {
     /// exit.
     public func close() async throws {
         if let closed { return try await closed.value }
-        isClosed = true
         signal.close()
         let checkpointer = checkpointer
         let pool = pool

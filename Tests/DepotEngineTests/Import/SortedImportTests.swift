@@ -29,7 +29,7 @@ struct SortedImportTests {
     }
 
     func importing(
-        _ text: String, sortRun: Int, saveEvery: Int,
+        _ text: String, sortRun: Int, mergeRun: Int = 0, saveEvery: Int,
         cancelAfter stops: [Int] = []
     ) async throws -> (TemporaryStore, ImportProgress, String) {
         let t = try await TemporaryStore()
@@ -37,6 +37,7 @@ struct SortedImportTests {
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
         var options = ImportOptions(saveEvery: saveEvery, saveInterval: .seconds(3600))
         options.sortRun = sortRun
+        options.mergeRun = mergeRun
         let rejects = t.folder.appendingPathComponent("rejects.ndjson").path
         let request = ImportRequest(job: "j", entity: "Trip", path: path, rejectsPath: rejects, options: options)
         for stop in stops {
@@ -131,6 +132,7 @@ struct SortedImportTests {
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
         var options = ImportOptions(saveEvery: 20_000, saveInterval: .seconds(3600))
         options.sortRun = 20_000
+        options.mergeRun = 0
         options.yieldAfter = .zero
         let rejects = t.folder.appendingPathComponent("rejects.ndjson").path
         let request = ImportRequest(job: "j", entity: "Trip", path: path, rejectsPath: rejects, options: options)
@@ -176,6 +178,249 @@ struct SortedImportTests {
         #expect(try await resumed.store.reader.fetch(Self.all) == whole.store.reader.fetch(Self.all))
         #expect(rejects == wholeRejects)
         #expect(result.read == wholeResult.read && result.rejected == wholeResult.rejected)
+    }
+
+    @Test(
+        "merged runs (sorted parts spilled to a file and merged) store what the file's order stores, with saves ending inside the runs"
+    )
+    func mergedSameAsInOrder() async throws {
+        let text = Self.generated(5_000, seed: 11)
+        let (plain, plainResult, plainRejects) = try await importing(text, sortRun: 0, saveEvery: 2_000)
+        // Parts of `run` records merged into runs of `merge`, saves of `save`.
+        for (run, merge, save) in [(300, 2_000, 700), (64, 5_000, 5_000), (500, 1_600, 2_000), (1_000, 4_000, 450)] {
+            let (merged, result, rejects) = try await importing(text, sortRun: run, mergeRun: merge, saveEvery: save)
+            let label = Comment(rawValue: "parts of \(run), runs of \(merge), saves of \(save)")
+            #expect(try await merged.store.reader.fetch(Self.all) == plain.store.reader.fetch(Self.all), label)
+            #expect(
+                result.read == 5_000 && result.inserted == plainResult.inserted
+                    && result.rejected == plainResult.rejected, label)
+            #expect(
+                result.updated + result.unchanged + result.duplicates
+                    == plainResult.updated + plainResult.unchanged + plainResult.duplicates, label)
+            try await ImporterTests.expectAgreement(result, merged.store, job: "j")
+            #expect(rejects == plainRejects, label)
+        }
+        // Nothing left in the folder but the import's own files: the spill
+        // file is unlinked as soon as it is made.
+        let left = try FileManager.default.contentsOfDirectory(atPath: plain.folder.path)
+        #expect(!left.contains { $0.hasPrefix(".depot-sort") })
+    }
+
+    @Test("a merged run hands out the rows one stable sort of the whole run gives, and skips into that order")
+    func mergeIsOneStableSort() throws {
+        var rng = SplitMix(seed: 7)
+        let columns = ["k", "n", "v"]
+        // Keys of mixed kinds (null, numbers, text), many repeated; `v` is
+        // the input position, so the order among equal keys shows.
+        var batch = RecordBatch(entity: "T", columns: columns)
+        for i in 0..<3_000 {
+            let key: Value =
+                switch rng.next(5) {
+                case 0: .null
+                case 1: .int(Int64(rng.next(50)) - 25)
+                case 2: .double(Double(rng.next(100)) / 4)
+                default: .string(String(repeating: "x", count: rng.next(3)) + "\(rng.next(40))")
+                }
+            batch.append([key, .int(Int64(rng.next(1_000))), .int(Int64(i))])
+        }
+        func parsed(_ rows: Range<Int>, atEnd: Bool) -> ParsedBatch {
+            var part = RecordBatch(entity: "T", columns: columns)
+            for r in rows { part.append(Array(batch.values[r * 3..<r * 3 + 3])) }
+            return ParsedBatch(
+                batch: part, lines: rows.map { $0 + 2 }, rejects: [], read: rows.count,
+                endOffset: Int64(rows.upperBound),
+                endLine: rows.upperBound + 2, endLineStart: Int64(rows.upperBound), atEnd: atEnd)
+        }
+        let folder = NSTemporaryDirectory()
+        func handedOut(memoryRows: Int, skipping: Int, chunk: Int) throws -> ([[Value]], [Int], ParsedBatch?) {
+            var run = MergedRun(
+                columns: columns, identifier: ["k"], length: 3_000, memoryRows: memoryRows, folder: folder)
+            // Chunks of 37 records: a part holds `memoryRows` or more,
+            // up to the chunk that reaches it.
+            for from in stride(from: 0, to: 3_000, by: 37) {
+                let to = min(from + 37, 3_000)
+                try run.append(parsed(from..<to, atEnd: to == 3_000))
+            }
+            try run.sort()
+            try run.skip(skipping)
+            var rows: [[Value]] = []
+            var lines: [Int] = []
+            var last: ParsedBatch?
+            while run.hasMore {
+                let c = try run.nextChunk(max: chunk)
+                for r in 0..<c.batch.count { rows.append(Array(c.batch.values[r * 3..<r * 3 + 3])) }
+                lines += c.lines
+                #expect(c.runLength == 3_000)
+                if c.boundary { last = c }
+            }
+            return (rows, lines, last)
+        }
+        // One part: sorted in memory, as SortedRun always did.
+        let (whole, wholeLines, wholeEnd) = try handedOut(memoryRows: 3_000, skipping: 0, chunk: 128)
+        #expect(whole.count == 3_000 && wholeLines.count == 3_000)
+        // Stable: equal keys keep the input's order (`v` ascending).
+        for i in 1..<whole.count where whole[i][0] == whole[i - 1][0] {
+            guard case .int(let a) = whole[i - 1][2], case .int(let b) = whole[i][2] else { continue }
+            #expect(a < b)
+        }
+        for memoryRows in [1, 7, 250, 333, 1_000] {
+            let (merged, lines, end) = try handedOut(memoryRows: memoryRows, skipping: 0, chunk: 100)
+            #expect(merged == whole, "parts of \(memoryRows)")
+            #expect(lines == wholeLines, "parts of \(memoryRows)")
+            #expect(end?.read == 3_000 && end?.endOffset == wholeEnd?.endOffset && end?.atEnd == true)
+            // Resumed inside the run: the rows after the ones written.
+            for skipping in [1, 999, 2_999] {
+                let (rest, _, _) = try handedOut(memoryRows: memoryRows, skipping: skipping, chunk: 64)
+                #expect(rest == Array(whole[skipping...]), "parts of \(memoryRows), \(skipping) skipped")
+            }
+        }
+    }
+
+    @Test("an import of merged runs stopped after saves that ended inside runs resumes exactly")
+    func mergedResumes() async throws {
+        let text = Self.generated(6_000, seed: 29)
+        let (clean, cleanResult, cleanRejects) = try await importing(
+            text, sortRun: 300, mergeRun: 2_400, saveEvery: 500)
+        let (resumed, result, rejects) = try await importing(
+            text, sortRun: 300, mergeRun: 2_400, saveEvery: 500, cancelAfter: [1, 3, 6])
+        // Where the stops were: inside merged runs (parts of 300, runs of
+        // 1,200 and 2,400), the same places as the clean run's saves.
+        let t = try await TemporaryStore()
+        let path = t.folder.appendingPathComponent("in.csv").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        var options = ImportOptions(saveEvery: 500, saveInterval: .seconds(3600))
+        options.sortRun = 300
+        options.mergeRun = 2_400
+        let request = ImportRequest(
+            job: "j", entity: "Trip", path: path, rejectsPath: t.folder.appendingPathComponent("r").path,
+            options: options)
+        var places: [String] = []
+        for stop in [1, 3, 6] {
+            _ = await ImporterTests.run(request, into: t.store, cancellingAfterSave: stop)
+            let saved = try #require(await t.store.checkpoint(job: "j"))
+            let checkpoint = try #require(ImportCheckpoint.decode(saved))
+            places.append("\(checkpoint.runWritten ?? 0) of \(checkpoint.runLength ?? 0)")
+            // Inside a run too, the records read are those the counters count.
+            let p = checkpoint.progress
+            #expect(p.inserted + p.updated + p.unchanged + p.skipped + p.duplicates + p.rejected == p.read)
+        }
+        // Chunks of 500 of the runs (300, 1,200, 2,400 rows), a save ending
+        // once it holds 500: the job's first save holds the first run and
+        // 500 of the second; its third, the second's last 200 and 500 of
+        // the third; its sixth ends 2,000 into the third.
+        #expect(places == ["500 of 1200", "500 of 2400", "2000 of 2400"])
+        #expect(result.counters == cleanResult.counters)
+        #expect(rejects == cleanRejects)
+        try await ImporterTests.expectAgreement(result, resumed.store, job: "j")
+        #expect(try await resumed.store.reader.fetch(Self.all) == clean.store.reader.fetch(Self.all))
+        func changes(_ s: TemporaryStore) async throws -> [String] {
+            try await s.store.reader.history(limit: 1_000).filter { $0.job == "j" }.flatMap(\.changes)
+                .map { "\($0.kind) \($0.identifier)" }
+        }
+        #expect(try await changes(resumed) == changes(clean))
+    }
+
+    @Test(
+        "a job stopped inside a run by a depotd from before merged runs (no run length in its checkpoint) resumes exactly under merged runs"
+    )
+    func resumesOldCheckpoint() async throws {
+        let text = Self.generated(20_000, seed: 31)
+        let (whole, _, wholeRejects) = try await importing(text, sortRun: 20_000, saveEvery: 20_000)
+        let t = try await TemporaryStore()
+        let path = t.folder.appendingPathComponent("in.csv").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        let rejects = t.folder.appendingPathComponent("rejects.ndjson").path
+        // The old depotd: runs of 20,000 in memory, a save ended inside the
+        // first one (for a waiting save), and its checkpoint knew no run length.
+        var old = ImportOptions(saveEvery: 20_000, saveInterval: .seconds(3600))
+        old.sortRun = 20_000
+        old.mergeRun = 0
+        old.yieldAfter = .zero
+        let stopped = ImportRequest(job: "j", entity: "Trip", path: path, rejectsPath: rejects, options: old)
+        t.store.demand.begin()
+        #expect(await ImporterTests.run(stopped, into: t.store, cancellingAfterSave: 3).saves == 3)
+        t.store.demand.end()
+        let saved = try #require(await t.store.checkpoint(job: "j"))
+        var checkpoint = try #require(ImportCheckpoint.decode(saved))
+        #expect(checkpoint.runWritten == 3 * 2_048 && checkpoint.runLength == 20_000)
+        // As the old depotd wrote it: no run length, and a `read` that
+        // counted the run's records only at its end.
+        checkpoint.runLength = nil
+        checkpoint.progress.read -= 3 * 2_048
+        let bytes = try checkpoint.encoded()
+        _ = try await t.store.withSave(author: "test", job: nil) { save in
+            try await save.setCheckpoint(job: "j", data: bytes)
+        }
+        // This depotd: merged runs of 1M from parts of 20,000.
+        var now = ImportOptions(saveEvery: 20_000, saveInterval: .seconds(3600))
+        now.sortRun = 20_000
+        let result = try await Importer.run(
+            ImportRequest(job: "j", entity: "Trip", path: path, rejectsPath: rejects, options: now), into: t.store)
+        #expect(try await t.store.reader.fetch(Self.all) == whole.store.reader.fetch(Self.all))
+        #expect(try String(contentsOfFile: rejects, encoding: .utf8) == wholeRejects)
+        #expect(result.read == 20_000)
+        try await ImporterTests.expectAgreement(result, t.store, job: "j")
+    }
+
+    /// Whether this process may mount a tmpfs (root with CAP_SYS_ADMIN).
+    static let canMount: Bool = {
+        guard getuid() == 0, let probe = try? TemporaryStore.makeFolder() else { return false }
+        defer { try? FileManager.default.removeItem(at: probe) }
+        guard mount(["-t", "tmpfs", "-o", "size=1m", "tmpfs", probe.path]) == 0 else { return false }
+        mount(["-l", probe.path], tool: "/bin/umount")
+        return true
+    }()
+
+    @discardableResult
+    static func mount(_ args: [String], tool: String = "/bin/mount") -> Int32 {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: tool)
+        p.arguments = args
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return -1 }
+        p.waitUntilExit()
+        return p.terminationStatus
+    }
+
+    @Test(
+        "a merged run that cannot spill its parts (a full disk) fails the import with disk_full naming the folder; what was saved stays, and the job resumes exactly once there is room",
+        .enabled(if: canMount, "needs root to mount a small tmpfs; not run here"))
+    func spillOnAFullDisk() async throws {
+        let text = Self.generated(30_000, seed: 41)
+        let (clean, _, cleanRejects) = try await importing(text, sortRun: 2_000, mergeRun: 16_000, saveEvery: 2_000)
+        // The job's folder (its rejects file, and so the spill file) on a
+        // tmpfs of 1 MB: room for the first runs' parts, not the 16,000 of
+        // a full run (about 1.7 MB packed).
+        let small = try TemporaryStore.makeFolder()
+        defer { try? FileManager.default.removeItem(at: small) }
+        #expect(Self.mount(["-t", "tmpfs", "-o", "size=1m", "tmpfs", small.path]) == 0)
+        defer { Self.mount(["-l", small.path], tool: "/bin/umount") }
+        let t = try await TemporaryStore()
+        let path = t.folder.appendingPathComponent("in.csv").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        var options = ImportOptions(saveEvery: 2_000, saveInterval: .seconds(3600))
+        options.sortRun = 2_000
+        options.mergeRun = 16_000
+        let request = ImportRequest(
+            job: "j", entity: "Trip", path: path, rejectsPath: small.appendingPathComponent("rejects.ndjson").path,
+            options: options)
+        let error = await #expect(throws: DepotError.self) { try await Importer.run(request, into: t.store) }
+        #expect(error?.code == .diskFull)
+        #expect(error?.message.contains(small.path) == true, "\(error?.message ?? "")")
+        // What was saved stays, its counters agreeing with the history.
+        let saved = try #require(await t.store.checkpoint(job: "j"))
+        let stopped = try #require(ImportCheckpoint.decode(saved)).progress
+        #expect(stopped.read > 0 && !stopped.finished)
+        let count = try await t.store.reader.count(FetchDescriptor(entity: "Trip"))
+        #expect(count == stopped.inserted)
+        // Room again: the job resumes from its last save, exactly.
+        #expect(Self.mount(["-o", "remount,size=64m", small.path]) == 0)
+        let result = try await Importer.run(request, into: t.store)
+        #expect(result.read == 30_000)
+        try await ImporterTests.expectAgreement(result, t.store, job: "j")
+        #expect(try await t.store.reader.fetch(Self.all) == clean.store.reader.fetch(Self.all))
+        #expect(try String(contentsOfFile: request.rejectsPath, encoding: .utf8) == cleanRejects)
     }
 
     @Test(
