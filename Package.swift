@@ -234,7 +234,7 @@ let package = Package(
         .testTarget(
             name: "DepotDaemonTests",
             dependencies: [
-                "DepotDaemon", "DepotEngine", "DepotClient", "DepotPostgres", "DepotWire",
+                "DepotDaemon", "DepotEngine", "DepotClient", "DepotPostgres", "DepotWire", "ChildProcessSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams")
             ],

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import DepotEngine
 import Foundation
 import Testing
@@ -7,39 +8,16 @@ import Testing
 /// elsewhere).
 @Suite("depotd on a full disk", .serialized)
 struct FullDiskTests {
-    /// Whether this process may mount a tmpfs (root with CAP_SYS_ADMIN).
-    static let canMount: Bool = {
-        guard getuid() == 0 else { return false }
-        let probe = "/tmp/depot-mount-probe-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: probe) }
-        guard run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", probe]) == 0 else { return false }
-        _ = run("/bin/umount", [probe])
-        return true
-    }()
-
-    @discardableResult
-    static func run(_ tool: String, _ args: [String]) -> Int32 {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tool)
-        p.arguments = args
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return -1 }
-        p.waitUntilExit()
-        return p.terminationStatus
-    }
-
     @Test(
         "an import that fills the disk fails saying so, keeps its saves and their history; the daemon serves on",
-        .enabled(if: canMount, "needs root to mount a small tmpfs; not run here"))
+        .enabled(if: Tmpfs.canMount, "needs root to mount a small tmpfs; not run here"))
     func importFillsTheDisk() throws {
         let folder = try DaemonProcess.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let small = folder.appendingPathComponent("small")
         try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
-        #expect(Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=6m", "tmpfs", small.path]) == 0)
-        defer { Self.run("/bin/umount", ["-l", small.path]) }
+        #expect(Tmpfs.mount(size: "6m", at: small.path))
+        defer { Tmpfs.unmount(small.path) }
         let config = DaemonProcess.config(saveEvery: 5_000).replacingOccurrences(
             of: "state_dir = \"state\"", with: "state_dir = \"small/state\"")
         let d = try DaemonProcess(folder: folder, config: config)

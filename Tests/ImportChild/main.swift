@@ -3,16 +3,16 @@
 // that the parent can kill it with SIGKILL at a known point, and "done JSON"
 // with the final counters.
 //
-// usage: ImportChild STORE INPUT REJECTS FORMAT SAVE_EVERY [ON_CONFLICT]
+// usage: ImportChild STORE INPUT REJECTS FORMAT SAVE_EVERY [ON_CONFLICT [SORT_RUN MERGE_RUN]]
 import ChildProcessSupport
 import DepotEngine
 import Foundation
 
 let args = CommandLine.arguments
-guard args.count == 6 || args.count == 7, let format = ImportOptions.Format(rawValue: args[4]),
-    let saveEvery = Int(args[5]), let policy = ConflictPolicy(rawValue: args.count == 7 ? args[6] : "upsert")
+guard [6, 7, 9].contains(args.count), let format = ImportOptions.Format(rawValue: args[4]),
+    let saveEvery = Int(args[5]), let policy = ConflictPolicy(rawValue: args.count >= 7 ? args[6] : "upsert")
 else {
-    say("usage: ImportChild STORE INPUT REJECTS FORMAT SAVE_EVERY [ON_CONFLICT]")
+    say("usage: ImportChild STORE INPUT REJECTS FORMAT SAVE_EVERY [ON_CONFLICT [SORT_RUN MERGE_RUN]]")
     exit(64)
 }
 do {
@@ -32,6 +32,12 @@ do {
     let store = try await Store.open(StoreConfiguration(name: "travel", path: args[1], entities: [trip]))
     var options = ImportOptions(format: format, onConflict: policy, saveEvery: saveEvery)
     options.saveInterval = .seconds(3600)
+    // Records sorted in memory at a time, and merged into runs of (sorted
+    // parts spilled to a file): small, so that 3,000 records make several.
+    if args.count == 9, let sortRun = Int(args[7]), let mergeRun = Int(args[8]) {
+        options.sortRun = sortRun
+        options.mergeRun = mergeRun
+    }
     let request = ImportRequest(job: "crash", entity: "Trip", path: args[2], rejectsPath: args[3], options: options)
     let result = try await Importer.run(request, into: store) { progress in
         say("save \(progress.saves)")

@@ -116,20 +116,14 @@ struct MergedRun {
         lines.reserveCapacity(max)
         let taken = try merger.next(max, into: &batch, lines: &lines)
         handedOut += taken
-        guard var last = end, !merger.hasMore else {
-            return ParsedBatch(
-                batch: batch, lines: lines, rejects: [], read: 0, endOffset: 0, endLine: 0,
-                endLineStart: 0, atEnd: false, boundary: false, runHandedOut: handedOut)
+        let last = merger.hasMore ? nil : end
+        if last != nil {
+            // The run is handed out: its file goes.
+            end = nil
+            file = nil
+            self.merger = nil
         }
-        last.batch = batch
-        last.lines = lines
-        last.rejects = rejects
-        last.read = read
-        last.boundary = true
-        end = nil
-        file = nil
-        self.merger = nil
-        return last
+        return SortedRun.chunk(batch, lines: lines, handedOut: handedOut, last: last, rejects: rejects, read: read)
     }
 }
 

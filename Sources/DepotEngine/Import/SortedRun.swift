@@ -194,17 +194,30 @@ struct SortedRun {
             }
         }
         handedOut = upTo
-        guard var last = end, handedOut == order.count else {
+        let last = handedOut == order.count ? end : nil
+        if last != nil { end = nil }
+        return Self.chunk(batch, lines: chunkLines, handedOut: handedOut, last: last, rejects: rejects, read: read)
+    }
+
+    /// A chunk of a run's rows: one inside the run (no place in the input
+    /// lies between its rows, which come from all over the run), or, given
+    /// the run's `last` place in the input, the run's last chunk, which
+    /// carries the run's rejects and records read and is the only one a
+    /// save may end after at a place in the input.
+    static func chunk(
+        _ batch: RecordBatch, lines: [Int], handedOut: Int, last: ParsedBatch?, rejects: [RejectsFile.Entry],
+        read: Int
+    ) -> ParsedBatch {
+        guard var last else {
             return ParsedBatch(
-                batch: batch, lines: chunkLines, rejects: [], read: 0, endOffset: 0, endLine: 0,
+                batch: batch, lines: lines, rejects: [], read: 0, endOffset: 0, endLine: 0,
                 endLineStart: 0, atEnd: false, boundary: false, runHandedOut: handedOut)
         }
         last.batch = batch
-        last.lines = chunkLines
+        last.lines = lines
         last.rejects = rejects
         last.read = read
         last.boundary = true
-        end = nil
         return last
     }
 

@@ -7,8 +7,13 @@ import Testing
 struct ImportCrashTests {
     @Test(
         "an import killed with SIGKILL at several points and restarted ends exactly like a clean import, its counters agreeing with its history",
-        arguments: [("csv", "upsert"), ("csv", "replace"), ("csv", "skip"), ("json", "upsert")])
-    func killAndResume(_ format: String, _ policy: String) async throws {
+        arguments: [
+            ("csv", "upsert", ""), ("csv", "replace", ""), ("csv", "skip", ""), ("json", "upsert", ""),
+            // Runs of 250 records in memory merged into runs of 1,000: the
+            // kills land inside runs whose parts were spilled to a file.
+            ("csv", "upsert", "250 1000")
+        ])
+    func killAndResume(_ format: String, _ policy: String, _ runs: String) async throws {
         let folder = try TemporaryStore.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let input = folder.appendingPathComponent("in.\(format)").path
@@ -19,7 +24,7 @@ struct ImportCrashTests {
             [
                 folder.appendingPathComponent("\(store).sqlite").path, input,
                 folder.appendingPathComponent("\(store).rejects").path, format, "100", policy
-            ]
+            ] + runs.split(separator: " ").map(String.init)
         }
 
         // One clean run.

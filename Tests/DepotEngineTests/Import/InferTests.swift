@@ -11,8 +11,17 @@ struct InferTests {
         try write(Array(text.utf8), name: name)
     }
 
+    /// Where the tests' files go: one folder for the test process, removed
+    /// when it exits (each file in a folder of its own within, under the
+    /// name it is given).
+    static let root: URL = {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("depot-infer-tests-\(getpid())")
+        atexit { try? FileManager.default.removeItem(at: InferTests.root) }
+        return root
+    }()
+
     static func write(_ bytes: [UInt8], name: String) throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("infer-\(UUID().uuidString)")
+        let folder = root.appendingPathComponent(UUID().uuidString)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let url = folder.appendingPathComponent(name)
         try Data(bytes).write(to: url)

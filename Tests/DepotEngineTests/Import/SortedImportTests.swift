@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import Foundation
 import Testing
 
@@ -50,14 +51,20 @@ struct SortedImportTests {
     static let all = FetchDescriptor(entity: "Trip", sort: [.init("id")])
 
     @Test(
-        "sorted runs store what the file's order stores; counters add up and agree with the history; rejects keep the file's order"
+        "sorted runs, in memory or merged from parts spilled to a file (saves ending inside them), store what the file's order stores; counters add up and agree with the history; rejects keep the file's order"
     )
     func sameAsInOrder() async throws {
         let text = Self.generated(5_000, seed: 11)
         let (plain, plainResult, plainRejects) = try await importing(text, sortRun: 0, saveEvery: 2_000)
-        for (run, save) in [(500, 2_000), (2_000, 2_000), (64, 5_000), (1_000, 700)] {
-            let (sorted, result, rejects) = try await importing(text, sortRun: run, saveEvery: save)
-            let label = Comment(rawValue: "runs of \(run), saves of \(save)")
+        // Runs of `run` records in memory, merged from parts of `run` into
+        // runs of `merge` (0: not merged), saves of `save`.
+        let shapes = [
+            (500, 0, 2_000), (2_000, 0, 2_000), (64, 0, 5_000), (1_000, 0, 700),
+            (300, 2_000, 700), (64, 5_000, 5_000), (500, 1_600, 2_000), (1_000, 4_000, 450)
+        ]
+        for (run, merge, save) in shapes {
+            let (sorted, result, rejects) = try await importing(text, sortRun: run, mergeRun: merge, saveEvery: save)
+            let label = Comment(rawValue: "runs of \(run), merged into \(merge), saves of \(save)")
             #expect(try await sorted.store.reader.fetch(Self.all) == plain.store.reader.fetch(Self.all), label)
             #expect(
                 result.read == 5_000 && result.inserted == plainResult.inserted
@@ -73,6 +80,10 @@ struct SortedImportTests {
                 return object?["line"] as? Int ?? -1
             }
             #expect(lines == lines.sorted() && lines.count == result.rejected && !lines.isEmpty, label)
+            // Nothing left in the folder but the import's own files: the
+            // spill file is unlinked as soon as it is made.
+            let left = try FileManager.default.contentsOfDirectory(atPath: sorted.folder.path)
+            #expect(!left.contains { $0.hasPrefix(".depot-sort") }, label)
         }
         try await ImporterTests.expectAgreement(plainResult, plain.store, job: "j")
     }
@@ -178,32 +189,6 @@ struct SortedImportTests {
         #expect(try await resumed.store.reader.fetch(Self.all) == whole.store.reader.fetch(Self.all))
         #expect(rejects == wholeRejects)
         #expect(result.read == wholeResult.read && result.rejected == wholeResult.rejected)
-    }
-
-    @Test(
-        "merged runs (sorted parts spilled to a file and merged) store what the file's order stores, with saves ending inside the runs"
-    )
-    func mergedSameAsInOrder() async throws {
-        let text = Self.generated(5_000, seed: 11)
-        let (plain, plainResult, plainRejects) = try await importing(text, sortRun: 0, saveEvery: 2_000)
-        // Parts of `run` records merged into runs of `merge`, saves of `save`.
-        for (run, merge, save) in [(300, 2_000, 700), (64, 5_000, 5_000), (500, 1_600, 2_000), (1_000, 4_000, 450)] {
-            let (merged, result, rejects) = try await importing(text, sortRun: run, mergeRun: merge, saveEvery: save)
-            let label = Comment(rawValue: "parts of \(run), runs of \(merge), saves of \(save)")
-            #expect(try await merged.store.reader.fetch(Self.all) == plain.store.reader.fetch(Self.all), label)
-            #expect(
-                result.read == 5_000 && result.inserted == plainResult.inserted
-                    && result.rejected == plainResult.rejected, label)
-            #expect(
-                result.updated + result.unchanged + result.duplicates
-                    == plainResult.updated + plainResult.unchanged + plainResult.duplicates, label)
-            try await ImporterTests.expectAgreement(result, merged.store, job: "j")
-            #expect(rejects == plainRejects, label)
-        }
-        // Nothing left in the folder but the import's own files: the spill
-        // file is unlinked as soon as it is made.
-        let left = try FileManager.default.contentsOfDirectory(atPath: plain.folder.path)
-        #expect(!left.contains { $0.hasPrefix(".depot-sort") })
     }
 
     @Test("a merged run hands out the rows one stable sort of the whole run gives, and skips into that order")
@@ -362,30 +347,9 @@ struct SortedImportTests {
         try await ImporterTests.expectAgreement(result, t.store, job: "j")
     }
 
-    /// Whether this process may mount a tmpfs (root with CAP_SYS_ADMIN).
-    static let canMount: Bool = {
-        guard getuid() == 0, let probe = try? TemporaryStore.makeFolder() else { return false }
-        defer { try? FileManager.default.removeItem(at: probe) }
-        guard mount(["-t", "tmpfs", "-o", "size=1m", "tmpfs", probe.path]) == 0 else { return false }
-        mount(["-l", probe.path], tool: "/bin/umount")
-        return true
-    }()
-
-    @discardableResult
-    static func mount(_ args: [String], tool: String = "/bin/mount") -> Int32 {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tool)
-        p.arguments = args
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return -1 }
-        p.waitUntilExit()
-        return p.terminationStatus
-    }
-
     @Test(
         "a merged run that cannot spill its parts (a full disk) fails the import with disk_full naming the folder; what was saved stays, and the job resumes exactly once there is room",
-        .enabled(if: canMount, "needs root to mount a small tmpfs; not run here"))
+        .enabled(if: Tmpfs.canMount, "needs root to mount a small tmpfs; not run here"))
     func spillOnAFullDisk() async throws {
         let text = Self.generated(30_000, seed: 41)
         let (clean, _, cleanRejects) = try await importing(text, sortRun: 2_000, mergeRun: 16_000, saveEvery: 2_000)
@@ -394,8 +358,8 @@ struct SortedImportTests {
         // a full run (about 1.7 MB packed).
         let small = try TemporaryStore.makeFolder()
         defer { try? FileManager.default.removeItem(at: small) }
-        #expect(Self.mount(["-t", "tmpfs", "-o", "size=1m", "tmpfs", small.path]) == 0)
-        defer { Self.mount(["-l", small.path], tool: "/bin/umount") }
+        #expect(Tmpfs.mount(size: "1m", at: small.path))
+        defer { Tmpfs.unmount(small.path) }
         let t = try await TemporaryStore()
         let path = t.folder.appendingPathComponent("in.csv").path
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
@@ -415,7 +379,7 @@ struct SortedImportTests {
         let count = try await t.store.reader.count(FetchDescriptor(entity: "Trip"))
         #expect(count == stopped.inserted)
         // Room again: the job resumes from its last save, exactly.
-        #expect(Self.mount(["-o", "remount,size=64m", small.path]) == 0)
+        #expect(Tmpfs.resize(small.path, to: "64m"))
         let result = try await Importer.run(request, into: t.store)
         #expect(result.read == 30_000)
         try await ImporterTests.expectAgreement(result, t.store, job: "j")
