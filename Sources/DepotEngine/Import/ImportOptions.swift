@@ -87,7 +87,8 @@ public struct ImportOptions: Sendable, Hashable {
     /// in memory, spilled to a temporary file and merged, so that the run
     /// visits the identifier index once for many more records than memory
     /// holds; 0 (or not more than `sortRun`) keeps runs of `sortRun` in
-    /// memory. Tests set it; the default is measured (BENCHMARKS.md,
+    /// memory (tests, and PostgreSQL's import, which sorts each save whole
+    /// in memory, set it so). The default is measured (BENCHMARKS.md,
     /// "Merged runs"), against no merged runs in the same run of a
     /// benchmark with `DEPOT_IMPORT_MERGE_RUN=0` in depotd's environment.
     package var mergeRun = ImportOptions.defaultMergeRun

@@ -95,12 +95,7 @@ struct SortedRun {
             withUnsafeBytes(of: d.bitPattern.littleEndian) { bytes.append(contentsOf: $0) }
         case .string(let s):
             bytes.append(5)
-            var n = s.utf8.count
-            while n >= 0x80 {
-                bytes.append(UInt8(truncatingIfNeeded: n) | 0x80)
-                n >>= 7
-            }
-            bytes.append(UInt8(n))
+            Self.appendLength(s.utf8.count, to: &bytes)
             if s.utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
                 bytes.append(contentsOf: s.utf8)
             }
@@ -142,6 +137,8 @@ struct SortedRun {
         }
     }
 
+    /// Appends `n` as a varint: seven bits a byte, the high bit set on all
+    /// but the last.
     static func appendLength(_ n: Int, to out: inout [UInt8]) {
         var n = n
         while n >= 0x80 {
