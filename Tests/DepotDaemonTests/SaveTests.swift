@@ -118,4 +118,28 @@ struct SaveTests {
         #expect(again.headers["etag"] == patch.headers["etag"])
         #expect((try d.request("GET", "/v1/stores/travel/history").object["transactions"] as? [Any])?.count == 2)
     }
+
+    @Test(
+        "a depotd stopped by SIGTERM leaves its store whole in the file: no WAL beside it, and a copy of the file alone holds every answered save"
+    )
+    func stopLeavesTheFileWhole() throws {
+        let d = try DaemonProcess()
+        defer { d.stop() }
+        for k in 0..<20 {
+            let record = Self.trip("S\(k)", budget: Double(k))
+            let answer = try Self.save(d, #"{"changes":[{"insert":"Trip","record":\#(record)}]}"#)
+            #expect(answer.status == 200, "\(answer.body)")
+        }
+        // A read first: the store's readers are open when it stops.
+        let count = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#)
+        #expect(count.object["count"] as? Int == 20)
+        #expect(d.stop() == 0)
+        let state = d.folder.appendingPathComponent("state")
+        let files = try FileManager.default.contentsOfDirectory(atPath: state.path)
+        #expect(!files.contains { $0.hasSuffix("-wal") || $0.hasSuffix("-shm") }, "\(files)")
+        // A copy of the file alone, as a backup after `systemctl stop` makes it.
+        let copy = d.folder.appendingPathComponent("copy.sqlite").path
+        try FileManager.default.copyItem(atPath: state.appendingPathComponent("travel.sqlite").path, toPath: copy)
+        #expect(try JobRecordTests.sqlite(copy, "SELECT count(*), sum(budget) FROM Trip") == "20|190.0\n")
+    }
 }

@@ -196,11 +196,17 @@ public actor Store {
         signal.close()
         let checkpointer = checkpointer
         let pool = pool
+        let path = configuration.path
         let closed = Task<Void, any Error> {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 Store.closing.async {
                     checkpointer?.close()
-                    continuation.resume(with: Result { try pool.close() })
+                    continuation.resume(
+                        with: Result {
+                            try pool.close()
+                            // Every connection is closed: the WAL goes into the file.
+                            WALCheckpointer.finish(path: path)
+                        })
                 }
             }
         }

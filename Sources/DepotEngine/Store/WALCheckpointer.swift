@@ -198,6 +198,29 @@ final class WALCheckpointer: Sendable {
         }
     }
 
+    /// Copies what is left of the WAL at `path` into the store file and
+    /// removes it, once every connection of the store is closed.
+    ///
+    /// GRDB closes a pool's writer before its readers (GRDB issue #739), so
+    /// a store's last connection to close is a read-only one. That one
+    /// cannot take the lock SQLite's last close needs, and SQLite then
+    /// leaves the WAL beside the file, with the last commits in it: a copy
+    /// of the store file alone (a backup after `systemctl stop`) would miss
+    /// them. One read-write connection, opened alone, does it instead: its
+    /// close copies the WAL into the file, syncs the file (`synchronous` is
+    /// SQLite's default, FULL, whatever the store's durability: the WAL is
+    /// removed next), and removes the WAL and its index. When another
+    /// process has the store open, SQLite leaves both, as it should.
+    static func finish(path: String) {
+        var db: OpaquePointer?
+        defer { sqlite3_close_v2(db) }
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK else {
+            return
+        }
+        // A read, so that the connection opens the WAL its close checkpoints.
+        sqlite3_exec(db, "SELECT count(*) FROM sqlite_schema", nil, nil, nil)
+    }
+
     private func open() -> OpaquePointer? {
         var db: OpaquePointer?
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK else {

@@ -63,4 +63,28 @@ struct StoreCloseTests {
         for _ in 0..<held { release.signal() }
         #expect(try await read.value == 1)
     }
+
+    @Test(
+        "a closed store's file holds every commit alone: the WAL is copied into it and removed, though a reader closes last"
+    )
+    func closeLeavesTheFileWhole() async throws {
+        let t = try await TemporaryStore()
+        let trips = (0..<500).map { i -> [Value] in
+            [.string("t\(i)"), "n", "Oslo", "2025-01-01", nil, .double(Double(i)), false, nil]
+        }
+        for part in stride(from: 0, to: trips.count, by: 100) {
+            try await t.insertTrips(Array(trips[part..<part + 100]))
+        }
+        // A reader connection open, as any fetch leaves one.
+        #expect(try await t.store.reader.count(FetchDescriptor(entity: "Trip")) == 500)
+        try await t.store.close()
+        let files = try FileManager.default.contentsOfDirectory(atPath: t.folder.path)
+        #expect(!files.contains { $0.hasSuffix("-wal") || $0.hasSuffix("-shm") }, "\(files)")
+        // A copy of the store file alone, as a backup after a stop makes it.
+        let copy = try TemporaryStore.makeFolder()
+        defer { try? FileManager.default.removeItem(at: copy) }
+        let alone = copy.appendingPathComponent("copy.sqlite").path
+        try FileManager.default.copyItem(atPath: t.path, toPath: alone)
+        #expect(try sqlite3(alone, "SELECT count(*), sum(budget) FROM Trip") == "500|124750.0")
+    }
 }
