@@ -29,23 +29,35 @@ struct SortedImportTests {
         return text
     }
 
-    func importing(
-        _ text: String, sortRun: Int, mergeRun: Int = 0, saveEvery: Int,
-        cancelAfter stops: [Int] = []
-    ) async throws -> (TemporaryStore, ImportProgress, String) {
-        let t = try await TemporaryStore()
+    /// A request of job "j" importing `text`, written to a file in `t`'s
+    /// folder, in runs of `sortRun` records in memory merged into runs of
+    /// `mergeRun`, saves of `saveEvery`; its rejects go to `rejects.ndjson`
+    /// in `rejectsFolder` (default: `t`'s folder).
+    func request(
+        _ text: String, in t: TemporaryStore, sortRun: Int, mergeRun: Int, saveEvery: Int,
+        yieldAfter: Duration? = nil, rejectsFolder: URL? = nil
+    ) throws -> ImportRequest {
         let path = t.folder.appendingPathComponent("in.csv").path
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
         var options = ImportOptions(saveEvery: saveEvery, saveInterval: .seconds(3600))
         options.sortRun = sortRun
         options.mergeRun = mergeRun
-        let rejects = t.folder.appendingPathComponent("rejects.ndjson").path
-        let request = ImportRequest(job: "j", entity: "Trip", path: path, rejectsPath: rejects, options: options)
+        if let yieldAfter { options.yieldAfter = yieldAfter }
+        let rejects = (rejectsFolder ?? t.folder).appendingPathComponent("rejects.ndjson").path
+        return ImportRequest(job: "j", entity: "Trip", path: path, rejectsPath: rejects, options: options)
+    }
+
+    func importing(
+        _ text: String, sortRun: Int, mergeRun: Int = 0, saveEvery: Int,
+        cancelAfter stops: [Int] = []
+    ) async throws -> (TemporaryStore, ImportProgress, String) {
+        let t = try await TemporaryStore()
+        let request = try request(text, in: t, sortRun: sortRun, mergeRun: mergeRun, saveEvery: saveEvery)
         for stop in stops {
             #expect(await ImporterTests.run(request, into: t.store, cancellingAfterSave: stop).saves == stop)
         }
         let result = try await Importer.run(request, into: t.store)
-        return (t, result, try String(contentsOfFile: rejects, encoding: .utf8))
+        return (t, result, try String(contentsOfFile: request.rejectsPath, encoding: .utf8))
     }
 
     static let all = FetchDescriptor(entity: "Trip", sort: [.init("id")])
@@ -139,14 +151,8 @@ struct SortedImportTests {
         TemporaryStore, ImportProgress, String, [Int]
     ) {
         let t = try await TemporaryStore()
-        let path = t.folder.appendingPathComponent("in.csv").path
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        var options = ImportOptions(saveEvery: 20_000, saveInterval: .seconds(3600))
-        options.sortRun = 20_000
-        options.mergeRun = 0
-        options.yieldAfter = .zero
-        let rejects = t.folder.appendingPathComponent("rejects.ndjson").path
-        let request = ImportRequest(job: "j", entity: "Trip", path: path, rejectsPath: rejects, options: options)
+        let request = try request(
+            text, in: t, sortRun: 20_000, mergeRun: 0, saveEvery: 20_000, yieldAfter: .zero)
         t.store.demand.begin()
         defer { t.store.demand.end() }
         var places: [Int] = []
@@ -158,7 +164,7 @@ struct SortedImportTests {
             places.append(checkpoint.runWritten ?? 0)
         }
         let result = try await Importer.run(request, into: t.store)
-        return (t, result, try String(contentsOfFile: rejects, encoding: .utf8), places)
+        return (t, result, try String(contentsOfFile: request.rejectsPath, encoding: .utf8), places)
     }
 
     @Test(
@@ -271,14 +277,7 @@ struct SortedImportTests {
         // Where the stops were: inside merged runs (parts of 300, runs of
         // 1,200 and 2,400), the same places as the clean run's saves.
         let t = try await TemporaryStore()
-        let path = t.folder.appendingPathComponent("in.csv").path
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        var options = ImportOptions(saveEvery: 500, saveInterval: .seconds(3600))
-        options.sortRun = 300
-        options.mergeRun = 2_400
-        let request = ImportRequest(
-            job: "j", entity: "Trip", path: path, rejectsPath: t.folder.appendingPathComponent("r").path,
-            options: options)
+        let request = try request(text, in: t, sortRun: 300, mergeRun: 2_400, saveEvery: 500)
         var places: [String] = []
         for stop in [1, 3, 6] {
             _ = await ImporterTests.run(request, into: t.store, cancellingAfterSave: stop)
@@ -312,16 +311,10 @@ struct SortedImportTests {
         let text = Self.generated(20_000, seed: 31)
         let (whole, _, wholeRejects) = try await importing(text, sortRun: 20_000, saveEvery: 20_000)
         let t = try await TemporaryStore()
-        let path = t.folder.appendingPathComponent("in.csv").path
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        let rejects = t.folder.appendingPathComponent("rejects.ndjson").path
         // The old depotd: runs of 20,000 in memory, a save ended inside the
         // first one (for a waiting save), and its checkpoint knew no run length.
-        var old = ImportOptions(saveEvery: 20_000, saveInterval: .seconds(3600))
-        old.sortRun = 20_000
-        old.mergeRun = 0
-        old.yieldAfter = .zero
-        let stopped = ImportRequest(job: "j", entity: "Trip", path: path, rejectsPath: rejects, options: old)
+        let stopped = try request(
+            text, in: t, sortRun: 20_000, mergeRun: 0, saveEvery: 20_000, yieldAfter: .zero)
         t.store.demand.begin()
         #expect(await ImporterTests.run(stopped, into: t.store, cancellingAfterSave: 3).saves == 3)
         t.store.demand.end()
@@ -336,13 +329,14 @@ struct SortedImportTests {
         _ = try await t.store.withSave(author: "test", job: nil) { save in
             try await save.setCheckpoint(job: "j", data: bytes)
         }
-        // This depotd: merged runs of 1M from parts of 20,000.
-        var now = ImportOptions(saveEvery: 20_000, saveInterval: .seconds(3600))
-        now.sortRun = 20_000
-        let result = try await Importer.run(
-            ImportRequest(job: "j", entity: "Trip", path: path, rejectsPath: rejects, options: now), into: t.store)
+        // This depotd: merged runs of 1M (the default) from parts of 20,000,
+        // on the same file (rewritten, it would be another input).
+        var now = stopped
+        now.options.mergeRun = ImportOptions.defaultMergeRun
+        now.options.yieldAfter = nil
+        let result = try await Importer.run(now, into: t.store)
         #expect(try await t.store.reader.fetch(Self.all) == whole.store.reader.fetch(Self.all))
-        #expect(try String(contentsOfFile: rejects, encoding: .utf8) == wholeRejects)
+        #expect(try String(contentsOfFile: now.rejectsPath, encoding: .utf8) == wholeRejects)
         #expect(result.read == 20_000)
         try await ImporterTests.expectAgreement(result, t.store, job: "j")
     }
@@ -361,14 +355,8 @@ struct SortedImportTests {
         #expect(Tmpfs.mount(size: "1m", at: small.path))
         defer { Tmpfs.unmount(small.path) }
         let t = try await TemporaryStore()
-        let path = t.folder.appendingPathComponent("in.csv").path
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        var options = ImportOptions(saveEvery: 2_000, saveInterval: .seconds(3600))
-        options.sortRun = 2_000
-        options.mergeRun = 16_000
-        let request = ImportRequest(
-            job: "j", entity: "Trip", path: path, rejectsPath: small.appendingPathComponent("rejects.ndjson").path,
-            options: options)
+        let request = try request(
+            text, in: t, sortRun: 2_000, mergeRun: 16_000, saveEvery: 2_000, rejectsFolder: small)
         let error = await #expect(throws: DepotError.self) { try await Importer.run(request, into: t.store) }
         #expect(error?.code == .diskFull)
         #expect(error?.message.contains(small.path) == true, "\(error?.message ?? "")")
