@@ -1,7 +1,8 @@
 /* bench/history-floor's onepass-binary kind (issue 32): an SQLite extension
    that captures each record's identifier, old and new value inside the
    UPDATE's own pass. cap(identifier, old, new) appends them to a buffer
-   (a length byte, the identifier's bytes, two doubles) and returns new;
+   (a length byte, the identifier's bytes, two doubles; identifiers of up
+   to 255 bytes, the benchmark's are 36) and returns new;
    flush() returns the buffer as one blob and empties it. A measure of what
    a packed binary history would cost SQLite, not a part of depotd. */
 #include <sqlite3ext.h>
@@ -10,7 +11,11 @@ SQLITE_EXTENSION_INIT1
 #include <string.h>
 static unsigned char *buf; static size_t len, cap_;
 static void put(const void *p, size_t n) {
-  if (len + n > cap_) { cap_ = (len + n) * 2; buf = realloc(buf, cap_); }
+  if (len + n > cap_) {
+    cap_ = (len + n) * 2;
+    buf = realloc(buf, cap_);
+    if (!buf) abort();
+  }
   memcpy(buf + len, p, n); len += n;
 }
 static void capf(sqlite3_context *c, int argc, sqlite3_value **v) {
