@@ -160,6 +160,27 @@ struct ExportStreamTests {
         #expect(d.stop() == 0)
     }
 
+    @Test(
+        "depotd stopped while a client reads nothing of an export stops the export, and leaves its store whole in the file"
+    )
+    func stopDuringUnreadExport() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config())
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        _ = try ChangeFeedTests.importTrips(d, tripsCSV(50_000), name: "many.csv")
+        // Its read holds a connection of its own (and its snapshot) until
+        // its write deadline, 30 s.
+        let fd = try Self.unreadExport(d)
+        defer { close(fd) }
+        try d.waitForStreams(1)
+        // A save after the export's snapshot.
+        let late = try SaveTests.save(d, #"{"changes":[{"insert":"Trip","record":\#(SaveTests.trip("late"))}]}"#)
+        #expect(late.status == 200, "\(late.body)")
+        #expect(d.stop() == 0)
+        let alone = try d.storeFileAlone("SELECT count(*), count(*) FILTER (WHERE id = 'late') FROM Trip")
+        #expect(alone.leftBeside.isEmpty, "\(alone.leftBeside)")
+        #expect(alone.answer == "50001|1\n")
+    }
+
     /// depotd's resident memory, in MiB.
     static func rss(_ d: DaemonProcess) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(d.process.processIdentifier)/status", encoding: .utf8)) ?? ""

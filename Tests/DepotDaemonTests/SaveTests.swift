@@ -134,12 +134,9 @@ struct SaveTests {
         let count = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#)
         #expect(count.object["count"] as? Int == 20)
         #expect(d.stop() == 0)
-        let state = d.folder.appendingPathComponent("state")
-        let files = try FileManager.default.contentsOfDirectory(atPath: state.path)
-        #expect(!files.contains { $0.hasSuffix("-wal") || $0.hasSuffix("-shm") }, "\(files)")
         // A copy of the file alone, as a backup after `systemctl stop` makes it.
-        let copy = d.folder.appendingPathComponent("copy.sqlite").path
-        try FileManager.default.copyItem(atPath: state.appendingPathComponent("travel.sqlite").path, toPath: copy)
-        #expect(try JobRecordTests.sqlite(copy, "SELECT count(*), sum(budget) FROM Trip") == "20|190.0\n")
+        let alone = try d.storeFileAlone("SELECT count(*), sum(budget) FROM Trip")
+        #expect(alone.leftBeside.isEmpty, "\(alone.leftBeside)")
+        #expect(alone.answer == "20|190.0\n")
     }
 }

@@ -27,7 +27,47 @@ final class BytePipe: Sendable {
         continuation.onTermination = { [weak self] _ in self?.stop() }
     }
 
-    /// The consumer has gone: a producer waiting for room wakes up and throws.
+    /// The pipes whose producers run now, so that depotd can stop them all
+    /// as it stops: each producer reads on a connection of its own, and a
+    /// store cannot copy its WAL into its file while one is open (a client
+    /// that reads nothing would hold it up to `stream_write_timeout`).
+    static let running = Running()
+
+    final class Running: Sendable {
+        private struct State {
+            var pipes: [ObjectIdentifier: BytePipe] = [:]
+            var stopped = false
+        }
+
+        private let state = Mutex(State())
+
+        /// Counts `pipe` in; stopped at once when depotd is stopping.
+        func add(_ pipe: BytePipe) {
+            let stopped = state.withLock { state -> Bool in
+                if !state.stopped { state.pipes[ObjectIdentifier(pipe)] = pipe }
+                return state.stopped
+            }
+            if stopped { pipe.stop() }
+        }
+
+        func remove(_ pipe: BytePipe) {
+            _ = state.withLock { $0.pipes.removeValue(forKey: ObjectIdentifier(pipe)) }
+        }
+
+        /// Stops every pipe, and each one added after: their producers
+        /// throw at their next write.
+        func stopAll() {
+            let pipes = state.withLock { state -> [BytePipe] in
+                state.stopped = true
+                defer { state.pipes = [:] }
+                return Array(state.pipes.values)
+            }
+            for pipe in pipes { pipe.stop() }
+        }
+    }
+
+    /// The consumer has gone (or depotd stops): a producer waiting for room
+    /// wakes up and throws.
     private func stop() {
         gone.store(true, ordering: .sequentiallyConsistent)
         space.signal()
@@ -90,6 +130,8 @@ extension BytePipe {
                 if countsAsStream { metrics.streamOpened() }
                 defer { if countsAsStream { metrics.streamClosed() } }
                 let pipe = BytePipe()
+                BytePipe.running.add(pipe)
+                defer { BytePipe.running.remove(pipe) }
                 // The producer runs beside the writes; when they fail (the client
                 // went), leaving the scope cancels it, and the pipe wakes it.
                 async let produced: HTTPFields = {

@@ -182,7 +182,9 @@ public actor Store {
     }
 
     /// Closes the store: followers end, later saves throw ``DepotError/Code/storeClosed``.
-    /// A second call waits for the first one's close.
+    /// A second call waits for the first one's close. Streamed reads under
+    /// way get up to 5 s to end; then every connection closes, and the WAL
+    /// is copied into the store file and removed (``WALCheckpointer/finish(path:)``).
     ///
     /// GRDB's `close` waits for the reads under way to give their
     /// connections back, and an async read gives its connection back on the
@@ -197,7 +199,11 @@ public actor Store {
         let checkpointer = checkpointer
         let pool = pool
         let path = configuration.path
+        let streams = reader.streams
         let closed = Task<Void, any Error> {
+            // The streamed reads end first (the daemon has stopped their
+            // streams): each holds a connection that would keep the WAL.
+            _ = await streams.ended(within: .seconds(5))
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 Store.closing.async {
                     checkpointer?.close()

@@ -1,4 +1,5 @@
 import GRDB
+import Synchronization
 
 /// The read side of a store: fetches, aggregates, duplicates and history.
 ///
@@ -19,6 +20,8 @@ public struct StoreReader: Sendable {
     var schema: StoreSchema { box.value }
     let signal: CommitSignal
     let live: LiveReads
+    /// The streamed reads under way, which a closing store waits for.
+    let streams = StreamReads()
 
     init(pool: DatabasePool, schema: SchemaBox, signal: CommitSignal) {
         self.pool = pool
@@ -66,12 +69,22 @@ public struct StoreReader: Sendable {
     /// that every fetch, count and history page needs (issue #35: eight
     /// exports read by nobody stopped every other read).
     func streamRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        streams.begin()
+        defer { streams.end() }
         do {
-            let snapshot = try pool.makeSnapshot()
-            return try await snapshot.read(body)
+            return try await Self.snapshotRead(pool, body)
         } catch {
             throw Store.translate(error, store: schema.name)
         }
+    }
+
+    /// `body` in a snapshot of its own, whose connection is closed by the
+    /// time this returns (the snapshot's last reference goes with it).
+    private static func snapshotRead<T: Sendable>(
+        _ pool: DatabasePool, _ body: @escaping @Sendable (Database) throws -> T
+    ) async throws -> T {
+        let snapshot = try pool.makeSnapshot()
+        return try await snapshot.read(body)
     }
 
     /// Runs `body` in a snapshot shared with the other live streams' reads
@@ -82,5 +95,33 @@ public struct StoreReader: Sendable {
         } catch {
             throw Store.translate(error, store: schema.name)
         }
+    }
+}
+
+/// The streamed reads of a store under way (``StoreReader/streamRead(_:)``).
+///
+/// Each holds a connection of its own for as long as its client reads, and
+/// while one is open, SQLite cannot copy the WAL into the store file when
+/// the store closes (``WALCheckpointer/finish(path:)``). So a closing store
+/// waits for them, for a while: the daemon stops their streams first.
+final class StreamReads: Sendable {
+    private let count = Mutex(0)
+
+    func begin() { count.withLock { $0 += 1 } }
+    func end() { count.withLock { $0 -= 1 } }
+
+    /// Waits until no streamed read is under way, for at most `limit`.
+    ///
+    /// - Returns: whether none is.
+    func ended(within limit: Duration) async -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        // Polled: this runs once, as a store closes, and reads end within
+        // milliseconds once their streams are stopped.
+        while count.withLock({ $0 }) > 0 {
+            if clock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
     }
 }

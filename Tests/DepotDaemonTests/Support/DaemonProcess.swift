@@ -162,6 +162,18 @@ final class DaemonProcess {
         return process.terminationStatus
     }
 
+    /// After a stop: what is left beside the Trip store's file (a `-wal` or
+    /// `-shm`), and `sql`'s output on a copy of the file alone, as a backup
+    /// made after the stop sees it.
+    func storeFileAlone(_ sql: String) throws -> (leftBeside: [String], answer: String) {
+        let state = folder.appendingPathComponent("state")
+        let files = try FileManager.default.contentsOfDirectory(atPath: state.path)
+        let copy = folder.appendingPathComponent("copy.sqlite").path
+        try? FileManager.default.removeItem(atPath: copy)
+        try FileManager.default.copyItem(atPath: state.appendingPathComponent("travel.sqlite").path, toPath: copy)
+        return (files.filter { $0.hasSuffix("-wal") || $0.hasSuffix("-shm") }, try JobRecordTests.sqlite(copy, sql))
+    }
+
     /// The value of a metric without labels in `/v1/metrics`.
     func metric(_ name: String) throws -> Int? {
         try request("GET", "/v1/metrics").body.split(separator: "\n")
