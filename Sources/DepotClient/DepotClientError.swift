@@ -68,6 +68,12 @@ public struct DepotClientError: Error, Sendable, Hashable, CustomStringConvertib
         public static let unknownConsumer = Code(rawValue: "unknown_consumer")
         /// No processor of that name in the store.
         public static let unknownProcessor = Code(rawValue: "unknown_processor")
+        /// An aggregate whose result is beyond what its type holds (422).
+        ///
+        /// ```swift
+        /// catch let e as DepotClientError where e.code == .outOfRange { print(e.message) }
+        /// ```
+        public static let outOfRange = Code(rawValue: "out_of_range")
         /// A predicate that does not parse; ``DepotClientError/position`` marks where (400).
         ///
         /// ```swift

@@ -284,11 +284,12 @@ extension DepotClient {
     ///                                     compute: ["budget": "budget * 1.1"])
     /// ```
     public func update(
-        store: String, entity: String, where predicate: String,
+        store: String, entity: String, where predicate: String, arguments: [String: JSONValue] = [:],
         set values: [String: JSONValue] = [:], compute: [String: String] = [:]
     ) async throws -> Job {
         var settings = JobSettings()
         settings.where = predicate
+        if !arguments.isEmpty { settings.arguments = arguments }
         if !values.isEmpty || compute.isEmpty { settings.set = values }
         if !compute.isEmpty { settings.compute = compute }
         return try await json(
@@ -318,10 +319,15 @@ extension DepotClient {
     ///
     /// ```swift
     /// let job = try await client.delete(store: "travel", entity: "Trip", where: "endDate < '2020-01-01'")
+    /// let old = try await client.delete(store: "travel", entity: "Trip", where: "endDate < $d",
+    ///                                   arguments: ["d": "2020-01-01"])
     /// ```
-    public func delete(store: String, entity: String, where predicate: String) async throws -> Job {
+    public func delete(
+        store: String, entity: String, where predicate: String, arguments: [String: JSONValue] = [:]
+    ) async throws -> Job {
         var settings = JobSettings()
         settings.where = predicate
+        if !arguments.isEmpty { settings.arguments = arguments }
         return try await json(
             Job.self, .POST, "/v1/jobs",
             body: JobRequest(kind: "delete", store: store, entity: entity, settings: settings))

@@ -130,13 +130,13 @@ extension DepotClient {
                         .head(head), .body(.byteBuffer(ByteBuffer(bytes: bytes))), .end(nil)
                     ])
                 case .file(let path, let type):
-                    guard let handle = FileHandle(forReadingAtPath: path) else {
-                        throw DepotClientError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))")
-                    }
-                    defer { try? handle.close() }
-                    let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+                    // Opened once (a link is followed, with the caller's
+                    // rights), then sized from the open file itself: a size
+                    // asked of the path does not follow a link, and sent as
+                    // many bytes as the link's own path has (issue 51).
+                    let upload = try UploadFile(path: path)
                     head.headers.add(name: "Content-Type", value: type)
-                    head.headers.add(name: "Content-Length", value: "\(size)")
+                    head.headers.add(name: "Content-Length", value: "\(upload.size)")
                     // Each part written on the channel and awaited, not
                     // through the NIOAsyncChannel's writer: a write of the
                     // writer after the daemon closed (a refusal answered
@@ -144,7 +144,10 @@ extension DepotClient {
                     // seen in depotctl console's bridge); the channel's fails.
                     let wire = channel.channel
                     try await wire.writeAndFlush(HTTPClientRequestPart.head(head)).get()
-                    while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                    // A file that changes while it is sent is not sent whole:
+                    // the connection closes before the request's end, so the
+                    // daemon keeps nothing of it and no job starts.
+                    while let chunk = try upload.next() {
                         try await wire.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(bytes: chunk))))
                             .get()
                     }
@@ -235,5 +238,77 @@ extension DepotClient {
             default: "cannot connect to \(path): \(error); \(hint)"
             }
         return DepotClientError(.unreachable, message)
+    }
+}
+
+/// A file sent as a request's body: sized from the open descriptor
+/// (`fstat`), read to exactly that size, and checked to be unchanged at
+/// its end, so that what the daemon receives is the file as it was opened.
+final class UploadFile {
+    let fd: Int32
+    let path: String
+    let size: Int
+    private let identity: stat
+    private var sent = 0
+
+    deinit { Glibc.close(fd) }
+
+    init(path: String) throws {
+        // Without blocking: a FIFO's open waits for a writer, forever.
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            throw DepotClientError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw DepotClientError(.localIO, "cannot read \(path): \(String(cString: strerror(code)))")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            Glibc.close(fd)
+            throw DepotClientError(.localIO, "cannot send \(path): it is not a regular file")
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        self.path = path
+        self.identity = info
+        self.size = Int(info.st_size)
+    }
+
+    /// The next chunk of at most 1 MiB, or nil at the end.
+    ///
+    /// - Throws: ``DepotClientError/Code/localIO`` "the file changed while
+    ///   it was sent" when the file ends early, grows, or its size or
+    ///   modification time differ from when it was opened.
+    func next() throws -> [UInt8]? {
+        if sent == size {
+            // One byte more would mean the file grew; and its times say
+            // whether it was written in place.
+            var probe: UInt8 = 0
+            let extra = read(fd, &probe, 1)
+            var now = stat()
+            guard extra == 0, fstat(fd, &now) == 0, now.st_size == identity.st_size,
+                now.st_mtim.tv_sec == identity.st_mtim.tv_sec, now.st_mtim.tv_nsec == identity.st_mtim.tv_nsec
+            else { throw changed() }
+            return nil
+        }
+        var chunk = [UInt8](repeating: 0, count: min(1 << 20, size - sent))
+        var count = -1
+        repeat {
+            count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        } while count < 0 && errno == EINTR
+        if count < 0 {
+            throw DepotClientError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        guard count > 0 else { throw changed() }
+        sent += count
+        return count == chunk.count ? chunk : Array(chunk[..<count])
+    }
+
+    private func changed() -> DepotClientError {
+        DepotClientError(
+            .localIO,
+            "the file changed while it was sent: \(path) is not what it was when the upload began; "
+                + "nothing was imported, send it again once it is written whole")
     }
 }

@@ -39,6 +39,7 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
             case io = "io"
             case database = "database"
             case idempotencyKeyReused = "idempotency_key_reused"
+            case outOfRange = "out_of_range"
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -79,6 +80,9 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let database = Code(.database)
         /// A save's idempotency key was used before by a save of another body.
         public static let idempotencyKeyReused = Code(.idempotencyKeyReused)
+        /// A computed result (a sum, an average) is beyond what its type
+        /// holds: past a double's largest finite value, or a 64-bit integer's.
+        public static let outOfRange = Code(.outOfRange)
 
         /// Every code, for the daemon's mapping to the API and its tests.
         package static var all: [Code] { Base.allCases.map(Code.init) }

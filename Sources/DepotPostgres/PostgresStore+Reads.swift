@@ -12,15 +12,22 @@ extension PostgresStore {
         let plan = try AggregatePlan(request, schema: schema, dialect: .postgresql)
         let binds = PostgresSQL.bindings(plan.arguments)
         let rows = try await read { connection in
-            try await PostgresSQL.textRows(connection, plan.sql, binds, logger: logger).map { row in
-                let groups = plan.groupFields.indices.map { PostgresSQL.value(row[$0], as: plan.groupFields[$0].type) }
-                let values = plan.types.indices.map {
-                    PostgresSQL.value(row[plan.groupFields.count + $0], as: plan.types[$0])
+            do {
+                return try await PostgresSQL.textRows(connection, plan.sql, binds, logger: logger).map { row in
+                    let groups = plan.groupFields.indices.map {
+                        PostgresSQL.value(row[$0], as: plan.groupFields[$0].type)
+                    }
+                    let values = plan.types.indices.map {
+                        PostgresSQL.value(row[plan.groupFields.count + $0], as: plan.types[$0])
+                    }
+                    return AggregateResult.Row(groups: groups, values: values)
                 }
-                return AggregateResult.Row(groups: groups, values: values)
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "22003" {
+                // PostgreSQL's overflow of a double's sum or average.
+                throw AggregateResult.outOfRange(plan.functions.first { $0 == .sum || $0 == .avg } ?? .sum)
             }
         }
-        return AggregateResult(groupBy: request.groupBy, functions: plan.functions, rows: rows)
+        return try AggregateResult(plan, groupBy: request.groupBy, rows: rows)
     }
 
     /// The duplicates request compiled for this store; throws as running it would.

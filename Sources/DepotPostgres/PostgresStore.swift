@@ -620,6 +620,14 @@ public actor PostgresStore {
                 "store \(JSONText.quoted(name)) (\(configuration.location.description)): "
                     + PostgresSQL.describe(error) + "; the server's disk is full: free space, then retry")
         }
+        // 22003 numeric_value_out_of_range: a double's arithmetic past
+        // ±1.8e308, where SQLite gives infinity (which no write stores).
+        if let error = error as? PSQLError, error.serverInfo?[.sqlState] == "22003" {
+            return DepotError(
+                .outOfRange,
+                "store \(JSONText.quoted(name)): a computed value is beyond what a number holds here "
+                    + "(past ±1.8e308): " + PostgresSQL.describe(error))
+        }
         return DepotError(
             .database,
             "store \(JSONText.quoted(name)) (\(configuration.location.description)): "

@@ -109,6 +109,14 @@ public struct JobSettings: Sendable, Hashable, Codable {
     /// settings.where = "endDate < '2024-01-01'"
     /// ```
     public var `where`: String?
+    /// The values of the `$name` placeholders in `where`, as a fetch's
+    /// `arguments` are (delete, update, dedupe, export).
+    ///
+    /// ```swift
+    /// settings.where = "budget > $min"
+    /// settings.arguments = ["min": 1000]
+    /// ```
+    public var arguments: [String: JSONValue]?
     /// An update's fields and their new values (scalars).
     ///
     /// ```swift
@@ -169,7 +177,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case path, format, onConflict = "on_conflict", maxRejects = "max_rejects", references, prefetch
         case delimiter, quote, header, quotes, skipInitialSpace = "skip_initial_space", nulls, columns, encoding
-        case `where`, set, compute, by, keep, before, olderThan = "older_than", token, job
+        case `where`, arguments, set, compute, by, keep, before, olderThan = "older_than", token, job
     }
 
     /// Reads the settings; `max_rejects` may be a JSON number.
@@ -202,6 +210,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
         columns = try c.decodeIfPresent([String: String].self, forKey: .columns)
         encoding = try c.decodeIfPresent(String.self, forKey: .encoding)
         `where` = try c.decodeIfPresent(String.self, forKey: .where)
+        arguments = try c.decodeIfPresent([String: JSONValue].self, forKey: .arguments)
         set = try c.decodeIfPresent([String: JSONValue].self, forKey: .set)
         compute = try c.decodeIfPresent([String: String].self, forKey: .compute)
         by = try c.decodeIfPresent([String].self, forKey: .by)
@@ -234,6 +243,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
         try c.encodeIfPresent(columns, forKey: .columns)
         try c.encodeIfPresent(encoding, forKey: .encoding)
         try c.encodeIfPresent(`where`, forKey: .where)
+        try c.encodeIfPresent(arguments, forKey: .arguments)
         try c.encodeIfPresent(set, forKey: .set)
         try c.encodeIfPresent(compute, forKey: .compute)
         try c.encodeIfPresent(by, forKey: .by)

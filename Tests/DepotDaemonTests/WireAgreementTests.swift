@@ -50,7 +50,8 @@ struct WireAgreementTests {
         s.nulls = ["NA"]
         s.columns = ["Trip ID": "Trip_ID"]
         s.encoding = "latin-1"
-        s.where = "budget > 1"
+        s.where = "budget > $min"
+        s.arguments = ["min": 1]
         s.set = ["isFavorite": true]
         s.compute = ["budget": "budget * 1.1"]
         s.token = "41"

@@ -66,6 +66,7 @@ package struct APIError: Error, Sendable {
         case unknownProcessor = "unknown_processor"
         case storeClosed = "store_closed"
         case idempotencyKeyReused = "idempotency_key_reused"
+        case outOfRange = "out_of_range"
     }
 
     package var code: Code
@@ -91,7 +92,7 @@ package struct APIError: Error, Sendable {
         case .notFound, .unknownStore, .unknownJob, .unknownEntity, .unknownConsumer, .unknownProcessor: .notFound
         case .methodNotAllowed: .methodNotAllowed
         case .conflict, .migrationRefused, .saveRefused: .conflict
-        case .invalidChange, .idempotencyKeyReused: .unprocessableContent
+        case .invalidChange, .idempotencyKeyReused, .outOfRange: .unprocessableContent
         case .historyExpired: .gone
         case .tooLarge: .contentTooLarge
         case .storeClosed, .tooManyConnections: .serviceUnavailable

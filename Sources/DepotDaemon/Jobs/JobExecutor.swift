@@ -56,7 +56,8 @@ struct JobExecutor {
             }
         case .delete(let entity, let predicate):
             let counts = try await store.delete(
-                entity: entity, where: predicate, arguments: [:], author: author, job: record.id,
+                entity: entity, where: predicate.predicate, arguments: predicate.arguments, author: author,
+                job: record.id,
                 batchSize: nil
             ) { c in
                 var r = snapshot
@@ -67,7 +68,8 @@ struct JobExecutor {
         case .update(let entity, let predicate, let values, let compute):
             try await withRejectsFile(&record) { rejects in
                 try await store.update(
-                    entity: entity, where: predicate, arguments: [:], set: values, compute: compute,
+                    entity: entity, where: predicate.predicate, arguments: predicate.arguments, set: values,
+                    compute: compute,
                     author: author, job: snapshot.id, batchSize: nil, rejectsPath: compute.isEmpty ? nil : rejects
                 ) { c in
                     var r = snapshot
@@ -77,8 +79,8 @@ struct JobExecutor {
             }
         case .dedupe(let entity, let by, let keep, let predicate):
             let counts = try await store.resolveDuplicates(
-                entity: entity, by: by, keep: keep, where: predicate,
-                arguments: [:], author: author, job: record.id,
+                entity: entity, by: by, keep: keep, where: predicate.predicate,
+                arguments: predicate.arguments, author: author, job: record.id,
                 batchSize: nil
             ) { c in
                 var r = snapshot
@@ -148,7 +150,7 @@ struct JobExecutor {
     /// NDJSON or CSV, streamed; the file appears complete or not at all.
     /// Prefetched records are embedded (NDJSON) or flattened (CSV, ``CSVText/header(_:)``).
     func export(
-        _ record: inout JobRecord, entity: String, where predicate: String?, format: JobSpec.ExportFormat,
+        _ record: inout JobRecord, entity: String, where filter: JobSpec.Filter, format: JobSpec.ExportFormat,
         path: String?, prefetch: [String]
     ) async throws {
         let folder = stateDir + "/exports"
@@ -165,7 +167,7 @@ struct JobExecutor {
                     + (errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))))
         }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        var descriptor = FetchDescriptor(entity: entity, where: predicate)
+        var descriptor = filter.descriptor(entity)
         descriptor.prefetch = prefetch
         let count: Int
         if prefetch.isEmpty {

@@ -21,17 +21,50 @@ import DepotWire
 /// ```
 package enum JobSpec: Sendable, Hashable {
     case importFile(entity: String, path: String, options: ImportOptions)
-    case delete(entity: String, where: String?)
+    case delete(entity: String, where: Filter)
     /// `compute`: fields and the expressions computed for each record (DESIGN §17).
-    case update(entity: String, where: String?, set: [String: Value], compute: [String: String])
-    case dedupe(entity: String, by: [String], keep: DuplicateResolution, where: String?)
+    case update(entity: String, where: Filter, set: [String: Value], compute: [String: String])
+    case dedupe(entity: String, by: [String], keep: DuplicateResolution, where: Filter)
     /// `prefetch`: relationships whose records each exported record embeds (DESIGN §12).
-    case export(entity: String, where: String?, format: ExportFormat, path: String?, prefetch: [String])
+    case export(entity: String, where: Filter, format: ExportFormat, path: String?, prefetch: [String])
     case prune(Prune)
     /// The inverse of a transaction or a job's (DESIGN §17).
     case revert(RevertTarget, onConflict: RevertConflictPolicy)
     /// Converts an entity to its configured shape (DESIGN §18).
     case migrate(entity: String)
+
+    /// The records a job selects: its `where` and the values of that
+    /// predicate's `$name` placeholders (`arguments`), as a fetch takes them.
+    /// A literal is a predicate without arguments (`where: "budget > 1"`,
+    /// `where: nil`).
+    package struct Filter: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByNilLiteral {
+        package var predicate: String?
+        package var arguments: [String: Value]
+
+        package init(_ predicate: String?, arguments: [String: Value] = [:]) {
+            self.predicate = predicate
+            self.arguments = arguments
+        }
+
+        package init(stringLiteral predicate: String) { self.init(predicate) }
+
+        package init(nilLiteral: ()) { self.init(nil) }
+
+        /// A fetch of `entity`'s records that this filter selects.
+        func descriptor(_ entity: String) -> FetchDescriptor {
+            FetchDescriptor(entity: entity, where: predicate, arguments: arguments)
+        }
+
+        init(of settings: JobSettings) throws {
+            self.init(settings.where, arguments: try JSONValue.scalars(settings.arguments, key: "arguments"))
+        }
+
+        /// Writes the filter into a job record's settings.
+        func write(to s: inout JobSettings) {
+            s.where = predicate
+            if !arguments.isEmpty { s.arguments = arguments.mapValues(JSONValue.init) }
+        }
+    }
 
     /// What a prune removes.
     package enum Prune: Sendable, Hashable {
@@ -114,14 +147,16 @@ package enum JobSpec: Sendable, Hashable {
         switch self {
         case .importFile(let entity, _, _):
             _ = try reader.entity(entity)
-        case .delete(let entity, let predicate):
-            try reader.check(FetchDescriptor(entity: entity, where: predicate))
-        case .update(let entity, let predicate, let values, let compute):
-            try reader.checkUpdate(entity: entity, where: predicate, arguments: [:], set: values, compute: compute)
-        case .dedupe(let entity, let by, _, let predicate):
-            try reader.checkDuplicates(entity: entity, by: by, where: predicate, arguments: [:], limit: nil)
-        case .export(let entity, let predicate, _, _, let prefetch):
-            var descriptor = FetchDescriptor(entity: entity, where: predicate)
+        case .delete(let entity, let filter):
+            try reader.check(filter.descriptor(entity))
+        case .update(let entity, let filter, let values, let compute):
+            try reader.checkUpdate(
+                entity: entity, where: filter.predicate, arguments: filter.arguments, set: values, compute: compute)
+        case .dedupe(let entity, let by, _, let filter):
+            try reader.checkDuplicates(
+                entity: entity, by: by, where: filter.predicate, arguments: filter.arguments, limit: nil)
+        case .export(let entity, let filter, _, _, let prefetch):
+            var descriptor = filter.descriptor(entity)
             descriptor.prefetch = prefetch
             try reader.check(descriptor)
         case .migrate(let entity):
@@ -169,7 +204,7 @@ extension JobSpec {
             try options.read(dialectOf: settings)
             self = .importFile(entity: entityName, path: path, options: options)
         case .delete:
-            self = .delete(entity: try entityName(), where: settings.where)
+            self = .delete(entity: try entityName(), where: try Filter(of: settings))
         case .update:
             let values = try JSONValue.scalars(settings.set, key: "set")
             let compute = settings.compute ?? [:]
@@ -178,7 +213,7 @@ extension JobSpec {
                     .invalidArgument,
                     "an update job needs set (fields and their new values) or compute (fields and expressions)")
             }
-            self = .update(entity: try entityName(), where: settings.where, set: values, compute: compute)
+            self = .update(entity: try entityName(), where: try Filter(of: settings), set: values, compute: compute)
         case .dedupe:
             guard let by = settings.by, !by.isEmpty else {
                 throw DepotError(
@@ -186,12 +221,12 @@ extension JobSpec {
             }
             let keep = try JobSetting.read(
                 "keep", settings.keep ?? DuplicateResolution.keepFirst.rawValue, JobSetting.keep)
-            self = .dedupe(entity: try entityName(), by: by, keep: keep, where: settings.where)
+            self = .dedupe(entity: try entityName(), by: by, keep: keep, where: try Filter(of: settings))
         case .export:
             let format = try JobSetting.read(
                 "format", settings.format ?? ExportFormat.ndjson.rawValue, JobSetting.exportFormat)
             self = .export(
-                entity: try entityName(), where: settings.where, format: format, path: settings.path,
+                entity: try entityName(), where: try Filter(of: settings), format: format, path: settings.path,
                 prefetch: settings.prefetch ?? [])
         case .prune:
             self = .prune(try Prune(before: settings.before, olderThan: settings.olderThan))
@@ -226,18 +261,18 @@ extension JobSpec {
             s.maxRejects = options.maxRejects.text
             if options.deferReferences { s.references = "defer" }
             options.write(dialectTo: &s)
-        case .delete(_, let predicate):
-            s.where = predicate
-        case .update(_, let predicate, let values, let compute):
-            s.where = predicate
+        case .delete(_, let filter):
+            filter.write(to: &s)
+        case .update(_, let filter, let values, let compute):
+            filter.write(to: &s)
             if !values.isEmpty || compute.isEmpty { s.set = values.mapValues(JSONValue.init) }
             if !compute.isEmpty { s.compute = compute }
-        case .dedupe(_, let by, let keep, let predicate):
+        case .dedupe(_, let by, let keep, let filter):
             s.by = by
             s.keep = keep.rawValue
-            s.where = predicate
-        case .export(_, let predicate, let format, let path, let prefetch):
-            s.where = predicate
+            filter.write(to: &s)
+        case .export(_, let filter, let format, let path, let prefetch):
+            filter.write(to: &s)
             s.format = format.rawValue
             s.path = path
             if !prefetch.isEmpty { s.prefetch = prefetch }

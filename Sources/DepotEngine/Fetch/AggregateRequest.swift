@@ -153,12 +153,14 @@ extension StoreReader {
             defer { sqlite3_reset(statement) }
             var rows: [AggregateResult.Row] = []
             let (groupFields, types) = (plan.groupFields, plan.types)
+            // SQLite's sum() of integers past the 64-bit range fails here
+            // ("integer overflow"): Store.translate makes it `out_of_range`.
             while try SQL.step(statement, db) {
                 let groups = groupFields.indices.map { SQL.column(statement, Int32($0), as: groupFields[$0].type) }
                 let values = types.indices.map { SQL.column(statement, Int32(groupFields.count + $0), as: types[$0]) }
                 rows.append(.init(groups: groups, values: values))
             }
-            return AggregateResult(groupBy: request.groupBy, functions: plan.functions, rows: rows)
+            return try AggregateResult(plan, groupBy: request.groupBy, rows: rows)
         }
     }
 }

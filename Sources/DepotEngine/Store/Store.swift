@@ -268,7 +268,7 @@ public actor Store {
             // SQLite's sum() of integers past Int64: the request's answer does not fit.
             if db.message?.contains("integer overflow") == true {
                 return DepotError(
-                    .invalidArgument,
+                    .outOfRange,
                     "a sum overflows a 64-bit integer (past ±9,223,372,036,854,775,807); "
                         + "ask for avg, or declare the field double")
             }

@@ -14,6 +14,13 @@ package enum ValueConversion {
                 throw DepotError(.typeMismatch, "field \(name) is required and cannot be set to null")
             }
             return .null
+        case (.double, .double(let d)) where !d.isFinite:
+            // Every write path refuses infinity and NaN: SQLite stores ±Inf
+            // but JSON has no text for it, so reads would serve null (issue 51).
+            throw DepotError(
+                .typeMismatch,
+                "field \(name) is double, and \(d.isNaN ? "NaN" : d < 0 ? "-infinity" : "infinity") "
+                    + "is not a finite number")
         case (.string, .string), (.json, .string), (.int, .int), (.double, .double), (.bool, .bool):
             return value
         case (.double, .int(let i)): return .double(Double(i))

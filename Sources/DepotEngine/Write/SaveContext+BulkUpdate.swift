@@ -214,14 +214,17 @@ struct BulkUpdateShape {
     }
 
     /// Whether the record is one the record-by-record path refuses: its
-    /// computed value null in a required field, or a double (an integer out
-    /// of range) in an `int` one. It has no parameters.
+    /// computed value null in a required field, a double (an integer out
+    /// of range) in an `int` one, or an infinity in a `double` one. It has no parameters.
     var refused: String {
         let conditions = fields.indices.dropFirst(constants.count).flatMap { k -> [String] in
             let field = entity.fields[fields[k]]
             var out: [String] = []
             if !field.isOptional { out.append("\(new(k)) IS NULL") }
             if field.type == .int { out.append("typeof(\(new(k))) = 'real'") }
+            // An overflow to ±infinity (SQLite's 9e999), refused as the
+            // record-by-record path refuses it.
+            if field.type == .double { out.append("abs(\(new(k))) > 1.7976931348623157e308") }
             return out
         }
         return conditions.isEmpty ? "0" : "(" + conditions.joined(separator: " OR ") + ")"
