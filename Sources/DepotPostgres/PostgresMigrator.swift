@@ -515,23 +515,35 @@ extension PostgresStore {
     static let entitiesChanged = "entities"
 
     /// Reads the entities created over the API again (another host changed them).
-    func reloadEntities() async throws {
+    nonisolated func reloadEntities() async throws {
+        try await schemaLock.run { try await reloadEntitiesAlone() }
+    }
+
+    private nonisolated func reloadEntitiesAlone() async throws {
         let created = try await read { connection in try await PostgresMigrator.createdEntities(connection, store: self)
         }
         // Layouts of entities new to this host.
         try await transaction { connection in
             try await PostgresMigrator.layouts(connection, store: self, entities: created)
         }
-        let now = schema
-        box.set(
+        box.update { now in
             StoreSchema(
                 name: name, entities: now.configured + created, createdByAPI: Set(created.map(\.name)),
-                migrations: Array(now.migrations.values)))
+                migrations: Array(now.migrations.values))
+        }
     }
 
     /// Brings the store to the configuration's `entities` while it runs
     /// (a reload): as opening it would, in one transaction.
     public nonisolated func reconfigure(entities: [EntitySchema]) async throws {
+        do {
+            try await schemaLock.run { try await reconfigureAlone(entities: entities) }
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    private nonisolated func reconfigureAlone(entities: [EntitySchema]) async throws {
         do {
             try await transaction { connection in
                 try await PostgresSQL.lock(
@@ -553,7 +565,7 @@ extension PostgresStore {
     /// (DESIGN §18); false when it is as given already.
     public nonisolated func putEntity(_ entity: EntitySchema) async throws -> Bool {
         do {
-            return try await put(entity)
+            return try await schemaLock.run { try await put(entity) }
         } catch {
             throw EntityDefinition.refusal(translate(error), entity: entity.name, store: name)
         }
@@ -584,12 +596,16 @@ extension PostgresStore {
             return plans.first as MigrationPlan??
         }
         guard let changed else { return false }
-        box.set(schema.replacing(entity, migrating: changed))
+        box.update { $0.replacing(entity, migrating: changed) }
         return true
     }
 
     /// Drops entity `name`, created over the API and holding no record.
     public nonisolated func dropEntity(_ name: String) async throws {
+        try await schemaLock.run { try await drop(name) }
+    }
+
+    private nonisolated func drop(_ name: String) async throws {
         try await transaction { connection in
             try await PostgresSQL.lock(connection, "depot:" + self.configuration.location.schema, logger: self.logger)
             let entity = try EntityDefinition.checkDrop(name, in: self.schema)
@@ -608,7 +624,7 @@ extension PostgresStore {
                 connection, "DELETE FROM \(self.table("depot_entities")) WHERE name = $1", binds, logger: self.logger)
             try await self.announceEntities(connection)
         }
-        box.set(schema.removing(name))
+        box.update { $0.removing(name) }
     }
 
     /// Tells every host of the store, when the transaction commits, that its entities changed.

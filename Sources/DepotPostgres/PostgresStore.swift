@@ -66,6 +66,8 @@ public actor PostgresStore {
     /// change while the store runs.
     nonisolated let box: SchemaBox
     nonisolated var schema: StoreSchema { box.value }
+    /// This host's schema changes, one at a time (``SchemaLock``).
+    nonisolated let schemaLock = SchemaLock()
     /// `"schema".` — the prefix of every table's name.
     nonisolated let prefix: String
     /// The id in `depot_layouts` of each entity's fields, in their order

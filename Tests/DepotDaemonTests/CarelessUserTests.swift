@@ -140,4 +140,24 @@ struct CarelessUserTests {
             "POST", "/v1/stores/travel/entities/Trip/aggregate", body: #"{"field":"budget","functions":["max"]}"#)
         #expect(fine.status == 200, "\(fine.body)")
     }
+
+    @Test("an entity a processor reads cannot be dropped until the processor is; then it is, and stays gone")
+    func dropUnderProcessor() throws {
+        let d = try DaemonProcess()
+        defer { d.stop() }
+        let put = try d.request(
+            "PUT", "/v1/stores/travel/entities/Codes", body: #"{"identifier": "code", "fields": {"code": "string"}}"#)
+        #expect(put.status == 201, "\(put.body)")
+        let processor = try d.request(
+            "POST", "/v1/stores/travel/processors", body: #"{"name": "tag", "entity": "Codes", "batch": 10}"#)
+        #expect(processor.status == 201 || processor.status == 200, "\(processor.body)")
+        let refused = try d.request("DELETE", "/v1/stores/travel/entities/Codes")
+        #expect(refused.status == 409 && refused.body.contains(#"processor \"tag\""#), "\(refused.body)")
+        #expect(try d.request("GET", "/v1/stores/travel").body.contains(#""Codes""#))
+        #expect(try d.request("DELETE", "/v1/stores/travel/processors/tag").status == 204)
+        let dropped = try d.request("DELETE", "/v1/stores/travel/entities/Codes")
+        #expect(dropped.status == 204, "\(dropped.body)")
+        #expect(!(try d.request("GET", "/v1/stores/travel").body.contains(#""Codes""#)))
+        #expect(!(try d.request("GET", "/v1/stores/travel/processors").body.contains("tag")))
+    }
 }

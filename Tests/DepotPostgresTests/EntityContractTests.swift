@@ -118,4 +118,59 @@ struct EntityContractTests {
         }
         #expect(answers.count == 1 || answers[0].1 == answers[1].1.map { $0 })
     }
+
+    /// Issue 51: a refused `DELETE` of one entity racing the creation of
+    /// another rolled the new one out of the running daemon (7 of 30
+    /// rounds): the drop put back a copy of the schema taken before it
+    /// waited for the writer.
+    static func race(_ backend: any Backend) async throws -> [String] {
+        var backend = backend
+        let held = try EntityDefinition(json: Array(Self.body.utf8), name: "Held").schema()
+        _ = try await backend.contract.putEntity(held)
+        var batch = RecordBatch(entity: "Held", columns: ["code", "n", "at"])
+        batch.append(["a", 1, .null])
+        _ = try await backend.write(batch)
+        var out: [String] = []
+        let contract = backend.contract
+        for round in 0..<30 {
+            let name = "Made\(round)"
+            let made = try EntityDefinition(json: Array(Self.body.utf8), name: name).schema()
+            async let created = contract.putEntity(made)
+            // Refused: Held holds a record.
+            async let dropped: Bool = { (try? await contract.dropEntity("Held")) != nil }()
+            let (c, d) = try await (created, dropped)
+            if !c || d { out.append("round \(round): created \(c) dropped \(d)") }
+            if !contract.reads.entities.contains(where: { $0.name == name }) {
+                out.append("round \(round): \(name) not served after its creation")
+            }
+            // Written to at once, as an import --create does.
+            var rows = RecordBatch(entity: name, columns: ["code", "n", "at"])
+            rows.append(["x", .int(Int64(round)), .null])
+            do {
+                _ = try await backend.write(rows)
+            } catch {
+                out.append("round \(round): write \(error)")
+            }
+            // Every other one dropped again, racing the refused drop.
+            if round % 2 == 1 {
+                try await contract.delete(entity: name, where: nil, author: "t")
+                async let gone: Void = contract.dropEntity(name)
+                async let refused: Bool = { (try? await contract.dropEntity("Held")) != nil }()
+                _ = try await (gone, refused)
+            }
+        }
+        let served = contract.reads.entitiesCreatedByAPI.sorted()
+        out.append("served \(served)")
+        backend = try await backend.reopen(entities: try ComputeContractTests.trips())
+        out.append("stored \(backend.contract.reads.entitiesCreatedByAPI.sorted())")
+        return out
+    }
+
+    @Test("a refused drop racing creations and drops never changes what is served; served equals stored after a reopen")
+    func race() async throws {
+        let expected = (["Held"] + (0..<30).filter { $0 % 2 == 0 }.map { "Made\($0)" }).sorted()
+        for (name, out) in try await Backends.answers(entities: ComputeContractTests.trips(), Self.race) {
+            #expect(out == ["served \(expected)", "stored \(expected)"], "\(name): \(out)")
+        }
+    }
 }

@@ -24,9 +24,29 @@ extension ControlRoutes {
 
     /// `DELETE /v1/stores/{store}/entities/{entity}`: drops an entity
     /// created over the API that holds no record (`204`).
+    ///
+    /// Refused (`409 conflict`) while a job that is not over works on the
+    /// entity, or a processor names it (issue 51: the job failed on a table
+    /// gone under it; the processors stayed listed, also after a restart).
     func dropEntity(_ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
-        try await store.dropEntity(context.parameters.get("entity") ?? "")
+        let entity = context.parameters.get("entity") ?? ""
+        let quoted = JSONText.quoted(entity)
+        if let job = await jobs.all().first(where: {
+            $0.store == store.name && $0.entity == entity && !$0.state.isFinal
+        }) {
+            throw APIError(
+                .conflict,
+                "job \(job.id) (\(job.kind.rawValue), \(job.state.rawValue)) works on entity \(quoted): "
+                    + "wait for it to end or cancel it (depotctl cancel \(job.id)), then drop the entity")
+        }
+        if let processor = try await store.reads.processors().first(where: { $0.entity == entity }) {
+            throw APIError(
+                .conflict,
+                "processor \(JSONText.quoted(processor.name)) reads entity \(quoted): drop it first "
+                    + "(DELETE /v1/stores/\(store.name)/processors/\(processor.name))")
+        }
+        try await store.dropEntity(entity)
         return Response(status: .noContent)
     }
 }

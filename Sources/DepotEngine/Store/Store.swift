@@ -265,6 +265,14 @@ public actor Store {
                     "the request is too large or too deeply nested for SQLite "
                         + "(\(db.message ?? "too big")); simplify the predicate")
             }
+            // An entity's table dropped while a request that named it ran
+            // (issue 51: SQLite's own text reached the client).
+            if let message = db.message, message.hasPrefix("no such table: ") {
+                return DepotError(
+                    .unknownEntity,
+                    "store \(JSONText.quoted(store)): the table of an entity this request uses is gone "
+                        + "(the entity was dropped while it ran)")
+            }
             // SQLite's sum() of integers past Int64: the request's answer does not fit.
             if db.message?.contains("integer overflow") == true {
                 return DepotError(

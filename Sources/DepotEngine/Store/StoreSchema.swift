@@ -85,4 +85,8 @@ public final class SchemaBox: Sendable {
     package var value: StoreSchema { current.withLock { $0 } }
 
     package func set(_ schema: StoreSchema) { current.withLock { $0 = schema } }
+
+    /// Changes the schema from what it is at this moment, in one step: two
+    /// changes that each read it and then set it could lose one.
+    package func update(_ change: (StoreSchema) -> StoreSchema) { current.withLock { $0 = change($0) } }
 }
