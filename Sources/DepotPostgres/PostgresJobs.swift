@@ -138,10 +138,18 @@ extension PostgresStore {
                 if Task.isCancelled { return }
                 // A renewal that fails to reach the server is tried again;
                 // one that finds the job gone, or a cancel asked through
-                // any host, stops the work (at its next save).
-                if let renewal = try? await renew(job: job, host: host, lease: lease), renewal != .held {
+                // any host, stops the work (at its next save). The lease
+                // is renewed until the work has stopped: a save under way
+                // ends first, and a lapsed lease would hand the job to
+                // another host while this one still ends it (issue 51).
+                switch try? await renew(job: job, host: host, lease: lease) {
+                case .lost?:
                     work.cancel()
                     return
+                case .cancelRequested?:
+                    work.cancel()
+                case .held?, nil:
+                    break
                 }
             }
         }

@@ -176,8 +176,8 @@ public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
         } else {
             keys = try await stageTable(for: plan, columns: prepared.keyColumns)
             try await PostgresSQL.execute(connection, "TRUNCATE \(keys)", logger: logger)
-            try await connection.copyFrom(
-                table: String(keys.dropFirst().dropLast()),
+            try await PostgresSQL.copy(
+                connection, into: String(keys.dropFirst().dropLast()),
                 columns: ["seq"] + prepared.keyColumns.map { "c\($0)" }, logger: logger
             ) { writer in
                 try await writer.write(round.keys)
@@ -319,9 +319,9 @@ public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
             // The new records, copied into the entity's table in the rows'
             // order, their lines as made with the batch, in runs.
             let lines = round.lines
-            let copy = { [connection = try connection] in
-                try await connection.copyFrom(
-                    table: PostgresSQL.copyName(entity.name),
+            let copy = { [connection = try connection, inserts] in
+                try await PostgresSQL.copy(
+                    connection, into: PostgresSQL.copyName(entity.name),
                     columns: batch.columns.map(PostgresSQL.copyName), logger: logger
                 ) { writer in
                     var i = 0
@@ -360,10 +360,10 @@ public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
             try await PostgresSQL.execute(connection, "TRUNCATE \(stage)", logger: logger)
             var staged = ByteBuffer()
             PreparedBatch.appendKeys(updates, of: batch, columns: all, to: &staged)
-            try await connection.copyFrom(
-                table: String(stage.dropFirst().dropLast()),
+            try await PostgresSQL.copy(
+                connection, into: String(stage.dropFirst().dropLast()),
                 columns: ["seq"] + all.map { "c\($0)" }, logger: logger
-            ) { writer in
+            ) { [staged] writer in
                 try await writer.write(staged)
             }
             let set = plan.updatedFields.map { f in
@@ -426,8 +426,8 @@ public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
     /// and ``appendInserts(_:of:to:txn:id:entity:layout:)`` into the store's
     /// own `depot_changes` (the save set search_path to its schema).
     func copyChanges(_ changes: ByteBuffer) async throws {
-        try await connection.copyFrom(
-            table: "depot_changes",
+        try await PostgresSQL.copy(
+            connection, into: "depot_changes",
             columns: [
                 "txn", "id", "entity", "identifier", "kind",
                 "fields", "tombstone", "old", "new", "layout", "span"

@@ -315,7 +315,16 @@ package actor JobManager {
             throw JobRefusal.unknownJob(id)
         }
         if !known.state.isFinal, let store = stores.store(known.store) {
-            _ = try await store.jobs.requestCancel(id)
+            let requested = try await store.jobs.requestCancel(id)
+            // Queued here but run by another host (a shared store): the
+            // cancel is that host's to carry out at its next save, and the
+            // job ends as it records (issue 51: this host showed it
+            // cancelled while the other finished it).
+            if requested, known.state == .queued, store.jobs.pollInterval != nil,
+                let stored = try await store.jobs.record(id), stored.state == .running
+            {
+                return stored
+            }
         }
         try await transition(id) { try $0.cancel(id) }
         return job(id)!
@@ -417,11 +426,14 @@ package actor JobManager {
         var wasCancelled = false
         // The record another host ended the job with, on a store several hosts serve.
         var endedElsewhere: JobRecord?
+        // Whether this host got to run it (claimed it, on a shared store).
+        let ranHere = SharedFlag()
         do {
             // Run once this host holds the job (DESIGN §15): at once on an
             // SQLite store; on PostgreSQL after claiming it from the others.
             let (stateDir, metrics) = (stateDir, metrics)
-            let ran = try await store.jobs.run(record.id) { [record] in
+            let ran = try await store.jobs.run(record.id) { [record, ranHere] in
+                ranHere.set()
                 var running = record
                 try await self.persist(running, in: store)
                 try await JobExecutor(stateDir: stateDir, store: store, metrics: metrics) { report in
@@ -437,6 +449,16 @@ package actor JobManager {
         } catch {
             failure = error
             wasCancelled = Task.isCancelled
+            // Cancelled here before this host held the job, while another
+            // host runs it (a shared store): the cancel went to that host
+            // through the store, and the job ends as that host records it
+            // (issue 51: this host showed it cancelled while the other
+            // finished it).
+            if wasCancelled, !ranHere.isSet, store.jobs.pollInterval != nil,
+                (try? await store.jobs.record(record.id))?.state == .running
+            {
+                endedElsewhere = await followElsewhere(record, in: store)
+            }
         }
         reports.finish()
         await reader.value
@@ -477,6 +499,23 @@ package actor JobManager {
             outcome = .failed(record, reason: (error as? DepotError)?.message ?? "\(error)")
         }
         await transition(record.id) { $0.finished(record.id, outcome) }
+    }
+
+    /// The record job `record` ends with on another host, read from the
+    /// store every poll interval until it is final; nil when this daemon
+    /// stops first (the job is then followed again at the next start).
+    private func followElsewhere(_ record: JobRecord, in store: any StoreBackend) async -> JobRecord? {
+        let interval = store.jobs.pollInterval ?? .seconds(1)
+        // Unstructured: the work's task is cancelled, this wait must not be.
+        return await Task {
+            while !queue.isStopping {
+                if let read = try? await store.jobs.read(record.id), case .success(let now) = read, now.state.isFinal {
+                    return now
+                }
+                try? await Task.sleep(for: min(interval, .seconds(1)))
+            }
+            return nil
+        }.value
     }
 
     private func progressed(_ record: JobRecord) {
@@ -559,4 +598,11 @@ package actor JobManager {
             }
         }
     }
+}
+
+/// A flag one task sets and another reads.
+final class SharedFlag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
 }
