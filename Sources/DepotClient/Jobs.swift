@@ -251,14 +251,19 @@ extension DepotClient {
             let ext = (path as NSString).pathExtension.lowercased()
             options.format = ["jsonl": .ndjson, "ndjson": .ndjson, "json": .json, "tsv": .tsv][ext] ?? .csv
         }
+        // The file's own name, which an entity created from it and the
+        // errors of its inference name (not the daemon's spool file).
+        let name = (path as NSString).lastPathComponent
         return try await upload(
             .file(path: path, contentType: Self.contentType(options.format)), store: store,
-            entity: entity, options: options)
+            entity: entity, options: options, name: options.create == true ? name : nil)
     }
 
-    private func upload(_ body: RequestBody, store: String, entity: String, options: ImportOptions) async throws -> Job
-    {
-        let query = options.members.map { "\($0)=\(Self.escaped($1))" }.joined(separator: "&")
+    private func upload(
+        _ body: RequestBody, store: String, entity: String, options: ImportOptions, name: String? = nil
+    ) async throws -> Job {
+        let query = (options.members + (name.map { [("name", $0)] } ?? []))
+            .map { "\($0)=\(Self.escaped($1))" }.joined(separator: "&")
         let path = Self.entityPath(store, entity, "import") + (query.isEmpty ? "" : "?" + query)
         return try Self.decode(Job.self, try await call(.POST, path, body: body), answering: "POST \(path)")
     }

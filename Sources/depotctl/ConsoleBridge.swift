@@ -9,22 +9,41 @@ import Synchronization
 /// process, so that the daemon sees the user who ran it (`SO_PEERCRED`) and
 /// applies their role; the daemon itself opens no listener.
 ///
+/// Who it serves: only connections whose peer is the user who runs it (or
+/// root), read from the kernel's table of loopback sockets as identd does
+/// (``LoopbackPeer``); any other user's connection is closed as soon as it
+/// is accepted, so a stolen token or session is worth nothing to them, and
+/// a flood of their connections holds nothing open (issue 51).
+///
 /// What it lets through: only `Host` values of the loopback at its port (a
 /// page of another site whose name resolves to 127.0.0.1 sends its own);
-/// only requests carrying the session's cookie, which the one-time token in
-/// the printed URL is exchanged for; and, for every request that is not a
-/// GET or HEAD, only a same-origin `Origin` (or, without one,
+/// for `/v1/…` and anything that is not a GET or HEAD of the console's own
+/// files, only requests carrying the session in the `X-Depot-Session`
+/// header, which the one-time token of the printed URL is exchanged for.
+/// The page keeps the session for its origin alone (`localStorage`: the
+/// bridge's port) and sends it as that header: no cookie, which a browser would send to every port of
+/// 127.0.0.1, another user's server among them. For every request that is
+/// not a GET or HEAD, only a same-origin `Origin` (or, without one,
 /// `Sec-Fetch-Site: same-origin`). Only `/console/…` and `/v1/…` are
 /// forwarded. Each request goes to the daemon on a connection of its own,
-/// streamed both ways (an upload, a live stream), and the cookie does not.
+/// streamed both ways (an upload, a live stream), and the session does not.
+/// A connection idle for ``idleTimeout`` between requests is closed, and so
+/// is one whose request says `Connection: close`; at most
+/// ``maxConnections`` are served at once.
 final class ConsoleBridge: Sendable {
     let socketPath: String
     /// The one-time token of the printed URL.
     let token: String
-    /// The cookie's value, once the token is exchanged.
+    /// The session the token is exchanged for, sent by the page as a header.
     let session: String
     private let tokenUsed = Mutex(false)
-    static let cookieName = "depot_console"
+    /// Connections being served.
+    private let open = Mutex(0)
+    /// What runs when the token has been exchanged (`--open` removes its file).
+    let onExchange = Mutex<(@Sendable () -> Void)?>(nil)
+    static let sessionHeader = "X-Depot-Session"
+    static let maxConnections = 256
+    static let idleTimeout = TimeAmount.seconds(30)
 
     init(socketPath: String) {
         self.socketPath = socketPath
@@ -46,6 +65,9 @@ final class ConsoleBridge: Sendable {
             .bind(host: "127.0.0.1", port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandlers([
+                        IdleStateHandler(readTimeout: Self.idleTimeout), IdleBetweenRequests()
+                    ])
                     return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
                         wrappingChannelSynchronously: channel)
                 }
@@ -65,8 +87,20 @@ final class ConsoleBridge: Sendable {
         )
     }
 
-    /// One browser connection: its requests one after the other.
+    /// One browser connection: its requests one after the other, if its
+    /// peer is this user's (or root's) and fewer than ``maxConnections``
+    /// are served; else it is closed at once, unread.
     func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, port: Int) async {
+        let admitted = open.withLock { count -> Bool in
+            guard count < Self.maxConnections else { return false }
+            count += 1
+            return true
+        }
+        defer { if admitted { open.withLock { $0 -= 1 } } }
+        guard admitted, LoopbackPeer.isOwner(of: connection.channel) else {
+            try? await connection.channel.close()
+            return
+        }
         try? await connection.executeThenClose { inbound, outbound in
             var requests = inbound.makeAsyncIterator()
             while let part = try await requests.next() {
@@ -77,15 +111,18 @@ final class ConsoleBridge: Sendable {
                     try await Self.answer(outbound, head, status, message)
                 case .exchange:
                     try await Self.skipBody(&requests)
-                    var headers = HTTPHeaders([("Location", "/console/"), ("Content-Length", "0")])
-                    headers.add(
-                        name: "Set-Cookie",
-                        value: "\(Self.cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict")
+                    // The session goes to the page in the fragment, which
+                    // the browser keeps to itself: never sent, never logged.
+                    var headers = HTTPHeaders([
+                        ("Location", "/console/#session=\(session)"), ("Content-Length", "0")
+                    ])
                     headers.add(name: "Cache-Control", value: "no-store")
+                    headers.add(name: "Referrer-Policy", value: "no-referrer")
                     try await outbound.write(contentsOf: [
                         .head(HTTPResponseHead(version: head.version, status: .seeOther, headers: headers)),
                         .end(nil)
                     ])
+                    onExchange.withLock { $0 }?()
                 case .redirect(let location):
                     try await Self.skipBody(&requests)
                     let headers = HTTPHeaders([("Location", location), ("Content-Length", "0")])
@@ -96,6 +133,8 @@ final class ConsoleBridge: Sendable {
                 case .forward:
                     guard try await forward(head, &requests, outbound, browser: connection.channel) else { return }
                 }
+                // `Connection: close` (or HTTP/1.0 without keep-alive): answered, closed.
+                if !head.isKeepAlive { return }
             }
         }
     }
@@ -125,17 +164,20 @@ final class ConsoleBridge: Sendable {
                 return true
             }
             if fresh { return .exchange }
-            // A used link again, in the browser that used it: on to the console.
-            if Self.cookie(head) == session { return .redirect("/console/") }
             return .refuse(
                 .forbidden,
                 "this console link was used already, or is not this bridge's: run depotctl console again "
                     + "for a new one")
         }
-        guard let cookie = Self.cookie(head), Self.same(cookie, session) else {
-            return .refuse(
-                .unauthorized,
-                "open the console with the URL depotctl console printed (its token is good once, in one browser)")
+        // The console's own files are the same for everyone: a page loads
+        // them without the session (a navigation sends no header of ours).
+        let asset = (head.method == .GET || head.method == .HEAD) && (path == "/console" || path.hasPrefix("/console/"))
+        if !asset {
+            guard let given = head.headers[Self.sessionHeader].first, Self.same(given, session) else {
+                return .refuse(
+                    .unauthorized,
+                    "open the console with the URL depotctl console printed (its token is good once, in one browser)")
+            }
         }
         if head.method != .GET && head.method != .HEAD {
             let origins = hosts.map { "http://" + $0 }
@@ -184,6 +226,7 @@ final class ConsoleBridge: Sendable {
         browser.closeFuture.whenComplete { _ in daemonChannel.close(promise: nil) }
         return try await daemon.executeThenClose { answers, _ in
             var forwarded = head
+            forwarded.headers.remove(name: Self.sessionHeader)
             forwarded.headers.remove(name: "Cookie")
             forwarded.headers.replaceOrAdd(name: "Host", value: "depot")
             forwarded.headers.replaceOrAdd(name: "Connection", value: "close")
@@ -266,20 +309,41 @@ final class ConsoleBridge: Sendable {
         return nil
     }
 
-    static func cookie(_ head: HTTPRequestHead) -> String? {
-        for header in head.headers["Cookie"] {
-            for pair in header.split(separator: ";") {
-                let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
-                if parts.count == 2, parts[0] == Substring(cookieName) { return String(parts[1]) }
-            }
-        }
-        return nil
-    }
-
     /// Equal, in a time that does not tell how much of it matched.
     static func same(_ a: String, _ b: String) -> Bool {
         let (x, y) = (Array(a.utf8), Array(b.utf8))
         guard x.count == y.count else { return false }
         return zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}
+
+/// Closes a connection of the bridge that has been idle, between requests,
+/// for the ``IdleStateHandler``'s read timeout; one whose answer is still
+/// being sent (a live stream) stays however long it lasts.
+final class IdleBetweenRequests: ChannelDuplexHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// Requests read whose answers have not ended.
+    private var pending = 0
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head = unwrapInboundIn(data) { pending += 1 }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { pending = max(0, pending - 1) }
+        context.write(data, promise: promise)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            if pending == 0 { context.close(promise: nil) }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 }

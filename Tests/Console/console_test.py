@@ -14,6 +14,7 @@ import http.client
 import json
 import os
 import re
+import select
 import shutil
 import socket
 import subprocess
@@ -224,6 +225,31 @@ class Bridge:
         self.process.wait(timeout=30)
 
 
+SESSION = "X-Depot-Session"
+
+
+def page_session(page):
+    """The session the bridge gave this page's tab (it keeps it in localStorage)."""
+    value = page.evaluate("() => localStorage.getItem('depot-session')")
+    check(value and len(value) == 64, f"the page keeps no session: {value!r}")
+    return value
+
+
+def keep_session(session):
+    """A script that gives another browser context's tabs the same session, as add_cookies did."""
+    return f"localStorage.setItem('depot-session', {json.dumps(session)});"
+
+
+def as_reader(code, *args, timeout=120):
+    """Runs Python `code` as the second user (uid READER_UID); its standard output."""
+    out = subprocess.run(
+        ["setpriv", f"--reuid={READER_UID}", f"--regid={READER_UID}", "--clear-groups",
+         sys.executable, "-c", code, *map(str, args)],
+        capture_output=True, text=True, timeout=timeout)
+    check(out.returncode == 0, f"the second user's program failed: {out.stderr[-2000:]}")
+    return out.stdout
+
+
 def js_number(x):
     """A number as JavaScript's String() writes it."""
     return str(int(x)) if float(x).is_integer() else repr(float(x))
@@ -270,6 +296,7 @@ def main():
                 print("== (skipped: the read principal's bridge runs as another user, which needs root)")
             browser.close()
         listeners(daemon)
+        open_flag(daemon)
     finally:
         for b in bridges:
             b.stop()
@@ -311,8 +338,10 @@ def run_writer(browser, daemon, bridge, big):
         other = browser.new_context()
         p2 = other.new_page()
         r = p2.goto(bridge.origin + "/console/")
-        check(r.status == 401, f"no token: {r.status}")
-        check("open the console with the URL" in p2.content(), "no token: no message saying what to do")
+        check(r.status == 200, f"the page itself is the same for everyone: {r.status}")
+        p2.wait_for_selector("text=Open the console with the URL depotctl console printed")
+        r = p2.request.get(bridge.origin + "/v1/me")
+        check(r.status == 401, f"no session: {r.status}")
         r = p2.goto(bridge.origin + "/console/?token=" + "0" * 64)
         check(r.status == 403, f"a wrong token: {r.status}")
         other.close()
@@ -322,7 +351,7 @@ def run_writer(browser, daemon, bridge, big):
     def opens():
         page.goto(bridge.url)
         ready(page)
-        check(page.url == bridge.origin + "/console/", f"the token stays in the address bar: {page.url}")
+        check(page.url == bridge.origin + "/console/#/", f"the token or session stays in the address bar: {page.url}")
         check("can change data" in page.inner_text("#who"), page.inner_text("#who"))
         page.wait_for_selector("td[data-count='travel.Trip']")
         figures["first page usable (ms after the URL)"] = int(page.get_attribute("body", "data-ready-ms"))
@@ -607,7 +636,7 @@ def run_writer(browser, daemon, bridge, big):
             return [document.querySelector('a, button, input, select') === s, s.getBoundingClientRect().left]; }""")
         check(first[0] and first[1] >= 0, f"the skip link: {first}")
         phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
-        phone.add_cookies(context.cookies())
+        phone.add_init_script(keep_session(page_session(page)))
         pp = phone.new_page()
         pp.goto(bridge.origin + "/console/#/browse/travel/Trip")
         pp.wait_for_selector("table.records tbody tr")
@@ -616,7 +645,7 @@ def run_writer(browser, daemon, bridge, big):
         pp.screenshot(path=os.path.join(SHOTS, "phone.png"))
         phone.close()
         dark = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="dark")
-        dark.add_cookies(context.cookies())
+        dark.add_init_script(keep_session(page_session(page)))
         dp = dark.new_page()
         dp.goto(bridge.origin + "/console/#/jobs")
         ready(dp)
@@ -629,32 +658,36 @@ def run_writer(browser, daemon, bridge, big):
 
     @step("the bridge refuses a foreign Host and a foreign Origin; the assets are small and local")
     def bridge_checks():
-        cookie = "; ".join(f"{c['name']}={c['value']}" for c in context.cookies())
+        session = page_session(page)
         host = f"127.0.0.1:{bridge.port}"
-        status, text = bridge.raw("GET", "/v1/me", {"Host": "evil.example", "Cookie": cookie})
+        status, text = bridge.raw("GET", "/v1/me", {"Host": host})
+        check(status == 401 and "open the console with the URL" in text, f"no session: {status} {text}")
+        status, text = bridge.raw("GET", "/v1/me", {"Host": host, SESSION: "0" * 64})
+        check(status == 401, f"a wrong session: {status} {text}")
+        status, text = bridge.raw("GET", "/v1/me", {"Host": "evil.example", SESSION: session})
         check(status == 403 and "answers only at" in text, f"a foreign Host: {status} {text}")
-        status, _ = bridge.raw("GET", "/v1/me", {"Host": host, "Cookie": cookie})
+        status, _ = bridge.raw("GET", "/v1/me", {"Host": host, SESSION: session})
         check(status == 200, f"the bridge's own Host: {status}")
-        status, text = bridge.raw("GET", "/metrics", {"Host": host, "Cookie": cookie})
+        status, text = bridge.raw("GET", "/metrics", {"Host": host, SESSION: session})
         check(status == 404 and "forwards only" in text, f"a path outside /console/ and /v1/: {status} {text}")
         body = '{"kind":"prune","store":"travel","older_than":"3650d"}'
-        status, text = bridge.raw("POST", "/v1/jobs", {"Host": host, "Cookie": cookie,
+        status, text = bridge.raw("POST", "/v1/jobs", {"Host": host, SESSION: session,
                                                        "Origin": "http://evil.example", "Content-Type": "application/json"}, body)
         check(status == 403 and "another origin" in text, f"a foreign Origin: {status} {text}")
-        status, text = bridge.raw("POST", "/v1/jobs", {"Host": host, "Cookie": cookie, "Content-Type": "application/json"}, body)
+        status, text = bridge.raw("POST", "/v1/jobs", {"Host": host, SESSION: session, "Content-Type": "application/json"}, body)
         check(status == 403, f"a change without Origin: {status} {text}")
-        status, text = bridge.raw("POST", "/v1/jobs", {"Host": host, "Cookie": cookie, "Origin": bridge.origin,
+        status, text = bridge.raw("POST", "/v1/jobs", {"Host": host, SESSION: session, "Origin": bridge.origin,
                                                        "Content-Type": "application/json"}, body)
         check(status == 202, f"the console's own origin: {status} {text}")
         foreign = [u for u in requests if not u.startswith(bridge.origin)]
         check(not foreign, f"requests that left the bridge: {foreign[:5]}")
         check(not errors, f"errors in the page: {errors}")
         total = 0
-        index = bridge.raw("GET", "/console/", {"Host": host, "Cookie": cookie})[1]
+        index = bridge.raw("GET", "/console/", {"Host": host, SESSION: session})[1]
         names = ["/console/"] + ["/console/" + n for n in re.findall(r'(?:src|href)="([^"#:]+)"', index)]
         for name in names:
             c = http.client.HTTPConnection("127.0.0.1", bridge.port, timeout=30)
-            c.request("GET", name, headers={"Host": host, "Cookie": cookie, "Accept-Encoding": "gzip"})
+            c.request("GET", name, headers={"Host": host, SESSION: session, "Accept-Encoding": "gzip"})
             r = c.getresponse()
             size = len(r.read())
             check(r.status == 200, f"{name}: {r.status}")
@@ -676,14 +709,14 @@ def run_writer(browser, daemon, bridge, big):
         # Two busy processes make the machine as loaded as that; the
         # requests alternate with ones to the daemon's own socket, as the
         # runs that showed it did. (Bridge.raw waits 30 s for an answer.)
-        cookie = "; ".join(f"{c['name']}={c['value']}" for c in context.cookies())
+        session = page_session(page)
         host = f"127.0.0.1:{bridge.port}"
         busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
         try:
             for i in range(1000):
                 path = "/console/" if i % 2 else "/v1/me"
                 try:
-                    status, _ = bridge.raw("GET", path, {"Host": host, "Cookie": cookie})
+                    status, _ = bridge.raw("GET", path, {"Host": host, SESSION: session})
                 except TimeoutError:
                     raise AssertionError(f"request {i + 1} ({path}) through the bridge had no answer in 30 s")
                 check(status == 200, f"request {i + 1} ({path}): {status}")
@@ -698,8 +731,180 @@ def run_writer(browser, daemon, bridge, big):
                 b.kill()
                 b.wait()
     bridge_loaded()
+    if os.getuid() == 0:
+        other_user(page, bridge)
+    else:
+        print("== (skipped: the second user's server and flood run as another user, which needs root)")
     diagnostics.remove(diagnose)
     context.close()
+
+
+# What the second user's programs run (as uid READER_UID, through setpriv).
+RECORDING_SERVER = r"""
+import http.server, sys
+log = sys.argv[1]
+class Record(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open(log, "a") as f:
+            f.write(self.path + "\n" + str(self.headers) + "\n")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(b"<title>elsewhere</title>nothing here")
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Record)
+print(server.server_address[1], flush=True)
+server.handle_request()
+"""
+
+STOLEN_SESSION = r"""
+import socket, sys
+port, session = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port), timeout=30)
+try:
+    s.sendall(f"GET /v1/me HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Depot-Session: {session}\r\n\r\n".encode())
+    print(repr(s.recv(4096)))
+except OSError as e:
+    print("error", e.errno)
+"""
+
+FLOOD = r"""
+import resource, socket, sys
+port, count = int(sys.argv[1]), int(sys.argv[2])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 100), hard))
+held = []
+for _ in range(count):
+    held.append(socket.create_connection(("127.0.0.1", port), timeout=30))
+# Each connection answered or closed by the bridge: what it got.
+closed = answered = 0
+for s in held:
+    try:
+        s.settimeout(30)
+        data = s.recv(1)
+        closed += data == b""
+        answered += data != b""
+    except ConnectionResetError:
+        closed += 1
+print(closed, answered)
+"""
+
+
+def other_user(page, bridge):
+    """Issue 51: another local user gets nothing of the console's session."""
+    session = page_session(page)
+    host = f"127.0.0.1:{bridge.port}"
+
+    @step("another user's server on another loopback port receives no credential from the console's browser")
+    def other_port():
+        log = tempfile.mktemp(prefix="depot-elsewhere-", dir="/tmp")
+        server = subprocess.Popen(
+            ["setpriv", f"--reuid={READER_UID}", f"--regid={READER_UID}", "--clear-groups",
+             sys.executable, "-c", RECORDING_SERVER, log], stdout=subprocess.PIPE, text=True)
+        try:
+            port = int(server.stdout.readline())
+            # The console's user follows a link to it, in the same browser.
+            page.goto(f"http://127.0.0.1:{port}/a-link")
+            page.wait_for_selector("text=nothing here")
+            server.wait(timeout=30)
+            with open(log) as f:
+                seen = f.read()
+            check("/a-link" in seen, f"the second user's server saw no request: {seen!r}")
+            check(session not in seen and "cookie" not in seen.lower(), f"it received a credential: {seen!r}")
+        finally:
+            server.kill()
+            if os.path.exists(log):
+                os.unlink(log)
+        page.goto(bridge.origin + "/console/#/jobs")
+        ready(page)
+    other_port()
+
+    @step("the session, stolen by another user, opens nothing: the bridge closes their connection unread")
+    def stolen():
+        got = as_reader(STOLEN_SESSION, bridge.port, session).strip()
+        check(got in ("b''", "error 104", "error 32"), f"the second user's request got an answer: {got}")
+        status, _ = bridge.raw("GET", "/v1/me", {"Host": host, SESSION: session})
+        check(status == 200, f"the owner's own request after it: {status}")
+    stolen()
+
+    @step("1,100 connections of another user hold nothing: each is closed, and the owner's console answers")
+    def flood():
+        closed, answered = map(int, as_reader(FLOOD, bridge.port, 1100).split())
+        check(closed == 1100 and answered == 0, f"the flood's connections: {closed} closed, {answered} answered")
+        for i in range(20):
+            status, _ = bridge.raw("GET", "/v1/me", {"Host": host, SESSION: session})
+            check(status == 200, f"the owner's request {i + 1} after the flood: {status}")
+    flood()
+
+    @step("a connection idle between requests is closed; Connection: close is honoured")
+    def idle():
+        def until_closed(extra, timeout):
+            """One GET /v1/me on a connection of its own; what came until the bridge closed it, and when."""
+            c = socket.create_connection(("127.0.0.1", bridge.port), timeout=timeout)
+            c.sendall(f"GET /v1/me HTTP/1.1\r\nHost: {host}\r\n{SESSION}: {session}\r\n{extra}\r\n".encode())
+            started = time.monotonic()
+            data = b""
+            while chunk := c.recv(65536):
+                data += chunk
+            c.close()
+            return data, time.monotonic() - started
+        data, _ = until_closed("Connection: close\r\n", 60)
+        check(data.startswith(b"HTTP/1.1 200"), f"the answer: {data[:100]!r}")
+        # Kept alive, then silent: the bridge closes it (30 s), unasked.
+        data, took = until_closed("", 90)
+        figures["the bridge's idle close (s)"] = round(took, 1)
+        check(data.startswith(b"HTTP/1.1 200"), f"the answer before the close: {data[:100]!r}")
+    idle()
+
+
+def open_flag(daemon):
+    """Issue 51: `--open` puts the token on no command line."""
+    @step("console --open gives the browser a file only its user reads, never the token on a command line")
+    def opened():
+        fake = tempfile.mkdtemp(prefix="depot-xdg-")
+        # What xdg-open is given comes through a FIFO: read once it writes.
+        seen = os.path.join(fake, "argv")
+        os.mkfifo(seen)
+        with open(os.path.join(fake, "xdg-open"), "w") as f:
+            f.write(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {seen}\n")
+        os.chmod(os.path.join(fake, "xdg-open"), 0o755)
+        env = dict(os.environ, PATH=fake + ":" + os.environ["PATH"], XDG_RUNTIME_DIR=fake)
+        bridge = subprocess.Popen([os.path.join(BIN, "depotctl"), "console", "--open", "--socket", daemon.socket],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            bridge.stdout.readline()
+            url = bridge.stdout.readline().strip()
+            token = url.split("token=", 1)[1]
+            fd = os.open(seen, os.O_RDONLY | os.O_NONBLOCK)
+            data = b""
+            deadline = time.monotonic() + 60
+            while not data.endswith(b"\n"):
+                readable, _, _ = select.select([fd], [], [], 60)
+                check(readable and time.monotonic() < deadline, "depotctl console --open did not start xdg-open")
+                data += os.read(fd, 4096)
+            os.close(fd)
+            argv = data.decode().split()
+            check(len(argv) == 1 and token not in argv[0], f"xdg-open was given {argv}")
+            page_file = argv[0]
+            mode = os.stat(page_file).st_mode & 0o777
+            folder_mode = os.stat(os.path.dirname(page_file)).st_mode & 0o777
+            check(mode == 0o600 and folder_mode == 0o700, f"the page {oct(mode)}, its folder {oct(folder_mode)}")
+            with open(page_file) as f:
+                check(url in f.read(), "the page does not lead to the console's URL")
+            # Once the token is used the page goes.
+            conn = http.client.HTTPConnection("127.0.0.1", int(re.search(r":(\d+)/", url).group(1)), timeout=30)
+            conn.request("GET", "/" + url.split("/", 3)[3])
+            r = conn.getresponse()
+            r.read()
+            check(r.status == 303 and "#session=" in (r.getheader("Location") or ""), f"the token: {r.status}")
+            conn.close()
+            check(not os.path.exists(page_file), "the page with the token stays after the token was used")
+        finally:
+            bridge.send_signal(2)
+            bridge.wait(timeout=30)
+            shutil.rmtree(fake, ignore_errors=True)
+    opened()
 
 
 def run_reader(browser, daemon, bridge):
@@ -726,7 +931,9 @@ def run_reader(browser, daemon, bridge):
         check(not buttons, f"a reader is offered {buttons}")
         forged = page.evaluate("""async () => {
             const r = await fetch('/v1/stores/travel/entities/Trip/records/T001', {
-                method: 'PATCH', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({budget: 1})});
+                method: 'PATCH', body: JSON.stringify({budget: 1}),
+                headers: {'Content-Type': 'application/json',
+                          'X-Depot-Session': localStorage.getItem('depot-session')}});
             return [r.status, await r.text()];
         }""")
         check(forged[0] == 403 and "may not write" in forged[1], f"the forged save: {forged}")

@@ -40,6 +40,18 @@ struct CarelessUserTests {
         #expect(refused.err.contains("not a regular file"), "\(refused.err)")
     }
 
+    @Test("import --create of a file the inference refuses names the user's file, not the daemon's spool file")
+    func createNamesTheFile() throws {
+        let d = try DaemonProcess()
+        defer { d.stop() }
+        let file = d.folder.appendingPathComponent("only-header.csv")
+        try Data("a,b\n".utf8).write(to: file)
+        let refused = try Ctl.run(
+            ["import", file.path, "--store", "travel", "--entity", "Data", "--create"], socket: d.socket)
+        #expect(refused.status != 0)
+        #expect(refused.err.contains("only-header.csv") && !refused.err.contains("create-"), "\(refused.err)")
+    }
+
     @Test("a file that changes while it is sent is not sent: the client says so and nothing arrives")
     func fileChangedWhileSent() throws {
         let folder = try DaemonProcess.makeFolder()

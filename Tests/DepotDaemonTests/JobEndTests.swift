@@ -71,6 +71,35 @@ struct JobEndTests {
     }
 
     @Test(
+        "a save whose commit cannot be synced answers 500 io, keeps nothing, and the next one saves",
+        .enabled(if: failSync != nil, "needs cc to build the fsync fault"))
+    func failedSyncAnswersIO() throws {
+        let folder = try DaemonProcess.makeFolder()
+        let trigger = folder.appendingPathComponent("fail-sync").path
+        try Data(Self.config().utf8).write(to: folder.appendingPathComponent("depot.toml"))
+        let d = try DaemonProcess(
+            folder: folder, environment: ["LD_PRELOAD": Self.failSync!, "DEPOT_FAIL_SYNC": trigger])
+        defer { d.stop() }
+        func save(_ id: String) throws -> HTTPResult {
+            try d.request(
+                "PUT", "/v1/stores/travel/entities/Trip/records/\(id)",
+                body: #"{"name":"n","startDate":"2025-01-01","budget":1,"isFavorite":false}"#)
+        }
+        _ = FileManager.default.createFile(atPath: trigger, contents: nil)
+        let failed = try save("t1")
+        // Issue 51: `500 internal` before, where docs/api.md says `io`.
+        #expect(
+            failed.status == 500
+                && failed.object["error"].flatMap { ($0 as? [String: Any])?["code"] } as? String == "io",
+            "\(failed.body)")
+        #expect(failed.body.contains("disk failed"), "\(failed.body)")
+        try FileManager.default.removeItem(atPath: trigger)
+        #expect(try save("t2").status < 300)
+        #expect(try d.request("GET", "/v1/stores/travel/entities/Trip/records/t1").status == 404)
+        #expect(try count(d) == 1)
+    }
+
+    @Test(
         "a job whose end a full disk kept out of the store stays failed after kill -9, and never overwrites newer data",
         .enabled(if: failSync != nil, "needs cc to build the write fault"))
     func unrecordedEndStaysFailed() throws {

@@ -54,6 +54,23 @@ function display(v) {
 
 // ---- the API ---------------------------------------------------------------
 
+// The session depotctl console's bridge gave this tab, in the fragment of
+// the address it sent the printed URL on to (never sent over the wire).
+// Kept by the browser for this origin alone (localStorage: the scheme, host
+// and port of the bridge, so no page of another port or user reads it) and
+// sent as a header with every request: a cookie would go to every port of
+// 127.0.0.1, another user's server among them.
+const SESSION_KEY = 'depot-session';
+(() => {
+  const m = location.hash.match(/^#session=([0-9a-f]{64})$/);
+  if (m) {
+    localStorage.setItem(SESSION_KEY, m[1]);
+    history.replaceState(null, '', location.pathname + '#/');
+  }
+})();
+const session = () => localStorage.getItem(SESSION_KEY) || '';
+const withSession = (headers = {}) => ({ ...headers, 'X-Depot-Session': session() });
+
 class ApiError extends Error {
   constructor(status, body) {
     const e = (body && body.error) || {};
@@ -67,7 +84,7 @@ class ApiError extends Error {
 
 /** A request; the answer's JSON (and its ETag). Errors throw ApiError. */
 async function api(method, path, body, headers = {}) {
-  const init = { method, headers: { ...headers }, credentials: 'same-origin' };
+  const init = { method, headers: withSession(headers), credentials: 'omit' };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers['Content-Type'] = 'application/json';
@@ -83,7 +100,7 @@ async function api(method, path, body, headers = {}) {
 
 /** An NDJSON stream: onLine(object) for each line, until it ends or `signal` aborts. */
 async function stream(path, init, onLine, signal) {
-  const r = await fetch(path, { ...init, signal, credentials: 'same-origin' });
+  const r = await fetch(path, { ...init, headers: withSession(init.headers), signal, credentials: 'omit' });
   if (!r.ok) {
     let json = null;
     try { json = await r.json(); } catch { json = null; }
@@ -419,8 +436,8 @@ async function recordPage(store, entity, id) {
     if (!Object.keys(set).length) { message.replaceChildren(h('p', { class: 'muted' }, 'Nothing changed.')); return; }
     try {
       const answer = await fetch(path + (merge ? `?merge=${merge}` : ''), {
-        method: 'PATCH', credentials: 'same-origin',
-        headers: { 'Content-Type': 'application/json', 'If-Match': etag },
+        method: 'PATCH', credentials: 'omit',
+        headers: withSession({ 'Content-Type': 'application/json', 'If-Match': etag }),
         body: JSON.stringify(set),
       });
       const body = await answer.json().catch(() => null);
@@ -527,6 +544,7 @@ function importPanel(store, entity) {
     const xhr = new XMLHttpRequest();
     xhr.open('POST', `/v1/stores/${enc(store)}/entities/${enc(entity)}/import?format=${format}&on_conflict=${onConflict.value}`);
     xhr.setRequestHeader('Content-Type', 'application/octet-stream');
+    xhr.setRequestHeader('X-Depot-Session', session());
     xhr.upload.addEventListener('progress', (ev) => {
       if (ev.lengthComputable) row.uploading(ev.loaded / ev.total, ev.loaded);
     });
@@ -590,9 +608,23 @@ function jobRow(job, label) {
   return row;
 }
 
+/** A job's rejects in a tab of their own: fetched with the session, shown from memory. */
+async function showRejects(id) {
+  const tab = window.open('', '_blank');
+  try {
+    const r = await fetch(`/v1/jobs/${enc(id)}/rejects`, { headers: withSession(), credentials: 'omit' });
+    if (!r.ok) throw new ApiError(r.status, await r.json().catch(() => null));
+    const url = URL.createObjectURL(new Blob([await r.blob()], { type: 'text/plain' }));
+    if (tab) tab.location = url; else window.open(url, '_blank');
+  } catch (e) {
+    if (tab) tab.close();
+    toast(e.message);
+  }
+}
+
 function jobControls(j) {
   const out = [];
-  if (j.rejected) out.push(h('a', { href: `/v1/jobs/${enc(j.id)}/rejects`, target: '_blank', rel: 'noopener' }, 'Rejects'));
+  if (j.rejected) out.push(h('a', { href: `/v1/jobs/${enc(j.id)}/rejects`, onclick: (ev) => { ev.preventDefault(); showRejects(j.id); } }, 'Rejects'));
   if (!canWrite()) return out;
   if (j.state === 'queued' || j.state === 'running') {
     out.push(h('button', { class: 'danger', type: 'button', onclick: async (ev) => {
@@ -809,6 +841,14 @@ function chart(values, label, interval) {
 // ---- start ----------------------------------------------------------------
 
 async function start() {
+  if (!session()) {
+    // Opened without the printed URL (another tab, a bookmark): there is
+    // nothing this page may ask for.
+    main.replaceChildren(h('h1', {}, 'Depot'), h('p', {},
+      'Open the console with the URL depotctl console printed (its token is good once, in one browser tab).'));
+    document.body.dataset.ready = 'true';
+    return;
+  }
   // Who the daemon sees, and the first page, asked for together; a page
   // that shows controls waits for the first (whoami).
   state.whoami = api('GET', '/v1/me').then((me) => {

@@ -287,6 +287,15 @@ public actor Store {
                     "store \(JSONText.quoted(store)): \(describe(db)); the disk is full: "
                         + "free space, then retry (nothing of this save was kept)")
             }
+            // The disk failed a read, a write or a sync (an fsync's EIO):
+            // `io`, as docs/api.md has it, not a failure of the request
+            // (issue 51: a save whose fsync failed answered `500 internal`).
+            if db.resultCode == .SQLITE_IOERR {
+                return DepotError(
+                    .io,
+                    "store \(JSONText.quoted(store)): the disk failed to read or write the store file "
+                        + "(\(describe(db))); nothing of this request was kept; see the system's log")
+            }
             var hint = ""
             switch db.resultCode {
             case .SQLITE_READONLY, .SQLITE_PERM, .SQLITE_CANTOPEN:
