@@ -48,14 +48,15 @@ extension PostgresSaveContext {
         -> ProcessorNext
     {
         let batches = store.table("depot_processor_batches")
-        var found = try await run(
+        // The first batch, in order, that is open or whose lease lapsed: the
+        // first of each, and the earlier of the two (as on SQLite).
+        let open = try await run(
             "SELECT seq::text, identifiers FROM \(batches) WHERE processor = $1 AND state = 'open' ORDER BY seq LIMIT 1",
             [.string(processor)])
-        if found.isEmpty {
-            found = try await run(
-                "SELECT seq::text, identifiers FROM \(batches) WHERE processor = $1 AND state = 'leased' "
-                    + "AND until < $2 ORDER BY seq LIMIT 1", [.string(processor), .string(now)])
-        }
+        let lapsed = try await run(
+            "SELECT seq::text, identifiers FROM \(batches) WHERE processor = $1 AND state = 'leased' "
+                + "AND until < $2 ORDER BY seq LIMIT 1", [.string(processor), .string(now)])
+        let found = (open + lapsed).min { (Int($0[0] ?? "") ?? .max) < (Int($1[0] ?? "") ?? .max) }.map { [$0] } ?? []
         if let row = found.first, let seq = row[0].flatMap({ Int($0) }) {
             let lease = "\(seq)-\(secret)"
             _ = try await run(

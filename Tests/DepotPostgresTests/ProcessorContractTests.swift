@@ -151,4 +151,31 @@ struct ProcessorContractTests {
             #expect(out == answers[0].1, "\(name) differs from \(answers[0].0)")
         }
     }
+
+    /// Issue 51: `next` handed out every batch never leased before a lapsed
+    /// one, against docs/api.md ("the first batch not committed whose
+    /// lease, if any, lapsed").
+    static func order(_ backend: any Backend) async throws -> [String] {
+        try await ComputeContractTests.load(backend, count: 30)
+        let store = backend.contract
+        _ = try await store.createProcessor(ProcessorSpec(name: "o", entity: "Trip", batch: 10, lease: .seconds(60)))
+        let t0 = Timestamp.now()
+        let later = Timestamp.format(epochMillis: Timestamp.epochMillis(t0)! + 61_000)
+        var out: [String] = []
+        for now in [t0, t0, later, later, later] {
+            guard case .batch(let b) = try await store.nextBatch("o", at: now) else {
+                out.append("none")
+                continue
+            }
+            out.append("\(b.lease.split(separator: "-")[0]) \(b.identifiers.first.map { "\($0)" } ?? "")")
+        }
+        return out
+    }
+
+    @Test("next hands out the first batch, in order, that is open or whose lease lapsed")
+    func lapsedBeforeLaterOpen() async throws {
+        for (name, out) in try await Backends.answers(entities: ComputeContractTests.trips(), Self.order) {
+            #expect(out.map { $0.split(separator: " ")[0] } == ["0", "1", "0", "1", "2"], "\(name): \(out)")
+        }
+    }
 }

@@ -26,18 +26,20 @@ extension SaveContext {
     }
 
     func leaseBatch(_ processor: String, now: String, until: String, secret: String) throws -> ProcessorNext {
-        // An open batch, else a lapsed one: each found through the state index (the
-        // identifiers, a batch's bulk, are read only for the batch handed out).
+        // The first batch, in order, that is open or whose lease lapsed
+        // (docs/api.md; issue 51: every open batch went before a lapsed
+        // one): the first of each, found through the state index (the
+        // identifiers, a batch's bulk, are read only for the batch handed
+        // out), and the earlier of the two.
         let open = try Row.fetchOne(
             db.cachedStatement(
                 sql: "SELECT seq, identifiers FROM depot_processor_batches WHERE processor = ? AND state = 'open' "
                     + "ORDER BY seq LIMIT 1"), arguments: [processor])
-        let found =
-            try open
-            ?? Row.fetchOne(
-                db.cachedStatement(
-                    sql: "SELECT seq, identifiers FROM depot_processor_batches WHERE processor = ? "
-                        + "AND state = 'leased' AND until < ? ORDER BY seq LIMIT 1"), arguments: [processor, now])
+        let lapsed = try Row.fetchOne(
+            db.cachedStatement(
+                sql: "SELECT seq, identifiers FROM depot_processor_batches WHERE processor = ? "
+                    + "AND state = 'leased' AND until < ? ORDER BY seq LIMIT 1"), arguments: [processor, now])
+        let found = [open, lapsed].compactMap { $0 }.min { ($0[0] as Int) < ($1[0] as Int) }
         if let row = found {
             let seq: Int = row[0]
             let lease = "\(seq)-\(secret)"
