@@ -172,4 +172,35 @@ struct CarelessUserTests {
         #expect(!(try d.request("GET", "/v1/stores/travel").body.contains(#""Codes""#)))
         #expect(!(try d.request("GET", "/v1/stores/travel/processors").body.contains("tag")))
     }
+
+    @Test("health answers at once, and says the store is ok, while another process holds the store's write lock")
+    func healthDoesNotWaitForTheWriter() throws {
+        let d = try DaemonProcess()
+        defer { d.stop() }
+        // Someone else's write transaction (an import's save stands for it
+        // the same way): sqlite3 holds the lock until told to end.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        holder.arguments = [d.folder.appendingPathComponent("state/travel.sqlite").path]
+        let input = Pipe(), output = Pipe()
+        holder.standardInput = input
+        holder.standardOutput = output
+        try holder.run()
+        input.fileHandleForWriting.write(Data("BEGIN IMMEDIATE;\nSELECT 'locked';\n".utf8))
+        var seen = Data()
+        while !String(decoding: seen, as: UTF8.self).contains("locked") {
+            let chunk = output.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { break }
+            seen += chunk
+        }
+        #expect(String(decoding: seen, as: UTF8.self).contains("locked"))
+        // Issue 51: health asked the writer, so it waited for the lock (up
+        // to the 10 s busy timeout) and then said the store was not ok.
+        let health = try d.request("GET", "/v1/health")
+        input.fileHandleForWriting.write(Data("COMMIT;\n.quit\n".utf8))
+        try input.fileHandleForWriting.close()
+        holder.waitUntilExit()
+        let stores = health.object["stores"] as? [[String: Any]] ?? []
+        #expect(health.status == 200 && stores.first?["ok"] as? Bool == true, "\(health.body)")
+    }
 }
