@@ -220,6 +220,7 @@ struct ScaleOutTests {
             let (a, b) = try Self.twoHosts(schema: schema, shared: shared, saveEvery: 1_000_000)
             defer { a.stop(); b.stop() }
             let rounds = ProcessInfo.processInfo.environment["DEPOT_CANCEL_ROUNDS"].flatMap { Int($0) } ?? 20
+            var cancelledDuringCopy = 0
             for round in 0..<rounds {
                 // Rows new to the store each round: every one is copied.
                 let file = shared.appendingPathComponent("round\(round).csv")
@@ -239,10 +240,14 @@ struct ScaleOutTests {
                     (state == "cancelled" && cancelled == 200) || state == "succeeded",
                     "round \(round): \(final), cancel answered \(cancelled)")
                 #expect(try a.request("GET", "/v1/health").status == 200, "round \(round)")
+                if seen && cancelled == 200 { cancelledDuringCopy += 1 }
                 let onB = try b.jobEnded(id)
 
                 #expect(onB["state"] as? String == state, "round \(round): A \(final), B \(onB)")
             }
+            // The cancels were asked while COPYs were under way (the job then
+            // ends cancelled, or succeeded when its one save committed first).
+            #expect(cancelledDuringCopy > rounds / 2, "\(cancelledDuringCopy) of \(rounds) cancels during a COPY")
         }
     }
 

@@ -503,7 +503,8 @@ package actor JobManager {
 
     /// The record job `record` ends with on another host, read from the
     /// store every poll interval until it is final; nil when this daemon
-    /// stops first (the job is then followed again at the next start).
+    /// stops first, or when no host runs it any more (its lease lapsed:
+    /// the cancel asked is then this host's to record).
     private func followElsewhere(_ record: JobRecord, in store: any StoreBackend) async -> JobRecord? {
         let interval = store.jobs.pollInterval ?? .seconds(1)
         // Unstructured: the work's task is cancelled, this wait must not be.
@@ -511,6 +512,9 @@ package actor JobManager {
             while !queue.isStopping {
                 if let read = try? await store.jobs.read(record.id), case .success(let now) = read, now.state.isFinal {
                     return now
+                }
+                if let open = try? await store.jobs.claimable(), open.contains(where: { $0.id == record.id }) {
+                    return nil
                 }
                 try? await Task.sleep(for: min(interval, .seconds(1)))
             }
