@@ -178,27 +178,34 @@ struct CarelessUserTests {
         let d = try DaemonProcess()
         defer { d.stop() }
         // Someone else's write transaction (an import's save stands for it
-        // the same way): sqlite3 holds the lock until told to end.
+        // the same way): sqlite3 holds the lock while its shell waits on a
+        // FIFO. FIFOs opened here, not Foundation's Pipe: a Pipe's ends can
+        // be closed twice (by Process and by FileHandle), closing whatever
+        // another test had opened under the same number meanwhile.
+        let locked = d.folder.appendingPathComponent("locked").path
+        let release = d.folder.appendingPathComponent("release").path
+        #expect(mkfifo(locked, 0o600) == 0 && mkfifo(release, 0o600) == 0)
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        holder.arguments = [d.folder.appendingPathComponent("state/travel.sqlite").path]
-        let input = Pipe(), output = Pipe()
-        holder.standardInput = input
-        holder.standardOutput = output
+        holder.arguments = [
+            d.folder.appendingPathComponent("state/travel.sqlite").path, "BEGIN IMMEDIATE;",
+            ".shell printf locked > \(locked); cat \(release) > /dev/null", "COMMIT;"
+        ]
+        holder.standardInput = FileHandle.nullDevice
+        holder.standardOutput = FileHandle.nullDevice
+        holder.standardError = FileHandle.nullDevice
         try holder.run()
-        input.fileHandleForWriting.write(Data("BEGIN IMMEDIATE;\nSELECT 'locked';\n".utf8))
-        var seen = Data()
-        while !String(decoding: seen, as: UTF8.self).contains("locked") {
-            let chunk = output.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { break }
-            seen += chunk
-        }
-        #expect(String(decoding: seen, as: UTF8.self).contains("locked"))
+        // Opened once the shell opens it: the lock is held from then on.
+        let reader = open(locked, O_RDONLY | O_CLOEXEC)
+        var said = [UInt8](repeating: 0, count: 16)
+        let count = read(reader, &said, said.count)
+        close(reader)
+        #expect(count > 0 && String(decoding: said[..<max(count, 0)], as: UTF8.self) == "locked")
         // Issue 51: health asked the writer, so it waited for the lock (up
         // to the 10 s busy timeout) and then said the store was not ok.
         let health = try d.request("GET", "/v1/health")
-        input.fileHandleForWriting.write(Data("COMMIT;\n.quit\n".utf8))
-        try input.fileHandleForWriting.close()
+        let writer = open(release, O_WRONLY | O_CLOEXEC)
+        close(writer)
         holder.waitUntilExit()
         let stores = health.object["stores"] as? [[String: Any]] ?? []
         #expect(health.status == 200 && stores.first?["ok"] as? Bool == true, "\(health.body)")

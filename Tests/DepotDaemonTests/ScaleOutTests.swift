@@ -195,12 +195,18 @@ struct ScaleOutTests {
             "SELECT count(*) FROM pg_stat_progress_copy c JOIN pg_class t ON t.oid = c.relid "
                 + "JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = '\(schema)' AND c.tuples_processed > 0"
         ]
-        let out = Pipe()
+        // Its answer through a file, not Foundation's Pipe (whose ends can be
+        // closed twice, closing whatever another test opened meanwhile).
+        let answer = FileManager.default.temporaryDirectory.appendingPathComponent("copying-\(UUID().uuidString)").path
+        _ = FileManager.default.createFile(atPath: answer, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: answer) }
+        let out = FileHandle(forWritingAtPath: answer)
+        defer { try? out?.close() }
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
         try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
+        let text = (try? String(contentsOfFile: answer, encoding: .utf8)) ?? ""
         return (Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0
     }
 
@@ -210,9 +216,14 @@ struct ScaleOutTests {
     /// lapsed. Imports of one save each, cancelled through B once the
     /// server shows A's COPY under way: A keeps serving, and both hosts
     /// show how each job ended.
+    ///
+    /// On its own, after the suite (DEPOT_CANCEL_TESTS=1, scripts/test): two
+    /// hosts importing 2M rows in all, and psql asked again and again, beside
+    /// the suite starved other tests of both cores.
     @Test(
-        "a job cancelled through host B in the middle of its COPY, 20 times: host A never dies, both hosts show the end"
-    )
+        "a job cancelled through host B in the middle of its COPY, 20 times: host A never dies, both hosts show the end",
+        .enabled(
+            if: ProcessInfo.processInfo.environment["DEPOT_CANCEL_TESTS"] == "1", "scripts/test runs it on its own"))
     func cancelDuringCopy() async throws {
         try await Self.withSchema { schema, shared in
             // One save of the whole file: its COPY lasts, and waits on the
