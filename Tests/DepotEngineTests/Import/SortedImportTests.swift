@@ -358,7 +358,7 @@ struct SortedImportTests {
         let request = try request(
             text, in: t, sortRun: 2_000, mergeRun: 16_000, saveEvery: 2_000, rejectsFolder: small)
         let error = await #expect(throws: DepotError.self) { try await Importer.run(request, into: t.store) }
-        #expect(error?.code == .diskFull)
+        #expect(error?.code == .diskFull, "\(error?.message ?? "")")
         #expect(error?.message.contains(small.path) == true, "\(error?.message ?? "")")
         // What was saved stays, its counters agreeing with the history.
         let saved = try #require(await t.store.checkpoint(job: "j"))
