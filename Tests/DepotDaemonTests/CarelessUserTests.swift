@@ -6,7 +6,15 @@ import Testing
 /// Issue 51, tried as a careless user would, against a real depotd: an
 /// upload through a symbolic link, a job's `where` with `arguments`, an
 /// aggregate that overflows, NDJSON whose records each name keys of their own.
-@Suite("Careless users against a real depotd", .serialized, .timeLimit(.minutes(5)))
+///
+/// On their own, after the suite (DEPOT_CARELESS_TESTS=1, scripts/test): run
+/// beside the whole suite, other suites' clients saw their daemons close
+/// connections before answering (six runs of seven here; none without this
+/// suite, the cause not found yet).
+@Suite(
+    "Careless users against a real depotd", .serialized, .timeLimit(.minutes(5)),
+    .enabled(
+        if: ProcessInfo.processInfo.environment["DEPOT_CARELESS_TESTS"] == "1", "scripts/test runs them on their own"))
 struct CarelessUserTests {
     static func count(_ d: DaemonProcess) throws -> Int? {
         let answer = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#)
