@@ -14,12 +14,12 @@ import FuzzSupport
 enum CSVTarget {
     struct Item: Equatable { var text: String; var line: Int }
 
-    static func read(_ path: String, delimiter: UInt8, buffer: Int, cap: Int, offset: Int64 = 0, line: Int = 1)
-        -> (items: [Item], places: [(Int64, Int)])
-    {
+    static func read(
+        _ path: String, delimiter: UInt8, escape: UInt8?, buffer: Int, cap: Int, offset: Int64 = 0, line: Int = 1
+    ) -> (items: [Item], places: [(Int64, Int)]) {
         do {
             let reader = try CSVReader(
-                path: path, delimiter: delimiter, offset: offset, line: line, bufferSize: buffer,
+                path: path, delimiter: delimiter, escape: escape, offset: offset, line: line, bufferSize: buffer,
                 maxRecordBytes: cap)
             var items: [Item] = []
             var places = [(reader.offset, reader.resumeLine)]
@@ -49,15 +49,19 @@ func fuzzCSV(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data = input else { return 0 }
     let path = Fuzz.scratchFile("csv", data, size)
     let delimiter: UInt8 = size > 0 && data[0] == 9 ? 9 : UInt8(ascii: ",")
+    // Half of the inputs are read with a backslash escape (issue 51).
+    let escape: UInt8? = size % 2 == 1 ? UInt8(ascii: "\\") : nil
     // A third of the inputs meet a small record cap, the rest the daemon's.
     let cap = size % 3 == 0 ? 256 : 64 << 20
-    let whole = CSVTarget.read(path, delimiter: delimiter, buffer: size < 65_536 ? 65_536 : 1 << 20, cap: cap)
-    let small = CSVTarget.read(path, delimiter: delimiter, buffer: size <= 4_096 ? 7 : 509, cap: cap)
+    let whole = CSVTarget.read(
+        path, delimiter: delimiter, escape: escape, buffer: size < 65_536 ? 65_536 : 1 << 20, cap: cap)
+    let small = CSVTarget.read(path, delimiter: delimiter, escape: escape, buffer: size <= 4_096 ? 7 : 509, cap: cap)
     if whole.items != small.items { Fuzz.fail("a small buffer reads differently") }
     for k in Set([1, whole.places.count / 2, whole.places.count - 2]) where k > 0 && k < whole.places.count {
         let (offset, line) = whole.places[k]
         let rest = CSVTarget.read(
-            path, delimiter: delimiter, buffer: size <= 4_096 ? 16 : 4_093, cap: cap, offset: offset, line: line)
+            path, delimiter: delimiter, escape: escape, buffer: size <= 4_096 ? 16 : 4_093, cap: cap, offset: offset,
+            line: line)
         if rest.items != Array(whole.items[k...]) { Fuzz.fail("resumed after item \(k), the rest differs") }
     }
     return 0
@@ -73,7 +77,9 @@ enum Main {
         Fuzz.repeated("\"\"", 500_000),
         Fuzz.repeated(",", 1_000_000),
         Fuzz.repeated("\r", 500_000) + Fuzz.repeated("\n", 500_000),
-        "\u{FEFF}id,name\r\n1,\"a\"\"b\"\r\n2,\"multi\nline\"\r\n3,x\"y\n\"open"
+        "\u{FEFF}id,name\r\n1,\"a\"\"b\"\r\n2,\"multi\nline\"\r\n3,x\"y\n\"open",
+        "id,name\n1,\"H. \\\"B\\\" E\"\n2,\"a \\\\ b\",\"\\\n\"\n3,\"end\\",
+        Fuzz.repeated("\"\\\"", 300_000)
     ].map { Array($0.utf8) }
     static func main() { Fuzz.main(fuzzCSV, seeds: seeds) }
 }

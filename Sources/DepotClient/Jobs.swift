@@ -125,6 +125,13 @@ public struct ImportOptions: Sendable, Hashable {
     /// options.quote = "'"
     /// ```
     public var quote: String?
+    /// The escape before a quote inside a quoted field: `\\` (unset: only
+    /// a doubled quote is one).
+    ///
+    /// ```swift
+    /// options.escape = "\\"
+    /// ```
+    public var escape: String?
     /// False when the file's first record is data (columns `field_1`…).
     ///
     /// ```swift
@@ -177,6 +184,7 @@ public struct ImportOptions: Sendable, Hashable {
         s.references = references
         s.delimiter = delimiter
         s.quote = quote
+        s.escape = escape
         s.header = header
         s.quotes = quotes
         s.skipInitialSpace = skipInitialSpace
@@ -190,7 +198,7 @@ public struct ImportOptions: Sendable, Hashable {
     var members: [(String, String)] {
         let all: [(String, String?)] = [
             ("format", format?.rawValue), ("on_conflict", onConflict?.rawValue), ("max_rejects", maxRejects),
-            ("references", references), ("delimiter", delimiter), ("quote", quote),
+            ("references", references), ("delimiter", delimiter), ("quote", quote), ("escape", escape),
             ("header", header.map { String($0) }), ("quotes", quotes),
             ("skip_initial_space", skipInitialSpace.map { String($0) }), ("nulls", nulls?.joined(separator: ",")),
             ("encoding", encoding), ("create", create.map { String($0) }),

@@ -172,6 +172,10 @@ public struct LiveQuery: AsyncSequence, Sendable {
                             refetchNow = true
                             continuation.yield(.loading)
                             return false
+                        case "entity_dropped":
+                            // The entity is gone: no later commit changes this result.
+                            throw DepotClientError(
+                                .unknownEntity, event["message"]?.string ?? "the live fetch's entity was dropped")
                         default:
                             throw DepotClientError(
                                 .unexpectedAnswer, "a live fetch sent an event of no known type: \(line)")

@@ -128,7 +128,8 @@ package final class DaemonRuntime: Sendable {
             ],
             idleTimeout: .seconds(Int64(config.idleTimeout.components.seconds)),
             httpDecoderConfiguration: .init(
-                maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 64 * 1024, maxHeaderFieldCount: 100))
+                maxHeaderFieldSize: ConnectionGuard.maxFieldBytes, maxHeaderListSize: 64 * 1024,
+                maxHeaderFieldCount: 100))
     }
 
     /// The control API on a socket systemd handed in.

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
+import Synchronization
 
 /// SQL text, values and errors for PostgreSQL.
 enum PostgresSQL {
@@ -43,13 +44,49 @@ enum PostgresSQL {
     /// sends trips a precondition of the connection's state machine, which
     /// kills the process (issue 51: a job cancelled through another host
     /// killed the host running it in 4 of 6 runs).
+    ///
+    /// A connection lost in the middle of a COPY (the server restarted, or
+    /// ended the backend) ends it with an error at once: postgres-nio's
+    /// writer, waiting for the server's backpressure on a connection that
+    /// closed, never returned (issue 51: the job stayed `running`, its lease
+    /// renewed, for good). The stuck task is left behind; it holds one
+    /// batch until the process ends.
     static func copy(
         _ connection: PostgresConnection, into table: String, columns: [String], logger: Logger,
         _ write: @escaping @Sendable (PostgresCopyFromWriter) async throws -> Void
     ) async throws {
-        try await Task {
+        // Unstructured: see above; nothing cancels it.
+        let copying = Task {
             try await connection.copyFrom(table: table, columns: columns, logger: logger, writeData: write)
-        }.value
+        }
+        let lost = connection.closeFuture
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let once = Mutex<CheckedContinuation<Void, any Error>?>(continuation)
+            @Sendable func end(_ result: Result<Void, any Error>) {
+                once.withLock { c -> CheckedContinuation<Void, any Error>? in
+                    defer { c = nil }; return c
+                }?
+                .resume(with: result)
+            }
+            // Unstructured: waits for the COPY on behalf of the continuation.
+            Task { end(await copying.result) }
+            lost.whenComplete { _ in end(.failure(lostInCopy)) }
+        }
+    }
+
+    static let lostInCopy = DepotError(
+        .database,
+        "the connection to the PostgreSQL server was lost in the middle of a COPY (the server restarted or "
+            + "ended it); nothing of that save was kept")
+
+    /// Refuses a statement on a connection that closed: after a COPY stuck
+    /// by its lost connection (``copy(_:into:columns:logger:_:)``), the
+    /// connection's next statement, queued behind the COPY, never returned.
+    static func checkOpen(_ connection: PostgresConnection) throws {
+        if connection.isClosed {
+            throw DepotError(
+                .database, "the connection to the PostgreSQL server was lost; nothing of that save was kept")
+        }
     }
 
     /// A name as PostgresNIO's `copyFrom` wants it: it puts the name
@@ -109,6 +146,7 @@ enum PostgresSQL {
         _ connection: PostgresConnection, _ sql: String, _ binds: PostgresBindings = PostgresBindings(),
         logger: Logger
     ) async throws -> [[String?]] {
+        try checkOpen(connection)
         let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
         var out: [[String?]] = []
         for try await row in rows {
@@ -138,6 +176,7 @@ enum PostgresSQL {
         _ connection: PostgresConnection, _ sql: String, _ binds: PostgresBindings = PostgresBindings(),
         logger: Logger
     ) async throws {
+        try checkOpen(connection)
         try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
     }
 

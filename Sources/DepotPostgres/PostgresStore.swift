@@ -162,6 +162,8 @@ public actor PostgresStore {
                                 // here or on another host: read them again.
                                 if notification.payload == PostgresStore.entitiesChanged {
                                     try? await self.reloadEntities()
+                                    // Live reads of a dropped entity end.
+                                    signal.bump()
                                     continue
                                 }
                                 signal.heard(Int64(notification.payload))
@@ -296,7 +298,9 @@ public actor PostgresStore {
                 try await connection.query("COMMIT", logger: logger)
                 return value
             } catch {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
+                // Not on a connection that closed: it would never return
+                // (``PostgresSQL/checkOpen(_:)``); the server rolled back.
+                if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
                 throw error
             }
         }

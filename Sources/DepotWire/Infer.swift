@@ -12,6 +12,8 @@ public struct InferAnswer: Sendable, Hashable, Codable {
         public var delimiter: String?
         /// `"` or `'`.
         public var quote: String?
+        /// `\` when quotes inside quoted fields are written `\"`, else `nil`.
+        public var escape: String?
         /// Whether the first record names the columns.
         public var header: Bool?
         /// `strict`, or `lenient` when a quote stands inside an unquoted field.
@@ -24,7 +26,7 @@ public struct InferAnswer: Sendable, Hashable, Codable {
         public var skipInitialSpace: Bool
 
         enum CodingKeys: String, CodingKey {
-            case delimiter, quote, header, quotes, encoding
+            case delimiter, quote, escape, header, quotes, encoding
             case lineEnds = "line_ends", skipInitialSpace = "skip_initial_space"
         }
     }

@@ -58,6 +58,13 @@ public struct JobSettings: Sendable, Hashable, Codable {
     /// settings.quote = "'"
     /// ```
     public var quote: String?
+    /// A CSV import's escape inside quoted fields: `\` (`"a \"b\""` reads
+    /// `a "b"`); unset, only a doubled quote is one.
+    ///
+    /// ```swift
+    /// settings.escape = "\\"
+    /// ```
+    public var escape: String?
     /// Whether a CSV's first record names its columns (default true); without,
     /// the columns are `field_1`, `field_2`…
     ///
@@ -176,7 +183,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case path, format, onConflict = "on_conflict", maxRejects = "max_rejects", references, prefetch
-        case delimiter, quote, header, quotes, skipInitialSpace = "skip_initial_space", nulls, columns, encoding
+        case delimiter, quote, escape, header, quotes, skipInitialSpace = "skip_initial_space", nulls, columns, encoding
         case `where`, arguments, set, compute, by, keep, before, olderThan = "older_than", token, job
     }
 
@@ -203,6 +210,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
         prefetch = try c.decodeIfPresent([String].self, forKey: .prefetch)
         delimiter = try c.decodeIfPresent(String.self, forKey: .delimiter)
         quote = try c.decodeIfPresent(String.self, forKey: .quote)
+        escape = try c.decodeIfPresent(String.self, forKey: .escape)
         header = try c.decodeIfPresent(Bool.self, forKey: .header)
         quotes = try c.decodeIfPresent(String.self, forKey: .quotes)
         skipInitialSpace = try c.decodeIfPresent(Bool.self, forKey: .skipInitialSpace)
@@ -236,6 +244,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
         try c.encodeIfPresent(prefetch, forKey: .prefetch)
         try c.encodeIfPresent(delimiter, forKey: .delimiter)
         try c.encodeIfPresent(quote, forKey: .quote)
+        try c.encodeIfPresent(escape, forKey: .escape)
         try c.encodeIfPresent(header, forKey: .header)
         try c.encodeIfPresent(quotes, forKey: .quotes)
         try c.encodeIfPresent(skipInitialSpace, forKey: .skipInitialSpace)

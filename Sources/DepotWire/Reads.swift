@@ -517,7 +517,8 @@ public struct WatchEvent: Sendable, Hashable, Codable {
 /// let event = try JSONDecoder().decode(ChangeEvent.self, from: Data(line.utf8))
 /// ```
 public struct ChangeEvent: Sendable, Hashable, Codable {
-    /// `result`, `changes` or `history_expired`.
+    /// `result`, `changes`, `history_expired` or `entity_dropped` (the last
+    /// event of a live fetch whose entity was dropped).
     ///
     /// ```swift
     /// if event.type == "history_expired" { print(event.message ?? "") }

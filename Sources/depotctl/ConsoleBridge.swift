@@ -171,7 +171,11 @@ final class ConsoleBridge: Sendable {
         }
         // The console's own files are the same for everyone: a page loads
         // them without the session (a navigation sends no header of ours).
-        let asset = (head.method == .GET || head.method == .HEAD) && (path == "/console" || path.hasPrefix("/console/"))
+        // Only a plain file name counts as one: no further slash, dot
+        // segment or escape, so no spelling of a path reaches anything else
+        // of the daemon without the session, whatever the daemon's router
+        // makes of it.
+        let asset = (head.method == .GET || head.method == .HEAD) && Self.isAsset(path)
         if !asset {
             guard let given = head.headers[Self.sessionHeader].first, Self.same(given, session) else {
                 return .refuse(
@@ -299,6 +303,19 @@ final class ConsoleBridge: Sendable {
             .head(HTTPResponseHead(version: request.version, status: status, headers: headers)),
             .body(.byteBuffer(body)), .end(nil)
         ])
+    }
+
+    /// `/console`, `/console/` or `/console/NAME`, NAME of letters, digits,
+    /// `-`, `_` and dots, and not `.` or `..`.
+    static func isAsset(_ path: String) -> Bool {
+        if path == "/console" || path == "/console/" { return true }
+        guard path.hasPrefix("/console/") else { return false }
+        let name = path.dropFirst("/console/".count)
+        return name != "." && name != ".."
+            && name.utf8.allSatisfy { c in
+                (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D
+                    || c == 0x5F || c == 0x2E
+            }
     }
 
     static func parameter(_ name: String, in query: String) -> String? {

@@ -63,6 +63,9 @@ struct Import: DepotCommand {
     @Option(help: "The file's quote: \" (the default) or '.")
     var quote: String?
 
+    @Option(help: "The escape before a quote inside a quoted field: \\ (as infer detects it; default none).")
+    var escape: String?
+
     @Flag(name: .customLong("no-header"), help: "The file's first record is data; its columns are field_1, field_2….")
     var noHeader = false
 
@@ -137,6 +140,7 @@ struct Import: DepotCommand {
             maxRejects: maxRejects, references: references)
         options.delimiter = delimiter
         options.quote = quote
+        options.escape = escape
         options.header = noHeader ? false : nil
         options.quotes = quotes
         options.skipInitialSpace = skipInitialSpace ? true : nil

@@ -670,6 +670,12 @@ def run_writer(browser, daemon, bridge, big):
         check(status == 200, f"the bridge's own Host: {status}")
         status, text = bridge.raw("GET", "/metrics", {"Host": host, SESSION: session})
         check(status == 404 and "forwards only" in text, f"a path outside /console/ and /v1/: {status} {text}")
+        # Only a plain file name under /console/ loads without the session:
+        # no spelling of a path out of /console/ reaches the API without it.
+        for sneaky in ["/console/../v1/me", "/console/..%2fv1%2fme", "/console/%2e%2e/v1/me",
+                       "/console//v1/me", "/console/./../v1/me", "/console/..", "/console/%2E%2E%2Fv1%2Fme"]:
+            status, text = bridge.raw("GET", sneaky, {"Host": host})
+            check(status == 401, f"{sneaky} without the session: {status} {text}")
         body = '{"kind":"prune","store":"travel","older_than":"3650d"}'
         status, text = bridge.raw("POST", "/v1/jobs", {"Host": host, SESSION: session,
                                                        "Origin": "http://evil.example", "Content-Type": "application/json"}, body)

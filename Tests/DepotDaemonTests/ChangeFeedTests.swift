@@ -381,4 +381,42 @@ struct ChangeFeedTests {
         #expect(try d.request("POST", "/v1/stores/travel/consumers/indexer/ack", body: #"{"token":"1"}"#).status == 200)
         #expect(try d.request("GET", history + "?consumer=indexer&after=1.40000").status == 400)
     }
+
+    @Test(
+        "live fetches of an entity that is dropped end with entity_dropped, with and without changes",
+        .timeLimit(.minutes(2)))
+    func droppedEntityEndsLiveFetches() throws {
+        let d = try DaemonProcess()
+        defer { d.stop() }
+        let put = try d.request(
+            "PUT", "/v1/stores/travel/entities/Codes", body: #"{"identifier": "code", "fields": {"code": "string"}}"#)
+        #expect(put.status == 201, "\(put.body)")
+        let fetch = "/v1/stores/travel/entities/Codes/fetch"
+        var withChanges: [[String: Any]] = [], counts: [[String: Any]] = []
+        // Each stream read to its end: the daemon must close both.
+        _ = try UnixHTTP.stream(
+            socket: d.socket, method: "POST", path: fetch, body: #"{"watch":true,"changes":true}"#
+        ) { line in
+            withChanges.append(json(line))
+            if withChanges.count == 1 {
+                _ = try? UnixHTTP.stream(
+                    socket: d.socket, method: "POST", path: fetch, body: #"{"result":"count","watch":true}"#
+                ) { line in
+                    counts.append(json(line))
+                    if counts.count == 1 {
+                        let dropped = try? d.request("DELETE", "/v1/stores/travel/entities/Codes")
+                        #expect(dropped?.status == 204, "\(dropped?.body ?? "")")
+                    }
+                    return false
+                }
+            }
+            return false
+        }
+        #expect(withChanges.map { $0["type"] as? String } == ["result", "entity_dropped"], "\(withChanges)")
+        #expect((counts.first?["result"] as? [String: Any])?["count"] as? Int == 0, "\(counts)")
+        #expect(counts.count == 2 && counts.last?["type"] as? String == "entity_dropped", "\(counts)")
+        #expect((counts.last?["message"] as? String)?.contains(#"entity "Codes" was dropped"#) == true)
+        #expect(try d.streamsOpen() == 0)
+    }
+
 }

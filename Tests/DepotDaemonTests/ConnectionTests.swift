@@ -77,6 +77,69 @@ struct ConnectionTests {
         #expect(d.log.contains("max_connections_per_client"))
     }
 
+    /// A Python script, run as another user, that opens `count` connections
+    /// to the socket (its first argument), sends a request on each at once,
+    /// then reads each answer's status: `reset` for a connection reset.
+    static func flood(_ count: Int) -> String {
+        """
+        import socket,sys,resource
+        resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+        socks=[]
+        for i in range(\(count)):
+            s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+            try: s.sendall(b"GET /v1/health HTTP/1.1\\r\\nHost: d\\r\\n\\r\\n")
+            except OSError: pass
+            socks.append(s)
+        codes=[]
+        for s in socks:
+            data=b""
+            try:
+                while b"\\r\\n\\r\\n" not in data:
+                    b=s.recv(65536)
+                    if not b: break
+                    data+=b
+                codes.append(data.split(b" ")[1].decode() if data else "closed")
+            except ConnectionResetError:
+                codes.append("reset")
+        print(" ".join(codes)); sys.stdout.flush()
+        """
+    }
+
+    @Test(
+        "a flood whose requests come with their connections: every refused one reads its 503, none is reset",
+        .enabled(if: getuid() == 0, "needs root to act as another uid"))
+    func floodReads503() throws {
+        let d = try DaemonProcess(config: Self.config())
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        // Issue 51: under a limit of 1,024 files a flood got ECONNRESET: a
+        // refused connection was closed with its request unread, which
+        // resets it, losing the 503 written before.
+        let script = Self.flood(120)
+        let answer = try UnixHTTP.runAs(65534, script: script, arguments: [d.socket])
+        let codes = answer.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect(codes.count == 120, "\(answer)")
+        #expect(codes.filter { $0 == "403" }.count == 20, "\(codes)")
+        #expect(codes.filter { $0 == "503" }.count == 100, "\(codes)")
+        #expect(try d.request("GET", "/v1/health").status == 200)
+    }
+
+    @Test(
+        "under a limit of 1,024 open files, a flood of 1,100 connections with their requests: each is answered, 403 or 503, none reset; root still gets in",
+        .enabled(if: getuid() == 0, "needs root to act as another uid"))
+    func floodUnderFileLimit() throws {
+        let d = try DaemonProcess(config: DaemonProcess.config(socketMode: "0666"), openFiles: 1_024)
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let script = Self.flood(1_100)
+        let answer = try UnixHTTP.runAs(65534, script: script, arguments: [d.socket])
+        let codes = answer.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        var tally: [String: Int] = [:]
+        for c in codes { tally[c, default: 0] += 1 }
+        #expect(codes.count == 1_100, "\(tally)")
+        #expect(Set(tally.keys).isSubset(of: ["403", "503"]), "\(tally)")
+        #expect((tally["503"] ?? 0) > 0, "\(tally)")
+        #expect(try d.request("GET", "/v1/health").status == 200)
+    }
+
     /// Sends `head` then trickles `trickle` a byte at a time, one each time
     /// a second passes with no answer; the number of bytes trickled before
     /// the daemon closed the connection (`nil` if it never did in 30).

@@ -279,7 +279,7 @@ struct DaemonAPITests {
         let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         close(fd)
         #expect(String(decoding: buffer[0..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 400"))
-        // Headers past the limits (16 KiB for one field, 100 fields): 400, connection closed.
+        // Headers past the limits (16 KiB for one field, 100 fields): 431, connection closed.
         for extra in [
             "X-Big: " + String(repeating: "a", count: 20_000) + "\r\n",
             (0..<150).map { "X-H\($0): 1\r\n" }.joined()
@@ -288,7 +288,7 @@ struct DaemonAPITests {
             UnixHTTP.send(fd, Data("GET /v1/health HTTP/1.1\r\nHost: d\r\n\(extra)\r\n".utf8))
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             close(fd)
-            #expect(String(decoding: buffer[0..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 400"))
+            #expect(String(decoding: buffer[0..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 431"))
         }
         #expect(try d.request("GET", "/v1/health").status == 200)
 

@@ -112,8 +112,26 @@ struct InferDaemonTests {
             ["succeeded", "failed"].contains(json($0)["state"] as? String ?? "")
         }
         #expect(json(events.last ?? "")["inserted"] as? Int == 2, "\(events.last ?? "")")
+        // Quotes escaped by a backslash (issue 51), uploaded with --escape.
+        let escaped = d.folder.appendingPathComponent("escaped.csv")
+        try Data(
+            #"""
+            id,name,destination,startDate,budget,isFavorite
+            e1,"H. Norwood \"Barney\" Ewell",Oslo,2025-02-01,3,true
+            e2,"a \\ b",Oslo,2025-02-01,3,true
+
+            """#.utf8
+        ).write(to: escaped)
+        let withEscape = try Ctl.run(
+            ["import", escaped.path, "--store", "travel", "--entity", "Trip", "--escape", "\\"], socket: d.socket)
+        #expect(withEscape.status == 0 && withEscape.out.contains("2 inserted"), "\(withEscape.out)\(withEscape.err)")
+        let e1 = try #require(try await client.record(store: "travel", entity: "Trip", id: "e1"))
+        let e2 = try #require(try await client.record(store: "travel", entity: "Trip", id: "e2"))
+        #expect(e1.value["name"] == #"H. Norwood "Barney" Ewell"# && e2.value["name"] == #"a \ b"#)
+        #expect(try await client.jobs().last?.settings.escape == "\\")
         // Bad values: refused before anything is spooled, saying what they must be.
         for (query, words) in [
+            ("escape=x", "escape must be \\\\ (a backslash)"),
             ("delimiter=ab", "delimiter must be one character"), ("quote=x", "quote must be"),
             ("encoding=utf-16", "encoding must be utf-8 or latin-1"), ("header=maybe", "header must be true or false")
         ] {

@@ -61,6 +61,68 @@ struct RecordTests {
         #expect(try d.request("GET", "/v1/stores/travel/entities/Seat/records/%5B%22AF1%22%5D").status == 400)
     }
 
+    @Test(
+        "one rule for identifiers: text of 1 to 4,096 bytes in saves, record routes and imports; longer URLs answer 414 at once",
+        .timeLimit(.minutes(2)))
+    func identifierRule() throws {
+        let d = try Self.start()
+        defer { d.stop() }
+        // Issue 51: "" was saved but its URL was 404; ids over ~16 KB got
+        // 400 with an empty body; a 300 KB request target hung for 60 s.
+        let empty = try d.request(
+            "POST", "/v1/stores/travel/save", body: #"{"changes":[{"insert":"Trip","record":\#(Self.trip(""))}]}"#)
+        #expect(empty.status == 422 && empty.body.contains("never empty"), "\(empty.body)")
+        let longest = String(repeating: "a", count: 4_096)
+        let fits = try d.request("PUT", Self.path + longest, body: Self.trip(longest))
+        #expect(fits.status == 200, "\(fits.body.prefix(200))")
+        #expect(try d.request("GET", Self.path + longest).status == 200)
+        let over = String(repeating: "b", count: 4_097)
+        let refused = try d.request(
+            "POST", "/v1/stores/travel/save", body: #"{"changes":[{"insert":"Trip","record":\#(Self.trip(over))}]}"#)
+        #expect(refused.status == 422 && refused.body.contains("at most 4096 bytes"), "\(refused.body.prefix(300))")
+        let put = try d.request("PUT", Self.path + over, body: Self.trip(over))
+        #expect(put.status == 422, "\(put.body.prefix(300))")
+        // An import refuses the row, with the reason.
+        let ndjson =
+            #"{"id":"","name":"n","startDate":"2025-05-02","budget":1,"isFavorite":false}"# + "\n"
+            + #"{"id":"ok1","name":"n","startDate":"2025-05-02","budget":1,"isFavorite":false}"# + "\n"
+        let upload = try UnixHTTP.request(
+            socket: d.socket, method: "POST", path: "/v1/stores/travel/entities/Trip/import?format=ndjson",
+            body: Data(ndjson.utf8), contentType: "application/x-ndjson")
+        #expect(upload.status == 202, "\(upload.body)")
+        let last = try d.jobEnded(upload.object["id"] as? String ?? "")
+        #expect(last["inserted"] as? Int == 1 && last["rejected"] as? Int == 1, "\(last)")
+        // Longer request targets: 414 with a JSON error, at once, and closed.
+        for size in [20_000, 300_000] {
+            let target = Self.path + String(repeating: "c", count: size)
+            let started = ContinuousClock.now
+            let answer = try UnixHTTP.request(socket: d.socket, method: "GET", path: target)
+            #expect(answer.status == 414, "\(size): \(answer.status) \(answer.body.prefix(200))")
+            #expect(
+                answer.body.contains("too_large") && answer.body.contains("request target"),
+                "\(answer.body.prefix(200))")
+            #expect(ContinuousClock.now - started < .seconds(10))
+        }
+        let header = try UnixHTTP.request(
+            socket: d.socket, method: "GET", path: "/v1/health",
+            headers: ["X-Long": String(repeating: "h", count: 20_000)])
+        #expect(
+            header.status == 431 && header.body.contains("headers are too large"), "\(header.status) \(header.body)")
+        let fd = try UnixHTTP.connect(d.socket)
+        defer { close(fd) }
+        UnixHTTP.send(fd, Data("HELLO THERE\r\n\r\n".utf8))
+        var raw = Data()
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            raw.append(contentsOf: buffer[0..<n])
+        }
+        let garbage = UnixHTTP.parse(raw)
+        #expect(garbage.status == 400 && garbage.body.contains("bad_request"), "\(garbage.status) \(garbage.body)")
+        #expect(try d.request("GET", "/v1/health").status == 200)
+    }
+
     @Test("a compound identifier is its JSON array, URL-encoded, in every method")
     func compound() throws {
         let d = try Self.start()

@@ -50,6 +50,34 @@ struct SaveTests {
         #expect(same.status == 200 && same.object["token"] is NSNull, "\(same.body)")
     }
 
+    @Test(
+        "a set of max_save_changes inserts fits the body limit; one more change is refused by count, a bigger body by size"
+    )
+    func limitsAgree() throws {
+        let d = try DaemonProcess()
+        defer { d.stop() }
+        // Issue 51: 10,000 of the smallest inserts were more than
+        // max_request_bytes (1 MiB) and got 413.
+        func body(_ n: Int, pad: Int = 0) -> String {
+            let changes = (0..<n).map { i in
+                let id = "L\(i)" + String(repeating: "x", count: pad)
+                return #"{"insert":"Trip","record":\#(Self.trip(id))}"#
+            }
+            return #"{"changes":["# + changes.joined(separator: ",") + "]}"
+        }
+        let full = body(10_000)
+        #expect(full.utf8.count > 1 << 20)
+        let saved = try Self.save(d, full)
+        #expect(saved.status == 200, "\(saved.body.prefix(300))")
+        let count = try d.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#)
+        #expect(count.object["count"] as? Int == 10_000)
+        let more = try Self.save(d, body(10_001).replacingOccurrences(of: "\"L", with: "\"M"))
+        #expect(more.status == 422 || more.status == 400, "\(more.body.prefix(300))")
+        #expect(more.body.contains("10000") || more.body.contains("10,000"), "\(more.body.prefix(300))")
+        let huge = try Self.save(d, body(10_000, pad: 1_000))
+        #expect(huge.status == 413, "\(huge.body.prefix(300))")
+    }
+
     @Test("a refused save lists every failing change by index with its code, 409 or 422, and writes nothing")
     func refusedSave() throws {
         let d = try DaemonProcess()

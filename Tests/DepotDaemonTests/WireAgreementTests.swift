@@ -44,6 +44,7 @@ struct WireAgreementTests {
         s.prefetch = ["customer"]
         s.delimiter = ";"
         s.quote = "'"
+        s.escape = "\\"
         s.header = false
         s.quotes = "lenient"
         s.skipInitialSpace = true
@@ -160,10 +161,10 @@ struct WireAgreementTests {
     /// its wire types (several answers where the schema is `oneOf`); nil
     /// where the body is not JSON (text, CSV, NDJSON records, an upload).
     /// An infer answer as the engine writes it, for a file with every part:
-    /// a rename, nulls, evidence, a problem.
+    /// a rename, nulls, evidence, a problem, quotes escaped by a backslash.
     static func inference() throws -> InferAnswer {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("wire-\(UUID().uuidString).csv")
-        try Data("Trip ID,n\n1,5\n2,NA\n3,x\n4\n".utf8).write(to: url)
+        try Data("Trip ID,n,s\n1,5,\"a \\\"b\\\" c\"\n2,NA,\n3,x,\n4\n".utf8).write(to: url)
         defer { try? FileManager.default.removeItem(at: url) }
         let found = try SchemaInference.infer(path: url.path)
         return try JSONDecoder().decode(InferAnswer.self, from: Data(found.json(toml: true).utf8))

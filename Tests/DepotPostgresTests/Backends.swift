@@ -33,6 +33,10 @@ protocol Backend: Sendable {
     /// The secondary indexes on an entity's table, read from the
     /// database's own catalog: each its fields in order, sorted.
     func indexes(_ entity: String) async throws -> [[String]]
+    /// The tables of the store's entities in the database's own catalog
+    /// (not the `depot_` ones), sorted: an entity's table without its
+    /// entity is an orphan.
+    func tables() async throws -> [String]
     /// Runs an import to its end, or until the save `cancelAfter` (then
     /// throws CancellationError).
     func importFile(_ request: ImportRequest, cancelAfter: Int?) async throws -> ImportProgress
@@ -170,6 +174,16 @@ final class SQLiteBackend: Backend {
         }
     }
 
+    func tables() async throws -> [String] {
+        let queue = try DatabaseQueue(path: folder.appendingPathComponent("s.sqlite").path)
+        return try await queue.read { db in
+            try String.fetchAll(
+                db,
+                sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'depot\\_%' ESCAPE '\\' "
+                    + "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+        }
+    }
+
     func reopen(entities: [EntitySchema]) async throws -> any Backend {
         try await store.close()
         return try await SQLiteBackend(entities: entities, folder: folder)
@@ -228,6 +242,14 @@ final class PostgresBackend: Backend {
         return rows.map { ($0[0] ?? "").split(separator: ",").map(String.init) }.sorted {
             $0.lexicographicallyPrecedes($1)
         }
+    }
+
+    func tables() async throws -> [String] {
+        let sql =
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = "
+            + PostgresSQL.literal(schema) + " AND table_name NOT LIKE 'depot\\_%' ORDER BY table_name COLLATE \"C\""
+        let rows = try await store.read { try await PostgresSQL.textRows($0, sql, logger: store.logger) }
+        return rows.compactMap { $0[0] }
     }
 
     func reopen(entities: [EntitySchema]) async throws -> any Backend {

@@ -4,6 +4,7 @@ import HTTPTypes
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 import Synchronization
 
@@ -101,6 +102,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// lets a client send the next before the last is answered): the head
     /// deadline starts once none is left.
     private var outstanding = 0
+    /// Before the HTTP decoder: how long the request line being read is.
+    private let meter = RequestLineMeter()
+    /// The request head is longest a field (the request line, a header) may be.
+    static let maxFieldBytes = 16 * 1024
 
     init(limits: ConnectionLimits, headTimeout: Duration, bodyTimeout: Duration, metrics: Metrics, logger: Logger) {
         self.limits = limits
@@ -112,7 +117,78 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         metrics.connectionOpened()
+        try? context.pipeline.syncOperations.addHandler(meter, position: .first)
         if context.channel.isActive { admit(context) }
+    }
+
+    /// A request the decoder cannot read (issue 51: a request target over
+    /// 16 KiB got `400` with an empty body, and one of 300 KB was neither
+    /// answered nor closed for 60 s, the client blocked sending what no one
+    /// read): answered at once with the reason, `414` for a long request
+    /// target, `431` for long headers, `400` for the rest; then the
+    /// connection reads and drops what the client still sends, so that it
+    /// can read the answer, and closes once the client is done, or after
+    /// 5 s.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if meter.draining { return }
+        guard error is HTTPParserError || error is ByteToMessageDecoderError else {
+            context.fireErrorCaught(error)
+            return
+        }
+        meter.draining = true
+        timer?.cancel()
+        timer = nil
+        let status: HTTPResponse.Status
+        let failure: APIError
+        if case .headerOverflow? = error as? HTTPParserError {
+            if meter.firstLine > Self.maxFieldBytes {
+                status = .uriTooLong
+                failure = APIError(
+                    .tooLarge,
+                    "the request target is longer than \(Self.maxFieldBytes) bytes (an identifier is at most "
+                        + "\(Identifier.maxTextBytes) bytes; select many records with a fetch)")
+            } else {
+                status = .requestHeaderFieldsTooLarge
+                failure = APIError(
+                    .tooLarge,
+                    "the request's headers are too large (each at most \(Self.maxFieldBytes) bytes, "
+                        + "64 KiB and 100 fields in all)")
+            }
+        } else {
+            status = .badRequest
+            failure = APIError(.badRequest, "the request is not HTTP/1.1 the daemon can read: \(error)")
+        }
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        Self.answer(context, status, failure).whenComplete { _ in
+            let context = bound.value
+            context.close(mode: .output, promise: nil)
+            context.read()
+            context.eventLoop.scheduleTask(in: .seconds(5)) { bound.value.close(promise: nil) }
+        }
+    }
+
+    /// `failure` as a whole answer of `status` that closes the connection,
+    /// written under the HTTP codec; done once it is written.
+    static func answer(
+        _ context: ChannelHandlerContext, _ status: HTTPResponse.Status, _ failure: APIError
+    ) -> EventLoopFuture<Void> {
+        let body = failure.body + "\n"
+        var head = HTTPResponse(status: status)
+        head.headerFields[.contentType] = "application/json"
+        head.headerFields[.contentLength] = String(body.utf8.count)
+        head.headerFields[.connection] = "close"
+        context.write(NIOAny(HTTPResponsePart.head(head)), promise: nil)
+        context.write(NIOAny(HTTPResponsePart.body(ByteBuffer(string: body))), promise: nil)
+        return context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil)))
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The client is done sending after a refused head: the connection ends.
+        if meter.draining, case .inputClosed? = event as? ChannelEvent {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -162,15 +238,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// A `503` written under the HTTP codec, then the close.
     static func refuse(_ context: ChannelHandlerContext, reason: String) {
-        let body = APIError(.tooManyConnections, reason + "; try again once some close").body + "\n"
-        var head = HTTPResponse(status: .serviceUnavailable)
-        head.headerFields[.contentType] = "application/json"
-        head.headerFields[.contentLength] = String(body.utf8.count)
-        head.headerFields[.connection] = "close"
-        context.write(NIOAny(HTTPResponsePart.head(head)), promise: nil)
-        context.write(NIOAny(HTTPResponsePart.body(ByteBuffer(string: body))), promise: nil)
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
+        answer(context, .serviceUnavailable, APIError(.tooManyConnections, reason + "; try again once some close"))
+            .whenComplete { _ in bound.value.close(promise: nil) }
     }
 
     private func armHead(_ context: ChannelHandlerContext) {
@@ -213,6 +283,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .end:
             timer?.cancel()
             timer = nil
+            meter.headStarts()
         }
         context.fireChannelRead(data)
     }
@@ -232,5 +303,54 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         context.write(data, promise: promise)
+    }
+}
+
+/// First in a connection's pipeline, before the HTTP decoder: measures the
+/// first line of the request head being read, so that a head the decoder
+/// refuses as too long is told apart as a long request target (`414`) or
+/// long headers (`431`); once the answer is out, drops what the client
+/// still sends and keeps reading it (``ConnectionGuard``).
+///
+/// The line is measured from the connection's start and from each request's
+/// end (a pipelined next head read in the same bytes is measured from
+/// where the decoder was; only the status of a refusal depends on it).
+final class RequestLineMeter: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    /// Bytes of the head's first line so far (its end not counted).
+    private(set) var firstLine = 0
+    private var lineEnded = false
+    /// The answer to a refused head is out: input is read and dropped.
+    var draining = false
+
+    func headStarts() {
+        firstLine = 0
+        lineEnded = false
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if draining { return }
+        if !lineEnded {
+            let buffer = unwrapInboundIn(data)
+            buffer.withUnsafeReadableBytes { raw in
+                if let end = raw.firstIndex(of: 0x0A) {
+                    firstLine += end
+                    lineEnded = true
+                } else {
+                    firstLine += raw.count
+                }
+            }
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if draining {
+            context.read()
+            return
+        }
+        context.fireChannelReadComplete()
     }
 }

@@ -86,7 +86,10 @@ extension ControlRoutes {
             // The next result as soon as a commit comes (DESIGN §11: no fixed
             // pause); the commits that come while it is computed are
             // coalesced into the one after it.
-            for await _ in store.reads.commits(after: version) { try await send(try await run()) }
+            for await _ in store.reads.commits(after: version) {
+                if let dropped = Self.dropped(descriptor.entity, of: store) { return try await write(dropped) }
+                try await send(try await run())
+            }
         }
     }
 
@@ -111,6 +114,7 @@ extension ControlRoutes {
         // Taken before the first read, so that no commit falls between.
         let version = store.reads.commitCount
         var first: ByteBuffer?
+        var hold: LiveStarts.Hold?
         if let since = body.since {
             do {
                 try await feed.resume(after: try HistoryToken.parseWhole(since, for: "since"))
@@ -121,7 +125,9 @@ extension ControlRoutes {
             }
         } else {
             // Read once for the streams that open on it with no commit between.
-            let (start, shared) = try await liveStarts.start(store: store, descriptor: descriptor, version: version) {
+            let (start, shared, held) = try await liveStarts.start(
+                store: store, descriptor: descriptor, version: version
+            ) {
                 let (token, records) = try await feed.start()
                 var line = ByteBuffer()
                 line.writeString(StreamedJSON.resultEvent(token: token, records: records))
@@ -129,10 +135,14 @@ extension ControlRoutes {
             }
             feed.start(from: start.state)
             first = start.line
+            hold = held
             if shared { metrics.liveResultShared() }
         }
         let resumed = first == nil
-        return JSONResponse.stream(context, head: first, deadline: deadline(context), metrics: metrics) { write in
+        return JSONResponse.stream(context, head: first, deadline: deadline(context), metrics: metrics) {
+            [hold] write in
+            // The shared first result is kept while this stream lasts.
+            defer { withExtendedLifetime(hold) {} }
             /// The changes since the last event, if any; false once the history under it was pruned.
             func send() async throws -> Bool {
                 do {
@@ -149,9 +159,22 @@ extension ControlRoutes {
             // As soon as a commit comes; the commits that come while an
             // event is computed are coalesced into the next one.
             for await _ in store.reads.commits(after: version) {
+                if let dropped = Self.dropped(descriptor.entity, of: store) { return try await write(dropped) }
                 guard try await send() else { return }
             }
         }
+    }
+
+    /// The last event of a live fetch whose entity was dropped (issue 51:
+    /// such streams stayed open, waiting for commits that never came); `nil`
+    /// while it is there. A drop wakes the store's waiters as a commit does.
+    static func dropped(_ entity: String, of store: any StoreBackend) -> String? {
+        guard (try? store.reads.entity(entity)) == nil else { return nil }
+        return line(
+            ChangeEvent(
+                type: "entity_dropped",
+                message: "entity \(JSONText.quoted(entity)) was dropped from store \(JSONText.quoted(store.name)); "
+                    + "this live fetch ends"))
     }
 
     func aggregate(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
@@ -492,6 +515,7 @@ extension ControlRoutes {
         var dialect = JobSettings()
         dialect.delimiter = q.get("delimiter").map { String($0) }
         dialect.quote = q.get("quote").map { String($0) }
+        dialect.escape = q.get("escape").map { String($0) }
         dialect.quotes = q.get("quotes").map { String($0) }
         dialect.encoding = q.get("encoding").map { String($0) }
         dialect.nulls = q.get("nulls").map {

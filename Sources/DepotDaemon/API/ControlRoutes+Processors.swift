@@ -98,7 +98,7 @@ extension ControlRoutes {
     func commitBatch(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
         let name = context.parameters.get("name") ?? ""
-        let body = try await JSONBody.decode(ProcessorCommitBody.self, from: request, limit: config.maxRequestBytes)
+        let body = try await JSONBody.decode(ProcessorCommitBody.self, from: request, limit: saveBodyLimit(store))
         let save = SaveBody(author: body.author, merge: body.merge, changes: body.changes ?? [])
         let changeSet = try Self.changeSet(save, reads: store.reads)
         let author = body.author ?? context.peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd"

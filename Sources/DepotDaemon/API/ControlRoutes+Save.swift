@@ -8,8 +8,17 @@ extension ControlRoutes {
     /// `POST /v1/stores/{store}/save`.
     func save(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
-        let body = try await JSONBody.decode(SaveBody.self, from: request, limit: config.maxRequestBytes)
+        let body = try await JSONBody.decode(SaveBody.self, from: request, limit: saveBodyLimit(store))
         return try JSONResponse.encode(try await save(body, store: store, context: context))
+    }
+
+    /// The most bytes a save's (or a processor commit's) body may have:
+    /// `max_request_bytes`, or 1 KiB a change when `max_save_changes` of
+    /// them need more (issue 51: 10,000 of the smallest inserts were more
+    /// than 1 MiB, so the store's limit of changes could not be reached).
+    func saveBodyLimit(_ store: any StoreBackend) -> Int {
+        let changes = config.stores.first { $0.name == store.settings.name }?.maxSaveChanges ?? 10_000
+        return max(config.maxRequestBytes, changes * 1024)
     }
 
     /// Applies a save's body to `store`, by its author or the peer; with

@@ -16,7 +16,11 @@ import Synchronization
 /// A result is shared only while the store's ``StoreReading/commitCount``
 /// is the one read before it: a stream then wakes at the next commit and
 /// reads the changes after the result's token, as its own read would have.
-/// Results above ``maxBytes`` in all are not kept past their read.
+/// Results above ``maxBytes`` in all are not kept past their read, and a
+/// result is kept only while a stream that started from it is open (issue
+/// 51: 1,000 live fetches with distinct filters, all closed, left their
+/// results and member sets here until the store's next commit: 85 → 130
+/// MiB).
 final class LiveStarts: Sendable {
     struct Start: Sendable {
         let state: ResultFeed.Started
@@ -36,6 +40,16 @@ final class LiveStarts: Sendable {
         let version: UInt64
         let start: Task<Start, any Error>
         var bytes = 0
+        /// The streams open on it (``Hold``s alive).
+        var holders = 1
+    }
+
+    /// Keeps a shared result while the stream that started from it is open:
+    /// the last one dropped lets it go.
+    final class Hold: Sendable {
+        private let release: @Sendable () -> Void
+        init(_ release: @escaping @Sendable () -> Void) { self.release = release }
+        deinit { release() }
     }
 
     private struct State {
@@ -54,10 +68,14 @@ final class LiveStarts: Sendable {
     func start(
         store: any StoreBackend, descriptor: FetchDescriptor, version: UInt64,
         read: @escaping @Sendable () async throws -> Start
-    ) async throws -> (start: Start, shared: Bool) {
+    ) async throws -> (start: Start, shared: Bool, hold: Hold) {
         let key = Key(store: ObjectIdentifier(store as AnyObject), descriptor: descriptor)
         let (task, shared) = state.withLock { s -> (Task<Start, any Error>, Bool) in
-            if let entry = s.entries[key], entry.version == version { return (entry.start, true) }
+            if var entry = s.entries[key], entry.version == version {
+                entry.holders += 1
+                s.entries[key] = entry
+                return (entry.start, true)
+            }
             // Results of this store at an older version are of no use now.
             for (k, e) in s.entries where k.store == key.store && e.version != version {
                 s.entries[k] = nil
@@ -82,12 +100,26 @@ final class LiveStarts: Sendable {
                     s.bytes += bytes
                 }
             }
-            return (start, shared)
+            let hold = Hold { [weak self] in self?.release(key, version: version) }
+            return (start, shared, hold)
         } catch {
             state.withLock { s in
                 if let entry = s.entries[key], entry.version == version, entry.bytes == 0 { s.entries[key] = nil }
             }
             throw error
+        }
+    }
+
+    private func release(_ key: Key, version: UInt64) {
+        state.withLock { s in
+            guard var entry = s.entries[key], entry.version == version else { return }
+            entry.holders -= 1
+            if entry.holders > 0 {
+                s.entries[key] = entry
+            } else {
+                s.entries[key] = nil
+                s.bytes -= entry.bytes
+            }
         }
     }
 }

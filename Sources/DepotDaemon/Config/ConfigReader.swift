@@ -183,7 +183,8 @@ struct ConfigReader {
                 table,
                 [
                     "path", "store", "entity", "format", "on_conflict", "after", "max_rejects", "references",
-                    "delimiter", "quote", "header", "quotes", "skip_initial_space", "nulls", "columns", "encoding"
+                    "delimiter", "quote", "escape", "header", "quotes", "skip_initial_space", "nulls", "columns",
+                    "encoding"
                 ],
                 at: key)
             guard let path = string(table, "path", at: "\(key).path") else {
@@ -243,6 +244,7 @@ struct ConfigReader {
         var d = JobSettings()
         d.delimiter = string(table, "delimiter", at: "\(key).delimiter")
         d.quote = string(table, "quote", at: "\(key).quote")
+        d.escape = string(table, "escape", at: "\(key).escape")
         d.quotes = string(table, "quotes", at: "\(key).quotes")
         d.encoding = string(table, "encoding", at: "\(key).encoding")
         if let v = table["header"] {

@@ -485,6 +485,13 @@ package actor JobManager {
             record = latest
         }
         if let latest = queue.records[record.id], record.rate == 0 { record.rate = latest.rate }
+        if failure != nil, record.rejects == nil {
+            // The rows a failed job refused stay downloadable (issue 51: an
+            // import whose every row was refused said "see the rejects
+            // file", and GET .../rejects answered nothing).
+            let rejects = "\(JobExecutor.jobFolder(stateDir))/\(record.id).rejects.ndjson"
+            if (FileIdentity.status(atPath: rejects)?.size ?? 0) > 0 { record.rejects = rejects }
+        }
         let outcome: JobQueue.Outcome?
         switch failure {
         case nil:

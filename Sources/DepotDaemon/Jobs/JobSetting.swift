@@ -59,6 +59,12 @@ enum JobSetting {
         return b
     }
 
+    /// `escape` of an import: `\\`, the one escape files are written with.
+    static func escape(_ text: String) throws(Invalid) -> UInt8 {
+        guard text == "\\" else { throw Invalid(expectation: "must be \\ (a backslash), the escape before a quote") }
+        return 0x5C
+    }
+
     /// `quote` of an import: `"` or `'`.
     static func quote(_ text: String) throws(Invalid) -> UInt8 {
         switch text {

@@ -295,13 +295,14 @@ extension JobSpec {
 
 extension ImportOptions {
     /// Reads an import's dialect settings (`delimiter`, `quote`, `header`,
-    /// `quotes`, `skip_initial_space`, `nulls`, `columns`, `encoding`).
+    /// `escape`, `quotes`, `skip_initial_space`, `nulls`, `columns`, `encoding`).
     mutating func read(dialectOf settings: JobSettings) throws {
         if let d = settings.delimiter { delimiter = try JobSetting.read("delimiter", d, JobSetting.delimiter) }
         if let q = settings.quote {
             let byte = try JobSetting.read("quote", q, JobSetting.quote)
             quote = byte == 0x22 ? nil : byte
         }
+        if let e = settings.escape { escape = try JobSetting.read("escape", e, JobSetting.escape) }
         if let h = settings.header { header = h }
         if let q = settings.quotes { lenientQuotes = try JobSetting.read("quotes", q, JobSetting.lenientQuotes) }
         if let s = settings.skipInitialSpace { skipInitialSpace = s }
@@ -326,6 +327,7 @@ extension ImportOptions {
             s.delimiter = delimiter == 0x09 ? "\t" : String(UnicodeScalar(delimiter))
         }
         if let quote { s.quote = String(UnicodeScalar(quote)) }
+        if let escape { s.escape = String(UnicodeScalar(escape)) }
         if !header { s.header = false }
         if lenientQuotes { s.quotes = "lenient" }
         if skipInitialSpace { s.skipInitialSpace = true }

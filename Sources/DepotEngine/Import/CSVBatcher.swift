@@ -26,7 +26,8 @@ struct CSVBatcher: RecordBatcher {
         let delimiter = options.delimiter ?? (options.format == .tsv ? 9 : UInt8(ascii: ","))
         let quote = options.quote ?? UInt8(ascii: "\"")
         let header = try CSVReader(
-            path: request.path, delimiter: delimiter, quote: quote, skipInitialSpace: options.skipInitialSpace,
+            path: request.path, delimiter: delimiter, quote: quote, escape: options.escape,
+            skipInitialSpace: options.skipInitialSpace,
             lenientQuotes: options.lenientQuotes)
         guard let first = try header.next() else {
             throw DepotError(
@@ -99,7 +100,8 @@ struct CSVBatcher: RecordBatcher {
         if state.offset > header.offset || (!options.header && state.offset == 0) {
             // Without a header, the first record is data: read it again.
             reader = try CSVReader(
-                path: request.path, delimiter: delimiter, quote: quote, skipInitialSpace: options.skipInitialSpace,
+                path: request.path, delimiter: delimiter, quote: quote, escape: options.escape,
+                skipInitialSpace: options.skipInitialSpace,
                 lenientQuotes: options.lenientQuotes, offset: state.offset, line: state.line)
         } else {
             reader = header

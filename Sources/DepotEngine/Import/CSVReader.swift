@@ -4,7 +4,9 @@
 /// Hand-written on bytes, not on a CSV library, because it is the import's
 /// hot path and must also say, for a malformed record, which line it starts
 /// on and then go on with the next one. It reads:
-/// - quoted fields with `""` escapes and line breaks inside;
+/// - quoted fields with `""` escapes and line breaks inside, and, with an
+///   `escape` byte (`\`), quotes written `\"` inside them (`\\` for the
+///   escape itself), as MySQL and many exporters write them;
 /// - CRLF, LF or bare CR record ends, mixed;
 /// - a UTF-8 byte order mark at the start, which it drops.
 ///
@@ -42,6 +44,9 @@ final class CSVReader {
     private let file: InputFile
     private let delimiter: UInt8
     private let quote: UInt8
+    /// The byte before a quote (or itself) inside a quoted field that makes
+    /// it text; `nil`: only `""` does.
+    private let escape: UInt8?
     private let skipInitialSpace: Bool
     private let lenientQuotes: Bool
     /// The longest record read whole; longer ones are malformed.
@@ -76,15 +81,17 @@ final class CSVReader {
     /// one is literal text, as PostgreSQL reads it; strict RFC 4180 (the
     /// default) rejects such a record. `quote` is the quoting byte (`"`, or
     /// `'` for files written so); with `skipInitialSpace`, spaces after a
-    /// delimiter are dropped, so that `a, "b, c"` reads two fields.
+    /// delimiter are dropped, so that `a, "b, c"` reads two fields. With
+    /// `escape`, `\"` inside a quoted field is a quote and `\\` a backslash.
     init(
         path: String, delimiter: UInt8 = UInt8(ascii: ","), quote: UInt8 = UInt8(ascii: "\""),
-        skipInitialSpace: Bool = false, lenientQuotes: Bool = false, offset: Int64 = 0,
+        escape: UInt8? = nil, skipInitialSpace: Bool = false, lenientQuotes: Bool = false, offset: Int64 = 0,
         line: Int = 1, bufferSize: Int = 1 << 20, maxRecordBytes: Int = 64 << 20
     ) throws {
         file = try InputFile(path: path, offset: offset)
         self.delimiter = delimiter
         self.quote = quote
+        self.escape = escape == quote ? nil : escape
         self.skipInitialSpace = skipInitialSpace
         self.lenientQuotes = lenientQuotes
         self.maxRecordBytes = maxRecordBytes
@@ -205,6 +212,7 @@ final class CSVReader {
     /// can start over after `fill()`.
     private func scan() -> Scan {
         let quote = self.quote
+        let escape = self.escape
         let lf = UInt8(ascii: "\n"), cr = UInt8(ascii: "\r")
         let delimiter = self.delimiter
         let b = buffer
@@ -245,6 +253,15 @@ final class CSVReader {
                 while true {
                     if j >= end { return .needMore }
                     let c = b[j]
+                    if c == escape {
+                        // The next byte, whatever it is, is text.
+                        // (At the end of the file: a quote left open.)
+                        if j + 1 >= end { return .needMore }
+                        escapes = true
+                        if b[j + 1] == lf { lines += 1 }
+                        j += 2
+                        continue
+                    }
                     if c == quote {
                         if j + 1 >= end && !atEOF { return .needMore }
                         if j + 1 < end && b[j + 1] == quote {
@@ -304,15 +321,22 @@ final class CSVReader {
         }
     }
 
-    /// Turns `""` into `"` in the fields that have them, in place.
+    /// Turns `""` into `"` (and `\x` into `x` with an escape byte) in the
+    /// fields that have them, in place.
     private func unescape() {
         let quote = self.quote
+        let escape = self.escape
         for s in slots.indices where slots[s].escapes {
             var r = slots[s].start, w = r
             let stop = slots[s].end
             while r < stop {
-                buffer[w] = buffer[r]
-                r += buffer[r] == quote ? 2 : 1
+                if buffer[r] == escape, r + 1 < stop {
+                    buffer[w] = buffer[r + 1]
+                    r += 2
+                } else {
+                    buffer[w] = buffer[r]
+                    r += buffer[r] == quote ? 2 : 1
+                }
                 w += 1
             }
             slots[s].end = w

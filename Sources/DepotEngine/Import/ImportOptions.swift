@@ -62,6 +62,9 @@ public struct ImportOptions: Sendable, Hashable {
     public var saveInterval: Duration?
     /// The quoting byte of a CSV or TSV file; `nil` for `"`.
     public var quote: UInt8?
+    /// The byte that makes the next one text inside a quoted field (`\`:
+    /// `"a \"b\""` reads `a "b"`); `nil`: only `""` does.
+    public var escape: UInt8?
     /// Drop the spaces after each delimiter (`a, "b, c"`).
     public var skipInitialSpace = false
     /// Whether a CSV's first record names its columns. Without, the columns

@@ -43,14 +43,21 @@ final class RejectsFile: @unchecked Sendable {
         var text = lines.joined(separator: "\n")
         text.append("\n")
         try text.withUTF8 { buf in
-            if let reason = FileOutput.writeAll(fd, UnsafeRawBufferPointer(buf)) {
-                throw DepotError(.database, "cannot write the rejects file \(path): \(reason)")
-            }
+            if let code = FileOutput.write(fd, UnsafeRawBufferPointer(buf)) { throw failure(code) }
             length += Int64(buf.count)
         }
-        guard fsync(fd) == 0 else {
-            throw DepotError(.database, "cannot write the rejects file \(path): \(String(cString: strerror(errno)))")
-        }
+        guard fsync(fd) == 0 else { throw failure(errno) }
+    }
+
+    /// A failed write or flush: `disk_full` when there is no room (the save
+    /// that counts these lines then fails whole, and the job resumes from
+    /// its last save), else `io`.
+    private func failure(_ code: Int32) -> DepotError {
+        let full = code == ENOSPC || code == EDQUOT
+        return DepotError(
+            full ? .diskFull : .io,
+            (full ? "the disk is full: " : "")
+                + "cannot write the rejects file \(path): \(String(cString: strerror(code)))")
     }
 
     /// The line of a value that does not convert to its field's type.

@@ -12,6 +12,10 @@ public struct Dialect: Sendable, Hashable {
     /// Whether a quote inside an unquoted field is text (`37.8"N`), as
     /// PostgreSQL reads it; strict RFC 4180 rejects such a record.
     public var lenientQuotes = false
+    /// The byte that makes the next one text inside a quoted field (`\`,
+    /// as in `"H. Norwood \"Barney\" Ewell"`), or `nil`: only a doubled
+    /// quote is one.
+    public var escape: UInt8?
 
     public init(
         delimiter: UInt8, quote: UInt8 = UInt8(ascii: "\""), header: Bool = true, skipInitialSpace: Bool = false
@@ -51,7 +55,8 @@ enum DialectSniffer {
     /// cells' bytes (quotes removed, doubled quotes undone). A row cut by the
     /// sample's end is dropped unless it is the only one.
     static func rows(
-        _ sample: [UInt8], delimiter: UInt8, quote: UInt8, skipInitialSpace: Bool = false, complete: Bool
+        _ sample: [UInt8], delimiter: UInt8, quote: UInt8, escape: UInt8? = nil, skipInitialSpace: Bool = false,
+        complete: Bool
     ) -> [[ArraySlice<UInt8>]] {
         var rows: [[ArraySlice<UInt8>]] = []
         var row: [ArraySlice<UInt8>] = []
@@ -70,6 +75,11 @@ enum DialectSniffer {
                 var j = i + 1
                 var closed = false
                 while j < n {
+                    if sample[j] == escape, j + 1 < n {
+                        cell.append(sample[j + 1])
+                        j += 2
+                        continue
+                    }
                     if sample[j] == quote {
                         if j + 1 < n, sample[j + 1] == quote {
                             cell.append(quote)
@@ -175,7 +185,49 @@ enum DialectSniffer {
         }
         guard var dialect = best?.dialect else { return nil }
         dialect.skipInitialSpace = startsWithSpace(sample, dialect)
+        if backslashEscapes(sample, dialect) {
+            let plain = patternScore(
+                rows(sample, delimiter: dialect.delimiter, quote: dialect.quote, complete: complete))
+            let escaped = patternScore(
+                rows(
+                    sample, delimiter: dialect.delimiter, quote: dialect.quote, escape: 0x5C, complete: complete))
+            if escaped >= plain { dialect.escape = 0x5C }
+        }
         return dialect
+    }
+
+    /// Whether a quoted field of the sample holds `\"` where a closing
+    /// quote cannot stand (text follows it), as CleverCSV and DuckDB detect
+    /// an escape character: `"H. Norwood \"Barney\" Ewell"`.
+    static func backslashEscapes(_ sample: [UInt8], _ d: Dialect) -> Bool {
+        let n = sample.count
+        var i = 0
+        var inQuote = false
+        var atFieldStart = true
+        while i < n {
+            let c = sample[i]
+            if inQuote {
+                if c == 0x5C, i + 1 < n, sample[i + 1] == d.quote {
+                    let after = i + 2 < n ? sample[i + 2] : nil
+                    if let after, after != d.delimiter, after != 0x0A, after != 0x0D, after != d.quote {
+                        return true
+                    }
+                }
+                if c == d.quote {
+                    if i + 1 < n, sample[i + 1] == d.quote {
+                        i += 2
+                        continue
+                    }
+                    inQuote = false
+                }
+            } else if c == d.quote, atFieldStart {
+                inQuote = true
+            }
+            atFieldStart =
+                c == d.delimiter || c == 0x0A || c == 0x0D || (d.skipInitialSpace && c == 0x20 && atFieldStart)
+            i += 1
+        }
+        return false
     }
 
     /// Whether some cell of the sample starts with `quote`.

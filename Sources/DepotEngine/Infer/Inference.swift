@@ -91,6 +91,7 @@ public struct Inference: Sendable {
         if let d = dialect {
             options.delimiter = d.delimiter
             options.quote = d.quote == UInt8(ascii: "\"") ? nil : d.quote
+            options.escape = d.escape
             options.skipInitialSpace = d.skipInitialSpace
             options.lenientQuotes = d.lenientQuotes
             options.header = d.header
@@ -111,9 +112,10 @@ public struct Inference: Sendable {
         if let d = dialect {
             o += "{\"delimiter\": \(JSONText.quoted(d.delimiter == 0x09 ? "\t" : String(UnicodeScalar(d.delimiter))))"
             o += ", \"quote\": \(JSONText.quoted(String(UnicodeScalar(d.quote))))"
+            o += ", \"escape\": \(d.escape.map { JSONText.quoted(String(UnicodeScalar($0))) } ?? "null")"
             o += ", \"header\": \(d.header), \"quotes\": \(d.lenientQuotes ? "\"lenient\"" : "\"strict\"")"
         } else {
-            o += "{\"delimiter\": null, \"quote\": null, \"header\": null"
+            o += "{\"delimiter\": null, \"quote\": null, \"escape\": null, \"header\": null"
         }
         o += ", \"encoding\": \(JSONText.quoted(encoding)), \"line_ends\": \(JSONText.quoted(lineEnds))"
         o += ", \"skip_initial_space\": \(dialect?.skipInitialSpace ?? false)}"
@@ -166,6 +168,7 @@ public struct Inference: Sendable {
         if let d = dialect {
             what += ", delimiter \(TOMLText.quoted(d.delimiterText == "\\t" ? "\t" : d.delimiterText))"
             what += ", quote \(d.quote == 0x22 ? "'\"'" : "\"'\"")"
+            if d.escape != nil { what += ", quotes escaped by a backslash" }
             what += d.header ? ", a header row" : ", no header row"
             if d.skipInitialSpace { what += ", a space after each delimiter" }
             if d.lenientQuotes { what += ", quotes inside unquoted fields (import with quotes = \"lenient\")" }
@@ -239,6 +242,7 @@ public struct Inference: Sendable {
             out.append("--delimiter " + shell(d == 0x09 ? "\\t" : String(UnicodeScalar(d))))
         }
         if let q = o.quote { out.append("--quote " + shell(String(UnicodeScalar(q)))) }
+        if let e = o.escape { out.append("--escape " + shell(String(UnicodeScalar(e)))) }
         if !o.header { out.append("--no-header") }
         if o.lenientQuotes { out.append("--quotes lenient") }
         if o.skipInitialSpace { out.append("--skip-initial-space") }
@@ -258,6 +262,7 @@ public struct Inference: Sendable {
             out.append("delimiter = " + TOMLText.quoted(d == 0x09 ? "\t" : String(UnicodeScalar(d))))
         }
         if let q = o.quote { out.append("quote = " + TOMLText.quoted(String(UnicodeScalar(q)))) }
+        if let e = o.escape { out.append("escape = " + TOMLText.quoted(String(UnicodeScalar(e)))) }
         if !o.header { out.append("header = false") }
         if o.lenientQuotes { out.append("quotes = \"lenient\"") }
         if o.skipInitialSpace { out.append("skip_initial_space = true") }

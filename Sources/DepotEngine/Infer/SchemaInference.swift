@@ -83,7 +83,7 @@ public enum SchemaInference {
             }
             if format == .tsv && options.format == .tsv { dialect.delimiter = 0x09 }
             let rows = DialectSniffer.rows(
-                Array(body), delimiter: dialect.delimiter, quote: dialect.quote,
+                Array(body), delimiter: dialect.delimiter, quote: dialect.quote, escape: dialect.escape,
                 skipInitialSpace: dialect.skipInitialSpace, complete: complete)
             dialect.header = DialectSniffer.hasHeader(rows)
             try scan.csv(dialect)
@@ -95,22 +95,48 @@ public enum SchemaInference {
         }
     }
 
+    /// The most a sample grows to for a first line longer than
+    /// `sampleBytes` (a header of thousands of columns).
+    static let longestSample = 16 << 20
+
     /// The file's first `bytes` bytes, cut at the last line end when the
-    /// file is longer.
+    /// file is longer; more, up to ``longestSample``, while they hold fewer
+    /// than two line ends (issue 51: a header longer than the sample was
+    /// "no record").
     static func sample(_ path: String, bytes: Int) throws -> (bytes: [UInt8], complete: Bool) {
         let file = try InputFile(path: path)
-        var out = [UInt8](repeating: 0, count: bytes)
-        var filled = 0
-        while filled < bytes {
-            let n = try out.withUnsafeMutableBytes {
-                try file.read(into: $0.baseAddress! + filled, count: bytes - filled)
+        var out: [UInt8] = []
+        var want = bytes
+        var ended = false
+        while true {
+            let filled = out.count
+            out.append(contentsOf: repeatElement(0, count: want - filled))
+            var at = filled
+            while at < want {
+                let n = try out.withUnsafeMutableBytes {
+                    try file.read(into: $0.baseAddress! + at, count: want - at)
+                }
+                if n == 0 {
+                    ended = true
+                    break
+                }
+                at += n
             }
-            if n == 0 { break }
-            filled += n
+            out.removeSubrange(at...)
+            if ended || Int64(out.count) >= file.size || want >= longestSample { break }
+            // Two lines (a header and a row), ended by LF, or by CR alone.
+            let newline: UInt8 = out.contains(0x0A) ? 0x0A : 0x0D
+            if out.lazy.filter({ $0 == newline }).prefix(2).count >= 2 { break }
+            want = min(want * 4, longestSample)
         }
-        out.removeSubrange(filled...)
-        let complete = Int64(filled) >= file.size
-        if !complete, let last = out.lastIndex(where: { $0 == 0x0A || $0 == 0x0D }), last > 0 {
+        let complete = ended || Int64(out.count) >= file.size
+        if !complete {
+            guard let last = out.lastIndex(where: { $0 == 0x0A || $0 == 0x0D }), last > 0 else {
+                throw DepotError(
+                    .invalidArgument,
+                    "the first line of the file is longer than \(longestSample >> 20) MiB: infer reads files "
+                        + "whose lines are shorter")
+            }
             out.removeSubrange((last + 1)...)
         }
         return (out, complete)
@@ -150,7 +176,7 @@ private struct Scan {
 
     func reader(_ d: Dialect) throws -> CSVReader {
         try CSVReader(
-            path: path, delimiter: d.delimiter, quote: d.quote, skipInitialSpace: d.skipInitialSpace,
+            path: path, delimiter: d.delimiter, quote: d.quote, escape: d.escape, skipInitialSpace: d.skipInitialSpace,
             lenientQuotes: true)
     }
 

@@ -74,5 +74,7 @@ extension Store {
         } catch {
             throw Store.translate(error, store: self.name)
         }
+        // Live reads of the entity wake, see it gone and end.
+        signal.bump()
     }
 }

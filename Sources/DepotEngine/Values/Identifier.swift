@@ -18,6 +18,24 @@ public struct Identifier: Sendable, Hashable, CustomStringConvertible {
     /// Creates an identifier from its values.
     public init(_ values: [Value]) { self.values = values }
 
+    /// The most bytes of a text identifier value: its URL, percent-encoded,
+    /// stays under the daemon's 16 KiB request target (DESIGN §16).
+    public static let maxTextBytes = 4_096
+
+    /// Why `value` cannot be (part of) a new record's identifier, or `nil`:
+    /// text is 1 to ``maxTextBytes`` bytes, the one rule of every write path
+    /// (saves, imports, record routes, processor commits; issue 51: `""` was
+    /// saved but had no URL, and an identifier of 20 KB had none either).
+    public static func problem(_ value: Value) -> String? {
+        guard case .string(let text) = value else { return nil }
+        if text.isEmpty { return "an identifier is never empty text" }
+        let bytes = text.utf8.count
+        if bytes > maxTextBytes {
+            return "an identifier is at most \(maxTextBytes) bytes of text, not \(bytes)"
+        }
+        return nil
+    }
+
     /// The identifier as JSON text.
     public var json: String {
         var out = ""

@@ -24,12 +24,19 @@ package enum RowVerdict: Sendable, Equatable {
 
 extension BatchPlan {
     /// The row's refusal for a null identifier or required field it gives,
+    /// or an identifier text out of ``Identifier/problem(_:)``'s rule,
     /// `value(c)` being its value in batch column `c`; nil when it has none.
     @inline(__always)
     package func nullRefusal(_ value: (Int) -> Value) -> RowVerdict? {
         for c in columns.indices where value(c).isNull && !columnFields[c].isOptional {
             let what = identifierColumns.contains(c) ? "identifier field" : "required field"
             return .rejected(field: columns[c], reason: "\(what) \(JSONText.quoted(columns[c])) is null")
+        }
+        for c in identifierColumns {
+            if let problem = Identifier.problem(value(c)) {
+                return .rejected(
+                    field: columns[c], reason: "identifier field \(JSONText.quoted(columns[c])): \(problem)")
+            }
         }
         return nil
     }

@@ -339,6 +339,9 @@ struct PlannedChange: Sendable {
                         throw Refused(
                             field: name, message: "the record lacks its identifier field \(JSONText.quoted(name))")
                     }
+                    if let problem = Identifier.problem(value) {
+                        throw Refused(field: name, message: "identifier field \(JSONText.quoted(name)): \(problem)")
+                    }
                     return value
                 }
             case .update, .delete:

@@ -91,7 +91,7 @@ final class DaemonProcess {
     /// systemd does when stderr is connected to the journal.
     init(
         folder: URL? = nil, config: String = DaemonProcess.config(), environment: [String: String] = [:],
-        journalStream: Bool = false
+        journalStream: Bool = false, openFiles: Int? = nil
     ) throws {
         self.folder = try folder ?? Self.makeFolder()
         try FileManager.default.createDirectory(
@@ -106,6 +106,11 @@ final class DaemonProcess {
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = Self.executable
         process.arguments = ["--config", self.folder.appendingPathComponent("depot.toml").path]
+        if let openFiles {
+            // prlimit execs the daemon: the same process, under that limit of open files.
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            process.arguments = ["--nofile=\(openFiles):\(openFiles)", Self.executable.path] + process.arguments!
+        }
         var env = ProcessInfo.processInfo.environment
         env["NOTIFY_SOCKET"] = notify.path
         env.removeValue(forKey: "JOURNAL_STREAM")
@@ -360,8 +365,6 @@ enum UnixHTTP {
     static func asUser(_ uid: Int, _ socket: String, _ method: String, _ path: String, body: String = "{}") throws
         -> String
     {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         let script = """
             import socket,sys
             s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
@@ -374,10 +377,16 @@ enum UnixHTTP {
                 out+=b
             sys.stdout.write(out.decode())
             """
-        p.arguments = [
-            "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", script, socket, method,
-            path, body
-        ]
+        return try runAs(uid, script: script, arguments: [socket, method, path, body])
+    }
+
+    /// A Python script run by a process of another uid (setpriv), with
+    /// `arguments`; what it prints. The test must run as root.
+    static func runAs(_ uid: Int, script: String, arguments: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        p.arguments =
+            ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", script] + arguments
         let out = Pipe()
         p.standardOutput = out
         try p.run()

@@ -176,6 +176,72 @@ struct InferTests {
         #expect(!i.identifierCandidates.contains(["fifth"]) && !i.identifierCandidates.contains(["k0"]))
     }
 
+    @Test(
+        "a header longer than the first sample (1,500 long column names) is read whole; a first line past the cap is refused saying so"
+    )
+    func longHeader() throws {
+        let names = (0..<1_500).map { "a_column_with_a_rather_long_and_descriptive_name_\($0)" }
+        var text = names.joined(separator: ",") + "\n"
+        #expect(text.utf8.count > SchemaInference.longestSample >> 8 && text.utf8.count > 1 << 16)
+        for r in 0..<3 { text += (0..<1_500).map { "\(r * 10_000 + $0)" }.joined(separator: ",") + "\n" }
+        let i = try SchemaInference.infer(path: try Self.write(text, name: "wide.csv"))
+        #expect(i.rows == 3 && i.fields.count == 1_500)
+        #expect(try Self.field(i, names[1_499]).declaration == "int")
+        // A first line longer than the cap, then more: refused with the reason.
+        var long = [UInt8](repeating: UInt8(ascii: "a"), count: SchemaInference.longestSample + 10)
+        long += Array("\nb\n".utf8)
+        let path = try Self.write(String(decoding: long, as: UTF8.self), name: "long.csv")
+        #expect(throws: DepotError.self) { try SchemaInference.infer(path: path) }
+        do { _ = try SchemaInference.infer(path: path) } catch let e as DepotError {
+            #expect(e.message.contains("longer than 16 MiB"), "\(e.message)")
+        }
+    }
+
+    @Test(
+        "quotes escaped by a backslash: infer detects the escape, an import with it keeps every row and reads the quotes; without it, the rows are rejected"
+    )
+    func backslashEscapes() async throws {
+        // Issue 51: a real file lost 5 of 85 rows to rejects.
+        var text = "id,name,note\n"
+        for i in 0..<85 {
+            text +=
+                i % 17 == 3
+                ? "\(i),\"H. Norwood \\\"Barney\\\" Ewell\",\"a \\\\ path, and \\\"more\\\"\"\n"
+                : "\(i),\"Runner \(i)\",\"plain, \"\"doubled\"\" quotes\"\n"
+        }
+        let path = try Self.write(text, name: "olympians.csv")
+        let found = try SchemaInference.infer(path: path)
+        #expect(found.dialect?.escape == UInt8(ascii: "\\"))
+        #expect(found.problemCount == 0 && found.rows == 85, "\(found.problems)")
+        #expect(found.importFlags.contains("--escape '\\'"), "\(found.importFlags)")
+        #expect(found.watchSettings.contains(#"escape = "\\""#), "\(found.watchSettings)")
+        #expect(found.json().contains(#""escape": "\\""#))
+        let entity = try found.entitySchema(name: "Olympian")
+        let t = try await TemporaryStore(entities: [entity])
+        let request = ImportRequest(
+            job: "j", entity: "Olympian", path: path, rejectsPath: t.folder.appendingPathComponent("r").path,
+            options: found.importOptions)
+        let result = try await Importer.run(request, into: t.store)
+        #expect(result.counters.inserted == 85 && result.counters.rejected == 0, "\(result.counters)")
+        func value(_ id: Int, _ field: String) async throws -> Value? {
+            let set = try await t.store.reader.fetch(FetchDescriptor(entity: "Olympian", where: "id == \(id)"))
+            return set.fields.firstIndex { $0.name == field }.flatMap { set.rows.first?[$0] }
+        }
+        #expect(try await value(3, "name") == .string(#"H. Norwood "Barney" Ewell"#))
+        #expect(try await value(3, "note") == .string(#"a \ path, and "more""#))
+        #expect(try await value(4, "note") == .string(#"plain, "doubled" quotes"#))
+        // Without the escape (RFC 4180), those rows are rejects.
+        var strict = request
+        strict.job = "k"
+        strict.options.escape = nil
+        let t2 = try await TemporaryStore(entities: [entity])
+        let rejected = try await Importer.run(strict, into: t2.store)
+        #expect(rejected.counters.rejected == 5, "\(rejected.counters)")
+        // A plain file is not read as escaped.
+        let plainFile = try Self.write("a,b\n1,\"C:\\dir\\\"\n2,\"x\"\n", name: "paths.csv")
+        #expect(try SchemaInference.infer(path: plainFile).dialect?.escape == nil)
+    }
+
     @Test("bad input: empty, not text, header only, UTF-16, ragged rows with their lines, Latin-1")
     func badInput() throws {
         func refusal(_ bytes: [UInt8], _ name: String = "f.csv") throws -> String {

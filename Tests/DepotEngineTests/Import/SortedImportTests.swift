@@ -360,12 +360,18 @@ struct SortedImportTests {
         let error = await #expect(throws: DepotError.self) { try await Importer.run(request, into: t.store) }
         #expect(error?.code == .diskFull, "\(error?.message ?? "")")
         #expect(error?.message.contains(small.path) == true, "\(error?.message ?? "")")
-        // What was saved stays, its counters agreeing with the history.
-        let saved = try #require(await t.store.checkpoint(job: "j"))
-        let stopped = try #require(ImportCheckpoint.decode(saved)).progress
-        #expect(stopped.read > 0 && !stopped.finished)
+        // What was saved stays, its counters agreeing with the history. The
+        // parser reads ahead of the saves: when it fills the folder before
+        // the first save has written its rejects, that save fails whole and
+        // nothing is saved (seen under the full suite's load).
         let count = try await t.store.reader.count(FetchDescriptor(entity: "Trip"))
-        #expect(count == stopped.inserted)
+        if let saved = try await t.store.checkpoint(job: "j") {
+            let stopped = try #require(ImportCheckpoint.decode(saved)).progress
+            #expect(stopped.read > 0 && !stopped.finished)
+            #expect(count == stopped.inserted)
+        } else {
+            #expect(count == 0)
+        }
         // Room again: the job resumes from its last save, exactly.
         #expect(Tmpfs.resize(small.path, to: "64m"))
         let result = try await Importer.run(request, into: t.store)
