@@ -111,9 +111,13 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// An ``Code/io`` error for a system call that failed with `errno`:
     /// `message`, then the system's reason, with the `POSIXError` as cause.
+    ///
+    /// No room (`ENOSPC`, `EDQUOT`) is ``Code/diskFull``, saying so.
     package static func io(_ message: String, errno code: Int32) -> DepotError {
-        DepotError(
-            .io, "\(message): \(String(cString: strerror(code)))",
+        let full = code == ENOSPC || code == EDQUOT
+        return DepotError(
+            full ? .diskFull : .io,
+            (full ? "the disk is full: " : "") + "\(message): \(String(cString: strerror(code)))",
             cause: POSIXErrorCode(rawValue: code).map { POSIXError($0) })
     }
 

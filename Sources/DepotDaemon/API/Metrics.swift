@@ -124,7 +124,15 @@ package final class Metrics: Sendable {
             return true
         }
         // Detached: malloc_trim takes milliseconds, off the thread that closed the stream; nothing awaits it.
-        if trim { Task.detached(priority: .background) { _ = malloc_trim(0) } }
+        // Half a second later: what the streams held (their feeds, a shared
+        // first result) is freed as their tasks unwind, after this count;
+        // a trim before that gave none of it back (issue 51).
+        if trim {
+            Task.detached(priority: .background) {
+                try? await Task.sleep(for: .milliseconds(500))
+                _ = malloc_trim(0)
+            }
+        }
     }
     func streamTimedOut() { state.withLock { $0.streamsTimedOut += 1 } }
     func liveResultShared() { state.withLock { $0.liveResultsShared += 1 } }

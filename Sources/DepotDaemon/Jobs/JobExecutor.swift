@@ -161,10 +161,15 @@ struct JobExecutor {
         // would write wherever it leads.
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o644)
         guard fd >= 0 else {
-            throw DepotError(
-                .invalidArgument,
-                "cannot write \(temporary): "
-                    + (errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))))
+            let code = errno
+            // A link put in its place, or a folder that is not there: the path is the caller's to fix.
+            if code == ELOOP || code == ENOENT || code == ENOTDIR {
+                throw DepotError(
+                    .invalidArgument,
+                    "cannot write \(temporary): "
+                        + (code == ELOOP ? "it is a symbolic link" : String(cString: strerror(code))))
+            }
+            throw DepotError.io("cannot write \(temporary)", errno: code)
         }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         var descriptor = filter.descriptor(entity)
@@ -189,7 +194,7 @@ struct JobExecutor {
         }
         try handle.synchronize()
         guard rename(temporary, path) == 0 else {
-            throw DepotError(.invalidArgument, "cannot move the export to \(path): \(String(cString: strerror(errno)))")
+            throw DepotError.io("cannot move the export to \(path)", errno: errno)
         }
         record.exported = count
         record.spec = record.spec?.with(path: path)
@@ -235,7 +240,7 @@ struct JobExecutor {
             let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw DepotError(.invalidArgument, "cannot write \(path): \(String(cString: strerror(errno)))")
+                throw DepotError.io("cannot write \(path)", errno: errno)
             }
             offset += n
         }

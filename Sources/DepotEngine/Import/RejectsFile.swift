@@ -15,15 +15,12 @@ final class RejectsFile: @unchecked Sendable {
     init(path: String, truncateTo length: Int64) throws {
         self.path = path
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o640)
-        guard fd >= 0 else {
-            throw DepotError(
-                .invalidArgument, "cannot write the rejects file \(path): \(String(cString: strerror(errno)))")
-        }
+        guard fd >= 0 else { throw DepotError.io("cannot write the rejects file \(path)", errno: errno) }
         self.fd = fd
         guard ftruncate(fd, off_t(length)) == 0, lseek(fd, off_t(length), SEEK_SET) >= 0 else {
+            let code = errno
             close(fd)
-            throw DepotError(
-                .invalidArgument, "cannot write the rejects file \(path): \(String(cString: strerror(errno)))")
+            throw DepotError.io("cannot write the rejects file \(path)", errno: code)
         }
         self.length = length
     }
@@ -43,21 +40,14 @@ final class RejectsFile: @unchecked Sendable {
         var text = lines.joined(separator: "\n")
         text.append("\n")
         try text.withUTF8 { buf in
-            if let code = FileOutput.write(fd, UnsafeRawBufferPointer(buf)) { throw failure(code) }
+            // `disk_full` when there is no room: the save that counts these
+            // lines then fails whole, and the job resumes from its last save.
+            if let code = FileOutput.write(fd, UnsafeRawBufferPointer(buf)) {
+                throw DepotError.io("cannot write the rejects file \(path)", errno: code)
+            }
             length += Int64(buf.count)
         }
-        guard fsync(fd) == 0 else { throw failure(errno) }
-    }
-
-    /// A failed write or flush: `disk_full` when there is no room (the save
-    /// that counts these lines then fails whole, and the job resumes from
-    /// its last save), else `io`.
-    private func failure(_ code: Int32) -> DepotError {
-        let full = code == ENOSPC || code == EDQUOT
-        return DepotError(
-            full ? .diskFull : .io,
-            (full ? "the disk is full: " : "")
-                + "cannot write the rejects file \(path): \(String(cString: strerror(code)))")
+        guard fsync(fd) == 0 else { throw DepotError.io("cannot write the rejects file \(path)", errno: errno) }
     }
 
     /// The line of a value that does not convert to its field's type.
