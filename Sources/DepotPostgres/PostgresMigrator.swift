@@ -625,8 +625,6 @@ extension PostgresStore {
             try await self.announceEntities(connection)
         }
         box.update { $0.removing(name) }
-        // Live reads of the entity wake, see it gone and end.
-        signal.bump()
     }
 
     /// Tells every host of the store, when the transaction commits, that its entities changed.

@@ -85,7 +85,7 @@ enum PostgresSQL {
     static func checkOpen(_ connection: PostgresConnection) throws {
         if connection.isClosed {
             throw DepotError(
-                .database, "the connection to the PostgreSQL server was lost; nothing of that save was kept")
+                .database, "the connection to the PostgreSQL server was lost; what it was doing was not kept")
         }
     }
 

@@ -162,7 +162,8 @@ public actor PostgresStore {
                                 // here or on another host: read them again.
                                 if notification.payload == PostgresStore.entitiesChanged {
                                     try? await self.reloadEntities()
-                                    // Live reads of a dropped entity end.
+                                    // Live reads of a dropped entity end (on
+                                    // every host: the drop's own host too).
                                     signal.bump()
                                     continue
                                 }

@@ -259,14 +259,17 @@ struct ExportStreamTests {
         }
         #expect(sizes.withLock { $0 }.allSatisfy { $0 == size }, "\(sizes.withLock { $0 }) of \(size)")
         // The memory the downloads held goes back (waited for, up to 10 s).
+        // The bound leaves 24 MiB to the allocator of a loaded machine
+        // (+14 MiB seen beside the whole suite); the defect held 131 MiB.
+        let bound = before + before / 10 + 24
         let deadline = ContinuousClock.now + .seconds(10)
         var after = Self.rss(d)
-        while after > before + before / 10 + 8, ContinuousClock.now < deadline {
+        while after > bound, ContinuousClock.now < deadline {
             _ = try d.request("GET", "/v1/health")
             after = Self.rss(d)
         }
         print("rejects downloads: before \(before) MiB, after \(after) MiB")
-        #expect(after <= before + before / 10 + 8, "before \(before) MiB, after ten downloads \(after) MiB")
+        #expect(after <= bound, "before \(before) MiB, after ten downloads \(after) MiB")
         // A job whose every row was refused fails saying "see the rejects
         // file": its rejects download whole all the same.
         let all = d.folder.appendingPathComponent("inbox/all-bad.csv")
@@ -312,14 +315,12 @@ struct ExportStreamTests {
         // runtime's pools, the allocator's arenas).
         try round(100, "<")
         try settled()
-        var before = Self.rss(d)
-        let quiet = ContinuousClock.now + .seconds(2)
-        while ContinuousClock.now < quiet { before = min(before, Self.rss(d)) }
+        let before = Self.rss(d)
         try round(1_000, ">")
         try settled()
-        // Within 10%, and 16 MiB for the allocator of a loaded machine (the
+        // Within 10%, and 24 MiB for the allocator of a loaded machine (the
         // shared results kept before the fix were 70 MiB here).
-        let bound = before + before / 10 + 16
+        let bound = before + before / 10 + 24
         let deadline = ContinuousClock.now + .seconds(10)
         var after = Self.rss(d)
         while after > bound, ContinuousClock.now < deadline { after = Self.rss(d) }

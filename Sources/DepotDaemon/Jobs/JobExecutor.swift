@@ -19,6 +19,11 @@ struct JobExecutor {
 
     static func jobFolder(_ stateDir: String) -> String { stateDir + "/jobs" }
 
+    /// Job `id`'s rejects file, in ``jobFolder(_:)``.
+    static func rejectsPath(_ stateDir: String, job id: String) -> String {
+        "\(jobFolder(stateDir))/\(id).rejects.ndjson"
+    }
+
     func run(_ record: inout JobRecord) async throws {
         let author = record.author
         let snapshot = record
@@ -30,7 +35,7 @@ struct JobExecutor {
         case .importFile(let entity, let path, let options):
             let folder = Self.jobFolder(stateDir)
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let rejects = "\(folder)/\(record.id).rejects.ndjson"
+            let rejects = Self.rejectsPath(stateDir, job: record.id)
             let request = ImportRequest(
                 job: record.id, entity: entity, path: path, rejectsPath: rejects,
                 author: author, options: options)
@@ -130,7 +135,7 @@ struct JobExecutor {
     {
         let folder = Self.jobFolder(stateDir)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let rejects = "\(folder)/\(record.id).rejects.ndjson"
+        let rejects = Self.rejectsPath(stateDir, job: record.id)
         let counts: WriteCounts
         do {
             counts = try await body(rejects)

@@ -489,7 +489,7 @@ package actor JobManager {
             // The rows a failed job refused stay downloadable (issue 51: an
             // import whose every row was refused said "see the rejects
             // file", and GET .../rejects answered nothing).
-            let rejects = "\(JobExecutor.jobFolder(stateDir))/\(record.id).rejects.ndjson"
+            let rejects = JobExecutor.rejectsPath(stateDir, job: record.id)
             if (FileIdentity.status(atPath: rejects)?.size ?? 0) > 0 { record.rejects = rejects }
         }
         let outcome: JobQueue.Outcome?

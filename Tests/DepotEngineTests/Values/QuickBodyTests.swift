@@ -141,7 +141,9 @@ struct QuickBodyTests {
             out += "]"
         case .object(let members):
             out += "{"
-            for (k, (key, item)) in members.enumerated() {
+            // In key order: a dictionary's order changes from run to run,
+            // and with it the bodies this seed gives.
+            for (k, (key, item)) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if k > 0 { out += "," }
                 write(.string(key), &r, to: &out)
                 space()
@@ -187,7 +189,8 @@ struct QuickBodyTests {
             let bytes = Array(text.utf8)
             quickly += agreeOnBodies(bytes, "body \(n): \(text)") ? 1 : 0
         }
-        // Well-formed bodies are the common case: most go the quick way.
+        // Well-formed bodies are the common case: many go the quick way.
+        print("quick bodies: \(quickly) of 2,000")
         #expect(quickly > 800)
     }
 
