@@ -94,6 +94,15 @@ package struct PostgreSQLDialect: SQLDialect {
     }
 
     package func nullsFirst(_ key: String) -> String { key + " NULLS FIRST" }
+    package func timestamp(_ sql: String) -> String { "(\(sql))::timestamptz" }
+    package func lastSerial(_ table: String) -> String {
+        "coalesce(pg_sequence_last_value(pg_get_serial_sequence(\(table), 'id')), 0)"
+    }
+    package func secondsSince(_ column: String) -> String {
+        "extract(epoch FROM clock_timestamp() - (\(column))::timestamptz)::double precision"
+    }
+    package func metaValue(_ sql: String) -> String { "(\(sql))::text" }
+    package var changeWeight: String { "coalesce(span, 1)" }
 
     /// The PostgreSQL column type of a field's values (as the PostgreSQL backend creates them).
     static func columnType(_ type: FieldType) -> String {

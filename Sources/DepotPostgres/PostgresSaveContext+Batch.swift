@@ -184,15 +184,3 @@ extension PostgresSaveContext {
         try await copyChanges(changes)
     }
 }
-
-extension PostgresStore {
-    /// Checks a batch update as running it would, without writing.
-    nonisolated func checkUpdate(
-        entity name: String, where predicate: String?, arguments: [String: Value],
-        set values: [String: Value], compute: [String: String]
-    ) throws {
-        _ = try UpdatePlan(
-            entity: entity(name), schema: schema, where: predicate, arguments: arguments, set: values,
-            compute: compute, dialect: .postgresql)
-    }
-}

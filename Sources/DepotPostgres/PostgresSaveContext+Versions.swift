@@ -66,39 +66,6 @@ extension PostgresSaveContext {
 
 extension PostgresSaveContext {
     public func transaction() async throws -> Int64? { transactionID }
-
-    public func idempotentAnswer(_ key: String, since: String) async throws -> (digest: String, answer: String)? {
-        // Saves of one key on several hosts go one after the other: each
-        // holds the store's save lock until it commits (PostgresStore.withSave).
-        var binds = PostgresBindings()
-        binds.append(key)
-        binds.append(since)
-        let rows = try await PostgresSQL.textRows(
-            connection,
-            "SELECT digest, answer FROM \(store.table("depot_idempotency")) "
-                + "WHERE key = $1 AND created >= $2::timestamptz", binds, logger: store.logger)
-        guard let row = rows.first, let digest = row[0], let answer = row[1] else { return nil }
-        return (digest, answer)
-    }
-
-    public func keepIdempotentAnswer(_ key: String, digest: String, answer: String, forgetBefore: String)
-        async throws
-    {
-        var forget = PostgresBindings()
-        forget.append(forgetBefore)
-        try await PostgresSQL.execute(
-            connection, "DELETE FROM \(store.table("depot_idempotency")) WHERE created < $1::timestamptz", forget,
-            logger: store.logger)
-        var binds = PostgresBindings()
-        binds.append(key)
-        binds.append(digest)
-        binds.append(answer)
-        try await PostgresSQL.execute(
-            connection,
-            "INSERT INTO \(store.table("depot_idempotency"))(key, digest, answer, created) "
-                + "VALUES ($1, $2, $3, clock_timestamp()) ON CONFLICT (key) DO UPDATE SET digest = excluded.digest, "
-                + "answer = excluded.answer, created = excluded.created", binds, logger: store.logger)
-    }
 }
 
 extension PostgresStore {

@@ -21,7 +21,7 @@ extension PostgresStore: StoreBackend {
     /// than an SQLite store's. A save's run is cut into even batches near this size.
     static let importBatch = 65_536
 
-    public nonisolated var reads: any StoreReading { PostgresReader(store: self) }
+    package nonisolated var reads: any StoreReading { PostgresReader(store: self) }
 
     public nonisolated var schemaBox: SchemaBox { box }
 
@@ -154,12 +154,9 @@ extension PostgresStore: JobTable {
 struct PostgresReader: StoreReading {
     let store: PostgresStore
 
-    var entities: [EntitySchema] { store.schema.entities }
-    var entitiesCreatedByAPI: Set<String> { store.schema.createdByAPI }
-    func entity(_ name: String) throws -> EntitySchema { try store.entity(name) }
-    func check(_ descriptor: FetchDescriptor) throws {
-        _ = try FetchQuery(descriptor, schema: store.schema, dialect: .postgresql)
-    }
+    var schema: StoreSchema { store.schema }
+    var dialect: any SQLDialect { PostgreSQLDialect() }
+    var signal: CommitSignal { store.signal }
 
     func count(_ descriptor: FetchDescriptor) async throws -> Int { try await store.count(descriptor) }
     func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] {
@@ -179,12 +176,6 @@ struct PostgresReader: StoreReading {
         async throws
     {
         try await store.fetchJSON(descriptor, write: write)
-    }
-    func fetchSections(_ descriptor: FetchDescriptor) async throws -> [RecordSection] {
-        guard let field = descriptor.sectionBy else {
-            throw DepotError(.invalidArgument, "a sectioned fetch needs section_by")
-        }
-        return try await store.fetch(descriptor).sections(by: field)
     }
     func resultFeed(_ descriptor: FetchDescriptor) throws -> ResultFeed {
         try ResultFeed(schema: store.schema, dialect: .postgresql, descriptor) {
@@ -212,18 +203,6 @@ struct PostgresReader: StoreReading {
         }
     }
     func aggregate(_ request: AggregateRequest) async throws -> AggregateResult { try await store.aggregate(request) }
-    func checkDuplicates(
-        entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
-        limit: Int?
-    ) throws {
-        _ = try store.duplicateQuery(entity: entity, by: fields, where: predicate, arguments: arguments, limit: limit)
-    }
-    func checkUpdate(
-        entity: String, where predicate: String?, arguments: [String: Value],
-        set values: [String: Value], compute: [String: String]
-    ) throws {
-        try store.checkUpdate(entity: entity, where: predicate, arguments: arguments, set: values, compute: compute)
-    }
     func duplicates(
         entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
         limit: Int?, _ body: @escaping @Sendable (DuplicateGroup) throws -> Void
@@ -235,20 +214,13 @@ struct PostgresReader: StoreReading {
         try await store.danglingReferences(limit: limit)
     }
 
-    var commitCount: UInt64 { store.commitCount }
-    func waitForCommit(after version: UInt64) async -> Bool { await store.waitForCommit(after: version) }
-    func latestToken() async throws -> HistoryToken? { try await store.latestToken() }
-    func transactions(ofJob job: String) async throws -> [HistoryToken] { try await store.transactions(ofJob: job) }
-    func processors() async throws -> [ProcessorInfo] { try await store.processors() }
+    func rows(_ statement: SQLStatement) async throws -> [[Value]] {
+        try await store.read { connection in try await PostgresSQL.rows(connection, statement, store: store) }
+    }
     func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
         -> [HistoryTransaction]
     {
         try await store.history(after: token, entity: entity, author: author, limit: limit, maxChanges: maxChanges)
-    }
-    func history(consumer name: String, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
-        -> [HistoryTransaction]
-    {
-        try await store.history(consumer: name, entity: entity, author: author, limit: limit, maxChanges: maxChanges)
     }
     func followHistory(after token: HistoryToken?, entity: String?, author: String?, maxChanges: Int)
         -> HistoryFollower
@@ -260,6 +232,5 @@ struct PostgresReader: StoreReading {
                 maxChanges: min(maxChanges, HistoryFollower.pageChanges))
         }
     }
-    func consumers() async throws -> [Consumer] { try await store.consumers() }
-    func consumer(_ name: String) async throws -> Consumer { try await store.consumer(name) }
+
 }

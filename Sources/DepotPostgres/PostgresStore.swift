@@ -43,7 +43,7 @@ public struct PostgresStoreConfiguration: Sendable {
 /// One store in a PostgreSQL schema (DESIGN §15): the same tables as an
 /// SQLite store (§9), in the store's schema, so that `psql` reads them.
 ///
-/// Every write goes through ``save(author:job:_:)``: one PostgreSQL
+/// Every write goes through ``withSave(author:job:_:)``: one PostgreSQL
 /// transaction with its history transaction, committed together or not at
 /// all, as an SQLite store's save.
 ///
@@ -53,9 +53,12 @@ public struct PostgresStoreConfiguration: Sendable {
 /// let location = try PostgresLocation(url: "postgresql://depot@/depot?host=/run/postgresql", schema: "travel")
 /// let store = try await PostgresStore.open(PostgresStoreConfiguration(name: "travel", location: location,
 ///                                                                      entities: [trip]))
-/// var batch = RecordBatch(entity: "Trip", columns: ["id", "name", "startDate", "budget", "isFavorite"])
-/// batch.append(["t1", "Paris", "2025-05-02", 1200.0, false])
-/// let saved = try await store.save(author: "me") { try await $0.write(batch, policy: .upsert) }
+/// let saved = try await store.save(
+///     ChangeSet([
+///         .init(.upsert, entity: "Trip", record: ["id": "t1", "name": "Paris", "startDate": "2025-05-02",
+///                                                  "budget": 1200.0, "isFavorite": false])
+///     ]), author: "me")
+/// let trips = try await store.reads.count(FetchDescriptor(entity: "Trip"))
 /// ```
 public actor PostgresStore {
     public nonisolated let configuration: PostgresStoreConfiguration
@@ -199,26 +202,6 @@ public actor PostgresStore {
     /// - Returns: false when the store closed or the task was cancelled.
     public nonisolated func waitForCommit(after version: UInt64) async -> Bool {
         await signal.wait(after: version)
-    }
-
-    /// The token of the store's last history transaction, nil for none.
-    public nonisolated func latestToken() async throws -> HistoryToken? {
-        let sql = "SELECT max(id)::text FROM \(table("depot_transactions"))"
-        return try await read { connection in
-            PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, logger: logger))
-                .flatMap { Int64($0) }.map(HistoryToken.init)
-        }
-    }
-
-    /// The tokens of the history transactions saved by job `job`, oldest first.
-    public nonisolated func transactions(ofJob job: String) async throws -> [HistoryToken] {
-        let sql = "SELECT id::text FROM \(table("depot_transactions")) WHERE job = $1 ORDER BY id"
-        return try await read { connection in
-            var binds = PostgresBindings()
-            binds.append(job)
-            return try await PostgresSQL.textRows(connection, sql, binds, logger: logger)
-                .compactMap { $0.first.flatMap { $0 }.flatMap { Int64($0) }.map(HistoryToken.init) }
-        }
     }
 
     /// The entity called `name`.

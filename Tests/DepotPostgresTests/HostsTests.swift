@@ -35,7 +35,7 @@ struct HostsTests {
                 latencies.append(at < committed ? .zero : at - committed)
                 saves.append(committed - started)
                 // What woke B is there to read: B's latest token is A's.
-                #expect(try await b.latestToken() == written.token)
+                #expect(try await b.reads.latestToken() == written.token)
             }
             #expect(try await b.records("Trip").count == 20)
             let history = try await b.history(limit: 100)

@@ -69,6 +69,24 @@ package protocol SQLDialect: Sendable {
     func groupKey(_ sql: String, _ field: Field) -> String
     /// `key` in `ORDER BY`, nulls first.
     func nullsFirst(_ key: String) -> String
+
+    // The system tables (``SQLStatement``).
+
+    /// A bound timestamp (`sql`, canonical UTC text) as it compares with a
+    /// column of timestamps: SQLite keeps them as that text, PostgreSQL as
+    /// `timestamptz`.
+    func timestamp(_ sql: String) -> String
+    /// The last id the serial `id` column of the table named by the text
+    /// literal `table` gave, 0 when none (a table that never held a row).
+    func lastSerial(_ table: String) -> String
+    /// The seconds from the timestamp in the text column `column` to now, as a double.
+    func secondsSince(_ column: String) -> String
+    /// A bound value (`sql`) as `depot_meta` keeps it: SQLite's column
+    /// takes any type, PostgreSQL's text.
+    func metaValue(_ sql: String) -> String
+    /// What a row of `depot_changes` counts for in a prune's step:
+    /// PostgreSQL logs a run of new records as one row of `span` records.
+    var changeWeight: String { get }
 }
 
 extension SQLDialect {
@@ -136,6 +154,13 @@ package struct SQLiteDialect: SQLDialect {
     package func extreme(_ function: String, _ value: String, _ field: Field) -> String { "\(function)(\(value))" }
     package func groupKey(_ sql: String, _ field: Field) -> String { sql }
     package func nullsFirst(_ key: String) -> String { key }
+    package func timestamp(_ sql: String) -> String { sql }
+    package func lastSerial(_ table: String) -> String {
+        "coalesce((SELECT seq FROM sqlite_sequence WHERE name = \(table)), 0)"
+    }
+    package func secondsSince(_ column: String) -> String { "((julianday('now') - julianday(\(column))) * 86400.0)" }
+    package func metaValue(_ sql: String) -> String { sql }
+    package var changeWeight: String { "1" }
 
     /// An NSPredicate LIKE pattern (`*` any run, `?` one character, `\*` and
     /// `\?` literal) as a GLOB pattern, where `[` starts a character class.

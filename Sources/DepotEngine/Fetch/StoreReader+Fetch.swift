@@ -50,33 +50,6 @@ extension StoreReader {
         try await streamRead { db in try query.jsonArray(db, write: write) }
     }
 
-    /// Checks a descriptor without running it: its entity, fields, sort, and
-    /// predicate with its arguments, as a fetch would.
-    ///
-    /// For example, to refuse a batch job's predicate before queueing it:
-    ///
-    /// ```swift
-    /// try store.reader.check(FetchDescriptor(entity: "Trip", where: "budget >"))   // throws, position 9
-    /// ```
-    ///
-    /// - Throws: the ``DepotError`` that ``fetch(_:)`` would throw for it.
-    public func check(_ descriptor: FetchDescriptor) throws {
-        _ = try FetchQuery(descriptor, schema: schema)
-    }
-
-    /// The records a descriptor selects, grouped by its `sectionBy` field.
-    ///
-    /// - Throws: as ``fetch(_:)``, and ``DepotError/Code/invalidArgument``
-    ///   when the descriptor has no `sectionBy`.
-    public func fetchSections(_ descriptor: FetchDescriptor) async throws -> [RecordSection] {
-        guard let sectionField = descriptor.sectionBy else {
-            throw DepotError(.invalidArgument, "a sectioned fetch needs section_by")
-        }
-        let query = try FetchQuery(descriptor, schema: schema)
-        // Runs of rows with one key, each with its embedded records.
-        return try await read { db in try query.records(db) }.sections(by: sectionField)
-    }
-
     /// The number of records a descriptor selects, without loading them
     /// (`fetchCount`); `limit` and `offset` apply.
     public func count(_ descriptor: FetchDescriptor) async throws -> Int {

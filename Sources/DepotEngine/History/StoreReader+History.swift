@@ -71,21 +71,6 @@ extension StoreReader {
         }
     }
 
-    /// The token of the newest transaction, or `nil` when the history is empty.
-    public func latestToken() async throws -> HistoryToken? {
-        try await read { db in
-            try Int64.fetchOne(db, sql: "SELECT max(id) FROM depot_transactions").map(HistoryToken.init)
-        }
-    }
-
-    /// The tokens of the history transactions saved by job `job`, oldest first.
-    public func transactions(ofJob job: String) async throws -> [HistoryToken] {
-        try await read { db in
-            try Int64.fetchAll(db, sql: "SELECT id FROM depot_transactions WHERE job = ? ORDER BY id", arguments: [job])
-                .map(HistoryToken.init)
-        }
-    }
-
     /// The transactions after `token`, then each new one as it commits, until
     /// the task is cancelled or the store closes.
     ///

@@ -35,7 +35,7 @@ public enum Importer {
     ///   not fit the entity, its content changed since the job started, or the
     ///   rejects pass `maxRejects`; `CancellationError` when the task is
     ///   cancelled (after the current save). Saved records stay saved.
-    public static func run<Backend: StoreBackend>(
+    package static func run<Backend: StoreBackend>(
         _ request: ImportRequest, into store: Backend,
         progress: (@Sendable (ImportProgress) -> Void)? = nil
     ) async throws -> ImportProgress {
@@ -155,7 +155,7 @@ public enum Importer {
     ///     print("\(p.read) rows, \(Int(p.rate)) rows/s")
     /// }
     /// ```
-    public static func events(_ request: ImportRequest, into store: some StoreBackend) -> AsyncThrowingStream<
+    package static func events(_ request: ImportRequest, into store: some StoreBackend) -> AsyncThrowingStream<
         ImportProgress, any Error
     > {
         AsyncThrowingStream { continuation in

@@ -24,7 +24,7 @@ extension Store: StoreBackend {
     /// (``ImportOptions/sortRun``) bring the repeats of a run together.
     static let importBatch = 2_048
 
-    public nonisolated var reads: any StoreReading { reader }
+    package nonisolated var reads: any StoreReading { reader }
 
     public nonisolated var schemaBox: SchemaBox { box }
 
@@ -52,12 +52,10 @@ extension Store: StoreBackend {
         return SaveOutcome(value: value, token: transaction.map(HistoryToken.init))
     }
 
-    public nonisolated func withHistory<T: Sendable>(_ body: @Sendable (SQLiteHistoryContext) async throws -> T)
+    package nonisolated func withHistory<T: Sendable>(_ body: @Sendable (SQLiteWriteContext) async throws -> T)
         async throws -> T
     {
-        try await transact(author: "", job: nil) { pump in
-            try await body(SQLiteHistoryContext(pump: pump, store: name))
-        }.0
+        try await transact(author: "", job: nil) { pump in try await body(SQLiteWriteContext(pump: pump)) }.0
     }
 
     /// Runs `body` with the write connection's thread lent to it, in one
@@ -115,9 +113,13 @@ extension Store: StoreBackend {
 /// The writes of one save of an SQLite store: its body runs on the write
 /// connection's thread (``WriterPump``), so each is a plain call there.
 public final class SQLiteWriteContext: WriteContext {
-    private let pump: WriterPump
+    let pump: WriterPump
 
     init(pump: WriterPump) { self.pump = pump }
+
+    package func rows(_ statement: SQLStatement) async throws -> [[Value]] {
+        try SQLiteSession.rows(pump.context().db, statement)
+    }
 
     public func write(_ batch: Store.Prepared) async throws -> WriteCounts {
         try pump.context().write(
@@ -220,22 +222,6 @@ public final class SQLiteWriteContext: WriteContext {
             RowCursor.rowid)
     }
 
-    public func insertProcessor(_ spec: ProcessorSpec, created: String, batches: [[String]]) async throws -> Bool {
-        try pump.context().insertProcessor(spec, created: created, batches: batches)
-    }
-
-    public func leaseBatch(_ processor: String, now: String, until: String, secret: String) async throws
-        -> ProcessorNext
-    {
-        try pump.context().leaseBatch(processor, now: now, until: until, secret: secret)
-    }
-
-    public func finishBatch(_ lease: ProcessorLease, now: String) async throws {
-        try pump.context().finishBatch(lease, now: now)
-    }
-
-    public func deleteProcessor(_ name: String) async throws -> Bool { try pump.context().deleteProcessor(name) }
-
     public func beginHistoryTransaction(author: String) async throws {
         try pump.context().beginHistoryTransaction(author: author)
     }
@@ -254,100 +240,11 @@ public final class SQLiteWriteContext: WriteContext {
         }
     }
 
-    public func idempotentAnswer(_ key: String, since: String) async throws -> (digest: String, answer: String)? {
-        let db = try pump.context().db
-        return try Row.fetchOne(
-            db, sql: "SELECT digest, answer FROM depot_idempotency WHERE key = ? AND created >= ?",
-            arguments: [key, since]
-        ).map { ($0[0], $0[1]) }
-    }
-
-    public func keepIdempotentAnswer(_ key: String, digest: String, answer: String, forgetBefore: String)
-        async throws
-    {
-        let db = try pump.context().db
-        try db.execute(sql: "DELETE FROM depot_idempotency WHERE created < ?", arguments: [forgetBefore])
-        try db.execute(
-            sql: "INSERT INTO depot_idempotency(key, digest, answer, created) VALUES (?, ?, ?, ?) "
-                + "ON CONFLICT(key) DO UPDATE SET digest = excluded.digest, answer = excluded.answer, "
-                + "created = excluded.created",
-            arguments: [key, digest, answer, Timestamp.now()])
-    }
-
     public func log(_ change: HistoryChange) async throws {
         try pump.context().logChange(
             entity: change.entity, identifier: change.identifier, kind: change.kind,
             fields: change.fields.map(JSONText.array),
             tombstone: change.tombstone, old: change.old, new: change.new)
-    }
-}
-
-/// The history's bookkeeping of an SQLite store, on the write connection's
-/// thread in one transaction (``WriterPump``).
-public final class SQLiteHistoryContext: HistoryContext {
-    private let pump: WriterPump
-    private let store: String
-
-    init(pump: WriterPump, store: String) {
-        self.pump = pump
-        self.store = store
-    }
-
-    private var db: Database { get throws { try pump.context().db } }
-
-    public func lastIssued() async throws -> Int64 { try HistoryQuery.lastIssued(db) }
-    public func prunedThrough() async throws -> Int64 { try HistoryQuery.prunedThrough(db) }
-    public func checkAfter(_ id: Int64) async throws { try HistoryQuery.check(db, store: store, after: id) }
-
-    public func lastTransaction(before timestamp: String) async throws -> Int64 {
-        try Int64.fetchOne(
-            db, sql: "SELECT max(id) FROM depot_transactions WHERE timestamp < ?", arguments: [timestamp]) ?? 0
-    }
-
-    public func markLost(below token: Int64, committedBefore cutoff: String) async throws -> [String] {
-        try ConsumerQuery.markLost(db, below: token, olderThan: cutoff)
-    }
-
-    public func oldestActive() async throws -> (name: String, token: Int64)? { try ConsumerQuery.oldestActive(db) }
-
-    /// The transaction of the step's last change; none past it when fewer follow.
-    public func stepEnd(after: Int64, changes: Int) async throws -> Int64 {
-        try Int64.fetchOne(
-            db, sql: "SELECT txn FROM depot_changes WHERE txn > ? ORDER BY txn LIMIT 1 OFFSET ?",
-            arguments: [after, changes - 1]) ?? .max
-    }
-
-    public func deleteHistory(after: Int64, through: Int64) async throws -> Int {
-        let db = try self.db
-        try db.execute(sql: "DELETE FROM depot_changes WHERE txn > ? AND txn <= ?", arguments: [after, through])
-        try db.execute(sql: "DELETE FROM depot_transactions WHERE id > ? AND id <= ?", arguments: [after, through])
-        let deleted = db.changesCount
-        try db.execute(
-            sql: "INSERT INTO depot_meta(key, value) VALUES ('history_pruned_through', ?) "
-                + "ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [through])
-        return deleted
-    }
-
-    public func consumer(_ name: String) async throws -> Consumer {
-        try ConsumerQuery.consumer(db, store: store, name: name)
-    }
-
-    public func insertConsumer(_ name: String, token: Int64, at time: String) async throws -> Bool {
-        let db = try self.db
-        try db.execute(
-            sql: "INSERT INTO depot_consumers(name, token, state, created, acknowledged_at) "
-                + "VALUES (?, ?, 'active', ?, ?) ON CONFLICT(name) DO NOTHING", arguments: [name, token, time, time])
-        return db.changesCount == 1
-    }
-
-    public func moveConsumer(_ name: String, token: Int64, activate: Bool, at time: String) async throws {
-        try db.execute(
-            sql: "UPDATE depot_consumers SET token = ?, acknowledged_at = ?"
-                + (activate ? ", state = 'active'" : "") + " WHERE name = ?", arguments: [token, time, name])
-    }
-
-    public func deleteConsumer(_ name: String) async throws {
-        try db.execute(sql: "DELETE FROM depot_consumers WHERE name = ?", arguments: [name])
     }
 }
 

@@ -15,11 +15,11 @@
 ///     try await store.reads.count(FetchDescriptor(entity: "Trip"))
 /// }
 /// ```
-public protocol StoreBackend: Sendable {
+package protocol StoreBackend: Sendable {
     /// The writes of one save of this backend: one transaction.
     associatedtype Context: WriteContext
-    /// The history's bookkeeping in one transaction of this backend.
-    associatedtype History: HistoryContext
+    /// A transaction of the history's bookkeeping (``withHistory(_:)``).
+    associatedtype History: SQLSession
 
     /// The store's name, where it lives, and how its saves and history go.
     var settings: StoreSettings { get }
@@ -83,16 +83,14 @@ public protocol StoreBackend: Sendable {
 }
 
 /// The reads of a store, whatever holds it (see ``StoreBackend``).
-public protocol StoreReading: Sendable {
-    /// The store's entities: the configuration's, in its order, then those
-    /// created over the API.
-    var entities: [EntitySchema] { get }
-    /// The names of the entities created over the API (DESIGN §18).
-    var entitiesCreatedByAPI: Set<String> { get }
-    /// The entity called `name`, or ``DepotError/Code/unknownEntity`` with a suggestion.
-    func entity(_ name: String) throws -> EntitySchema
-    /// Checks a descriptor as a fetch would, without running it.
-    func check(_ descriptor: FetchDescriptor) throws
+package protocol StoreReading: Sendable {
+    /// The store's schema now (entities created over the API, a
+    /// migration's switch change it).
+    var schema: StoreSchema { get }
+    /// The SQL of the store's backend.
+    var dialect: any SQLDialect { get }
+    /// The store's commits, heard from any host.
+    var signal: CommitSignal { get }
 
     // Fetch.
     func count(_ descriptor: FetchDescriptor) async throws -> Int
@@ -105,7 +103,6 @@ public protocol StoreReading: Sendable {
     /// are read: memory holds a chunk, whatever the answer's size.
     func fetchJSON(_ descriptor: FetchDescriptor, write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void)
         async throws
-    func fetchSections(_ descriptor: FetchDescriptor) async throws -> [RecordSection]
     /// A fetch's result kept current from the history (live changes, DESIGN §11).
     func resultFeed(_ descriptor: FetchDescriptor) throws -> ResultFeed
     func export(
@@ -115,31 +112,15 @@ public protocol StoreReading: Sendable {
     ) async throws -> Int
     func enumerate(_ descriptor: FetchDescriptor, batchSize: Int) -> RecordBatches
     func aggregate(_ request: AggregateRequest) async throws -> AggregateResult
-    func checkDuplicates(
-        entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
-        limit: Int?) throws
-    /// Checks a batch update as running it would, without writing.
-    func checkUpdate(
-        entity: String, where predicate: String?, arguments: [String: Value], set values: [String: Value],
-        compute: [String: String]) throws
     func duplicates(
         entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
         limit: Int?, _ body: @escaping @Sendable (DuplicateGroup) throws -> Void) async throws
     func danglingReferences(limit: Int) async throws -> ReferenceCheck
 
     // Commits and history.
-    /// The number of the store's commits heard so far, from any host.
-    var commitCount: UInt64 { get }
-    /// Waits for a commit after ``commitCount`` was `version`; false when the store closed.
-    func waitForCommit(after version: UInt64) async -> Bool
-    func latestToken() async throws -> HistoryToken?
-    /// The tokens of the history transactions saved by job `job`, oldest first.
-    func transactions(ofJob job: String) async throws -> [HistoryToken]
     /// At most `limit` transactions and `maxChanges` changes after `token`
     /// (a transaction larger than that is read in parts: ``HistoryPage``).
     func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
-        -> [HistoryTransaction]
-    func history(consumer name: String, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
         -> [HistoryTransaction]
     /// The transactions after `token`, then each as it commits; one larger
     /// than `maxChanges` comes in parts (``HistoryTransaction/continues``).
@@ -148,10 +129,9 @@ public protocol StoreReading: Sendable {
     /// The newest `limit` changes of one record kept in the history, oldest
     /// first, each in its transaction (with only that record's changes).
     func recordHistory(_ entity: String, identifier: [Value], limit: Int) async throws -> [HistoryTransaction]
-    func consumers() async throws -> [Consumer]
-    /// The store's processors with their progress, by name (DESIGN §17).
-    func processors() async throws -> [ProcessorInfo]
-    func consumer(_ name: String) async throws -> Consumer
+    /// The rows of `statement`, read in one snapshot of the store (its
+    /// system tables: processors, consumers, jobs).
+    func rows(_ statement: SQLStatement) async throws -> [[Value]]
 }
 
 extension StoreReading {
@@ -181,12 +161,5 @@ extension StoreReading {
         -> [HistoryTransaction]
     {
         try await history(after: token, entity: entity, author: author, limit: limit, maxChanges: .max)
-    }
-
-    /// Whole transactions, whatever their number of changes.
-    public func history(consumer name: String, entity: String?, author: String?, limit: Int) async throws
-        -> [HistoryTransaction]
-    {
-        try await history(consumer: name, entity: entity, author: author, limit: limit, maxChanges: .max)
     }
 }

@@ -17,8 +17,9 @@ public struct StoreReader: Sendable {
     let pool: DatabasePool
     let box: SchemaBox
     /// The store's schema now (entities created over the API change it).
-    var schema: StoreSchema { box.value }
-    let signal: CommitSignal
+    package var schema: StoreSchema { box.value }
+    package var dialect: any SQLDialect { SQLiteDialect() }
+    package let signal: CommitSignal
     let live: LiveReads
     /// The streamed reads under way, which a closing store waits for.
     let streams = StreamReads()
@@ -33,24 +34,9 @@ public struct StoreReader: Sendable {
     /// The store's name.
     public var storeName: String { schema.name }
 
-    /// The store's entities, in configuration order.
-    public var entities: [EntitySchema] { schema.entities }
-    public var entitiesCreatedByAPI: Set<String> { schema.createdByAPI }
-
-    /// The entity called `name`.
-    ///
-    /// - Throws: ``DepotError/Code/unknownEntity`` with the closest name as a hint.
-    public func entity(_ name: String) throws -> EntitySchema { try schema.entity(name) }
-
-    /// The number of commits this process has seen on the store; changes
-    /// whenever a save commits. Live queries compare it to know when to rerun.
-    public var commitCount: UInt64 { signal.version }
-
-    /// Waits until a save commits after `commitCount` was `version`.
-    ///
-    /// - Returns: `false` when the store closed or the task was cancelled.
-    public func waitForCommit(after version: UInt64) async -> Bool {
-        await signal.wait(after: version)
+    /// The rows of `statement`, in a snapshot of the last commit.
+    package func rows(_ statement: SQLStatement) async throws -> [[Value]] {
+        try await read { db in try SQLiteSession.rows(db, statement) }
     }
 
     /// Runs `body` in a read-only snapshot, translating database errors.

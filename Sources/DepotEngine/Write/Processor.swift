@@ -241,7 +241,7 @@ extension StoreBackend {
     ///
     /// - Throws: ``DepotError/Code/unknownProcessor`` when there is none.
     public func processor(_ name: String) async throws -> ProcessorInfo {
-        guard let found = try await reads.processors().first(where: { $0.name == name }) else {
+        guard let found = try await reads.processors(named: name).first else {
             throw DepotError(
                 .unknownProcessor, "store \(JSONText.quoted(self.name)) has no processor \(JSONText.quoted(name))")
         }
@@ -267,16 +267,16 @@ package enum ProcessorRefusal {
 
     /// Refuses a lease that is not the batch's now: committed already, handed
     /// to another client since, or lapsed.
-    package static func check(_ lease: ProcessorLease, state: String, holder: String?, until: String?, now: String)
-        throws
-    {
-        if state == "done" {
+    package static func check(
+        _ lease: ProcessorLease, state: BatchState?, holder: String?, until: String?, now: String
+    ) throws {
+        if state == .done {
             throw DepotError(
                 .conflict,
                 "batch \(lease.batch ?? 0) of processor \(JSONText.quoted(lease.processor)) is committed "
                     + "already; a replayed commit changes nothing")
         }
-        guard state == "leased", holder == lease.lease else {
+        guard state == .leased, holder == lease.lease else {
             throw DepotError(
                 .conflict,
                 "the lease of batch \(lease.batch ?? 0) of processor \(JSONText.quoted(lease.processor)) "

@@ -260,7 +260,7 @@ extension StoreBackend {
             guard token.id >= 1, token.id <= latest else {
                 throw DepotError(.invalidToken, "token \(token) was never issued by store \(JSONText.quoted(name))")
             }
-            let pruned = try await withHistory { try await $0.prunedThrough() }
+            let pruned = try await withBookkeeping { try await $0.prunedThrough() }
             if token.id <= pruned {
                 throw DepotError(
                     .historyExpired,
@@ -280,7 +280,7 @@ extension StoreBackend {
                     "job \(JSONText.quoted(id)) saved no history transaction in store \(JSONText.quoted(name)), "
                         + "or its history was pruned")
             }
-            let pruned = try await withHistory { try await $0.prunedThrough() }
+            let pruned = try await withBookkeeping { try await $0.prunedThrough() }
             if found[0].id <= pruned {
                 throw DepotError(
                     .historyExpired,

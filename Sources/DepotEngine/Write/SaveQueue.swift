@@ -35,7 +35,7 @@ public final class SaveQueue: Sendable {
 
     private let state = Mutex(State())
 
-    public init(_ backend: any StoreBackend, maxChanges: Int = 20_000) {
+    package init(_ backend: any StoreBackend, maxChanges: Int = 20_000) {
         self.backend = backend
         self.maxChanges = maxChanges
     }

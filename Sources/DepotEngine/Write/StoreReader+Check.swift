@@ -1,42 +1,6 @@
 import GRDB
 import GRDBSQLite
 
-extension StoreReader {
-    /// Checks a batch update without running it: its entity, its predicate,
-    /// the values of `set`, each converted to its field's type, and the
-    /// expressions of `compute`, type-checked against their fields.
-    ///
-    /// For example:
-    ///
-    /// ```swift
-    /// try store.reader.checkUpdate(entity: "Trip", where: "destination == \"Rome\"", set: ["budget": .string("a lot")])
-    /// // throws typeMismatch: field "budget" is double
-    /// ```
-    ///
-    /// - Throws: the ``DepotError`` that ``StoreBackend/update(entity:where:arguments:set:compute:author:job:batchSize:rejectsPath:progress:)``
-    ///   would throw before writing anything.
-    public func checkUpdate(
-        entity name: String, where predicate: String?, arguments: [String: Value] = [:],
-        set values: [String: Value], compute: [String: String] = [:]
-    ) throws {
-        _ = try UpdatePlan(
-            entity: entity(name), schema: schema, where: predicate, arguments: arguments, set: values,
-            compute: compute, dialect: .sqlite)
-    }
-
-    /// Checks a duplicate resolution without running it: its entity, fields and predicate.
-    ///
-    /// - Throws: the ``DepotError`` that ``StoreBackend/resolveDuplicates(entity:by:keep:where:arguments:author:job:batchSize:progress:)``
-    ///   would throw before writing anything.
-    public func checkDuplicates(
-        entity name: String, by fields: [String], where predicate: String?,
-        arguments: [String: Value] = [:]
-    ) throws {
-        _ = try DuplicateQuery(
-            entity: entity(name), schema: schema, by: fields, predicate: predicate, arguments: arguments)
-    }
-}
-
 /// A reference that names no record of its target (DESIGN §12): kept by an
 /// import with `references = "defer"` whose target has not arrived.
 public struct DanglingReference: Sendable, Hashable {

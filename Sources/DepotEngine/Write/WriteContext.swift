@@ -6,7 +6,7 @@
 /// The operations above them (import, delete, update, dedupe) are written
 /// once, in extensions of ``StoreBackend``; a backend gives these few, with
 /// its connections, transactions and SQL text.
-public protocol WriteContext: AnyObject, Sendable {
+package protocol WriteContext: SQLSession {
     /// A batch made ready by ``StoreBackend/prepare(_:_:)``.
     associatedtype Prepared: Sendable
     /// A stored record as the primitives name it: an SQLite store's rowid,
@@ -96,14 +96,6 @@ public protocol WriteContext: AnyObject, Sendable {
     /// the history transaction it began) is undone, and the rest of the
     /// save is kept.
     func withSavepoint<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T
-    /// The answer kept under idempotency key `key` since `since` (a
-    /// timestamp), with the digest of its request; nil when none is (saves
-    /// of a store, on any host, run one after the other).
-    func idempotentAnswer(_ key: String, since: String) async throws -> (digest: String, answer: String)?
-    /// Keeps `answer` under idempotency key `key`, in this save's
-    /// transaction, and forgets the keys kept before `forgetBefore`.
-    func keepIdempotentAnswer(_ key: String, digest: String, answer: String, forgetBefore: String) async throws
-
     // Migrations (DESIGN §18).
 
     /// Adds the columns `plan` writes to until its switch (each change's
@@ -125,22 +117,6 @@ public protocol WriteContext: AnyObject, Sendable {
     /// `cursor`; the cursor after them, nil when none is left.
     func clearRetired(_ entity: EntitySchema, columns: [String], after cursor: RowCursor, limit: Int) async throws
         -> RowCursor?
-
-    // Processors (DESIGN §17).
-
-    /// Keeps a new processor and its batches (each its identifiers' JSON);
-    /// false when the name is taken.
-    func insertProcessor(_ spec: ProcessorSpec, created: String, batches: [[String]]) async throws -> Bool
-    /// Hands out the first batch not committed whose lease (if any) lapsed
-    /// before `now`, under lease `SEQ-secret` until `until`.
-    func leaseBatch(_ processor: String, now: String, until: String, secret: String) async throws -> ProcessorNext
-    /// Marks the batch of `lease` committed, in this save.
-    ///
-    /// - Throws: ``DepotError/Code/conflict`` for a lease that is not the
-    ///   batch's now (lapsed, replaced, committed already, never given).
-    func finishBatch(_ lease: ProcessorLease, now: String) async throws
-    /// Drops a processor and its batches; false when there is none.
-    func deleteProcessor(_ name: String) async throws -> Bool
 }
 
 /// A stored record as ``WriteContext/records(_:positions:after:limit:)`` gives it.
@@ -299,7 +275,7 @@ public enum PruneBound: Sendable, Hashable {
 /// Not part of the store contract (``StoreBackend``): the daemon owns its
 /// jobs, and picks the table of each backend (an SQLite store's
 /// `depot_jobs`, or a PostgreSQL store's, which several hosts share).
-public protocol JobTable: Sendable {
+package protocol JobTable: Sendable {
     /// Every persisted job record, oldest first.
     func jobs() async throws -> [(id: String, record: [UInt8])]
     /// Persists a job's record (inserted, or replacing the one with its id)

@@ -1,0 +1,168 @@
+import Foundation
+
+/// A connection of one backend in one transaction, as the parts of the
+/// engine written once use it: a statement in, rows of values out (GRDB's
+/// `Database.execute` and `Row.fetchAll`, sql-kit's `SQLDatabase.execute`).
+/// Processors, idempotency keys, consumers and pruning are written once
+/// over it (`Write/WriteContext+Processors.swift`,
+/// `History/HistoryContext.swift`); a backend gives only this and its
+/// ``SQLDialect``.
+package protocol SQLSession: AnyObject, Sendable {
+    /// The rows `statement` gives, each its columns' values: integers,
+    /// doubles, text and null, whatever the backend's column types (a
+    /// boolean column comes as SQLite gives it, 0 or 1).
+    func rows(_ statement: SQLStatement) async throws -> [[Value]]
+}
+
+extension SQLSession {
+    /// Runs `statement`, whose rows do not matter.
+    package func execute(_ statement: SQLStatement) async throws { _ = try await rows(statement) }
+
+    /// The first column of the first row, nil when there is none or it is null.
+    package func scalar(_ statement: SQLStatement) async throws -> Value? {
+        guard let value = try await rows(statement).first?.first, value != .null else { return nil }
+        return value
+    }
+}
+
+/// One statement of SQL written once for every backend: its text, the
+/// values it binds where the text names them, and the store's tables by
+/// name, which each backend places (a PostgreSQL store's schema).
+///
+/// ```swift
+/// let kept: SQLStatement =
+///     "SELECT digest FROM \(table: "depot_idempotency") WHERE key = \(bind: key)"
+/// ```
+package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
+    package enum Part: Sendable, Hashable {
+        case text(String)
+        case bind(Value)
+        /// A bound timestamp (canonical UTC text), as the dialect compares
+        /// it with a column of timestamps (``SQLDialect/timestamp(_:)``).
+        case timestamp(String)
+        /// A system table of the store, by its name.
+        case table(String)
+        /// What makes the text before it compare by its bytes (``SQLDialect/byteCollation``).
+        case byteCollation
+        /// The last id a system table's serial column gave (``SQLDialect/lastSerial(_:)``).
+        case lastSerial(table: String)
+        /// Seconds from a timestamp column's text to now (``SQLDialect/secondsSince(_:)``).
+        case secondsSince(String)
+        /// A bound value of `depot_meta` (``SQLDialect/metaValue(_:)``).
+        case meta(Value)
+        /// What a row of `depot_changes` counts for (``SQLDialect/changeWeight``).
+        case changeWeight
+    }
+
+    package private(set) var parts: [Part]
+
+    package init(stringLiteral value: String) { parts = [.text(value)] }
+
+    package init(stringInterpolation: Interpolation) { parts = stringInterpolation.parts }
+
+    package struct Interpolation: StringInterpolationProtocol {
+        var parts: [Part] = []
+
+        package init(literalCapacity: Int, interpolationCount: Int) {
+            parts.reserveCapacity(2 * interpolationCount + 1)
+        }
+
+        package mutating func appendLiteral(_ literal: String) {
+            if !literal.isEmpty { parts.append(.text(literal)) }
+        }
+
+        package mutating func appendInterpolation(bind value: Value) { parts.append(.bind(value)) }
+        package mutating func appendInterpolation(bind value: String) { parts.append(.bind(.string(value))) }
+        package mutating func appendInterpolation(bind value: String?) {
+            parts.append(.bind(value.map(Value.string) ?? .null))
+        }
+        package mutating func appendInterpolation(bind value: Int) { parts.append(.bind(.int(Int64(value)))) }
+        package mutating func appendInterpolation(bind value: Int64) { parts.append(.bind(.int(value))) }
+        package mutating func appendInterpolation(bind value: Double) { parts.append(.bind(.double(value))) }
+        package mutating func appendInterpolation(timestamp value: String) { parts.append(.timestamp(value)) }
+        package mutating func appendInterpolation(table name: String) { parts.append(.table(name)) }
+        package mutating func appendInterpolation(lastTransactionID table: String) {
+            parts.append(.lastSerial(table: table))
+        }
+        package mutating func appendInterpolation(secondsSince column: String) { parts.append(.secondsSince(column)) }
+        package mutating func appendInterpolation(meta value: Value) { parts.append(.meta(value)) }
+        package mutating func appendInterpolation(changeWeight: Void) { parts.append(.changeWeight) }
+        /// A text column ordered by its bytes, as SQLite orders text.
+        package mutating func appendInterpolation(byteOrder column: String) {
+            parts.append(.text(column))
+            parts.append(.byteCollation)
+        }
+        /// SQL text as it is: never a value a user gave.
+        package mutating func appendInterpolation(raw sql: String) { parts.append(.text(sql)) }
+    }
+
+    /// The statement's text in `dialect`, with `table` placing each system
+    /// table, and the values it binds in order.
+    package func render(_ dialect: any SQLDialect, table: (String) -> String) -> (sql: String, arguments: [Value]) {
+        var sql = ""
+        var arguments: [Value] = []
+        for part in parts {
+            switch part {
+            case .text(let text): sql += text
+            case .bind(let value):
+                arguments.append(value)
+                sql += dialect.placeholder(arguments.count)
+            case .timestamp(let text):
+                arguments.append(.string(text))
+                sql += dialect.timestamp(dialect.placeholder(arguments.count))
+            case .table(let name): sql += table(name)
+            case .byteCollation: sql += dialect.byteCollation
+            case .lastSerial(let name):
+                let placed = table(name)
+                sql += dialect.lastSerial("'" + placed.replacingOccurrences(of: "'", with: "''") + "'")
+            case .secondsSince(let column): sql += dialect.secondsSince(column)
+            case .meta(let value):
+                arguments.append(value)
+                sql += dialect.metaValue(dialect.placeholder(arguments.count))
+            case .changeWeight: sql += dialect.changeWeight
+            }
+        }
+        return (sql, arguments)
+    }
+
+    /// `self` followed by `other`.
+    package static func + (lhs: SQLStatement, rhs: SQLStatement) -> SQLStatement {
+        var out = lhs
+        out.parts += rhs.parts
+        return out
+    }
+}
+
+extension Value {
+    /// An integer column's value (a count, an id); nil for null or another type.
+    package var integer: Int64? {
+        switch self {
+        case .int(let i): i
+        case .bool(let b): b ? 1 : 0
+        case .double(let d): Int64(exactly: d)
+        case .string(let s): Int64(s)
+        case .null: nil
+        }
+    }
+
+    /// A text column's value; nil for null.
+    package var text: String? {
+        switch self {
+        case .string(let s): s
+        case .null: nil
+        case .int(let i): String(i)
+        case .double(let d): String(d)
+        case .bool(let b): b ? "1" : "0"
+        }
+    }
+
+    /// A real column's value; nil for null or text that is not a number.
+    package var real: Double? {
+        switch self {
+        case .double(let d): d
+        case .int(let i): Double(i)
+        case .string(let s): Double(s)
+        case .bool, .null: nil
+        }
+    }
+}
