@@ -1,3 +1,5 @@
+public import DepotWire
+
 /// Every error a ``DepotClient`` call throws: the daemon's, with its code,
 /// message and HTTP status, or the client's own (no daemon at the socket, an
 /// answer that broke off or could not be read).
@@ -29,6 +31,8 @@ public struct DepotClientError: Error, Sendable, Hashable, CustomStringConvertib
         /// let code = DepotClientError.Code(rawValue: "disk_full")     // == .diskFull
         /// ```
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// A code of the daemon's vocabulary (``ErrorCode``).
+        public init(_ code: ErrorCode) { self.rawValue = code.rawValue }
         /// The code's text.
         ///
         /// ```swift
@@ -41,155 +45,155 @@ public struct DepotClientError: Error, Sendable, Hashable, CustomStringConvertib
         /// ```swift
         /// catch let e as DepotClientError where e.code == .unknownStore { print(e.message) }   // names the closest store
         /// ```
-        public static let unknownStore = Code(rawValue: "unknown_store")
+        public static let unknownStore = Code(.unknownStore)
         /// No entity of that name in the store (404).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .unknownEntity { print(e.message) }
         /// ```
-        public static let unknownEntity = Code(rawValue: "unknown_entity")
+        public static let unknownEntity = Code(.unknownEntity)
         /// No field of that name in the entity (400).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .unknownField { print(e.message) }  // "… did you mean budget?"
         /// ```
-        public static let unknownField = Code(rawValue: "unknown_field")
+        public static let unknownField = Code(.unknownField)
         /// No job of that id (404).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .unknownJob { forget(jobID) }
         /// ```
-        public static let unknownJob = Code(rawValue: "unknown_job")
+        public static let unknownJob = Code(.unknownJob)
         /// No consumer of that name (404).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .unknownConsumer { try await client.createConsumer("indexer", store: "travel") }
         /// ```
-        public static let unknownConsumer = Code(rawValue: "unknown_consumer")
+        public static let unknownConsumer = Code(.unknownConsumer)
         /// No processor of that name in the store.
-        public static let unknownProcessor = Code(rawValue: "unknown_processor")
+        public static let unknownProcessor = Code(.unknownProcessor)
         /// An aggregate whose result is beyond what its type holds (422).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .outOfRange { print(e.message) }
         /// ```
-        public static let outOfRange = Code(rawValue: "out_of_range")
+        public static let outOfRange = Code(.outOfRange)
         /// A predicate that does not parse; ``DepotClientError/position`` marks where (400).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .invalidPredicate { print(e.message, e.position ?? 0) }
         /// ```
-        public static let invalidPredicate = Code(rawValue: "invalid_predicate")
+        public static let invalidPredicate = Code(.invalidPredicate)
         /// A value of the wrong type for its field (400).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .typeMismatch { print(e.message) }   // "budget is a double, …"
         /// ```
-        public static let typeMismatch = Code(rawValue: "type_mismatch")
+        public static let typeMismatch = Code(.typeMismatch)
         /// A request the daemon refuses as it stands (400).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .invalidArgument { print(e.message) }
         /// ```
-        public static let invalidArgument = Code(rawValue: "invalid_argument")
+        public static let invalidArgument = Code(.invalidArgument)
         /// A token that is not one of the daemon's (400).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .invalidToken { token = nil }   // start over
         /// ```
-        public static let invalidToken = Code(rawValue: "invalid_token")
+        public static let invalidToken = Code(.invalidToken)
         /// The history after a token was pruned: refetch (410).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .historyExpired { try await refetchEverything() }
         /// ```
-        public static let historyExpired = Code(rawValue: "history_expired")
+        public static let historyExpired = Code(.historyExpired)
         /// The request conflicts with the state of things (409).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .conflict { print(e.message) }
         /// ```
-        public static let conflict = Code(rawValue: "conflict")
+        public static let conflict = Code(.conflict)
         /// A save refused because a change does not fit what is stored (409);
         /// ``DepotClientError/changes`` lists every failing one.
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .saveRefused { print(e.changes.map(\.code)) }
         /// ```
-        public static let saveRefused = Code(rawValue: "save_refused")
+        public static let saveRefused = Code(.saveRefused)
         /// A save refused because a change is wrong in itself (422);
         /// ``DepotClientError/changes`` lists every failing one.
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .invalidChange { print(e.changes.first?.field ?? "") }
         /// ```
-        public static let invalidChange = Code(rawValue: "invalid_change")
+        public static let invalidChange = Code(.invalidChange)
         /// The caller's role does not allow it (403).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .forbidden { print("ask for the write role:", e.message) }
         /// ```
-        public static let forbidden = Code(rawValue: "forbidden")
+        public static let forbidden = Code(.forbidden)
         /// A request the daemon cannot read: not JSON, a missing member (400).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .badRequest { print(e.message) }
         /// ```
-        public static let badRequest = Code(rawValue: "bad_request")
+        public static let badRequest = Code(.badRequest)
         /// No such route (404).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .notFound { print("a daemon too old for this call?") }
         /// ```
-        public static let notFound = Code(rawValue: "not_found")
+        public static let notFound = Code(.notFound)
         /// The route does not take this method (405).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .methodNotAllowed { print(e.message) }
         /// ```
-        public static let methodNotAllowed = Code(rawValue: "method_not_allowed")
+        public static let methodNotAllowed = Code(.methodNotAllowed)
         /// The request's body is larger than the daemon accepts (413).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .tooLarge { try await client.importFile(path, store: s, entity: e) }
         /// ```
-        public static let tooLarge = Code(rawValue: "too_large")
+        public static let tooLarge = Code(.tooLarge)
         /// The daemon's disk is full; nothing of the request was kept (507).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .diskFull { alertOperator(e.message) }
         /// ```
-        public static let diskFull = Code(rawValue: "disk_full")
+        public static let diskFull = Code(.diskFull)
         /// The daemon could not read or write a file of its own (500).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .io { print("see journalctl -u depotd") }
         /// ```
-        public static let io = Code(rawValue: "io")
+        public static let io = Code(.io)
         /// The daemon failed; its log says why (500).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .internal { print("see journalctl -u depotd") }
         /// ```
-        public static let `internal` = Code(rawValue: "internal")
+        public static let `internal` = Code(.`internal`)
         /// The store is closing or closed (503).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .storeClosed { try await Task.sleep(for: .seconds(1)) }
         /// ```
-        public static let storeClosed = Code(rawValue: "store_closed")
+        public static let storeClosed = Code(.storeClosed)
         /// The configured schema is not valid (400).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .invalidSchema { print(e.message) }
         /// ```
-        public static let invalidSchema = Code(rawValue: "invalid_schema")
+        public static let invalidSchema = Code(.invalidSchema)
         /// The store on disk cannot be migrated to its configured schema (409).
         ///
         /// ```swift
         /// catch let e as DepotClientError where e.code == .migrationRefused { print(e.message) }
         /// ```
-        public static let migrationRefused = Code(rawValue: "migration_refused")
+        public static let migrationRefused = Code(.migrationRefused)
 
         /// The client's own: no daemon answers at the socket.
         ///

@@ -1,3 +1,4 @@
+public import DepotWire
 import Foundation
 
 /// An error the engine reports to its caller: what failed, where, and how to
@@ -21,28 +22,11 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What kind of failure this is; stable across releases, used as the
     /// `code` of the control API's error objects.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable, CaseIterable {
-            case invalidSchema = "invalid_schema"
-            case migrationRefused = "migration_refused"
-            case unknownEntity = "unknown_entity"
-            case unknownField = "unknown_field"
-            case invalidPredicate = "invalid_predicate"
-            case typeMismatch = "type_mismatch"
-            case invalidArgument = "invalid_argument"
-            case conflict = "conflict"
-            case historyExpired = "history_expired"
-            case invalidToken = "invalid_token"
-            case unknownConsumer = "unknown_consumer"
-            case unknownProcessor = "unknown_processor"
-            case storeClosed = "store_closed"
-            case diskFull = "disk_full"
-            case io = "io"
-            case database = "database"
-            case idempotencyKeyReused = "idempotency_key_reused"
-            case outOfRange = "out_of_range"
-        }
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
+        /// The code as the control API answers it (``ErrorCode``, the one
+        /// list of codes); nil for ``database``, which is never on the wire
+        /// (the daemon answers `internal` and logs the rest).
+        package let wire: ErrorCode?
+        private init(_ wire: ErrorCode?) { self.wire = wire }
 
         /// The configured entities or fields are not valid.
         public static let invalidSchema = Code(.invalidSchema)
@@ -77,18 +61,22 @@ public struct DepotError: Error, Sendable, Hashable, CustomStringConvertible {
         /// says how: a permission, an I/O error…).
         public static let io = Code(.io)
         /// SQLite reported an error (an I/O error, corruption…).
-        public static let database = Code(.database)
+        public static let database = Code(nil)
         /// A save's idempotency key was used before by a save of another body.
         public static let idempotencyKeyReused = Code(.idempotencyKeyReused)
         /// A computed result (a sum, an average) is beyond what its type
         /// holds: past a double's largest finite value, or a 64-bit integer's.
         public static let outOfRange = Code(.outOfRange)
 
-        /// Every code, for the daemon's mapping to the API and its tests.
-        package static var all: [Code] { Base.allCases.map(Code.init) }
+        /// Every code the engine throws, for the daemon's mapping to the API and its tests.
+        package static let all: [Code] = [
+            .invalidSchema, .migrationRefused, .unknownEntity, .unknownField, .invalidPredicate, .typeMismatch,
+            .invalidArgument, .conflict, .historyExpired, .invalidToken, .unknownConsumer, .unknownProcessor,
+            .storeClosed, .diskFull, .io, .database, .idempotencyKeyReused, .outOfRange
+        ]
 
         /// The code as the control API spells it, e.g. `unknown_field`.
-        public var description: String { base.rawValue }
+        public var description: String { wire?.rawValue ?? "database" }
     }
 
     /// What kind of failure this is.

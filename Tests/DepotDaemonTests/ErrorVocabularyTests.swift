@@ -1,5 +1,6 @@
 import DepotDaemon
 import DepotEngine
+import DepotWire
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import DepotEngine
+import DepotWire
 import Foundation
 import HTTPTypes
 import HummingbirdCore

@@ -1,4 +1,5 @@
 import CDepotConsole
+import DepotWire
 import Foundation
 import HTTPTypes
 import Hummingbird

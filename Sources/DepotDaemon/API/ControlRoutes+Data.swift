@@ -357,7 +357,7 @@ extension ControlRoutes {
         }
         let peer = context.peer
         return JobRecord(
-            id: Self.newJobID(), spec: spec, store: name,
+            id: JobRecord.newID(), spec: spec, store: name,
             author: peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd")
     }
 
@@ -478,10 +478,6 @@ extension ControlRoutes {
         if owner == peer.uid { return mode & 0o400 != 0 }
         if let group, peer.groups.contains(group) { return mode & 0o040 != 0 }
         return mode & 0o004 != 0
-    }
-
-    static func newJobID() -> String {
-        "j" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
     }
 
     /// Upload import: the body streams to a spool file, synced to disk,

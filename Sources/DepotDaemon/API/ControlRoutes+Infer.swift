@@ -1,4 +1,5 @@
 import DepotEngine
+import DepotWire
 import Dispatch
 import Foundation
 import Hummingbird

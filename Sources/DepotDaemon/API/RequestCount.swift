@@ -1,3 +1,5 @@
+import DepotWire
+
 enum QueryCount {
     /// The count in `text`, at least `minimum`, at most `cap`; anything but
     /// decimal digits (a sign, a fraction, an exponent, nothing) is an error

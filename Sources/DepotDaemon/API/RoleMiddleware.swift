@@ -1,3 +1,4 @@
+import DepotWire
 import HTTPTypes
 import Hummingbird
 

@@ -142,7 +142,7 @@ package actor JobManager {
         for entity in store.settings.schema.migrations.keys.sorted() {
             if !migrating(store.name, entity: entity).isEmpty { continue }
             let record = JobRecord(
-                id: ControlRoutes.newJobID(), spec: .migrate(entity: entity), store: store.name, author: "depotd")
+                id: JobRecord.newID(), spec: .migrate(entity: entity), store: store.name, author: "depotd")
             do {
                 _ = try await submit(record)
                 logger.info(

@@ -62,6 +62,11 @@ package struct JobRecord: Codable, Sendable, Hashable {
     package var path: String? { spec?.path }
 
     /// A new job doing what `spec` says.
+    /// A new job's id: `j` and 12 hexadecimal digits of a random UUID.
+    package static func newID() -> String {
+        "j" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+    }
+
     package init(id: String, spec: JobSpec, store: String, author: String) {
         self.init(id: id, kind: spec.kind, store: store, entity: spec.entity, author: author)
         self.spec = spec

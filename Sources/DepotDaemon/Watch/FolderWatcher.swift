@@ -224,7 +224,7 @@ package actor FolderWatcher: Service {
             // Read when the configuration was: it cannot fail here.
             try? options.read(dialectOf: watch.dialect)
             var record = JobRecord(
-                id: ControlRoutes.newJobID(),
+                id: JobRecord.newID(),
                 spec: .importFile(entity: watch.entity, path: path, options: options),
                 store: watch.store, author: "watch:\(watch.path)")
             record.watchFile = path
