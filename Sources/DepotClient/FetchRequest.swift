@@ -82,6 +82,26 @@ public struct FetchRequest: Sendable, Hashable {
     /// request.sectionBy = "destination"
     /// ```
     public var sectionBy: String?
+    /// Keyset paging (DESIGN §4): the page starts after the record whose
+    /// values of the order's keys are these (the last record of the page
+    /// before: its ``sort`` fields, then its identifier's fields not among
+    /// them). Needs a ``sort``; as fast at any depth, where an ``offset``
+    /// reads what it skips.
+    ///
+    /// ```swift
+    /// var request = FetchRequest(store: "travel", entity: "Trip", sort: ["-budget"], limit: 100)
+    /// let first = try await client.fetch(request)
+    /// request.after = [first.last?["budget"] ?? .null, first.last?["id"] ?? .null]
+    /// let second = try await client.fetch(request)
+    /// ```
+    public var after: [JSONValue]?
+    /// Exactly the records of these identifiers (a value each, or an array
+    /// of a compound identifier's values), at most 10,000.
+    ///
+    /// ```swift
+    /// request.identifiers = ["t1", "t7"]
+    /// ```
+    public var identifiers: [JSONValue]?
 
     /// Where nulls sort.
     ///
@@ -138,6 +158,8 @@ public struct FetchRequest: Sendable, Hashable {
         if !computed.isEmpty { body.computed = computed }
         if !prefetch.isEmpty { body.prefetch = prefetch }
         body.sectionBy = sectionBy
+        body.after = after
+        body.identifiers = identifiers
         body.result = result
         return body
     }

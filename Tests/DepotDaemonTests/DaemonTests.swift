@@ -245,6 +245,48 @@ struct ConfigTests {
 
 @Suite("depotd over its socket", .serialized)
 struct DaemonAPITests {
+    /// Issue 52 item 4: keyset paging and identifier lists over the API.
+    @Test("fetch pages with after add up to one fetch; identifiers fetch exactly theirs; mistakes are 400")
+    func keysetPages() throws {
+        let d = try DaemonProcess()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        _ = try ChangeFeedTests.importTrips(d, tripsCSV(200), name: "pages.csv")
+        let path = "/v1/stores/travel/entities/Trip/fetch"
+        func ids(_ answer: HTTPResult) -> [String] {
+            (answer.object["records"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        }
+        // Budgets repeat (0.5 to 199.5, and isFavorite splits them): ties by identifier.
+        let whole = ids(try d.request("POST", path, body: #"{"sort": ["isFavorite", "-budget"]}"#))
+        #expect(whole.count == 200)
+        var paged: [String] = []
+        var after = ""
+        while paged.count <= 200 {
+            let page = try d.request(
+                "POST", path, body: #"{"sort": ["isFavorite", "-budget"], "limit": 30\#(after)}"#)
+            #expect(page.status == 200, "\(page.body)")
+            let records = page.object["records"] as? [[String: Any]] ?? []
+            paged += records.compactMap { $0["id"] as? String }
+            guard records.count == 30, let last = records.last, let favorite = last["isFavorite"] as? Bool,
+                let budget = last["budget"] as? Double, let id = last["id"] as? String
+            else { break }
+            after = #", "after": [\#(favorite), \#(budget), "\#(id)"]"#
+        }
+        #expect(paged == whole)
+        let chosen = try d.request("POST", path, body: #"{"identifiers": ["t7", "t3", "nope"], "sort": ["id"]}"#)
+        #expect(ids(chosen) == ["t3", "t7"], "\(chosen.body)")
+        for (body, fragment) in [
+            (#"{"after": ["t1"], "limit": 5}"#, "give sort"),
+            (#"{"sort": ["budget"], "after": [1.5]}"#, "2 values, not 1"),
+            (#"{"sort": ["budget"], "after": [{"x": 1}, "t1"]}"#, "after"),
+            (#"{"identifiers": [{"id": "t1"}]}"#, "identifiers"),
+            (#"{"sort": ["budget"], "after": ["much", "t1"]}"#, "budget")
+        ] {
+            let refused = try d.request("POST", path, body: body)
+            #expect(refused.status == 400, "\(body): \(refused.body)")
+            #expect(refused.body.contains(fragment), "\(body): \(refused.body)")
+        }
+    }
+
     @Test("errors are JSON with fitting statuses; an import by path runs as a job to its end")
     func api() throws {
         let d = try DaemonProcess()

@@ -61,6 +61,20 @@ struct DepotClientTests {
         page.limit = nil
         #expect(try await client.count(page) == 29)
         #expect(try await client.count(FetchRequest(store: "travel", entity: "Trip")) == 30)
+        // Keyset pages (issue 52 item 4): by destination (9 cities, ties by id), 4 at a time.
+        var keyset = FetchRequest(store: "travel", entity: "Trip", sort: ["destination"], limit: 4)
+        let whole = try await client.identifiers(FetchRequest(store: "travel", entity: "Trip", sort: ["destination"]))
+        var paged: [String] = []
+        while paged.count <= whole.count {
+            let records = try await client.fetch(keyset)
+            paged += records.compactMap { $0["id"]?.string }
+            guard records.count == 4, let last = records.last else { break }
+            keyset.after = [last["destination"] ?? .null, last["id"] ?? .null]
+        }
+        #expect(paged == whole.compactMap(\.string) && whole.count == 30, "\(paged)")
+        var chosen = FetchRequest(store: "travel", entity: "Trip", sort: ["-id"])
+        chosen.identifiers = ["t3", "t12", "t99"]
+        #expect(try await client.identifiers(chosen).compactMap(\.string) == ["t3", "t12"])
     }
 
     @Test("aggregates by group, and duplicates")

@@ -224,65 +224,16 @@ async function entityInfo(store, entity) {
 /**
  * Keyset paging (page by page at any depth, each page one indexed range):
  * the sort field, then the identifier's fields, are the order; a page
- * starts after the last record of the one before. `keys` are the
- * identifier's fields ({field, desc}), never null. A sort field outside the
- * identifier may hold nulls: they come first when it ascends and last when
- * it descends (the store's order), so its order is two runs, the nulls and
- * the values, each read by a predicate of its own.
+ * starts after the last record of the one before, which the daemon is
+ * given as `after` (its values of those keys, in that order; DESIGN §4).
  */
-function keysetPredicate(sortKey, desc, keys, cursor) {
-  const args = {};
-  let n = 0;
-  const arg = (v) => { const name = 'k' + n++; args[name] = v; return '$' + name; };
-  const keysAfter = (from) => {
-    const k = keys[from];
-    const v = arg(cursor.keys[from]);
-    const [gt, ge] = k.desc ? ['<', '<='] : ['>', '>='];
-    if (from === keys.length - 1) return `${k.field} ${gt} ${v}`;
-    return `${k.field} ${ge} ${v} AND (${k.field} ${gt} ${v} OR (${keysAfter(from + 1)}))`;
-  };
-  if (!cursor) {
-    if (!sortKey) return { parts: [null], args };
-    return { parts: desc ? [`${sortKey} != nil`, `${sortKey} == nil`] : [`${sortKey} == nil`, `${sortKey} != nil`], args };
-  }
-  if (!sortKey) return { parts: [keysAfter(0)], args };
-  const v = cursor.value;
-  if (v === null || v === undefined) {
-    // Within the nulls run: ascending, the values come after it.
-    const inNulls = `${sortKey} == nil AND (${keysAfter(0)})`;
-    return { parts: desc ? [inNulls] : [inNulls, `${sortKey} != nil`], args };
-  }
-  const a = arg(v);
-  const inValues = desc
-    ? `${sortKey} <= ${a} AND (${sortKey} < ${a} OR (${keysAfter(0)}))`
-    : `${sortKey} >= ${a} AND (${sortKey} > ${a} OR (${keysAfter(0)}))`;
-  return { parts: desc ? [inValues, `${sortKey} == nil`] : [inValues], args };
-}
-
-/** A page of records after `cursor` (PAGE + 1 of them, to know whether another follows). */
 async function fetchPage(store, entity, where, sortKey, desc, keys, cursor) {
-  const { parts, args } = keysetPredicate(sortKey, desc, keys, cursor);
   const sort = [...(sortKey ? [(desc ? '-' : '') + sortKey] : []), ...keys.map((k) => (k.desc ? '-' : '') + k.field)];
-  const records = [];
-  for (const part of parts) {
-    const need = PAGE + 1 - records.length;
-    if (need <= 0) break;
-    const body = { sort, limit: need, arguments: args };
-    if (where && part) body.where = `(${where}) AND (${part})`;
-    else if (where) body.where = where;
-    else if (part) body.where = part;
-    try {
-      const answer = await api('POST', `/v1/stores/${enc(store)}/entities/${enc(entity)}/fetch`, body);
-      records.push(...answer.records);
-    } catch (e) {
-      // An error in the user's predicate is told of it alone, at its position there.
-      if (where && part && e.status === 400) {
-        await api('POST', `/v1/stores/${enc(store)}/entities/${enc(entity)}/fetch`, { where, limit: 0 });
-      }
-      throw e;
-    }
-  }
-  return records;
+  const body = { sort, limit: PAGE + 1 };
+  if (where) body.where = where;
+  if (cursor) body.after = [...(sortKey ? [cursor.value ?? null] : []), ...cursor.keys];
+  const answer = await api('POST', `/v1/stores/${enc(store)}/entities/${enc(entity)}/fetch`, body);
+  return answer.records;
 }
 
 function recordId(info, record) {

@@ -18,6 +18,32 @@ extension FetchBody {
             offset: offset, fields: fields, sectionBy: sectionBy)
         descriptor.prefetch = prefetch ?? []
         descriptor.computed = (computed ?? []).map { ComputedField($0.name, $0.expression) }
+        if let after {
+            descriptor.after = try after.enumerated().map { k, value in
+                guard let scalar = value.scalar else {
+                    throw APIError(.invalidArgument, "\"after\"[\(k)] must be a string, number, boolean or null")
+                }
+                return scalar
+            }
+        }
+        if let identifiers {
+            guard identifiers.count <= FetchDescriptor.maxIdentifiers else {
+                throw APIError(
+                    .invalidArgument,
+                    "identifiers lists at most \(FetchDescriptor.maxIdentifiers) records, not \(identifiers.count)")
+            }
+            descriptor.identifiers = try identifiers.enumerated().map { k, value in
+                let parts: [JSONValue] = if case .array(let values) = value { values } else { [value] }
+                return try parts.map { part in
+                    guard let scalar = part.scalar else {
+                        throw APIError(
+                            .invalidArgument,
+                            "\"identifiers\"[\(k)] must be a value, or an array of a compound identifier's values")
+                    }
+                    return scalar
+                }
+            }
+        }
         return descriptor
     }
 }

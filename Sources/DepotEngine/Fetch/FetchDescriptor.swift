@@ -17,7 +17,9 @@ public struct FetchDescriptor: Sendable, Hashable {
     public var predicate: String?
     /// Values for the predicate's `$name` placeholders.
     public var arguments: [String: Value]
-    /// The order of the results; ties keep storage order.
+    /// The order of the results. Records equal in every key come in one
+    /// fixed order, the backend's (an SQLite store's storage order, a
+    /// PostgreSQL store's identifier order); without a sort, in storage order.
     public var sort: [SortDescriptor]
     /// At most this many results.
     public var limit: Int?
@@ -35,10 +37,24 @@ public struct FetchDescriptor: Sendable, Hashable {
     /// under their names: `ComputedField("total", "price * qty")`. With
     /// them alone (`fields` nil or empty), the identifier is sent too.
     public var computed: [ComputedField] = []
-    /// Instead of `predicate`, the records whose identifier (of one field)
-    /// is a value of this JSON array: a processor's batch, read without a
-    /// predicate of 500 terms to parse and compile.
-    package var identifierList: String?
+    /// Keyset paging (DESIGN §4): the records after the one whose values of
+    /// the order's keys are these, the sort's fields and then the
+    /// identifier's fields not among them (``keys``). Each page starts from
+    /// the last record of the one before, as fast at any depth as the first;
+    /// it needs a ``sort``.
+    ///
+    /// ```swift
+    /// var page = FetchDescriptor(entity: "Trip", sort: [SortDescriptor("budget")], limit: 100)
+    /// let first = try await store.reads.fetch(page)
+    /// page.after = first.lastValues(of: ["budget", "id"])   // the keys: budget, then the identifier
+    /// let second = try await store.reads.fetch(page)
+    /// ```
+    public var after: [Value]?
+    /// Exactly the records of these identifiers (each its fields' values,
+    /// in the identifier's order), those of them that exist and match the
+    /// predicate: a processor's batch, a related page. At most
+    /// ``maxIdentifiers``.
+    public var identifiers: [[Value]]?
 
     /// Creates a descriptor.
     public init(
@@ -58,6 +74,16 @@ public struct FetchDescriptor: Sendable, Hashable {
 }
 
 extension FetchDescriptor {
+    /// The most identifiers a fetch of ``identifiers`` takes.
+    public static let maxIdentifiers = 10_000
+
+    /// The fields of the order's keys, which ``after`` gives values of: the
+    /// sort's fields, then the identifier's fields not among them.
+    package func keys(of entity: EntitySchema) -> [String] {
+        let sorted = sort.map(\.field)
+        return sorted + entity.identifier.filter { !sorted.contains($0) }
+    }
+
     /// The records it selects, its fields, without its sort, page or
     /// sections: what an export or an enumeration reads, in storage order.
     package var wholeSelection: FetchDescriptor {

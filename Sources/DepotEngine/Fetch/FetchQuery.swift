@@ -73,23 +73,22 @@ package struct FetchQuery: Sendable {
         let (plans, extra) = try PrefetchPlan.build(tree, entity: entity, schema: schema, shown: fields)
         self.prefetch = plans
         self.selected = fields + extra
-        if let list = d.identifierList {
-            guard entity.identifier.count == 1, d.predicate == nil, computed == nil else {
-                throw DepotError(.invalidArgument, "a list of identifiers takes one identifier field, no predicate")
-            }
-            let field = try entity.field(named: entity.identifier[0])
-            predicate = SQLFragment(
-                sql: dialect.inJSONArray(
-                    dialect.ordered(SQL.quote(field.name), field), dialect.placeholder(1), field, folded: false),
-                arguments: [.string(list)])
-        } else {
-            predicate =
-                try computed?.filter
-                ?? PredicateCompiler.compile(
-                    d.predicate, entity: entity, schema: schema, arguments: d.arguments, dialect: dialect)
+        var filter =
+            try computed?.filter
+            ?? PredicateCompiler.compile(
+                d.predicate, entity: entity, schema: schema, arguments: d.arguments, dialect: dialect)
+        // The values the terms below bind come after the predicate's.
+        var arguments = filter.arguments
+        func bind(_ value: Value) -> String {
+            arguments.append(value)
+            return dialect.placeholder(arguments.count)
+        }
+        var narrowing: [String] = []
+        if let identifiers = d.identifiers {
+            narrowing.append(try Self.identified(identifiers, entity: entity, dialect: dialect, bind: bind))
         }
         var terms: [String] = []
-        var related = predicate.related
+        var related = filter.related
         // A prefetched record's change changes the record it is embedded in.
         func reached(_ plans: [PrefetchPlan]) {
             for p in plans {
@@ -98,19 +97,72 @@ package struct FetchQuery: Sendable {
             }
         }
         reached(plans)
+        var keys: [OrderKey] = []
         for key in sort {
             // A field, or a key path with one value per record (DESIGN §12).
             let (sql, field, reached) = try PredicateCompiler.expression(
                 key.field, entity: entity, schema: schema,
                 dialect: dialect)
             related.formUnion(reached)
-            let collation = dialect.byteCollation(of: field)
-            terms.append(
-                "\(sql)\(collation) \(key.descending ? "DESC" : "ASC") NULLS "
-                    + (key.effectiveNulls == .first ? "FIRST" : "LAST"))
+            keys.append(
+                OrderKey(
+                    sql: sql + dialect.byteCollation(of: field), field: field, descending: key.descending,
+                    nullsFirst: key.effectiveNulls == .first))
         }
-        terms += dialect.tieBreak(entity)
+        if sort.isEmpty {
+            // Storage order (SQLite's rowid), the cheapest to read.
+            guard d.after == nil else {
+                throw DepotError(
+                    .invalidArgument,
+                    "after pages in the order of sort: give sort (the identifier's fields for identifier order)")
+            }
+        }
+        // Records equal in the sort's keys come in the backend's order of
+        // ties (``SQLDialect/tieBreak(_:)``): SQLite's rowid, which an index
+        // of the sort's fields holds in order (a page of a sort by a field
+        // of few values reads no more than the page); PostgreSQL's
+        // identifier. The order is total, so a page can start after a record.
+        let tieBreak = dialect.tieBreak(entity)
+        let identifierSorted = entity.identifier.allSatisfy { name in sort.contains { $0.field == name } }
+        var lastKey: (OrderKey, identifier: [Field])?
+        if !sort.isEmpty, !identifierSorted {
+            if tieBreak == ["rowid"] {
+                lastKey = (
+                    OrderKey(
+                        sql: "rowid", field: Field(name: "rowid", type: .int), descending: false, nullsFirst: true),
+                    try entity.identifier.map { try entity.field(named: $0) }
+                )
+            } else {
+                for name in entity.identifier where !sort.contains(where: { $0.field == name }) {
+                    let field = try entity.field(named: name)
+                    keys.append(
+                        OrderKey(
+                            sql: SQL.quote(name) + dialect.byteCollation(of: field), field: field, descending: false,
+                            nullsFirst: true))
+                }
+            }
+        }
+        if let after = d.after {
+            guard d.sectionBy == nil else {
+                throw DepotError(.invalidArgument, "after pages a fetch without section_by")
+            }
+            narrowing.append(
+                try Self.keyset(
+                    after: after, keys: keys, rowidOf: lastKey.map { ($0.0, $0.identifier, entity) },
+                    names: d.keys(of: entity), dialect: dialect, bind: bind))
+        }
+        terms = keys.map {
+            "\($0.sql) \($0.descending ? "DESC" : "ASC") NULLS \($0.nullsFirst ? "FIRST" : "LAST")"
+        }
+        if sort.isEmpty || lastKey != nil { terms += tieBreak }
         orderBy = terms.joined(separator: ", ")
+        if narrowing.isEmpty {
+            predicate = filter
+        } else {
+            filter.sql = "(\(filter.sql)) AND " + narrowing.joined(separator: " AND ")
+            filter.arguments = arguments
+            predicate = filter
+        }
         // The entity itself when a path comes back to it (an employee's
         // manager's name): then another record's change can change a record's.
         self.related = related

@@ -28,6 +28,19 @@ public struct RecordSet: Sendable, Hashable {
         self.embedded = embedded
     }
 
+    /// The last record's values of `fields` (a page's keys, for the next
+    /// page's ``FetchDescriptor/after``); nil when there is no record or it
+    /// lacks one of them.
+    public func lastValues(of fields: [String]) -> [Value]? {
+        guard count > 0 else { return nil }
+        var values: [Value] = []
+        for field in fields {
+            guard let value = value(field, row: count - 1) else { return nil }
+            values.append(value)
+        }
+        return values
+    }
+
     /// The value of `field` in row `row`, or `nil` when the field was not fetched.
     public func value(_ field: String, row: Int) -> Value? {
         fields.firstIndex { $0.name == field }.map { rows[row][$0] }

@@ -140,17 +140,15 @@ extension StoreBackend {
         let entity = try reads.entity(spec.entity)
         // The identifiers, a page at a time after the last (keyset paging in identifier order).
         var batches: [[String]] = []
-        var after: Identifier?
+        var d = FetchDescriptor(
+            entity: entity.name, where: spec.predicate, sort: entity.identifier.map { SortDescriptor($0) },
+            limit: spec.batch)
+        d.fields = entity.identifier
         while true {
-            var d = FetchDescriptor(
-                entity: entity.name, where: Self.keyset(entity, spec.predicate, after: after),
-                arguments: Self.keysetArguments(after), sort: entity.identifier.map { SortDescriptor($0) },
-                limit: spec.batch)
-            d.fields = entity.identifier
             let page = try await reads.identifiers(d)
             if page.isEmpty { break }
             batches.append(page.map(\.json))
-            after = page.last
+            d.after = page.last?.values
             if page.count < spec.batch { break }
         }
         let created = Timestamp.now()
@@ -163,28 +161,6 @@ extension StoreBackend {
                 .conflict, "store \(JSONText.quoted(name)) has a processor \(JSONText.quoted(spec.name)) already")
         }
         return try await processor(spec.name)
-    }
-
-    /// The predicate of a page after `after`: the processor's, and the
-    /// identifier after it, (a, b) > (x, y) written out.
-    private static func keyset(_ entity: EntitySchema, _ predicate: String?, after: Identifier?) -> String? {
-        guard after != nil else { return predicate }
-        var terms: [String] = []
-        for k in entity.identifier.indices {
-            let parts =
-                (0..<k).map { "`\(entity.identifier[$0])` == $depot_k\($0)" }
-                + ["`\(entity.identifier[k])` > $depot_k\(k)"]
-            terms.append("(" + parts.joined(separator: " AND ") + ")")
-        }
-        let keyset = "(" + terms.joined(separator: " OR ") + ")"
-        guard let predicate, !predicate.trimmingWhitespace().isEmpty else { return keyset }
-        return "(\(predicate)) AND \(keyset)"
-    }
-
-    private static func keysetArguments(_ after: Identifier?) -> [String: Value] {
-        var out: [String: Value] = [:]
-        for (k, v) in (after?.values ?? []).enumerated() { out["depot_k\(k)"] = v }
-        return out
     }
 
     /// Hands out the processor's next batch under a new lease: the first
@@ -215,25 +191,10 @@ extension StoreBackend {
     /// (those deleted since are not in it).
     public func records(of batch: LeasedBatch, processor info: ProcessorInfo) async throws -> [UInt8] {
         let entity = try reads.entity(info.entity)
-        if entity.identifier.count == 1 {
-            // The batch's identifiers as they are kept, one JSON array.
-            var d = FetchDescriptor(entity: entity.name, sort: [SortDescriptor(entity.identifier[0])])
-            d.identifierList = "[" + batch.identifiers.joined(separator: ",") + "]"
-            return try await reads.fetchJSONBytes(d)
+        var d = FetchDescriptor(entity: entity.name, sort: entity.identifier.map { SortDescriptor($0) })
+        d.identifiers = try batch.identifiers.map {
+            try Identifier(json: $0, fieldCount: entity.identifier.count).values
         }
-        var arguments: [String: Value] = [:]
-        var terms: [String] = []
-        for (i, json) in batch.identifiers.enumerated() {
-            let id = try Identifier(json: json, fieldCount: entity.identifier.count)
-            let parts = entity.identifier.enumerated().map { k, name -> String in
-                arguments["depot_\(i)_\(k)"] = id.values[k]
-                return "`\(name)` == $depot_\(i)_\(k)"
-            }
-            terms.append("(" + parts.joined(separator: " AND ") + ")")
-        }
-        let d = FetchDescriptor(
-            entity: entity.name, where: batch.identifiers.isEmpty ? "FALSEPREDICATE" : terms.joined(separator: " OR "),
-            arguments: arguments, sort: entity.identifier.map { SortDescriptor($0) })
         return try await reads.fetchJSONBytes(d)
     }
 
