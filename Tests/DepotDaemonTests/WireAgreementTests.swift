@@ -88,6 +88,8 @@ struct WireAgreementTests {
         f.watch = true
         f.changes = true
         f.since = "41"
+        f.after = [12.5, "t1"]
+        f.identifiers = ["t1", ["a", 2]]
         return f
     }
 

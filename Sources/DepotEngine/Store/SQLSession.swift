@@ -92,8 +92,6 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
             parts.append(.text(column))
             parts.append(.byteCollation)
         }
-        /// SQL text as it is: never a value a user gave.
-        package mutating func appendInterpolation(raw sql: String) { parts.append(.text(sql)) }
     }
 
     /// The statement's text in `dialect`, with `table` placing each system
