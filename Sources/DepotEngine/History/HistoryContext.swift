@@ -64,15 +64,21 @@ package struct HistoryContext: Sendable {
     /// The last transaction of a prune step of about `changes` changes
     /// after transaction `after`, a change standing for a run of new
     /// records counting as many (``SQLDialect/changeWeight``). Each
-    /// transaction has a change at least, so the next `changes`
-    /// transactions hold the step, if any: the scan reads no further. When
-    /// they hold fewer changes (ids a failed save took), the step ends after them.
+    /// transaction has a change at least, and each row counts one at
+    /// least, so the next `changes` transactions, and their first `changes`
+    /// rows in the order of the changes' key (an index: SQLite's `txn`
+    /// with the rowid, PostgreSQL's primary key), hold the step, if any:
+    /// the scan reads no further (a window over every change of those
+    /// transactions took 0.96 s against 0.03 s on 2M changes in 10 saves).
+    /// When they hold fewer changes (ids a failed save took), the step
+    /// ends after them.
     func stepEnd(after: Int64, changes: Int) async throws -> Int64 {
         let step = Int64(max(1, changes))
         let boundary = try await sql.scalar(
             """
-            SELECT txn FROM (SELECT txn, sum(\(changeWeight: ())) OVER (ORDER BY txn, id) AS n \
-            FROM \(table: "depot_changes") WHERE txn > \(bind: after) AND txn <= \(bind: after + step)) c \
+            SELECT txn FROM (SELECT txn, sum(w) OVER (ORDER BY txn, id) AS n \
+            FROM (SELECT txn, id, \(changeWeight: ()) AS w FROM \(table: "depot_changes") \
+            WHERE txn > \(bind: after) AND txn <= \(bind: after + step) ORDER BY txn, id LIMIT \(bind: step)) r) c \
             WHERE n > \(bind: step - 1) ORDER BY txn LIMIT 1
             """)?.integer
         return boundary ?? after + step
