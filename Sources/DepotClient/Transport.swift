@@ -101,8 +101,8 @@ extension DepotClient {
             // (the write found the channel closed, and no answer came): the
             // daemon saw no request, so it is sent once more on a new
             // connection, as HTTP clients do with a connection closed under
-            // them. The suite saw this a few times a run on a loaded
-            // machine, on fresh connections; its cause is not found (issue 52's note).
+            // them. The suite saw this now and then on a loaded machine, on
+            // fresh connections; its cause is not found (RELIABILITY.md, issue #52).
             do {
                 return try await exchangeOnce(
                     method, uri, body: body, headers: headers, onStatus: onStatus, onHead: onHead, onBody: onBody)
