@@ -35,10 +35,7 @@ extension PostgresStore {
     /// Throws when the history after `after` cannot be read whole: expired
     /// when some of it was pruned, an invalid token when never issued.
     nonisolated func checkHistory(_ connection: PostgresConnection, after: Int64) async throws {
-        let pruned = try await prunedThrough(connection)
-        if after < pruned { throw HistoryErrors.expired(store: name, after: after, pruned: pruned) }
-        let issued = try await lastIssued(connection)
-        if after > issued { throw HistoryErrors.neverIssued(store: name, token: after, issued: issued) }
+        try await PostgresSession(store: self, connection: connection).checkAfter(after, store: name)
     }
 
     /// Runs `body` in a transaction holding the history lock, translating errors.

@@ -20,12 +20,7 @@ package struct HistoryContext: Sendable {
     /// Checks that history after `id` can be read: issued, and not pruned.
     ///
     /// - Throws: ``DepotError/Code/invalidToken`` or ``DepotError/Code/historyExpired``.
-    func checkAfter(_ id: Int64) async throws {
-        let pruned = try await prunedThrough()
-        if id < pruned { throw HistoryErrors.expired(store: store, after: id, pruned: pruned) }
-        let issued = try await lastIssued()
-        if id > issued { throw HistoryErrors.neverIssued(store: store, token: id, issued: issued) }
-    }
+    func checkAfter(_ id: Int64) async throws { try await sql.checkAfter(id, store: store) }
 
     /// The id of the last transaction committed before `timestamp` (0 when none).
     func lastTransaction(before timestamp: String) async throws -> Int64 {
@@ -162,18 +157,21 @@ extension SQLSession {
             ?? 0
     }
 
+    /// Checks that history after `id` can be read: issued, and not pruned.
+    ///
+    /// - Throws: ``DepotError/Code/invalidToken`` or ``DepotError/Code/historyExpired``.
+    package func checkAfter(_ id: Int64, store: String) async throws {
+        let pruned = try await prunedThrough()
+        if id < pruned { throw HistoryErrors.expired(store: store, after: id, pruned: pruned) }
+        let issued = try await lastIssued()
+        if id > issued { throw HistoryErrors.neverIssued(store: store, token: id, issued: issued) }
+    }
+
     /// The consumer called `name`, with its lag.
     ///
     /// - Throws: ``DepotError/Code/unknownConsumer``, naming the others.
     package func consumer(_ name: String, store: String) async throws -> Consumer {
-        if let consumer = try await rows(ConsumerStatements.consumers(named: name)).first.map(
-            ConsumerStatements.consumer)
-        {
-            return consumer
-        }
-        let names = try await rows("SELECT name FROM \(table: "depot_consumers") ORDER BY \(byteOrder: "name")")
-            .compactMap { $0[0].text }
-        throw HistoryErrors.unknownConsumer(store: store, name: name, names: names)
+        try await ConsumerStatements.consumer(name, store: store, rows: rows)
     }
 }
 
@@ -191,6 +189,17 @@ enum ConsumerStatements {
             """
         if let name { statement = statement + " WHERE c.name = \(bind: name)" }
         return statement + " ORDER BY \(byteOrder: "c.name")"
+    }
+
+    /// The consumer called `name` read through `rows`, or
+    /// ``DepotError/Code/unknownConsumer`` naming the others.
+    static func consumer(
+        _ name: String, store: String, rows: (SQLStatement) async throws -> [[Value]]
+    ) async throws -> Consumer {
+        if let consumer = try await rows(consumers(named: name)).first.map(consumer) { return consumer }
+        let names = try await rows("SELECT name FROM \(table: "depot_consumers") ORDER BY \(byteOrder: "name")")
+            .compactMap { $0[0].text }
+        throw HistoryErrors.unknownConsumer(store: store, name: name, names: names)
     }
 
     static func consumer(_ row: [Value]) -> Consumer {

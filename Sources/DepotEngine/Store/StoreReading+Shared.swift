@@ -101,14 +101,7 @@ extension StoreReading {
     ///
     /// - Throws: ``DepotError/Code/unknownConsumer``, naming the others.
     package func consumer(_ name: String) async throws -> Consumer {
-        if let consumer = try await rows(ConsumerStatements.consumers(named: name)).first.map(
-            ConsumerStatements.consumer)
-        {
-            return consumer
-        }
-        let names = try await rows("SELECT name FROM \(table: "depot_consumers") ORDER BY \(byteOrder: "name")")
-            .compactMap { $0[0].text }
-        throw HistoryErrors.unknownConsumer(store: schema.name, name: name, names: names)
+        try await ConsumerStatements.consumer(name, store: schema.name, rows: rows)
     }
 
     /// The transactions after consumer `name`'s token, oldest first; reading
