@@ -232,34 +232,28 @@ public actor PostgresStore {
         async throws -> SaveOutcome<T>
     {
         guard !isClosed else { throw DepotError(.storeClosed, "store \(JSONText.quoted(name)) is closed") }
+        // The save's server transaction, and its outcome once its body has
+        // run: a COMMIT that fails after that may still have committed.
+        let pending = PendingSave<T>()
         do {
-            let saved: SaveOutcome<T> = try await transaction { connection in
-                // One save of the store at a time, from every host: the
-                // history's tokens commit in their order (a follower never
-                // skips one that commits late), and no two saves judge the
-                // same stored record at once.
-                try await PostgresSQL.lock(connection, "depot-save:" + configuration.location.schema, logger: logger)
-                // Unqualified names (COPY's tables) are the store's own. No
-                // JIT compilation: a save's statements are planned afresh for
-                // each batch, and compiling them (100 ms and more a statement,
-                // once their cost passes jit_above_cost) took longer than
-                // running them.
-                var settings = PostgresBindings()
-                settings.append(PostgresSQL.quote(configuration.location.schema))
-                try await PostgresSQL.execute(
-                    connection,
-                    "SELECT set_config('search_path', $1, true), "
-                        + "set_config('jit', 'off', true)", settings, logger: logger)
-                let context = PostgresSaveContext(store: self, connection: connection, author: author, job: job)
-                let value: T
-                do {
-                    value = try await body(context)
-                } catch {
-                    context.end()
-                    throw error
-                }
-                try await context.finish()
-                return SaveOutcome(value: value, token: context.lastTransactionID.map(HistoryToken.init))
+            let saved: SaveOutcome<T>
+            do {
+                saved = try await saveTransaction(author: author, job: job, pending: pending, body)
+            } catch {
+                let (xid, outcome) = pending.state.withLock { ($0.xid, $0.outcome) }
+                guard let xid, let outcome else { throw error }
+                // The body ran whole and only the COMMIT failed, the
+                // connection lost on the way (a backend ended, a network
+                // cut): the server may have committed before it went. Its
+                // own record of the transaction says which; a job must not
+                // call failed what the store kept.
+                guard try await committed(xid: xid, after: error) else { throw error }
+                logger.warning(
+                    """
+                    store \(JSONText.quoted(name)): the connection was lost answering a save's COMMIT; \
+                    the server committed it (transaction \(xid))
+                    """)
+                saved = outcome
             }
             // Heard at once here (its own announcement, heard later, does
             // not count it again); other hosts hear it by the channel.
@@ -269,6 +263,88 @@ public actor PostgresStore {
             // The server's errors become the store's; the body's own pass as they are.
             throw error is PSQLError ? translate(error) : error
         }
+    }
+
+    /// ``withSave(author:job:_:)``'s transaction; `pending` learns the
+    /// server's transaction id at its start and the outcome at its end.
+    private func saveTransaction<T: Sendable>(
+        author: String, job: String?, pending: PendingSave<T>,
+        _ body: @Sendable (PostgresSaveContext) async throws -> T
+    ) async throws -> SaveOutcome<T> {
+        try await transaction { connection in
+            // One save of the store at a time, from every host: the
+            // history's tokens commit in their order (a follower never
+            // skips one that commits late), and no two saves judge the
+            // same stored record at once.
+            try await PostgresSQL.lock(connection, "depot-save:" + configuration.location.schema, logger: logger)
+            // Unqualified names (COPY's tables) are the store's own. No
+            // JIT compilation: a save's statements are planned afresh for
+            // each batch, and compiling them (100 ms and more a statement,
+            // once their cost passes jit_above_cost) took longer than
+            // running them.
+            // txid_current: the id txid_status answers for (PostgreSQL
+            // 10 and later), taken in the same round trip.
+            var settings = PostgresBindings()
+            settings.append(PostgresSQL.quote(configuration.location.schema))
+            let xid =
+                try await PostgresSQL.textRows(
+                    connection,
+                    "SELECT set_config('search_path', $1, true), "
+                        + "set_config('jit', 'off', true), txid_current()::text", settings, logger: logger
+                ).first?.last ?? nil
+            pending.state.withLock { $0.xid = xid }
+            let context = PostgresSaveContext(store: self, connection: connection, author: author, job: job)
+            let value: T
+            do {
+                value = try await body(context)
+            } catch {
+                context.end()
+                throw error
+            }
+            try await context.finish()
+            let outcome = SaveOutcome(value: value, token: context.lastTransactionID.map(HistoryToken.init))
+            pending.state.withLock { $0.outcome = outcome }
+            return outcome
+        }
+    }
+
+    /// Whether the server committed transaction `xid`, whose COMMIT failed
+    /// with `error`: asked on another connection, and again while the server
+    /// still shows it in progress (a backend finishing its commit after the
+    /// network went), for at most a minute.
+    ///
+    /// - Throws: a ``DepotError`` saying the outcome is unknown when the
+    ///   server no longer knows (the id is past its memory) or cannot be asked.
+    private func committed(xid: String, after error: any Error) async throws -> Bool {
+        var query = PostgresBindings()
+        query.append(Int64(xid) ?? 0)
+        let binds = query
+        let deadline = ContinuousClock.now + .seconds(60)
+        var status: String?
+        repeat {
+            do {
+                status = try await read { connection in
+                    PostgresSQL.scalar(
+                        try await PostgresSQL.textRows(
+                            connection, "SELECT txid_status($1)::text", binds, logger: logger))
+                }
+            } catch {
+                status = nil
+            }
+            if status == "committed" { return true }
+            if status == "aborted" { return false }
+            if status == "in progress", ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                continue
+            }
+            break
+        } while true
+        throw DepotError(
+            .database,
+            "store \(JSONText.quoted(name)) (\(configuration.location.description)): the connection was lost "
+                + "answering a save's COMMIT (\(PostgresSQL.describe(error))), and whether the server committed "
+                + "it is unknown (transaction \(xid): \(status ?? "the server could not be asked")); "
+                + "read the store before saving it again")
     }
 
     /// Runs `body` in a transaction of one of the client's connections.
@@ -623,4 +699,10 @@ public actor PostgresStore {
             "store \(JSONText.quoted(name)) (\(configuration.location.description)): "
                 + PostgresSQL.describe(error))
     }
+}
+
+/// A save's server transaction id, and its outcome once its body has run
+/// (``PostgresStore/withSave(author:job:_:)``).
+final class PendingSave<T: Sendable>: Sendable {
+    let state = Mutex<(xid: String?, outcome: SaveOutcome<T>?)>((nil, nil))
 }
