@@ -175,6 +175,12 @@ struct RecordTests {
         let kept = try d.request(
             "PATCH", seat + "?merge=store-trump", body: #"{"price":90}"#, headers: ["If-Match": read])
         #expect(kept.status == 200 && kept.body.contains("unchanged"), "\(kept.body)")
+        // A save that changed nothing answers the record's ETag as the save
+        // read it (no read after the save).
+        let reread = try d.request("GET", seat)
+        #expect(!Self.etag(kept).isEmpty && Self.etag(kept) == Self.etag(reread))
+        let same = try d.request("PATCH", seat, body: #"{"price":110}"#)
+        #expect(same.body.contains("unchanged") && Self.etag(same) == Self.etag(kept), "\(same.body)")
         let won = try d.request(
             "PATCH", seat + "?merge=object-trump", body: #"{"price":90}"#, headers: ["If-Match": read])
         #expect(won.status == 200 && won.body.contains("updated"), "\(won.body)")

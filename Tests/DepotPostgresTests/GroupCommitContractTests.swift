@@ -70,16 +70,7 @@ struct GroupCommitContractTests {
             let store = backend.contract
             let queue = SaveQueue(store)
             // The writer held by a save that waits, so that the saves queue up behind it.
-            let (gate, open) = AsyncStream<Void>.makeStream()
-            let (held, holding) = AsyncStream<Void>.makeStream()
-            let holder = Task {
-                try await store.withSave(author: "holder", job: nil) { _ in
-                    holding.yield()
-                    for await _ in gate { break }
-                }
-            }
-            // The writer is held before the first save asks for it.
-            for await _ in held { break }
+            let writer = await HeldWriter.hold(store)
             let first = Task {
                 try await queue.save(
                     SaveRequest(
@@ -99,8 +90,7 @@ struct GroupCommitContractTests {
                 }
             }
             while queue.load.waiting < 40 { await Task.yield() }  // all queued behind the first
-            open.yield()
-            _ = try await holder.value
+            try await writer.release()
             var tokens = [try await first.value.result!.token!]
             for s in saves { tokens.append(try await s.value.result!.token!) }
             return [
@@ -112,5 +102,32 @@ struct GroupCommitContractTests {
         for (name, out) in answers {
             #expect(out == ["tokens: 41 distinct", "commits: true", "notes: 41"], "\(name): \(out)")
         }
+    }
+}
+
+/// A save that holds a store's writer until it is released, so that saves
+/// queue up behind it.
+struct HeldWriter {
+    let open: AsyncStream<Void>.Continuation
+    let holder: Task<Void, any Error>
+
+    /// Returns once the writer is held.
+    static func hold(_ store: any StoreBackend) async -> HeldWriter {
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        let (held, holding) = AsyncStream<Void>.makeStream()
+        let holder = Task {
+            _ = try await store.withSave(author: "holder", job: nil) { _ in
+                holding.yield()
+                for await _ in gate { break }
+            }
+        }
+        for await _ in held { break }
+        return HeldWriter(open: open, holder: holder)
+    }
+
+    /// Lets the writer go; returns once the holding save has ended.
+    func release() async throws {
+        open.yield()
+        try await holder.value
     }
 }

@@ -7,15 +7,13 @@ import Hummingbird
 extension ControlRoutes {
     /// A processor as the API shows it, with its rate and ETA.
     static func wire(_ p: ProcessorInfo) -> ProcessorState {
-        let began = Timestamp.epochMillis(p.created) ?? 0
-        let last = p.lastCommit.flatMap(Timestamp.epochMillis) ?? began
-        let seconds = Double(max(last - began, 1)) / 1000
+        let seconds = max((p.lastCommit ?? p.created).timeIntervalSince(p.created), 0.001)
         let rate = p.done > 0 ? Double(p.done) / seconds : 0
         return ProcessorState(
             name: p.name, entity: p.entity, where: p.predicate, batch: p.batch,
-            lease: DurationText.format(.milliseconds(Int64((p.lease * 1000).rounded()))), created: p.created,
+            lease: DurationText.format(p.lease), created: Timestamp.format(p.created),
             total: p.total, done: p.done, batches: p.batches, batchesDone: p.batchesDone, leased: p.leased,
-            lastCommit: p.lastCommit, rate: (rate * 10).rounded() / 10,
+            lastCommit: p.lastCommit.map(Timestamp.format), rate: (rate * 10).rounded() / 10,
             eta: p.finished || rate == 0 ? nil : (Double(p.total - p.done) / rate * 10).rounded() / 10,
             state: p.finished ? "finished" : "running")
     }
@@ -45,20 +43,26 @@ extension ControlRoutes {
     func nextBatch(_ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
         let name = context.parameters.get("name") ?? ""
-        let info = try await store.processor(name)
+        let saves = try jobs.stores.saves(store.settings.name)
         let clock = ContinuousClock()
         let deadline = clock.now + Self.longestNextWait
         while true {
             let version = store.reads.commitCount
-            switch try await store.nextBatch(info, at: Timestamp.now()) {
+            // The lease is a request of the store's save queue: it reads the
+            // processor once and shares the group's commit.
+            let reply = try await saves.save(SaveRequest.next(of: name))
+            guard let next = reply.next, let info = reply.processor else {
+                throw APIError(.internal, "a processor's next batch came back without it")
+            }
+            switch next {
             case .finished:
                 return Response(status: .noContent)
             case .batch(let batch):
-                let records = try await store.records(of: batch, processor: info)
+                let records = try await store.records(of: batch, entity: info.entity)
                 var out = Array("{\"lease\":".utf8)
                 out += Array(JSONText.quoted(batch.lease).utf8)
                 out += Array(",\"expires\":".utf8)
-                out += Array(JSONText.quoted(batch.expires).utf8)
+                out += Array(JSONText.quoted(Timestamp.format(batch.expires)).utf8)
                 out += Array(",\"records\":".utf8)
                 out += records
                 out.append(UInt8(ascii: "}"))
@@ -66,18 +70,17 @@ extension ControlRoutes {
             case .leasedUntil(let until):
                 let left = deadline - clock.now
                 guard left > .zero else {
-                    let seconds = max(
-                        1, ((Timestamp.epochMillis(until) ?? 0) - (Timestamp.epochMillis(Timestamp.now()) ?? 0)) / 1000)
+                    let seconds = max(1, Int(until.timeIntervalSinceNow.rounded(.down)))
                     var response = JSONResponse.make(
                         APIError(
                             .conflict,
                             "every batch left of processor \(JSONText.quoted(name)) is under a lease; the first lapses "
-                                + "at \(until), unless it is committed before: ask again"
+                                + "at \(Timestamp.format(until)), unless it is committed before: ask again"
                         ).body, status: .conflict)
                     response.headers[.retryAfter] = String(min(seconds, 8))
                     return response
                 }
-                let wait = max(0, (Timestamp.epochMillis(until) ?? 0) - (Timestamp.epochMillis(Timestamp.now()) ?? 0))
+                let wait = max(0, Int64((until.timeIntervalSinceNow * 1000).rounded(.up)))
                 try await Self.waitForCommit(store, after: version, atMost: min(.milliseconds(wait + 5), left))
             }
         }
@@ -105,10 +108,13 @@ extension ControlRoutes {
         let limit = config.stores.first { $0.name == store.settings.name }?.maxSaveChanges ?? 10_000
         var saveRequest = SaveRequest(changeSet, author: author, limit: limit)
         saveRequest.processorLease = ProcessorLease(processor: name, lease: body.lease)
-        _ = try await store.processor(name)
+        // The save reads the processor once, in its transaction: an unknown
+        // one is its 404, and its progress after the commit is the answer's.
         let reply = try await jobs.stores.saves(store.settings.name).save(saveRequest)
-        return JSONResponse.raw(
-            try Self.commitAnswer(reply.result!, processor: Self.wire(try await store.processor(name))))
+        guard let result = reply.result, let processor = reply.processor else {
+            throw APIError(.internal, "a processor's commit came back without its processor")
+        }
+        return JSONResponse.raw(try Self.commitAnswer(result, processor: Self.wire(processor)))
     }
 
     /// A commit's answer, ``ProcessorCommitAnswer`` as `WireJSON.encoder`

@@ -75,18 +75,19 @@ extension ControlRoutes {
             idempotencyKey: request.headers[.idempotencyKey],
             changes: [change])
         let answer: SaveAnswer
+        let result: SaveResult?
         do {
-            answer = try await save(body, store: store, context: context)
+            (answer, result) = try await save(body, store: store, context: context)
         } catch let refusal as SaveRefusal where refusal.failures.allSatisfy({ $0.code == .notFound }) {
             throw Self.missing(entity, identifier)
         }
         var response = try JSONResponse.encode(answer)
         if request.method != .delete {
-            // The record's token now: the save's, or the stored one when it changed nothing.
-            let token: HistoryToken? =
-                if let text = answer.token { HistoryToken(text) } else {
-                    try await store.reads.record(entity.name, identifier: identifier)?.token
-                }
+            // The record's token now: the save's, or, when it changed
+            // nothing, the stored one as the save read it (read again only
+            // for an answer replayed from its idempotency key).
+            var token = answer.token.flatMap(HistoryToken.init) ?? result?.changes.first?.storedToken
+            if token == nil { token = try await store.reads.record(entity.name, identifier: identifier)?.token }
             if let token { response.headers[.eTag] = Self.etag(token) }
         }
         return response

@@ -9,7 +9,7 @@ extension ControlRoutes {
     func save(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
         let store = try await store(context)
         let body = try await JSONBody.decode(SaveBody.self, from: request, limit: saveBodyLimit(store))
-        return try JSONResponse.encode(try await save(body, store: store, context: context))
+        return try JSONResponse.encode(try await save(body, store: store, context: context).answer)
     }
 
     /// The most bytes a save's (or a processor commit's) body may have:
@@ -23,7 +23,12 @@ extension ControlRoutes {
 
     /// Applies a save's body to `store`, by its author or the peer; with
     /// an idempotency key, once (a retry answers the first answer, replayed).
-    func save(_ body: SaveBody, store: any StoreBackend, context: DepotRequestContext) async throws -> SaveAnswer {
+    ///
+    /// - Returns: the answer, and the engine's result when the save ran now
+    ///   (not replayed).
+    func save(_ body: SaveBody, store: any StoreBackend, context: DepotRequestContext) async throws -> (
+        answer: SaveAnswer, result: SaveResult?
+    ) {
         let started = ContinuousClock.now
         defer {
             let elapsed = (ContinuousClock.now - started).components
@@ -36,7 +41,7 @@ extension ControlRoutes {
         let saves = try jobs.stores.saves(store.settings.name)
         guard let key = body.idempotencyKey else {
             let reply = try await saves.save(SaveRequest(changeSet, author: author, limit: limit))
-            return Self.answer(reply.result!)
+            return (Self.answer(reply.result!), reply.result)
         }
         guard !key.isEmpty, key.utf8.count <= 255 else {
             throw APIError(.invalidArgument, "an idempotency key is 1 to 255 bytes of text")
@@ -56,7 +61,7 @@ extension ControlRoutes {
             })
         var answer = try JSONDecoder().decode(SaveAnswer.self, from: Data((reply.answer ?? "").utf8))
         answer.replayed = reply.replayed
-        return answer
+        return (answer, reply.result)
     }
 
     /// The engine's change set of a save's body: its values as the fields'

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// A save's changes (DESIGN §16): records inserted, updated, upserted,
 /// replaced or deleted, over any entities of a store, applied in one
 /// transaction and logged as one history transaction, or not at all.
@@ -113,6 +115,10 @@ public struct ChangeOutcome: Sendable, Hashable {
     public var kind: ChangeSet.Kind
     /// What it did: an update or upsert that changed nothing logs nothing.
     public var effect: Effect
+    /// For a change that left its record unchanged, the token of the
+    /// record's last change, as the save read it (a record route's `ETag`
+    /// without a read after the save); nil otherwise.
+    public var storedToken: HistoryToken? = nil
 }
 
 /// A save's answer: the token of its history transaction (none when it
@@ -209,6 +215,20 @@ public struct SaveRequest: Sendable {
     /// A processor's batch the save commits with its changes (DESIGN §17):
     /// a lease that is not the batch's now fails the save, which changes nothing.
     public var processorLease: ProcessorLease?
+    /// A processor whose next batch the save hands out under a new lease
+    /// (DESIGN §17), with no changes: leases share a group's commit as
+    /// saves do (``SaveRequest/next(of:)``).
+    public var processorNext: String?
+    /// The clock the save's processor work reads: now, unless the tests
+    /// give another.
+    package var now: Date?
+
+    /// The request that hands out `processor`'s next batch.
+    public static func next(of processor: String) -> SaveRequest {
+        var request = SaveRequest(ChangeSet([]), author: "processor:\(processor)")
+        request.processorNext = processor
+        return request
+    }
 
     public init(
         _ changeSet: ChangeSet, author: String, limit: Int = 10_000, idempotency: IdempotencyKey? = nil,
@@ -231,4 +251,9 @@ public struct SaveReply: Sendable {
     public var answer: String?
     /// Whether the save was an earlier one's, replayed: nothing was written.
     public var replayed: Bool
+    /// The processor the save leased from or committed to, with its
+    /// progress after the save (read once, in the save's transaction).
+    public var processor: ProcessorInfo? = nil
+    /// The batch a ``SaveRequest/processorNext`` request handed out, or why none.
+    public var next: ProcessorNext? = nil
 }

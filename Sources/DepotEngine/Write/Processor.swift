@@ -1,5 +1,5 @@
 import DepotWire
-import Foundation
+public import Foundation
 
 /// A processor (DESIGN §17): `enumerate(batchSize:)` for programs, exactly
 /// once. A durable cursor over the records of an entity that matched its
@@ -35,10 +35,10 @@ public struct ProcessorInfo: Sendable, Hashable {
     public var entity: String
     public var predicate: String?
     public var batch: Int
-    /// The lease, in seconds.
-    public var lease: Double
-    /// When it was created (canonical UTC).
-    public var created: String
+    /// How long a batch handed out stays the client's.
+    public var lease: Duration
+    /// When it was created.
+    public var created: Date
     /// Records it covers, and those in committed batches.
     public var total: Int
     public var done: Int
@@ -47,11 +47,11 @@ public struct ProcessorInfo: Sendable, Hashable {
     public var batchesDone: Int
     public var leased: Int
     /// When a batch was last committed.
-    public var lastCommit: String?
+    public var lastCommit: Date?
 
     package init(
-        name: String, entity: String, predicate: String?, batch: Int, lease: Double, created: String, total: Int,
-        done: Int, batches: Int, batchesDone: Int, leased: Int, lastCommit: String?
+        name: String, entity: String, predicate: String?, batch: Int, lease: Duration, created: Date, total: Int,
+        done: Int, batches: Int, batchesDone: Int, leased: Int, lastCommit: Date?
     ) {
         self.name = name
         self.entity = entity
@@ -76,10 +76,11 @@ public struct ProcessorInfo: Sendable, Hashable {
 public struct LeasedBatch: Sendable, Hashable {
     /// The lease: the batch's number and a secret, given back to commit it.
     public var lease: String
-    public var expires: String
+    /// When the lease lapses (to the millisecond, as the store keeps it).
+    public var expires: Date
     public var identifiers: [String]
 
-    package init(lease: String, expires: String, identifiers: [String]) {
+    package init(lease: String, expires: Date, identifiers: [String]) {
         self.lease = lease
         self.expires = expires
         self.identifiers = identifiers
@@ -91,7 +92,7 @@ public enum ProcessorNext: Sendable, Hashable {
     /// One is handed out.
     case batch(LeasedBatch)
     /// Every batch left is under a lease; the first lapses then.
-    case leasedUntil(String)
+    case leasedUntil(Date)
     /// Every batch is committed.
     case finished
 }
@@ -151,7 +152,7 @@ extension StoreBackend {
             d.after = page.last?.values
             if page.count < spec.batch { break }
         }
-        let created = Timestamp.now()
+        let created = Date()
         let frozen = batches
         let inserted = try await withSave(author: "processor:\(spec.name)", job: nil) { save in
             try await save.insertProcessor(spec, created: created, batches: frozen)
@@ -168,29 +169,22 @@ extension StoreBackend {
     ///
     /// - Throws: ``DepotError/Code/unknownProcessor`` for no such processor.
     public func nextBatch(_ processor: String) async throws -> ProcessorNext {
-        try await nextBatch(processor, at: Timestamp.now())
+        try await nextBatch(processor, at: Date())
     }
 
-    /// ``nextBatch(_:)`` as if it were `now` (canonical UTC): the lease
-    /// runs from then (the tests' clock).
-    package func nextBatch(_ processor: String, at now: String) async throws -> ProcessorNext {
-        try await nextBatch(try await self.processor(processor), at: now)
-    }
-
-    /// ``nextBatch(_:at:)`` of a processor already read.
-    package func nextBatch(_ info: ProcessorInfo, at now: String) async throws -> ProcessorNext {
-        let processor = info.name
-        let until = Timestamp.format(epochMillis: (Timestamp.epochMillis(now) ?? 0) + Int64(info.lease * 1000))
-        let secret = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 16) }.joined()
-        return try await withSave(author: "processor:\(processor)", job: nil) { save in
-            try await save.leaseBatch(processor, now: now, until: until, secret: secret)
-        }.value
+    /// ``nextBatch(_:)`` as if it were `now`: the lease runs from then (the
+    /// tests' clock). A save of its own here; the daemon sends the same
+    /// request through the store's ``SaveQueue``, where leases share commits.
+    package func nextBatch(_ processor: String, at now: Date) async throws -> ProcessorNext {
+        var request = SaveRequest.next(of: processor)
+        request.now = now
+        return try await saveAll([request])[0].get().next ?? .finished
     }
 
     /// The records of a leased batch, as one JSON array in identifier order
     /// (those deleted since are not in it).
-    public func records(of batch: LeasedBatch, processor info: ProcessorInfo) async throws -> [UInt8] {
-        let entity = try reads.entity(info.entity)
+    public func records(of batch: LeasedBatch, entity name: String) async throws -> [UInt8] {
+        let entity = try reads.entity(name)
         var d = FetchDescriptor(entity: entity.name, sort: entity.identifier.map { SortDescriptor($0) })
         d.identifiers = try batch.identifiers.map {
             try Identifier(json: $0, fieldCount: entity.identifier.count).values
@@ -203,8 +197,7 @@ extension StoreBackend {
     /// - Throws: ``DepotError/Code/unknownProcessor`` when there is none.
     public func processor(_ name: String) async throws -> ProcessorInfo {
         guard let found = try await reads.processors(named: name).first else {
-            throw DepotError(
-                .unknownProcessor, "store \(JSONText.quoted(self.name)) has no processor \(JSONText.quoted(name))")
+            throw ProcessorRefusal.unknownProcessor(name, store: self.name)
         }
         return found
     }
@@ -219,6 +212,10 @@ extension StoreBackend {
 
 /// Why a commit's lease is refused: it changes nothing (`409`).
 package enum ProcessorRefusal {
+    package static func unknownProcessor(_ name: String, store: String) -> DepotError {
+        DepotError(.unknownProcessor, "store \(JSONText.quoted(store)) has no processor \(JSONText.quoted(name))")
+    }
+
     package static func unknownLease(_ lease: ProcessorLease) -> DepotError {
         DepotError(
             .conflict,

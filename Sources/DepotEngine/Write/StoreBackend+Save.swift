@@ -1,4 +1,5 @@
 import DepotWire
+import Foundation
 import Synchronization
 
 // A save (DESIGN §16), written once over the write context's primitives,
@@ -52,7 +53,12 @@ extension StoreBackend {
         for (i, request) in requests.enumerated() {
             do {
                 planned.append(
-                    (i, try plan(request.changeSet, limit: request.limit, empty: request.processorLease != nil)))
+                    (
+                        i,
+                        try plan(
+                            request.changeSet, limit: request.limit,
+                            empty: request.processorLease != nil || request.processorNext != nil)
+                    ))
             } catch {
                 results[i] = .failure(error)
             }
@@ -109,7 +115,31 @@ extension StoreBackend {
             }
             return SaveReply(result: nil, answer: kept.answer, replayed: true)
         }
-        if let lease = request.processorLease { try await save.finishBatch(lease, now: Timestamp.now()) }
+        let now = request.now ?? Date()
+        // A processor's lease and commit read their processor once, here
+        // (issue 52: three reads a cycle, outside the save, before).
+        if let name = request.processorNext {
+            guard var info = try await save.processor(named: name, now: now) else {
+                throw ProcessorRefusal.unknownProcessor(name, store: backend.settings.name)
+            }
+            let secret = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 16) }.joined()
+            let next = try await save.leaseBatch(info, now: now, secret: secret)
+            if case .batch = next { info.leased += 1 }
+            return SaveReply(result: nil, answer: nil, replayed: false, processor: info, next: next)
+        }
+        var processor: ProcessorInfo?
+        if let lease = request.processorLease {
+            guard var info = try await save.processor(named: lease.processor, now: now) else {
+                throw ProcessorRefusal.unknownProcessor(lease.processor, store: backend.settings.name)
+            }
+            // The batch was under a live lease (finishBatch checks it), so
+            // counted in `leased`; it is now done.
+            info.done += try await save.finishBatch(lease, now: now)
+            info.batchesDone += 1
+            info.leased = max(0, info.leased - 1)
+            info.lastCommit = Timestamp.date(Timestamp.format(now))
+            processor = info
+        }
         let outcomes =
             planned.isEmpty ? [] : try await apply(planned, merge: request.changeSet.merge, in: save, backend: backend)
         let result = SaveResult(token: try await save.transaction().map(HistoryToken.init), changes: outcomes)
@@ -120,7 +150,7 @@ extension StoreBackend {
                 key.key, digest: key.digest, answer: text, forgetBefore: Timestamp.ago(key.retention))
             answer = text
         }
-        return SaveReply(result: result, answer: answer, replayed: false)
+        return SaveReply(result: result, answer: answer, replayed: false, processor: processor)
     }
 
     /// The changes read against the schema.
@@ -227,6 +257,7 @@ extension StoreBackend {
         for i in planned.indices where planned[i].invalid == nil && !repeated.contains(planned[i].index) {
             let version = try await save.version(planned[i].entity, identifier: planned[i].identifier)
             let stored = version != nil
+            planned[i].storedToken = version?.token
             switch planned[i].kind {
             case .insert where stored:
                 failures.append(
@@ -309,6 +340,8 @@ struct PlannedChange: Sendable {
     let ifToken: HistoryToken?
     /// Whether the merge left it nothing to write (``ChangeSet/MergePolicy/storeTrump``).
     var skip = false
+    /// The token of its record's last change, as the save's check read it.
+    var storedToken: HistoryToken?
 
     /// - Parameter filters: the SQL that selects a record of an entity by
     ///   its identifier, by entity name, made once for a save's changes.
@@ -442,7 +475,8 @@ struct PlannedChange: Sendable {
         var effect: ChangeOutcome.Effect
         if skip {
             return ChangeOutcome(
-                index: index, entity: entity.name, identifier: identifier, kind: kind, effect: .unchanged)
+                index: index, entity: entity.name, identifier: identifier, kind: kind, effect: .unchanged,
+                storedToken: storedToken)
         }
         switch kind {
         case .insert, .upsert, .replace:
@@ -469,7 +503,9 @@ struct PlannedChange: Sendable {
                 ])
             }
         }
-        return ChangeOutcome(index: index, entity: entity.name, identifier: identifier, kind: kind, effect: effect)
+        return ChangeOutcome(
+            index: index, entity: entity.name, identifier: identifier, kind: kind, effect: effect,
+            storedToken: effect == .unchanged ? storedToken : nil)
     }
 }
 

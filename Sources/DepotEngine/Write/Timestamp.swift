@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// The wall clock as history timestamps show it.
 package enum Timestamp {
@@ -21,6 +21,17 @@ package enum Timestamp {
         else { return nil }
         let days = Int64(DateValue.daysFromCivil(year: y, month: m, day: d))
         return ((days * 24 + Int64(h)) * 60 + Int64(mi)) * 60_000 + Int64(s) * 1000 + Int64(ms)
+    }
+
+    /// `date` as canonical UTC text, to the nearest millisecond (so that a
+    /// date read from such text gives the same text back).
+    package static func format(_ date: Date) -> String {
+        format(epochMillis: Int64((date.timeIntervalSince1970 * 1000).rounded()))
+    }
+
+    /// The moment a canonical timestamp names; nil for other text.
+    package static func date(_ text: String) -> Date? {
+        epochMillis(text).map { Date(timeIntervalSince1970: Double($0) / 1000) }
     }
 
     package static func format(epochMillis: Int64) -> String {

@@ -1,3 +1,5 @@
+package import Foundation
+
 /// The processors of a store (DESIGN §17), written once over the save's
 /// SQL (``SQLSession``): `depot_processors`, and the batches of each,
 /// `depot_processor_batches`. Saves of a store, on any host, run one after
@@ -5,13 +7,13 @@
 extension WriteContext {
     /// Keeps a new processor and its batches (each its identifiers' JSON);
     /// false when the name is taken.
-    package func insertProcessor(_ spec: ProcessorSpec, created: String, batches: [[String]]) async throws -> Bool {
+    package func insertProcessor(_ spec: ProcessorSpec, created: Date, batches: [[String]]) async throws -> Bool {
         let total = batches.reduce(0) { $0 + $1.count }
         let inserted = try await rows(
             """
             INSERT INTO \(table: "depot_processors")(name, entity, predicate, batch, lease, created, total, done) \
             VALUES (\(bind: spec.name), \(bind: spec.entity), \(bind: spec.predicate), \(bind: spec.batch), \
-            \(bind: spec.leaseSeconds), \(bind: created), \(bind: total), 0) \
+            \(bind: spec.leaseSeconds), \(bind: Timestamp.format(created)), \(bind: total), 0) \
             ON CONFLICT (name) DO NOTHING RETURNING name
             """)
         guard !inserted.isEmpty else { return false }
@@ -31,11 +33,14 @@ extension WriteContext {
         return true
     }
 
-    /// Hands out the first batch not committed whose lease (if any) lapsed
-    /// before `now`, under lease `SEQ-secret` until `until`.
-    package func leaseBatch(_ processor: String, now: String, until: String, secret: String) async throws
-        -> ProcessorNext
-    {
+    /// Hands out the first batch of `info`'s processor (read in this save)
+    /// not committed whose lease (if any) lapsed before `now`, under lease
+    /// `SEQ-secret` for the processor's lease from `now`.
+    package func leaseBatch(_ info: ProcessorInfo, now date: Date, secret: String) async throws -> ProcessorNext {
+        let processor = info.name
+        let now = Timestamp.format(date)
+        let expires = date + ProgressTicker.seconds(info.lease)
+        let until = Timestamp.format(expires)
         // The first batch, in order, that is open or whose lease lapsed
         // (docs/api.md; issue 51: every open batch went before a lapsed
         // one): the first of each, found through the state index (the
@@ -64,7 +69,8 @@ extension WriteContext {
             ).first?.first?.text
             return .batch(
                 LeasedBatch(
-                    lease: lease, expires: until, identifiers: ProcessorRefusal.identifiers(identifiers ?? "[]")))
+                    lease: lease, expires: Timestamp.date(until) ?? expires,
+                    identifiers: ProcessorRefusal.identifiers(identifiers ?? "[]")))
         }
         if let first = try await scalar(
             """
@@ -72,17 +78,20 @@ extension WriteContext {
             AND state = \(bind: BatchState.leased.rawValue)
             """)?.text
         {
-            return .leasedUntil(first)
+            return .leasedUntil(Timestamp.date(first) ?? date)
         }
         return .finished
     }
 
-    /// Marks the batch of `lease` committed, in this save.
+    /// Marks the batch of `lease` committed, in this save; the number of
+    /// its records.
     ///
     /// - Throws: ``DepotError/Code/conflict`` for a lease that is not the
     ///   batch's now (lapsed, replaced, committed already, never given).
-    package func finishBatch(_ lease: ProcessorLease, now: String) async throws {
+    @discardableResult
+    package func finishBatch(_ lease: ProcessorLease, now date: Date) async throws -> Int {
         let batches = "depot_processor_batches"
+        let now = Timestamp.format(date)
         guard let seq = lease.batch,
             let row = try await rows(
                 """
@@ -106,6 +115,13 @@ extension WriteContext {
             UPDATE \(table: "depot_processors") SET done = done + \(bind: row[3].integer ?? 0), \
             last_commit = \(bind: now) WHERE name = \(bind: lease.processor)
             """)
+        return Int(row[3].integer ?? 0)
+    }
+
+    /// The processor called `name` with its progress, as this save sees it
+    /// at `now`; nil when there is none.
+    package func processor(named name: String, now: Date) async throws -> ProcessorInfo? {
+        try await rows(ProcessorRows.select(named: name, now: now)).first.map(ProcessorRows.info)
     }
 
     /// Drops a processor and its batches; false when there is none.
@@ -130,24 +146,36 @@ extension StoreReading {
     /// The store's processors with their progress, by name; only the one
     /// called `name` when it is given.
     package func processors(named name: String? = nil) async throws -> [ProcessorInfo] {
+        try await rows(ProcessorRows.select(named: name, now: Date())).map(ProcessorRows.info)
+    }
+}
+
+/// The processors' rows with their progress, in one statement: for the
+/// reads of `GET …/processors` and for a save's `next` and `commit`, which
+/// read their processor once, in their transaction.
+enum ProcessorRows {
+    static func select(named name: String?, now: Date) -> SQLStatement {
         let batches = "depot_processor_batches"
-        let now = Timestamp.now()
         var statement: SQLStatement = """
             SELECT p.name, p.entity, p.predicate, p.batch, p.lease, p.created, p.total, p.done, p.last_commit, \
             (SELECT count(*) FROM \(table: batches) WHERE processor = p.name), \
             (SELECT count(*) FROM \(table: batches) WHERE processor = p.name \
             AND state = \(bind: BatchState.done.rawValue)), \
             (SELECT count(*) FROM \(table: batches) WHERE processor = p.name \
-            AND state = \(bind: BatchState.leased.rawValue) AND until >= \(bind: now)) \
+            AND state = \(bind: BatchState.leased.rawValue) AND until >= \(bind: Timestamp.format(now))) \
             FROM \(table: "depot_processors") AS p
             """
         if let name { statement = statement + " WHERE p.name = \(bind: name)" }
-        return try await rows(statement + " ORDER BY \(byteOrder: "p.name")").map { r in
-            func int(_ i: Int) -> Int { Int(r[i].integer ?? 0) }
-            return ProcessorInfo(
-                name: r[0].text ?? "", entity: r[1].text ?? "", predicate: r[2].text, batch: int(3),
-                lease: r[4].real ?? 30, created: r[5].text ?? "", total: int(6), done: int(7), batches: int(9),
-                batchesDone: int(10), leased: int(11), lastCommit: r[8].text)
-        }
+        return statement + " ORDER BY \(byteOrder: "p.name")"
+    }
+
+    static func info(_ r: [Value]) -> ProcessorInfo {
+        func int(_ i: Int) -> Int { Int(r[i].integer ?? 0) }
+        let created = r[5].text.flatMap(Timestamp.date) ?? Date(timeIntervalSince1970: 0)
+        return ProcessorInfo(
+            name: r[0].text ?? "", entity: r[1].text ?? "", predicate: r[2].text, batch: int(3),
+            lease: .milliseconds(Int64(((r[4].real ?? 30) * 1000).rounded())), created: created, total: int(6),
+            done: int(7), batches: int(9), batchesDone: int(10), leased: int(11),
+            lastCommit: r[8].text.flatMap(Timestamp.date))
     }
 }
