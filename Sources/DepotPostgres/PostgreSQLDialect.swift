@@ -103,6 +103,17 @@ package struct PostgreSQLDialect: SQLDialect {
     }
     package func metaValue(_ sql: String) -> String { "(\(sql))::text" }
     package var changeWeight: String { "coalesce(span, 1)" }
+    /// As text: a date, a json value and a double come as SQLite gives them.
+    package func selectField(_ column: String, _ field: Field) -> String { column + "::text" }
+    /// A json field's value is bound as text: cast, or PostgreSQL refuses it.
+    package func bindField(_ sql: String, _ field: Field) -> String { field.type == .json ? sql + "::json" : sql }
+    package func recordKey(_ entity: EntitySchema) -> RecordKeyColumns {
+        RecordKeyColumns(
+            select: entity.identifierIndexes.map {
+                selectField(PostgresSQL.quote(entity.fields[$0].name), entity.fields[$0])
+            },
+            match: entity.identifier.map(PostgresSQL.quote), order: tieBreak(entity).joined(separator: ", "))
+    }
 
     /// The PostgreSQL column type of a field's values (as the PostgreSQL backend creates them).
     static func columnType(_ type: FieldType) -> String {

@@ -105,32 +105,6 @@ extension PostgresSaveContext {
         return (found, found.last.map { .identifier($0.identifier) } ?? cursor)
     }
 
-    public func exists(_ entity: EntitySchema, identifier: [Value]) async throws -> Bool {
-        let found = try await PostgresSQL.textRows(
-            connection, "SELECT 1::text FROM \(store.table(entity.name)) WHERE " + Self.identifierMatch(entity),
-            PostgresSQL.bindings(identifier), logger: store.logger)
-        return !found.isEmpty
-    }
-
-    public func referring(_ reference: IncomingReference, to identifier: [Value]) async throws -> [[Value]] {
-        let source = reference.source
-        return try await identifiers(
-            source,
-            "SELECT \(Self.identifierColumns(source)) FROM \(store.table(source.name)) WHERE "
-                + Self.identifierMatch(source, columns: reference.columns)
-                + " ORDER BY \(Self.identifierOrder(source))", PostgresSQL.bindings(identifier))
-    }
-
-    public func countReferring(_ reference: IncomingReference, to identifier: [Value]) async throws -> Int {
-        let source = reference.source
-        let rows = try await PostgresSQL.textRows(
-            connection,
-            "SELECT count(*)::text FROM \(store.table(source.name)) WHERE "
-                + Self.identifierMatch(source, columns: reference.columns), PostgresSQL.bindings(identifier),
-            logger: store.logger)
-        return PostgresSQL.scalar(rows).flatMap { Int($0) } ?? 0
-    }
-
     public func remove(_ key: [Value], of entity: EntitySchema, returning positions: [Int]) async throws -> [Value]? {
         let sql =
             "DELETE FROM \(store.table(entity.name)) WHERE \(Self.identifierMatch(entity)) RETURNING "
@@ -138,34 +112,6 @@ extension PostgresSaveContext {
         let rows = try await PostgresSQL.textRows(connection, sql, PostgresSQL.bindings(key), logger: store.logger)
         guard let row = rows.first else { return nil }
         return positions.indices.map { PostgresSQL.value(row[$0], as: entity.fields[positions[$0]].type) }
-    }
-
-    public func set(_ assignments: [(Int, Value)], on key: [Value], of entity: EntitySchema) async throws {
-        try await PostgresSQL.execute(
-            connection,
-            "UPDATE \(store.table(entity.name)) SET "
-                // A json field's value is bound as text: cast, or PostgreSQL refuses it.
-                + assignments.enumerated().map { k, a in
-                    "\(PostgresSQL.quote(entity.fields[a.0].name)) = $\(k + 1)"
-                        + (entity.fields[a.0].type == .json ? "::json" : "")
-                }
-                .joined(separator: ", ") + ", depot_token = \(try await historyTransaction()) WHERE "
-                + Self.identifierMatch(entity, first: assignments.count + 1),
-            PostgresSQL.bindings(assignments.map(\.1) + key), logger: store.logger)
-    }
-
-    public func nullify(_ reference: IncomingReference, referringTo identifier: [Value]) async throws -> [[Value]] {
-        let found = try await referring(reference, to: identifier)
-        guard !found.isEmpty else { return [] }
-        let source = reference.source
-        try await PostgresSQL.execute(
-            connection,
-            "UPDATE \(store.table(source.name)) SET "
-                + reference.columns.map { "\(PostgresSQL.quote($0)) = NULL" }.joined(separator: ", ")
-                + ", depot_token = \(try await historyTransaction()) WHERE "
-                + Self.identifierMatch(source, columns: reference.columns),
-            PostgresSQL.bindings(identifier), logger: store.logger)
-        return found
     }
 
     public func log(_ change: HistoryChange) async throws {

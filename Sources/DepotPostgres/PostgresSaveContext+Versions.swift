@@ -13,19 +13,11 @@ extension PostgresSaveContext {
     /// ``historyTransaction()`` sets it, for this transaction only.
     static let tokenExpression = "nullif(current_setting('depot.token', true), '')::bigint"
 
-    /// The stored record of `identifier` with its token. No row lock is
-    /// needed: a save holds the store's save lock from its start
-    /// (PostgresStore.withSave), so a save on another host reads the record
-    /// only after this one committed, and merges with it exactly once.
-    public func version(_ entity: EntitySchema, identifier: [Value]) async throws -> RecordVersion? {
-        let sql =
-            "SELECT " + entity.fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
-            + ", depot_token::text FROM \(store.table(entity.name)) WHERE " + Self.identifierMatch(entity)
-        let rows = try await PostgresSQL.textRows(
-            connection, sql, PostgresSQL.bindings(identifier), logger: store.logger)
-        guard let row = rows.first else { return nil }
-        return PostgresStore.version(row, of: entity)
-    }
+    // A record's version is read once for every backend
+    // (WriteContext+Primitives.swift). No row lock is needed: a save holds
+    // the store's save lock from its start (PostgresStore.withSave), so a
+    // save on another host reads the record only after this one committed,
+    // and merges with it exactly once.
 
     public func history(of entity: EntitySchema, identifier: [Value], after token: Int64, through: Int64)
         async throws -> RecordHistory
@@ -66,25 +58,6 @@ extension PostgresSaveContext {
 
 extension PostgresSaveContext {
     public func transaction() async throws -> Int64? { transactionID }
-}
 
-extension PostgresStore {
-    /// A record read as its fields' texts and then its token's.
-    nonisolated static func version(_ row: [String?], of entity: EntitySchema) -> RecordVersion {
-        let values = entity.fields.indices.map { PostgresSQL.value(row[$0], as: entity.fields[$0].type) }
-        let token = row[entity.fields.count].flatMap { Int64($0) } ?? 0
-        return RecordVersion(values: values, token: HistoryToken(token))
-    }
-
-    /// One record with the token of its last change, in one statement.
-    public nonisolated func record(_ name: String, identifier: [Value]) async throws -> RecordVersion? {
-        let entity = try self.entity(name)
-        let sql =
-            "SELECT " + entity.fields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
-            + ", depot_token::text FROM \(table(entity.name)) WHERE " + PostgresSaveContext.identifierMatch(entity)
-        let rows = try await read { connection in
-            try await PostgresSQL.textRows(connection, sql, PostgresSQL.bindings(identifier), logger: logger)
-        }
-        return rows.first.map { Self.version($0, of: entity) }
-    }
+    public func changeToken() async throws -> Int64 { try await historyTransaction() }
 }

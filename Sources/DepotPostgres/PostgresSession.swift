@@ -10,7 +10,7 @@ extension PostgresSQL {
     static func rows(
         _ connection: PostgresConnection, _ statement: SQLStatement, store: PostgresStore
     ) async throws -> [[Value]] {
-        let (sql, arguments) = statement.render(PostgreSQLDialect(), table: store.table)
+        let (sql, arguments) = statement.render(PostgreSQLDialect(), table: store.table, entityTable: store.table)
         try checkOpen(connection)
         let rows = try await connection.query(
             PostgresQuery(unsafeSQL: sql, binds: bindings(arguments)), logger: store.logger)

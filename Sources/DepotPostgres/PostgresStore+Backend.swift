@@ -166,9 +166,6 @@ struct PostgresReader: StoreReading {
     func fetchJSONBytes(_ descriptor: FetchDescriptor) async throws -> [UInt8] {
         Array(try await store.fetch(descriptor).jsonArray().utf8)
     }
-    func record(_ entity: String, identifier: [Value]) async throws -> RecordVersion? {
-        try await store.record(entity, identifier: identifier)
-    }
     func recordHistory(_ entity: String, identifier: [Value], limit: Int) async throws -> [HistoryTransaction] {
         try await store.recordHistory(entity, identifier: identifier, limit: limit)
     }

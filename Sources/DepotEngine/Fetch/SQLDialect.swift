@@ -87,6 +87,34 @@ package protocol SQLDialect: Sendable {
     /// What a row of `depot_changes` counts for in a prune's step:
     /// PostgreSQL logs a run of new records as one row of `span` records.
     var changeWeight: String { get }
+
+    // A record's own columns (the record primitives written once,
+    // `Write/WriteContext+Records.swift`).
+
+    /// `column`, a stored field's, in a select list, read back as the
+    /// field's value by ``Value/stored(as:)``.
+    func selectField(_ column: String, _ field: Field) -> String
+    /// A bound value (`sql`) written to a column of `field`.
+    func bindField(_ sql: String, _ field: Field) -> String
+    /// The columns that name a stored record of `entity` in a save
+    /// (``WriteContext/RecordKey``): SQLite's rowid, PostgreSQL's identifier.
+    func recordKey(_ entity: EntitySchema) -> RecordKeyColumns
+}
+
+/// The columns that name a stored record (``SQLDialect/recordKey(_:)``).
+package struct RecordKeyColumns: Sendable {
+    /// Their select list, in order.
+    package var select: [String]
+    /// Their names, as a match `name = value` writes them.
+    package var match: [String]
+    /// `ORDER BY` them.
+    package var order: String
+
+    package init(select: [String], match: [String], order: String) {
+        self.select = select
+        self.match = match
+        self.order = order
+    }
 }
 
 extension SQLDialect {
@@ -161,6 +189,11 @@ package struct SQLiteDialect: SQLDialect {
     package func secondsSince(_ column: String) -> String { "((julianday('now') - julianday(\(column))) * 86400.0)" }
     package func metaValue(_ sql: String) -> String { sql }
     package var changeWeight: String { "1" }
+    package func selectField(_ column: String, _ field: Field) -> String { column }
+    package func bindField(_ sql: String, _ field: Field) -> String { sql }
+    package func recordKey(_ entity: EntitySchema) -> RecordKeyColumns {
+        RecordKeyColumns(select: ["rowid"], match: ["rowid"], order: "rowid")
+    }
 
     /// An NSPredicate LIKE pattern (`*` any run, `?` one character, `\*` and
     /// `\?` literal) as a GLOB pattern, where `[` starts a character class.

@@ -8,9 +8,9 @@ import GRDBSQLite
 /// prepared statements instead of GRDB's `StatementArguments`: it runs for
 /// every row of every import, where GRDB's per-call allocations would cost
 /// more than SQLite itself (see BENCHMARKS.md).
-enum SQL {
+package enum SQL {
     /// `name` as a quoted SQL identifier: `"Organization Name"`.
-    static func quote(_ name: String) -> String {
+    package static func quote(_ name: String) -> String {
         // Statements are looked up by their text on every save: a name
         // without a quote (all of them, in practice) skips Foundation's
         // replacing, which cost 5% of a one-record save's time.

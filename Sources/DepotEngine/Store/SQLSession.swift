@@ -52,6 +52,20 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
         case meta(Value)
         /// What a row of `depot_changes` counts for (``SQLDialect/changeWeight``).
         case changeWeight
+        /// SQL the engine wrote itself (quoted names, the dialect's words), as it is.
+        case sql(String)
+        /// An entity's table, by the entity's name.
+        case entityTable(String)
+        /// Fields of an entity in a select list (``SQLDialect/selectField(_:_:)``).
+        case fields([Field])
+        /// A bound value written to a field's column (``SQLDialect/bindField(_:_:)``).
+        case fieldValue(Field, Value)
+        /// The columns naming a stored record of an entity, selected (``SQLDialect/recordKey(_:)``).
+        case recordKey(EntitySchema)
+        /// `ORDER BY` the columns naming a stored record.
+        case recordKeyOrder(EntitySchema)
+        /// The stored record of an entity with this key: `column = value AND …`.
+        case recordKeyMatch(EntitySchema, [Value])
     }
 
     package private(set) var parts: [Part]
@@ -87,6 +101,24 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
         package mutating func appendInterpolation(secondsSince column: String) { parts.append(.secondsSince(column)) }
         package mutating func appendInterpolation(meta value: Value) { parts.append(.meta(value)) }
         package mutating func appendInterpolation(changeWeight: Void) { parts.append(.changeWeight) }
+        /// Another statement, in place.
+        package mutating func appendInterpolation(_ statement: SQLStatement) { parts += statement.parts }
+        /// SQL the engine wrote itself: never a value a user sent.
+        package mutating func appendInterpolation(sql: String) { parts.append(.sql(sql)) }
+        package mutating func appendInterpolation(table entity: EntitySchema) {
+            parts.append(.entityTable(entity.name))
+        }
+        package mutating func appendInterpolation(fields: [Field]) { parts.append(.fields(fields)) }
+        package mutating func appendInterpolation(field: Field, bind value: Value) {
+            parts.append(.fieldValue(field, value))
+        }
+        package mutating func appendInterpolation(recordKey entity: EntitySchema) { parts.append(.recordKey(entity)) }
+        package mutating func appendInterpolation(recordKeyOrder entity: EntitySchema) {
+            parts.append(.recordKeyOrder(entity))
+        }
+        package mutating func appendInterpolation(recordOf entity: EntitySchema, key: [Value]) {
+            parts.append(.recordKeyMatch(entity, key))
+        }
         /// A text column ordered by its bytes, as SQLite orders text.
         package mutating func appendInterpolation(byteOrder column: String) {
             parts.append(.text(column))
@@ -95,8 +127,11 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
     }
 
     /// The statement's text in `dialect`, with `table` placing each system
-    /// table, and the values it binds in order.
-    package func render(_ dialect: any SQLDialect, table: (String) -> String) -> (sql: String, arguments: [Value]) {
+    /// table and `entityTable` each entity's table (by the entity's name),
+    /// and the values it binds in order.
+    package func render(
+        _ dialect: any SQLDialect, table: (String) -> String, entityTable: (String) -> String = SQL.quote
+    ) -> (sql: String, arguments: [Value]) {
         var sql = ""
         var arguments: [Value] = []
         for part in parts {
@@ -118,10 +153,36 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
                 arguments.append(value)
                 sql += dialect.metaValue(dialect.placeholder(arguments.count))
             case .changeWeight: sql += dialect.changeWeight
+            case .sql(let text): sql += text
+            case .entityTable(let name): sql += entityTable(name)
+            case .fields(let fields):
+                sql += fields.map { dialect.selectField(SQL.quote($0.name), $0) }.joined(separator: ", ")
+            case .fieldValue(let field, let value):
+                arguments.append(value)
+                sql += dialect.bindField(dialect.placeholder(arguments.count), field)
+            case .recordKey(let entity): sql += dialect.recordKey(entity).select.joined(separator: ", ")
+            case .recordKeyOrder(let entity): sql += dialect.recordKey(entity).order
+            case .recordKeyMatch(let entity, let key):
+                for (k, column) in dialect.recordKey(entity).match.enumerated() {
+                    arguments.append(k < key.count ? key[k] : .null)
+                    sql += (k > 0 ? " AND " : "") + column + " = " + dialect.placeholder(arguments.count)
+                }
             }
         }
         return (sql, arguments)
     }
+
+    /// `"a" = ? AND "b" = ?`: the columns named each equal to its value, bound.
+    package static func matching(_ columns: [String], _ values: [Value]) -> SQLStatement {
+        var out = SQLStatement(parts: [])
+        for (k, (column, value)) in zip(columns, values).enumerated() {
+            if k > 0 { out.parts.append(.text(" AND ")) }
+            out.parts += [.sql(SQL.quote(column)), .text(" = "), .bind(value)]
+        }
+        return out
+    }
+
+    private init(parts: [Part]) { self.parts = parts }
 
     /// `self` followed by `other`.
     package static func + (lhs: SQLStatement, rhs: SQLStatement) -> SQLStatement {
@@ -132,6 +193,21 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
 }
 
 extension Value {
+    /// A stored field's value read back (``SQLDialect/selectField(_:_:)``)
+    /// as the field's: SQLite gives a boolean as 0 or 1 and a whole
+    /// double as an integer, PostgreSQL every column as text.
+    package func stored(as type: FieldType) -> Value {
+        switch (self, type) {
+        case (.int(let i), .bool): .bool(i != 0)
+        case (.int(let i), .double): .double(Double(i))
+        case (.string(let s), .bool): .bool(s == "true" || s == "t")
+        // A computed integer out of the 64-bit range (numeric) comes as a double, as SQLite gives it.
+        case (.string(let s), .int): Int64(s).map(Value.int) ?? Double(s).map(Value.double) ?? self
+        case (.string(let s), .double): Double(s).map(Value.double) ?? self
+        default: self
+        }
+    }
+
     /// An integer column's value (a count, an id); nil for null or another type.
     package var integer: Int64? {
         switch self {

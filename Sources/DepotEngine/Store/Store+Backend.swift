@@ -147,26 +147,10 @@ public final class SQLiteWriteContext: WriteContext {
         return (found, found.last.map { .rowid($0.key) } ?? cursor)
     }
 
-    public func exists(_ entity: EntitySchema, identifier: [Value]) async throws -> Bool {
-        try pump.context().exists(entity, identifier: identifier)
-    }
-
-    public func version(_ entity: EntitySchema, identifier: [Value]) async throws -> RecordVersion? {
-        try pump.context().version(entity, identifier: identifier)
-    }
-
     public func history(of entity: EntitySchema, identifier: [Value], after token: Int64, through: Int64)
         async throws -> RecordHistory
     {
         try pump.context().history(of: entity, identifier: identifier, after: token, through: through)
-    }
-
-    public func referring(_ reference: IncomingReference, to identifier: [Value]) async throws -> [Int64] {
-        try pump.context().referring(reference, to: identifier)
-    }
-
-    public func countReferring(_ reference: IncomingReference, to identifier: [Value]) async throws -> Int {
-        try pump.context().countReferring(reference, to: identifier)
     }
 
     public func remove(_ key: Int64, of entity: EntitySchema, returning positions: [Int]) async throws -> [Value]? {
@@ -194,13 +178,7 @@ public final class SQLiteWriteContext: WriteContext {
         try pump.context().bulkRevert(transaction: transaction, skip: skip, after: after, limit: limit, newest: newest)
     }
 
-    public func set(_ assignments: [(Int, Value)], on key: Int64, of entity: EntitySchema) async throws {
-        try pump.context().set(assignments, on: key, of: entity)
-    }
-
-    public func nullify(_ reference: IncomingReference, referringTo identifier: [Value]) async throws -> [[Value]] {
-        try pump.context().nullify(reference, referringTo: identifier)
-    }
+    public func changeToken() async throws -> Int64 { try pump.context().nextToken() }
 
     public func transaction() async throws -> Int64? { try pump.context().transactionID }
 

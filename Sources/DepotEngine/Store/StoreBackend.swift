@@ -97,8 +97,6 @@ package protocol StoreReading: Sendable {
     func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier]
     func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet
     func fetchJSONBytes(_ descriptor: FetchDescriptor) async throws -> [UInt8]
-    /// One record with the token of its last change; nil when there is none.
-    func record(_ entity: String, identifier: [Value]) async throws -> RecordVersion?
     /// The records as one JSON array, handed to `write` in chunks as they
     /// are read: memory holds a chunk, whatever the answer's size.
     func fetchJSON(_ descriptor: FetchDescriptor, write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void)

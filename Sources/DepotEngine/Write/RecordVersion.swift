@@ -35,26 +35,24 @@ public struct RecordHistory: Sendable {
     }
 }
 
-extension SaveContext {
-    /// The stored record of `identifier` with its token, nil when there is none.
-    func version(_ entity: EntitySchema, identifier: [Value]) throws -> RecordVersion? {
-        try Self.version(db, entity, identifier: identifier)
+extension RecordVersion {
+    /// `entity`'s record of `identifier`, every field and then its token.
+    static func select(_ entity: EntitySchema, identifier: [Value]) -> SQLStatement {
+        """
+        SELECT \(fields: entity.fields), depot_token FROM \(table: entity) \
+        WHERE \(SQLStatement.matching(entity.identifier, identifier))
+        """
     }
 
-    /// `entity`'s record of `identifier` with its token, read on `db`.
-    static func version(_ db: Database, _ entity: EntitySchema, identifier: [Value]) throws -> RecordVersion? {
-        let statement = try db.cachedStatement(
-            sql: "SELECT " + entity.fields.map { SQL.quote($0.name) }.joined(separator: ", ")
-                + ", depot_token FROM \(entity.table) WHERE "
-                + entity.identifier.map { "\(SQL.quote($0)) = ?" }.joined(separator: " AND ")
-        ).sqliteStatement
-        for (k, value) in identifier.enumerated() { SQL.bind(value, to: statement, at: Int32(k + 1)) }
-        defer { sqlite3_reset(statement) }
-        guard try SQL.step(statement, db) else { return nil }
-        let values = entity.fields.indices.map { SQL.column(statement, Int32($0), as: entity.fields[$0].type) }
-        let token = sqlite3_column_int64(statement, Int32(entity.fields.count))
-        return RecordVersion(values: values, token: HistoryToken(token))
+    /// A row of ``select(_:identifier:)``.
+    init(row: [Value], of entity: EntitySchema) {
+        self.init(
+            values: zip(entity.fields, row).map { $1.stored(as: $0.type) },
+            token: HistoryToken(row[entity.fields.count].integer ?? 0))
     }
+}
+
+extension SaveContext {
 
     /// The changes of the record of `identifier` in the transactions after
     /// `token` through `through`, with the history's bounds.
@@ -84,13 +82,15 @@ extension SaveContext {
     }
 }
 
-extension StoreReader {
+extension StoreReading {
     /// The record of `identifier` of `entity`, with the token of its last
     /// change; nil when there is none.
     ///
     /// - Throws: ``DepotError/Code/unknownEntity``.
-    public func record(_ entity: String, identifier: [Value]) async throws -> RecordVersion? {
+    package func record(_ entity: String, identifier: [Value]) async throws -> RecordVersion? {
         let entity = try schema.entity(entity)
-        return try await read { db in try SaveContext.version(db, entity, identifier: identifier) }
+        return try await rows(RecordVersion.select(entity, identifier: identifier)).first.map {
+            RecordVersion(row: $0, of: entity)
+        }
     }
 }

@@ -73,14 +73,6 @@ extension SaveContext {
         return values
     }
 
-    /// Sets `assignments` on the record of `rowid`.
-    func set(_ assignments: [(Int, Value)], on rowid: Int64, of entity: EntitySchema) throws {
-        try run(
-            "UPDATE \(entity.table) SET "
-                + assignments.map { "\(SQL.quote(entity.fields[$0.0].name)) = ?" }.joined(separator: ", ")
-                + ", depot_token = ? WHERE rowid = ?", assignments.map(\.1) + [.int(try nextToken()), .int(rowid)])
-    }
-
     /// The JSON object of `entity`'s fields (by position) with their values.
     package static func object(_ entity: EntitySchema, _ pairs: [(Int, Value)]) -> String {
         var out = "{"

@@ -53,50 +53,6 @@ extension IncomingReference {
 }
 
 extension SaveContext {
-    /// The rowids of the records that refer to the record of `identifier` through `reference`.
-    func referring(_ reference: IncomingReference, to identifier: [Value]) throws -> [Int64] {
-        var rowids: [Int64] = []
-        try select("SELECT rowid FROM \(reference.source.table) WHERE \(reference.match)", identifier, cached: true) {
-            rowids.append(sqlite3_column_int64($0, 0))
-        }
-        return rowids
-    }
-
-    /// How many records refer to the record of `identifier` through `reference`.
-    func countReferring(_ reference: IncomingReference, to identifier: [Value]) throws -> Int {
-        var count = 0
-        try select(
-            "SELECT count(*) FROM \(reference.source.table) WHERE \(reference.match)", identifier, cached: true
-        ) {
-            count = Int(sqlite3_column_int64($0, 0))
-        }
-        return count
-    }
-
-    /// Sets `reference` to null in the records of its source that hold
-    /// `identifier`, giving their identifiers in rowid order.
-    func nullify(_ reference: IncomingReference, referringTo identifier: [Value]) throws -> [[Value]] {
-        let source = reference.source
-        let ids = source.identifierIndexes
-        var found: [(Int64, [Value])] = []
-        try select(
-            "SELECT rowid, " + ids.map { SQL.quote(source.fields[$0].name) }.joined(separator: ", ")
-                + " FROM \(source.table) WHERE \(reference.match)", identifier, cached: true
-        ) { statement in
-            found.append(
-                (
-                    sqlite3_column_int64(statement, 0),
-                    ids.indices.map { SQL.column(statement, Int32($0 + 1), as: source.fields[ids[$0]].type) }
-                ))
-        }
-        let update =
-            "UPDATE \(source.table) SET "
-            + reference.columns.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ")
-            + ", depot_token = ? WHERE rowid = ?"
-        for (rowid, _) in found { try run(update, [.int(try nextToken()), .int(rowid)]) }
-        return found.map(\.1)
-    }
-
     /// The to-ones a batch update sets to a record (not to null), with the
     /// identifier values it gives each.
     ///
@@ -126,14 +82,6 @@ extension SaveContext {
     package static func unstoredReference(_ r: Relationship, missing: String) -> DepotError {
         DepotError(
             .invalidArgument, "\(missing): set \(JSONText.quoted(r.name)) to the identifier of a stored \(r.target)")
-    }
-
-    /// Whether `entity` has a record of `identifier` (its values in identifier order).
-    func exists(_ entity: EntitySchema, identifier: [Value]) throws -> Bool {
-        let find = try referenceStatement(to: entity.name)
-        for (k, value) in identifier.enumerated() { SQL.bind(value, to: find, at: Int32(k + 1)) }
-        defer { sqlite3_reset(find) }
-        return try SQL.step(find, db)
     }
 
     /// The cached statement that finds a `target` record by its identifier

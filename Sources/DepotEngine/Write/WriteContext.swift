@@ -11,7 +11,7 @@ package protocol WriteContext: SQLSession {
     associatedtype Prepared: Sendable
     /// A stored record as the primitives name it: an SQLite store's rowid,
     /// a PostgreSQL store's identifier.
-    associatedtype RecordKey: Sendable
+    associatedtype RecordKey: StoredKey
 
     /// Writes a prepared batch, judging each row (``RowVerdict``).
     ///
@@ -33,21 +33,11 @@ package protocol WriteContext: SQLSession {
     /// comes as a double.
     func records(_ selection: RowSelection, positions: [Int], after cursor: RowCursor, limit: Int) async throws
         -> (records: [StoredRecord<RecordKey>], cursor: RowCursor)
-    /// Whether `entity` has a record of `identifier`.
-    func exists(_ entity: EntitySchema, identifier: [Value]) async throws -> Bool
-    /// The stored record of `identifier` with the token of its last change
-    /// (a save's optimistic concurrency); nil when there is none.
-    func version(_ entity: EntitySchema, identifier: [Value]) async throws -> RecordVersion?
     /// The changes of the record of `identifier` logged in the transactions
     /// after `token` through `through` (none asked when `through` is not
     /// after `token`), oldest first, with the history's bounds.
     func history(of entity: EntitySchema, identifier: [Value], after token: Int64, through: Int64) async throws
         -> RecordHistory
-    /// The keys of the records that refer to the record of `identifier`
-    /// through `reference`, in the backend's order.
-    func referring(_ reference: IncomingReference, to identifier: [Value]) async throws -> [RecordKey]
-    /// How many records refer to the record of `identifier` through `reference`.
-    func countReferring(_ reference: IncomingReference, to identifier: [Value]) async throws -> Int
     /// Deletes record `key` of `entity`, giving the values it held in the
     /// fields at entity `positions`; nil when it is gone already (the end
     /// of a cycle of cascades).
@@ -79,11 +69,9 @@ package protocol WriteContext: SQLSession {
     /// records is not stored or comes twice (the caller goes change by
     /// change, which names the failure).
     func bulkSet(_ entity: EntitySchema, fields: [Int], rows: [[Value]]) async throws -> [Bool]?
-    /// Sets `assignments` (entity positions and values) on record `key` of `entity`.
-    func set(_ assignments: [(Int, Value)], on key: RecordKey, of entity: EntitySchema) async throws
-    /// Sets `reference` to null in the records that refer to the record of
-    /// `identifier` through it, giving their identifiers in the backend's order.
-    func nullify(_ reference: IncomingReference, referringTo identifier: [Value]) async throws -> [[Value]]
+    /// The token a record changed in this save takes (its `depot_token`):
+    /// the save's history transaction's, whether or not it is logged yet.
+    func changeToken() async throws -> Int64
     /// Logs one change in the save's history transaction (created on the first).
     func log(_ change: HistoryChange) async throws
     /// The id of this save's history transaction; nil while it changed nothing.
