@@ -237,6 +237,7 @@ let package = Package(
             dependencies: [
                 "DepotDaemon", "DepotEngine", "DepotClient", "DepotPostgres", "DepotWire", "ChildProcessSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams")
             ],
             // The golden --help outputs, read by path; the C faults the tests
