@@ -10,8 +10,9 @@ enum SQLiteSession {
         let (sql, arguments) = statement.render(SQLiteDialect(), table: { $0 })
         // The C API on GRDB's cached statement, as the write path does
         // (SQL.swift): these run for every change of a save (its record's
-        // version, a reference's check), where GRDB's arguments and rows
-        // cost more than SQLite itself (13% of the saves' rate with them).
+        // version, a reference's check). Through GRDB's arguments and rows,
+        // the saves measured 13-15% slower once; this way, no slower than
+        // before they were written once (BENCHMARKS.md, "Saves").
         let prepared = try db.cachedStatement(sql: sql).sqliteStatement
         defer {
             sqlite3_reset(prepared)

@@ -7,15 +7,12 @@ package protocol StoredKey: Sendable {
     /// The key of a row whose first columns are the key's (each as
     /// ``Value/stored(as:)`` reads it), of a record of `entity`.
     init(row: ArraySlice<Value>, of entity: EntitySchema)
-    /// How many columns the key takes in a row of `entity`.
-    static func width(of entity: EntitySchema) -> Int
 }
 
 /// An SQLite store's rowid.
 extension Int64: StoredKey {
     package var keyValues: [Value] { [.int(self)] }
     package init(row: ArraySlice<Value>, of entity: EntitySchema) { self = row.first?.integer ?? 0 }
-    package static func width(of entity: EntitySchema) -> Int { 1 }
 }
 
 /// A PostgreSQL store's identifier.
@@ -24,7 +21,6 @@ extension Array: StoredKey where Element == Value {
     package init(row: ArraySlice<Value>, of entity: EntitySchema) {
         self = zip(entity.identifierIndexes, row).map { $1.stored(as: entity.fields[$0].type) }
     }
-    package static func width(of entity: EntitySchema) -> Int { entity.identifier.count }
 }
 
 /// The record primitives of a save, written once over its SQL
