@@ -255,9 +255,11 @@ extension StoreBackend {
         let written = Set(valid.filter { planned[$0].writesRecord }.map { planned[$0].key })
         let deleted = Set(valid.filter { planned[$0].kind == .delete }.map { planned[$0].key })
         for i in planned.indices where planned[i].invalid == nil && !repeated.contains(planned[i].index) {
-            let version = try await save.version(planned[i].entity, identifier: planned[i].identifier)
+            let found = try await save.stored(planned[i].entity, identifier: planned[i].identifier)
+            let version = found?.version
             let stored = version != nil
             planned[i].storedToken = version?.token
+            planned[i].stored = found.map { ($0.key.keyValues, $0.version.values) }
             switch planned[i].kind {
             case .insert where stored:
                 failures.append(
@@ -342,6 +344,8 @@ struct PlannedChange: Sendable {
     var skip = false
     /// The token of its record's last change, as the save's check read it.
     var storedToken: HistoryToken?
+    /// Its record's key and values, as the save's check read them.
+    var stored: (key: [Value], values: [Value])?
 
     /// - Parameter filters: the SQL that selects a record of an entity by
     ///   its identifier, by entity name, made once for a save's changes.
@@ -492,8 +496,17 @@ struct PlannedChange: Sendable {
             effect = counts.inserted > 0 ? .inserted : counts.updated > 0 ? .updated : .unchanged
         case .update:
             let assignments = try Assignments.resolve(values, in: entity)
-            let counts = try await save.updateRows(selection!, assignments: assignments, after: .start, limit: 1).counts
-            effect = counts.updated > 0 ? .updated : .unchanged
+            if let stored {
+                // The record as the check read it, in this transaction: not read again.
+                let changed = try await save.update(
+                    Backend.Context.RecordKey(row: stored.key[...], of: entity), identifier: identifier, of: entity,
+                    stored: stored.values, assignments: assignments, in: backend.settings.schema)
+                effect = changed ? .updated : .unchanged
+            } else {
+                let counts = try await save.updateRows(selection!, assignments: assignments, after: .start, limit: 1)
+                    .counts
+                effect = counts.updated > 0 ? .updated : .unchanged
+            }
         case .delete:
             let (rows, _) = try await save.deleteRows(selection!, limit: 1)
             effect = .deleted

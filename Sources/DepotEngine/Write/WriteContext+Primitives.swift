@@ -7,12 +7,15 @@ package protocol StoredKey: Sendable {
     /// The key of a row whose first columns are the key's (each as
     /// ``Value/stored(as:)`` reads it), of a record of `entity`.
     init(row: ArraySlice<Value>, of entity: EntitySchema)
+    /// How many columns the key takes in a row of `entity`.
+    static func width(of entity: EntitySchema) -> Int
 }
 
 /// An SQLite store's rowid.
 extension Int64: StoredKey {
     package var keyValues: [Value] { [.int(self)] }
     package init(row: ArraySlice<Value>, of entity: EntitySchema) { self = row.first?.integer ?? 0 }
+    package static func width(of entity: EntitySchema) -> Int { 1 }
 }
 
 /// A PostgreSQL store's identifier.
@@ -21,6 +24,7 @@ extension Array: StoredKey where Element == Value {
     package init(row: ArraySlice<Value>, of entity: EntitySchema) {
         self = zip(entity.identifierIndexes, row).map { $1.stored(as: entity.fields[$0].type) }
     }
+    package static func width(of entity: EntitySchema) -> Int { entity.identifier.count }
 }
 
 /// The record primitives of a save, written once over its SQL
@@ -41,6 +45,22 @@ extension WriteContext {
     package func version(_ entity: EntitySchema, identifier: [Value]) async throws -> RecordVersion? {
         try await rows(RecordVersion.select(entity, identifier: identifier)).first.map {
             RecordVersion(row: $0, of: entity)
+        }
+    }
+
+    /// The stored record of `identifier`: its key, and its values with the
+    /// token of its last change (what a save checks, then updates).
+    package func stored(_ entity: EntitySchema, identifier: [Value]) async throws -> (
+        key: RecordKey, version: RecordVersion
+    )? {
+        let width = RecordKey.width(of: entity)
+        return try await rows(
+            """
+            SELECT \(recordKey: entity), \(fields: entity.fields), depot_token FROM \(table: entity) \
+            WHERE \(SQLStatement.matching(entity.identifier, identifier))
+            """
+        ).first.map { row in
+            (RecordKey(row: row[..<width], of: entity), RecordVersion(row: Array(row[width...]), of: entity))
         }
     }
 

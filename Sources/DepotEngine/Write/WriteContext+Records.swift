@@ -115,7 +115,6 @@ extension WriteContext {
         let (found, next) = try await records(selection, positions: positions, after: cursor, limit: limit)
         var counts = WriteCounts()
         var rejects: [String] = []
-        let keepsValues = entity.history == .values
         var values = assignments
         next: for (row, record) in found.enumerated() {
             for k in computed.indices {
@@ -147,18 +146,54 @@ extension WriteContext {
                 continue
             }
             try await set(changed.map { values[$0] }, on: record.key, of: entity)
-            var id = ""
-            Identifier.appendJSON(record.identifier, to: &id)
-            try await log(
-                HistoryChange(
-                    entity: entity.name, identifier: id, kind: .update,
-                    fields: changed.map { entity.fields[values[$0].0].name },
-                    old: keepsValues
-                        ? SaveContext.object(entity, changed.map { (values[$0].0, record.values[$0]) }) : nil,
-                    new: keepsValues ? SaveContext.object(entity, changed.map { values[$0] }) : nil))
+            try await logUpdate(
+                entity, identifier: record.identifier, changed: changed.map { values[$0] },
+                old: changed.map { (values[$0].0, record.values[$0]) })
             counts.updated += 1
         }
         return (counts, next, found.count == limit, rejects)
+    }
+
+    /// Sets `assignments` on the stored record of `key`, whose values (every
+    /// field, in the entity's order) the save has read already, as
+    /// ``updateRows(_:assignments:computed:after:limit:checkReferences:)``
+    /// sets a record it reads: only the fields whose value differs are
+    /// written and logged. A one-record update of a save reads its record
+    /// once this way (issue 52: its check read it, then the update again).
+    ///
+    /// - Returns: whether the record changed.
+    /// - Throws: as `updateRows`, for a to-one set to a record not stored.
+    package func update(
+        _ key: RecordKey, identifier: [Value], of entity: EntitySchema, stored: [Value],
+        assignments: [(Int, Value)], in schema: StoreSchema
+    ) async throws -> Bool {
+        for (r, set) in try SaveContext.assignedReferences(entity, assignments: assignments) {
+            let target = try schema.entity(r.target)
+            if try await !exists(target, identifier: set) {
+                throw SaveContext.unstoredReference(r, missing: SaveContext.missing(target.name, set))
+            }
+        }
+        let changed = assignments.filter { !Value.storedEqual(stored[$0.0], $0.1) }
+        if changed.isEmpty { return false }
+        try await set(changed, on: key, of: entity)
+        try await logUpdate(
+            entity, identifier: identifier, changed: changed, old: changed.map { ($0.0, stored[$0.0]) })
+        return true
+    }
+
+    /// Logs an update of the fields `changed` (positions and new values)
+    /// from `old`, with the values when the entity keeps them.
+    private func logUpdate(
+        _ entity: EntitySchema, identifier: [Value], changed: [(Int, Value)], old: [(Int, Value)]
+    ) async throws {
+        var id = ""
+        Identifier.appendJSON(identifier, to: &id)
+        let keepsValues = entity.history == .values
+        try await log(
+            HistoryChange(
+                entity: entity.name, identifier: id, kind: .update, fields: changed.map { entity.fields[$0.0].name },
+                old: keepsValues ? SaveContext.object(entity, old) : nil,
+                new: keepsValues ? SaveContext.object(entity, changed) : nil))
     }
 }
 
