@@ -309,12 +309,14 @@ public actor PostgresStore {
     }
 
     /// Whether the server committed transaction `xid`, whose COMMIT failed
-    /// with `error`: asked on another connection, and again while the server
-    /// still shows it in progress (a backend finishing its commit after the
-    /// network went), for at most a minute.
+    /// with `error`: asked on another connection, and asked again, for at
+    /// most a minute, while the server still shows it in progress (a backend
+    /// finishing its commit after the network went) or cannot be reached (a
+    /// restart).
     ///
     /// - Throws: a ``DepotError`` saying the outcome is unknown when the
-    ///   server no longer knows (the id is past its memory) or cannot be asked.
+    ///   server no longer knows (the id is past its memory) or could not be
+    ///   asked within the minute.
     private func committed(xid: String, after error: any Error) async throws -> Bool {
         var query = PostgresBindings()
         query.append(Int64(xid) ?? 0)
@@ -322,6 +324,7 @@ public actor PostgresStore {
         let deadline = ContinuousClock.now + .seconds(60)
         var status: String?
         repeat {
+            var asked = true
             do {
                 status = try await read { connection in
                     PostgresSQL.scalar(
@@ -329,12 +332,12 @@ public actor PostgresStore {
                             connection, "SELECT txid_status($1)::text", binds, logger: logger))
                 }
             } catch {
-                status = nil
+                (asked, status) = (false, nil)
             }
             if status == "committed" { return true }
             if status == "aborted" { return false }
-            if status == "in progress", ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
+            if status == "in progress" || !asked, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(asked ? 100 : 500))
                 continue
             }
             break

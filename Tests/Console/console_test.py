@@ -617,11 +617,19 @@ def run_writer(browser, daemon, bridge, big):
         page.keyboard.type('destination == "Paris"')
         page.keyboard.press("Enter")
         page.wait_for_function("() => location.hash.includes('where=')")
-        page.wait_for_selector("table.records tbody tr")
+        # The fetch's own rows, not the page before it (two runs of three
+        # tabbed through the old table while it was replaced, and pressed
+        # Enter on "Next"): every row shown is a trip to Paris.
+        page.wait_for_function("""() => {
+            const rows = [...document.querySelectorAll('table.records tbody tr')];
+            return rows.length > 0 && rows.every(r => r.innerText.includes('Paris'));
+        }""")
         for _ in range(20):
             page.keyboard.press("Tab")
             if page.evaluate("() => !!document.activeElement.closest('table.records')"):
                 break
+        check(page.evaluate("() => !!document.activeElement.closest('table.records')"),
+              "20 Tabs from the predicate box do not reach the records")
         page.keyboard.press("Enter")
         page.wait_for_function("() => location.hash.startsWith('#/record/')")
         page.wait_for_selector("#f-budget")

@@ -17,9 +17,13 @@ final class CommitCutProxy: @unchecked Sendable {
     private let lock = NSLock()
     private var armed: Cut?
     private var cutCount = 0
+    private var refusals = 0
+    private var refusedCount = 0
 
     /// Connections cut so far.
     var cuts: Int { lock.withLock { cutCount } }
+    /// Connections closed at once so far (``refuse(_:)``).
+    var refused: Int { lock.withLock { refusedCount } }
 
     /// Listens at once: a client may connect when this returns.
     init(upstreamFolder: String, port: Int) throws {
@@ -44,6 +48,17 @@ final class CommitCutProxy: @unchecked Sendable {
             while true {
                 let client = accept(listener, nil, nil)
                 guard client >= 0 else { return }  // closed by stop()
+                let refuse = self.lock.withLock {
+                    guard self.refusals > 0 else { return false }
+                    self.refusals -= 1
+                    self.refusedCount += 1
+                    return true
+                }
+                if refuse {
+                    // The server unreachable: the connection closed unread.
+                    close(client)
+                    continue
+                }
                 let server = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
                 var to = Self.address(upstream)
                 let connected = withUnsafePointer(to: &to) {
@@ -63,6 +78,10 @@ final class CommitCutProxy: @unchecked Sendable {
 
     /// Cuts the next connection that sends a `COMMIT`, as `cut` says.
     func arm(_ cut: Cut) { lock.withLock { armed = cut } }
+
+    /// Closes the next `count` connections at once, as a server that is
+    /// restarting would refuse them.
+    func refuse(_ count: Int) { lock.withLock { refusals = count } }
 
     /// Stops listening; relayed connections run on until their ends close.
     func stop() {

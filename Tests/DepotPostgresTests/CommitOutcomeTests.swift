@@ -58,6 +58,23 @@ struct CommitOutcomeTests {
         }
     }
 
+    @Test(
+        "the COMMIT's answer lost, then the server unreachable for a while: the save still ends as the server kept it")
+    func cutAfterTheCommitThenUnreachable() async throws {
+        try await Self.throughProxy { store, direct, proxy in
+            proxy.arm(.afterTheServerAnswers)
+            // The connections that ask how the transaction ended are closed
+            // at once, three times, as a restarting server's would be.
+            proxy.refuse(3)
+            let outcome = try await SaveContractTests.twoWrites(
+                store, SaveContractTests.rows(["a", "b"]), SaveContractTests.rows(["c"]))
+            #expect(proxy.cuts == 1 && proxy.refused == 3)
+            #expect(outcome.value == [2, 20, 1])
+            #expect(try await direct.records("Trip").count == 3)
+            #expect(try await direct.history().count == 1)
+        }
+    }
+
     @Test("the connection cut before the server reads the COMMIT: the save fails, the store keeps nothing of it")
     func cutBeforeTheCommit() async throws {
         try await Self.throughProxy { store, direct, proxy in
