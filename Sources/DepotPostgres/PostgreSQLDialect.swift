@@ -103,6 +103,8 @@ package struct PostgreSQLDialect: SQLDialect {
     }
     package func metaValue(_ sql: String) -> String { "(\(sql))::text" }
     package var changeWeight: String { "coalesce(span, 1)" }
+    package func bytes(_ sql: String) -> String { "convert_to(\(sql), 'UTF8')" }
+    package func text(ofBytes column: String) -> String { "convert_from(\(column), 'UTF8')" }
     /// As text: a date, a json value and a double come as SQLite gives them.
     package func selectField(_ column: String, _ field: Field) -> String { column + "::text" }
     /// A json field's value is bound as text: cast, or PostgreSQL refuses it.

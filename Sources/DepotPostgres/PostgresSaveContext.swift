@@ -53,28 +53,6 @@ public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
         self.job = job
     }
 
-    /// Saves a job's checkpoint in this save's transaction.
-    public func setCheckpoint(job: String, data: [UInt8]) async throws {
-        var binds = PostgresBindings()
-        binds.append(job)
-        binds.append(Data(data).base64EncodedString())
-        binds.append(Timestamp.now())
-        try await PostgresSQL.execute(
-            connection,
-            "INSERT INTO \(store.table("depot_checkpoints"))(job, data, updated) "
-                + "VALUES ($1, decode($2, 'base64'), $3) ON CONFLICT (job) DO UPDATE SET data = excluded.data, "
-                + "updated = excluded.updated", binds, logger: store.logger)
-    }
-
-    /// Removes a job's checkpoint in this save's transaction.
-    public func removeCheckpoint(job: String) async throws {
-        var binds = PostgresBindings()
-        binds.append(job)
-        try await PostgresSQL.execute(
-            connection, "DELETE FROM \(store.table("depot_checkpoints")) WHERE job = $1",
-            binds, logger: store.logger)
-    }
-
     /// Writes a batch of records under a conflict policy.
     ///
     /// - Parameter supersede: as for an import (an SQLite store's

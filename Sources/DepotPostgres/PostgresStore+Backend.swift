@@ -35,81 +35,17 @@ extension PostgresStore: StoreBackend {
 
 }
 
-/// The daemon's jobs and imported files, in tables of the store's schema,
-/// which every host serving it shares (DESIGN §15).
-extension PostgresStore: JobTable {
-    public nonisolated func jobs() async throws -> [(id: String, record: [UInt8])] {
-        let sql = "SELECT id, record FROM \(table("depot_jobs")) ORDER BY seq"
-        return try await read { connection in
-            try await PostgresSQL.textRows(connection, sql, logger: logger).compactMap { row in
-                guard let id = row[0], let record = row[1] else { return nil }
-                return (id: id, record: Array(record.utf8))
-            }
-        }
+/// How a PostgreSQL store's jobs run: every host serving it shares its
+/// jobs table (DESIGN §15), and a job runs on the host that claims it
+/// (`PostgresJobs.swift`); the jobs' SQL is written once
+/// (`Store/StoreBackend+Jobs.swift` of the engine).
+extension PostgresStore {
+    package nonisolated var jobHosting: JobHosting? {
+        JobHosting(host: configuration.host, lease: configuration.lease)
     }
 
     /// States of a job's record that end it (the daemon's, and `done` of ``finishJob(_:host:record:state:)``).
-    static let finalStates: Set<String> = ["succeeded", "failed", "cancelled", "done"]
-
-    /// Persists the daemon's record of a job, with the state it names when
-    /// that ends the job (releasing its claim). A job another host holds
-    /// under a live lease, or one already ended, is left as it is: a host
-    /// that lost its claim cannot overwrite the new holder's record.
-    public nonisolated func putJob(id: String, state: String, record: [UInt8]) async throws {
-        // A state that does not end the job is the claim's to keep (queued or running).
-        let state = Self.finalStates.contains(state) ? state : "queued"
-        let jobs = table("depot_jobs")
-        let sql =
-            "INSERT INTO \(jobs) AS j (id, record, state) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET "
-            + "record = excluded.record, "
-            + "state = CASE WHEN excluded.state = 'queued' THEN j.state ELSE excluded.state END, "
-            + "owner = CASE WHEN excluded.state = 'queued' THEN j.owner END, "
-            + "lease_until = CASE WHEN excluded.state = 'queued' THEN j.lease_until END "
-            + "WHERE j.state NOT IN ('succeeded', 'failed', 'cancelled', 'done') "
-            + "AND (j.owner IS NULL OR j.owner = $4 OR j.lease_until < clock_timestamp())"
-        var binds = PostgresBindings()
-        binds.append(id)
-        binds.append(String(decoding: record, as: UTF8.self))
-        binds.append(state)
-        binds.append(configuration.host)
-        try await read { [binds] connection in try await PostgresSQL.execute(connection, sql, binds, logger: logger) }
-    }
-
-    public nonisolated var jobPollInterval: Duration? { configuration.lease / 3 }
-
-    public nonisolated func requestCancel(_ id: String) async throws -> Bool {
-        var binds = PostgresBindings()
-        binds.append(id)
-        let sql =
-            "UPDATE \(table("depot_jobs")) SET cancel_requested = true WHERE id = $1 "
-            + "AND state NOT IN ('succeeded', 'failed', 'cancelled', 'done') RETURNING id"
-        return try await read { [binds] connection in
-            !(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).isEmpty
-        }
-    }
-
-    public nonisolated func claimableJobs() async throws -> [(id: String, record: [UInt8])] {
-        let sql =
-            "SELECT id, record FROM \(table("depot_jobs")) WHERE state = 'queued' "
-            + "OR (state = 'running' AND lease_until < clock_timestamp()) ORDER BY seq"
-        return try await read { connection in
-            try await PostgresSQL.textRows(connection, sql, logger: logger).compactMap { row in
-                guard let id = row[0], let record = row[1] else { return nil }
-                return (id: id, record: Array(record.utf8))
-            }
-        }
-    }
-
-    public nonisolated func job(_ id: String) async throws -> [UInt8]? {
-        var binds = PostgresBindings()
-        binds.append(id)
-        let sql = "SELECT record FROM \(table("depot_jobs")) WHERE id = $1"
-        return try await read { [binds] connection in
-            PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).map {
-                Array($0.utf8)
-            }
-        }
-    }
+    static let finalStates = Set(finalJobStates)
 
     /// Claims job `id` for this host (queued, already this host's, or
     /// under a lapsed lease), then runs `body` under a renewed lease; while
@@ -126,28 +62,6 @@ extension PostgresStore: JobTable {
             try await Task.sleep(for: lease / 3)
         }
     }
-
-    public nonisolated func importedFile(hash: String) async throws -> String? {
-        var binds = PostgresBindings()
-        binds.append(hash)
-        let sql = "SELECT job FROM \(table("depot_imported_files")) WHERE hash = $1"
-        return try await read { [binds] connection in
-            PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, binds, logger: logger))
-        }
-    }
-
-    public nonisolated func recordImportedFile(hash: String, path: String, job: String) async throws {
-        var binds = PostgresBindings()
-        binds.append(hash)
-        binds.append(path)
-        binds.append(job)
-        binds.append(Timestamp.now())
-        let sql =
-            "INSERT INTO \(table("depot_imported_files"))(hash, path, job, imported) VALUES ($1, $2, $3, $4) "
-            + "ON CONFLICT (hash) DO NOTHING"
-        try await read { [binds] connection in try await PostgresSQL.execute(connection, sql, binds, logger: logger) }
-    }
-
 }
 
 /// The reads of a ``PostgresStore`` under the engine's contract.

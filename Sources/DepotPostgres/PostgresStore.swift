@@ -470,18 +470,6 @@ public actor PostgresStore {
         (query.limit.map { " LIMIT \($0)" } ?? "") + (query.offset.map { " OFFSET \($0)" } ?? "")
     }
 
-    /// The stored checkpoint of `job`, if one was saved.
-    public nonisolated func checkpoint(job: String) async throws -> [UInt8]? {
-        let sql = "SELECT encode(data, 'base64') FROM \(table("depot_checkpoints")) WHERE job = $1"
-        return try await read { connection in
-            var binds = PostgresBindings()
-            binds.append(job)
-            let rows = try await PostgresSQL.textRows(connection, sql, binds, logger: logger)
-            guard let text = rows.first?.first ?? nil else { return nil }
-            return Data(base64Encoded: text, options: .ignoreUnknownCharacters).map { Array($0) }
-        }
-    }
-
     /// The history after `token` (from the start when nil), oldest first,
     /// at most `limit` transactions; with `entity`, only its changes and
     /// the transactions that have some; with `author`, only theirs.

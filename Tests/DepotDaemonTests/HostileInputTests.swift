@@ -267,8 +267,8 @@ struct HostileInputTests {
         let broken = #"{"id":"jbroken","kind":"import","store":"travel","entity":"Trip","state":7}"#
         let store = folder.appendingPathComponent("state/travel.sqlite").path
         for (id, record) in [("jprune", prune), ("jbroken", broken), ("jgarbage", "not json at all")] {
-            let hex = record.utf8.map { String(format: "%02x", $0) }.joined()
-            let sql = "INSERT INTO depot_jobs(id, record) VALUES ('\(id)', X'\(hex)');"
+            let quoted = "'" + record.replacingOccurrences(of: "'", with: "''") + "'"
+            let sql = "INSERT INTO depot_jobs(id, record) VALUES ('\(id)', \(quoted));"
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
             p.arguments = [store, sql]

@@ -94,7 +94,7 @@ package actor JobManager {
         if let interval = store.jobs.pollInterval {
             // Several hosts serve the store (DESIGN §15): the jobs submitted
             // to the others, or left by one that died, are taken over here
-            // too; a job runs on whichever host claims it (``JobTable/runJob(_:_:)``).
+            // too; a job runs on whichever host claims it (``StoreBackend/runJob(_:_:)``).
             pollers[store.name]?.cancel()
             // Unstructured: one per shared store, for the store's life; shutdown() cancels them.
             pollers[store.name] = Task { [weak self] in

@@ -87,6 +87,11 @@ package protocol SQLDialect: Sendable {
     /// What a row of `depot_changes` counts for in a prune's step:
     /// PostgreSQL logs a run of new records as one row of `span` records.
     var changeWeight: String { get }
+    /// A bound text (`sql`) written to a column of bytes as its UTF-8
+    /// (SQLite's `BLOB`, PostgreSQL's `bytea`): a job's checkpoint.
+    func bytes(_ sql: String) -> String
+    /// A column of bytes (`column`) read back as the UTF-8 text they hold.
+    func text(ofBytes column: String) -> String
 
     // A record's own columns (the record primitives written once,
     // `Write/WriteContext+Records.swift`).
@@ -189,6 +194,8 @@ package struct SQLiteDialect: SQLDialect {
     package func secondsSince(_ column: String) -> String { "((julianday('now') - julianday(\(column))) * 86400.0)" }
     package func metaValue(_ sql: String) -> String { sql }
     package var changeWeight: String { "1" }
+    package func bytes(_ sql: String) -> String { "CAST(\(sql) AS BLOB)" }
+    package func text(ofBytes column: String) -> String { "CAST(\(column) AS TEXT)" }
     package func selectField(_ column: String, _ field: Field) -> String { column }
     package func bindField(_ sql: String, _ field: Field) -> String { sql }
     package func recordKey(_ entity: EntitySchema) -> RecordKeyColumns {

@@ -143,6 +143,25 @@ package enum SystemTables {
             if try !db.columns(in: "depot_changes").contains(where: { $0.name == "rid" }) {
                 try db.execute(sql: "ALTER TABLE depot_changes ADD COLUMN rid INTEGER")
             }
+        },
+        // Version 9, the jobs table as a PostgreSQL store's (issue 52): a
+        // job's record as the text it is (the daemon's JSON), and the
+        // columns of a claim by one of several hosts (never set on a store
+        // only this host serves), so that the jobs' SQL is written once
+        // (`Store/StoreBackend+Jobs.swift`). A STRICT table's column keeps
+        // its type: the table is copied.
+        Step(version: 9, summary: "a job's record as text; the columns of a host's claim") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE depot_jobs_text(
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, record TEXT NOT NULL,
+                        state TEXT NOT NULL DEFAULT 'queued', owner TEXT, lease_until TEXT,
+                        cancel_requested INTEGER NOT NULL DEFAULT 0) STRICT;
+                    INSERT INTO depot_jobs_text(seq, id, record, state)
+                        SELECT seq, id, CAST(record AS TEXT), state FROM depot_jobs ORDER BY seq;
+                    DROP TABLE depot_jobs;
+                    ALTER TABLE depot_jobs_text RENAME TO depot_jobs;
+                    """)
         }
     ]
 

@@ -52,6 +52,10 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
         case meta(Value)
         /// What a row of `depot_changes` counts for (``SQLDialect/changeWeight``).
         case changeWeight
+        /// A bound text written to a column of bytes (``SQLDialect/bytes(_:)``).
+        case bytes(String)
+        /// A column of bytes read as text (``SQLDialect/text(ofBytes:)``).
+        case textOfBytes(String)
         /// SQL the engine wrote itself (quoted names, the dialect's words), as it is.
         case sql(String)
         /// An entity's table, by the entity's name.
@@ -101,6 +105,8 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
         package mutating func appendInterpolation(secondsSince column: String) { parts.append(.secondsSince(column)) }
         package mutating func appendInterpolation(meta value: Value) { parts.append(.meta(value)) }
         package mutating func appendInterpolation(changeWeight: Void) { parts.append(.changeWeight) }
+        package mutating func appendInterpolation(bytes text: String) { parts.append(.bytes(text)) }
+        package mutating func appendInterpolation(textOfBytes column: String) { parts.append(.textOfBytes(column)) }
         /// Another statement, in place.
         package mutating func appendInterpolation(_ statement: SQLStatement) { parts += statement.parts }
         /// SQL the engine wrote itself: never a value a user sent.
@@ -153,6 +159,10 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
                 arguments.append(value)
                 sql += dialect.metaValue(dialect.placeholder(arguments.count))
             case .changeWeight: sql += dialect.changeWeight
+            case .bytes(let text):
+                arguments.append(.string(text))
+                sql += dialect.bytes(dialect.placeholder(arguments.count))
+            case .textOfBytes(let column): sql += dialect.text(ofBytes: column)
             case .sql(let text): sql += text
             case .entityTable(let name): sql += entityTable(name)
             case .fields(let fields):

@@ -127,14 +127,6 @@ public final class SQLiteWriteContext: WriteContext {
             deferReferences: batch.options.deferReferences)
     }
 
-    public func setCheckpoint(job: String, data: [UInt8]) async throws {
-        try pump.context().setCheckpoint(job: job, data: data)
-    }
-
-    public func removeCheckpoint(job: String) async throws {
-        try pump.context().removeCheckpoint(job: job)
-    }
-
     public func keys(_ selection: RowSelection, limit: Int) async throws -> [Int64] {
         try pump.context().rowids(selection, limit: limit)
     }

@@ -224,14 +224,6 @@ public actor Store {
     /// their own (as ``ImportFeed``'s wait for the parser does).
     private static let closing = DispatchQueue(label: "depot-store-close", attributes: .concurrent)
 
-    /// The stored checkpoint of `job`, if one was saved.
-    public nonisolated func checkpoint(job: String) async throws -> [UInt8]? {
-        try await reader.read { db in
-            try Data.fetchOne(db, sql: "SELECT data FROM depot_checkpoints WHERE job = ?", arguments: [job])
-                .map { Array($0) }
-        }
-    }
-
     // MARK: - Errors
 
     static func describe(_ error: any Error) -> String {

@@ -48,8 +48,6 @@ package protocol StoreBackend: Sendable {
     /// - Throws: ``DepotError/Code/unknownEntity`` or
     ///   ``DepotError/Code/unknownField`` for a batch that does not fit the schema.
     func prepare(_ batch: RecordBatch, _ options: BatchOptions) throws -> Context.Prepared
-    /// The checkpoint `job` saved last, if any.
-    func checkpoint(job: String) async throws -> [UInt8]?
     /// The floor of a new import's records in `entity` (``ImportSource/floor``).
     func sourceFloor(of entity: EntitySchema) async throws -> Int64
 
@@ -77,9 +75,24 @@ package protocol StoreBackend: Sendable {
     ///   configuration or one holding records; ``DepotError/Code/unknownEntity``.
     func dropEntity(_ name: String) async throws
 
-    /// Runs `body` in a transaction of the store's history bookkeeping
-    /// (pruning, consumers), one at a time.
+    /// Runs `body` in a transaction of the store's system tables (the
+    /// history's bookkeeping: pruning, consumers; the daemon's jobs), one
+    /// at a time.
     func withHistory<T: Sendable>(_ body: @Sendable (History) async throws -> T) async throws -> T
+
+    /// The hosts that serve the store together; nil when only this host
+    /// serves it (an SQLite store). The jobs' SQL is written once
+    /// (`Store/StoreBackend+Jobs.swift`); how a host claims a job is the backend's.
+    var jobHosting: JobHosting? { get }
+    /// Runs job `id`'s work once this host holds the job: at once on a store
+    /// only this host serves; on a store several hosts serve (PostgreSQL,
+    /// DESIGN §15), after claiming it, waiting while another host holds it
+    /// under a live lease, and renewing the lease while `body` runs (`body`
+    /// is cancelled if another host took the job over).
+    ///
+    /// - Returns: `body`'s result, or nil without running it when the job
+    ///   ended on another host meanwhile (its record is in ``job(_:)``).
+    func runJob<T: Sendable>(_ id: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T?
 }
 
 /// The reads of a store, whatever holds it (see ``StoreBackend``).

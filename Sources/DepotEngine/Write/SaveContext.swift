@@ -7,15 +7,14 @@ import GRDBSQLite
 /// A `SaveContext` exists only inside ``Store/save(author:job:_:)``. Every
 /// record it writes, updates or deletes logs one change in the save's history
 /// transaction; a save that changes nothing logs nothing. A checkpoint set
-/// here commits atomically with the records.
+/// in the save (``WriteContext/setCheckpoint(job:data:)``) commits
+/// atomically with the records.
 ///
 /// For example:
 ///
 /// ```swift
 /// let outcome = try await store.save(author: "import", job: "j42") { save in
-///     let counts = try save.write(batch, policy: .upsert)
-///     try save.setCheckpoint(job: "j42", data: checkpointBytes)
-///     return counts
+///     try save.write(batch, policy: .upsert)
 /// }
 /// ```
 public final class SaveContext {
@@ -68,19 +67,6 @@ public final class SaveContext {
             writers[key] = writer
         }
         return try writer.write(batch, sourceRowidFloor: sourceRowidFloor)
-    }
-
-    /// Saves a job's checkpoint in this save's transaction.
-    public func setCheckpoint(job: String, data: [UInt8]) throws {
-        try db.execute(
-            sql: "INSERT INTO depot_checkpoints(job, data, updated) VALUES (?, ?, ?) "
-                + "ON CONFLICT(job) DO UPDATE SET data = excluded.data, updated = excluded.updated",
-            arguments: [job, Data(data), Timestamp.now()])
-    }
-
-    /// Removes a job's checkpoint in this save's transaction.
-    public func removeCheckpoint(job: String) throws {
-        try db.execute(sql: "DELETE FROM depot_checkpoints WHERE job = ?", arguments: [job])
     }
 
     // MARK: - History

@@ -19,10 +19,6 @@ package protocol WriteContext: SQLSession {
     /// - Throws: ``DepotError/Code/conflict`` under ``ConflictPolicy/fail``
     ///   when a record exists (the whole save rolls back).
     func write(_ batch: Prepared) async throws -> WriteCounts
-    /// Saves a job's checkpoint in this save's transaction.
-    func setCheckpoint(job: String, data: [UInt8]) async throws
-    /// Removes a job's checkpoint in this save's transaction.
-    func removeCheckpoint(job: String) async throws
 
     /// The keys of the first `limit` records of `selection`, in the backend's order.
     func keys(_ selection: RowSelection, limit: Int) async throws -> [RecordKey]
@@ -255,47 +251,4 @@ public enum PruneBound: Sendable, Hashable {
     case before(HistoryToken)
     /// The transactions committed more than this long ago.
     case olderThan(Duration)
-}
-
-/// The records the daemon keeps with a store, sharing its fate: its jobs
-/// (in submission order) and the content hashes of the files it imported.
-///
-/// Not part of the store contract (``StoreBackend``): the daemon owns its
-/// jobs, and picks the table of each backend (an SQLite store's
-/// `depot_jobs`, or a PostgreSQL store's, which several hosts share).
-package protocol JobTable: Sendable {
-    /// Every persisted job record, oldest first.
-    func jobs() async throws -> [(id: String, record: [UInt8])]
-    /// Persists a job's record (inserted, or replacing the one with its id)
-    /// and its state (the daemon's name of it: `queued`, `running`,
-    /// `succeeded`, `failed`, `cancelled`). On a store several hosts serve,
-    /// a host's write of a job another host holds, or of a job already
-    /// ended, changes nothing, and the claim keeps the state of a job not
-    /// ended (``runJob(_:_:)``).
-    func putJob(id: String, state: String, record: [UInt8]) async throws
-    /// A job's persisted record, nil when there is none.
-    func job(_ id: String) async throws -> [UInt8]?
-    /// How often a host looks for jobs it may take over on a store several
-    /// hosts serve (``claimableJobs()``); nil when only this host serves it.
-    var jobPollInterval: Duration? { get }
-    /// The jobs no live host holds: queued ones, and running ones whose
-    /// host's lease lapsed (it died). Always none on a store only this host serves.
-    func claimableJobs() async throws -> [(id: String, record: [UInt8])]
-    /// Runs job `id`'s work once this host holds the job: at once on a store
-    /// only this host serves; on a store several hosts serve (PostgreSQL,
-    /// DESIGN §15), after claiming it, waiting while another host holds it
-    /// under a live lease, and renewing the lease while `body` runs (`body`
-    /// is cancelled if another host took the job over).
-    ///
-    /// - Returns: `body`'s result, or nil without running it when the job
-    ///   ended on another host meanwhile (its record is in ``job(_:)``).
-    func runJob<T: Sendable>(_ id: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T?
-    /// Asks the host running job `id` to cancel it (at its next save), on a
-    /// store several hosts serve; false when no host runs it unfinished
-    /// (always on a store only this host serves, whose jobs stop here).
-    func requestCancel(_ id: String) async throws -> Bool
-    /// The job that imported a file of this content hash, if one did (watched folders).
-    func importedFile(hash: String) async throws -> String?
-    /// Records that `job` imported a file of this content hash.
-    func recordImportedFile(hash: String, path: String, job: String) async throws
 }

@@ -48,12 +48,14 @@ struct SystemTablesTests {
         let t = try await TemporaryStore()
         try await t.store.putJob(id: "a", state: "succeeded", record: Array(#"{"state":"succeeded"}"#.utf8))
         try await t.store.close()
-        // A store of version 3: jobs without the column.
+        // A store of version 3: jobs without the column, their records as bytes (version 9 made them text).
         _ = try sqlite3(
             t.path,
-            "ALTER TABLE depot_jobs DROP COLUMN state; UPDATE depot_meta SET value = 3 WHERE key = 'system_version'; "
-                + #"INSERT INTO depot_jobs(id, record) VALUES ('b', CAST('{"id":"b","state":"running"}' AS BLOB)), "#
-                + "('c', CAST('not json' AS BLOB))")
+            "DROP TABLE depot_jobs; CREATE TABLE depot_jobs(seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+                + "id TEXT NOT NULL UNIQUE, record BLOB NOT NULL) STRICT; "
+                + "UPDATE depot_meta SET value = 3 WHERE key = 'system_version'; "
+                + #"INSERT INTO depot_jobs(id, record) VALUES ('a', CAST('{"state":"succeeded"}' AS BLOB)), "#
+                + #"('b', CAST('{"id":"b","state":"running"}' AS BLOB)), ('c', CAST('not json' AS BLOB))"#)
         let again = try await TemporaryStore(folder: t.folder)
         #expect(try version(t.path) == String(SystemTables.currentVersion))
         #expect(
@@ -66,6 +68,10 @@ struct SystemTablesTests {
             try sqlite3(t.path, "SELECT group_concat(id || '=' || state, ' ') FROM depot_jobs")
                 == "a=failed b=running c=queued d=queued")
         #expect(try await again.store.jobs().map(\.id) == ["a", "b", "c", "d"])
+        // Version 9: the records kept as bytes read back as the same text.
+        #expect(try await again.store.job("b") == Array(#"{"id":"b","state":"running"}"#.utf8))
+        #expect(
+            try sqlite3(t.path, "SELECT group_concat(typeof(record), ' ') FROM depot_jobs") == "text text text text")
     }
 
     /// Issue 35, item 4: GRDB's WAL setup set NORMAL on the writer after the

@@ -197,20 +197,32 @@ struct WriteTests {
         }
     }
 
-    @Test("a checkpoint commits with the records, or not at all")
+    @Test("a checkpoint commits with the records, or not at all; one that is not UTF-8 text is refused")
     func checkpoints() async throws {
         let t = try await TemporaryStore()
-        _ = try await t.store.save(author: "import", job: "j1") { save in
-            try save.setCheckpoint(job: "j1", data: [1, 2, 3])
+        let first = Array(#"{"line":1,"offset":2}"#.utf8)
+        _ = try await t.store.withSave(author: "import", job: "j1") { save in
+            try await save.setCheckpoint(job: "j1", data: first)
         }
-        #expect(try await t.store.checkpoint(job: "j1") == [1, 2, 3])
+        #expect(try await t.store.checkpoint(job: "j1") == first)
         await #expect(throws: DepotError.self) {
-            _ = try await t.store.save(author: "import", job: "j1") { save in
-                try save.setCheckpoint(job: "j1", data: [9])
+            _ = try await t.store.withSave(author: "import", job: "j1") { save in
+                try await save.setCheckpoint(job: "j1", data: Array("{}".utf8))
                 throw DepotError(.conflict, "boom")
             }
         }
-        #expect(try await t.store.checkpoint(job: "j1") == [1, 2, 3])
+        #expect(try await t.store.checkpoint(job: "j1") == first)
+        let refused = await #expect(throws: DepotError.self) {
+            _ = try await t.store.withSave(author: "import", job: "j1") { save in
+                try await save.setCheckpoint(job: "j1", data: [0xFF, 0xFE])
+            }
+        }
+        #expect(refused?.code == .invalidArgument)
+        #expect(try await t.store.checkpoint(job: "j1") == first)
+        _ = try await t.store.withSave(author: "import", job: "j1") { save in
+            try await save.removeCheckpoint(job: "j1")
+        }
+        #expect(try await t.store.checkpoint(job: "j1") == nil)
     }
 }
 
