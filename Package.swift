@@ -24,6 +24,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // SHA-256 of a backup (DESIGN §20); already built for postgres-nio's SCRAM.
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
@@ -50,10 +52,12 @@ let package = Package(
             name: "DepotEngine",
             dependencies: [
                 "CDepotSQLite",
-                // For the counters a job's record shows (Counters).
+                // The vocabulary the engine shares with the wire: error
+                // codes, JSON text and values, a job's counters.
                 "DepotWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift")
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto")
             ],
             swiftSettings: swiftSettings
         ),
@@ -95,6 +99,7 @@ let package = Package(
                 "CDepotConsole",
                 "DepotEngine",
                 "DepotPostgres",
+                "DepotVersion",
                 "DepotWire",
                 "CSystemd",
                 "CTOMLGuard",

@@ -205,6 +205,10 @@ enum Main {
                 #"{"kind": "import", "store": "travel", "entity": "Trip", "path": "/x.csv", "on_conflict": "merge", "max_rejects": "1%"}"#
                     .utf8),
         [3] + Array(("{\"kind\": \"dedupe\", \"by\": " + Fuzz.repeated("[", 500_000) + "}").utf8),
+        [3]
+            + Array(
+                #"{"kind": "backup", "store": "travel", "path": "/var/lib/depot/backups/x.sqlite", "verify": true}"#
+                    .utf8),
         [4]
             + Array(
                 (#"{"author": "f", "changes": [{"insert": "Trip", "record": {"id": "t1", "name": "x", "startDate": "2025-01-01", "#

@@ -37,6 +37,7 @@ package enum Daemon {
                 ),
                 .init(service: JobService(runtime: runtime, notifier: notifier)),
                 .init(service: RetentionService(runtime: runtime, notifier: notifier)),
+                .init(service: BackupScheduleService(runtime: runtime)),
                 .init(service: FiguresService(runtime: runtime))
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],

@@ -191,6 +191,12 @@ public struct Job: Sendable, Hashable, Codable {
     /// for name in job.lostConsumers ?? [] { print(name, "is lost") }
     /// ```
     public var lostConsumers: [String]?
+    /// A backup's manifest, once its copy is in place (DESIGN §20).
+    ///
+    /// ```swift
+    /// if let manifest = job.backup { print(manifest.file, manifest.token ?? "-", manifest.sha256) }
+    /// ```
+    public var backup: BackupManifest?
 
     /// The consumer that stopped a prune, and its token.
     ///
@@ -234,7 +240,7 @@ public struct Job: Sendable, Hashable, Codable {
         case id, kind, store, state, author, created, started, finished, entity
         case watchFile = "watch_file", contentHash = "content_hash"
         case rate, eta, error, rejects
-        case heldBackBy = "held_back_by", lostConsumers = "lost_consumers"
+        case heldBackBy = "held_back_by", lostConsumers = "lost_consumers", backup
     }
 
     /// Decodes a job record; counters the daemon leaves out are 0. Its
@@ -264,6 +270,7 @@ public struct Job: Sendable, Hashable, Codable {
         rejects = try c.decodeIfPresent(String.self, forKey: .rejects)
         heldBackBy = try c.decodeIfPresent(HeldBack.self, forKey: .heldBackBy)
         lostConsumers = try c.decodeIfPresent([String].self, forKey: .lostConsumers)
+        backup = try c.decodeIfPresent(BackupManifest.self, forKey: .backup)
     }
 
     /// Writes the record as the daemon sends it: its fields, its settings
@@ -293,5 +300,6 @@ public struct Job: Sendable, Hashable, Codable {
         try c.encodeIfPresent(rejects, forKey: .rejects)
         try c.encodeIfPresent(heldBackBy, forKey: .heldBackBy)
         try c.encodeIfPresent(lostConsumers, forKey: .lostConsumers)
+        try c.encodeIfPresent(backup, forKey: .backup)
     }
 }

@@ -173,6 +173,13 @@ public struct JobSettings: Sendable, Hashable, Codable {
     /// settings.olderThan = "30d"
     /// ```
     public var olderThan: String?
+    /// A backup's check of its copy before it is renamed into place
+    /// (`PRAGMA integrity_check` and the counts, DESIGN §20).
+    ///
+    /// ```swift
+    /// settings.verify = true
+    /// ```
+    public var verify: Bool?
 
     /// No settings.
     ///
@@ -184,7 +191,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case path, format, onConflict = "on_conflict", maxRejects = "max_rejects", references, prefetch
         case delimiter, quote, escape, header, quotes, skipInitialSpace = "skip_initial_space", nulls, columns, encoding
-        case `where`, arguments, set, compute, by, keep, before, olderThan = "older_than", token, job
+        case `where`, arguments, set, compute, by, keep, before, olderThan = "older_than", token, job, verify
     }
 
     /// Reads the settings; `max_rejects` may be a JSON number.
@@ -227,6 +234,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
         olderThan = try c.decodeIfPresent(String.self, forKey: .olderThan)
         token = try c.decodeIfPresent(String.self, forKey: .token)
         job = try c.decodeIfPresent(String.self, forKey: .job)
+        verify = try c.decodeIfPresent(Bool.self, forKey: .verify)
     }
 
     /// Writes the settings that are set.
@@ -261,6 +269,7 @@ public struct JobSettings: Sendable, Hashable, Codable {
         try c.encodeIfPresent(olderThan, forKey: .olderThan)
         try c.encodeIfPresent(token, forKey: .token)
         try c.encodeIfPresent(job, forKey: .job)
+        try c.encodeIfPresent(verify, forKey: .verify)
     }
 }
 

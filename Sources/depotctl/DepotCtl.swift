@@ -27,6 +27,7 @@ struct DepotCtl: AsyncParsableCommand {
         subcommands: [
             Status.self, Import.self, Jobs.self, JobCommand.self, Follow.self, Cancel.self,
             Fetch.self, Count.self, IDs.self, Stats.self, Duplicates.self, Delete.self, Update.self, Revert.self,
+            Backup.self,
             Export.self, Save.self, Get.self, SetFields.self, Remove.self, Check.self, History.self, Consumers.self,
             ConsumerCommand.self, Processors.self, Watches.self, Infer.self, Migrate.self, Console.self
         ])

@@ -13,6 +13,18 @@ enum Format {
         return (n < 0 ? "-" : "") + out
     }
 
+    /// 123904000 → "118.2 MiB": a size in bytes, in the largest binary unit under 1024 of it.
+    static func bytes(_ n: Int64) -> String {
+        var value = Double(n)
+        for unit in ["B", "KiB", "MiB", "GiB", "TiB"] {
+            if value < 1024 || unit == "TiB" {
+                return unit == "B" ? "\(n) B" : String(format: "%.1f %@", value, unit)
+            }
+            value /= 1024
+        }
+        return "\(n) B"
+    }
+
     /// At most two decimals, integer part grouped.
     static func decimal(_ d: Double) -> String {
         // Past 10^15 (and for inf, nan) Int cannot hold the whole part: as Swift writes it.

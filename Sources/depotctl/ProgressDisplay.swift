@@ -13,7 +13,10 @@ final class ProgressDisplay {
 
     func show(_ job: Job) {
         let rows = job.kind == "import" ? job.read : job.deleted + job.updated + job.exported
-        var parts = ["\(Format.grouped(rows)) rows"]
+        // A backup counts bytes copied, of the store's.
+        var parts =
+            job.kind == "backup"
+            ? ["\(Format.bytes(job.bytesRead)) of \(Format.bytes(job.bytesTotal))"] : ["\(Format.grouped(rows)) rows"]
         if job.rate > 0 { parts.append("\(Format.grouped(Int(min(job.rate, 1e15)))) rows/s") }
         if let eta = job.eta, job.state == .running, eta > 0 { parts.append("ETA \(Format.duration(eta))") }
         if job.kind == "import" { parts.append("\(Format.grouped(job.rejected)) rejected") }

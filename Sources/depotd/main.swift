@@ -30,10 +30,14 @@ struct DepotD: AsyncParsableCommand {
                 print("\(config): OK")
                 print("  state_dir \(c.stateDir)")
                 print("  socket    \(c.socket) (mode \(String(c.socketMode, radix: 8)))")
+                print("  backups   \(c.backupDir)")
                 for s in c.stores {
                     // A URL may hold a password: only the schema is shown.
                     let place = s.postgres.map { "PostgreSQL schema \($0.schema) (checked at start)" } ?? s.path
                     print("  store \(s.name) at \(place): " + s.entities.map(\.name).joined(separator: ", "))
+                    if let b = s.backupSchedule {
+                        print("    a backup every \(DurationText.format(b.every)), the newest \(b.keep) kept")
+                    }
                 }
                 for w in c.watches { print("  watch \(w.path) -> \(w.store).\(w.entity)") }
             } catch {

@@ -14,7 +14,8 @@ struct CtlTests {
             ["stats"], ["duplicates"], ["delete"], ["update"], ["export"], ["history"], ["history", "list"],
             ["history", "prune"], ["consumers"], ["consumer"], ["consumer", "create"], ["consumer", "ack"],
             ["consumer", "reset"], ["consumer", "drop"], ["watches"], ["check"], ["save"], ["get"], ["set"], ["rm"],
-            ["revert"], ["processors"], ["infer"], ["migrate"], ["console"]
+            ["revert"], ["processors"], ["infer"], ["migrate"], ["console"], ["backup"], ["backup", "create"],
+            ["backup", "list"]
         ]
         for command in commands {
             let result = try Ctl.run(command + ["--help"], socket: nil)

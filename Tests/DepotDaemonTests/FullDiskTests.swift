@@ -9,6 +9,39 @@ import Testing
 @Suite("depotd on a full disk", .serialized)
 struct FullDiskTests {
     @Test(
+        "a backup onto a full disk fails saying so, leaves no file there, and the store serves on (DESIGN §20)",
+        .enabled(if: Tmpfs.canMount, "needs root to mount a small tmpfs; not run here"))
+    func backupOntoFullDisk() throws {
+        let folder = try DaemonProcess.makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let small = folder.appendingPathComponent("small")
+        try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
+        #expect(Tmpfs.mount(size: "1m", at: small.path))
+        defer { Tmpfs.unmount(small.path) }
+        let d = try DaemonProcess(
+            folder: folder,
+            config: DaemonProcess.config(extra: "").replacingOccurrences(
+                of: "import_roots = [\"inbox\"]", with: "import_roots = [\"inbox\"]\nbackup_dir = \"small\""))
+        defer { d.stop() }
+        let imported = try d.request(
+            "POST", "/v1/stores/travel/entities/Trip/import?format=csv", body: tripsCSV(50_000))
+        #expect(try d.jobEnded(imported.object["id"] as? String ?? "")["inserted"] as? Int == 50_000)
+        let accepted = try d.request("POST", "/v1/jobs", body: #"{"kind":"backup","store":"travel"}"#)
+        #expect(accepted.status == 202, "\(accepted.body)")
+        let last = try d.jobEnded(accepted.object["id"] as? String ?? "")
+        #expect(last["state"] as? String == "failed")
+        #expect((last["error"] as? String)?.contains("the disk is full") == true, "\(last["error"] ?? "")")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: small.path).isEmpty)
+        #expect(try d.request("GET", "/v1/health").status == 200)
+        let saved = try d.request(
+            "POST", "/v1/stores/travel/save",
+            body:
+                #"{"changes":[{"insert":"Trip","record":{"id":"after","name":"a","startDate":"2026-01-01","budget":1,"isFavorite":false}}]}"#
+        )
+        #expect(saved.status == 200, "\(saved.body)")
+    }
+
+    @Test(
         "an import that fills the disk fails saying so, keeps its saves and their history; the daemon serves on",
         .enabled(if: Tmpfs.canMount, "needs root to mount a small tmpfs; not run here"))
     func importFillsTheDisk() throws {

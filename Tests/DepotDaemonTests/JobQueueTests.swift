@@ -30,6 +30,25 @@ struct JobQueueTests {
         effects.compactMap { if case .ended(let r) = $0 { r } else { nil } }
     }
 
+    @Test("a backup runs beside its store's running job, one backup at a time per store")
+    func backupLane() throws {
+        var queue = JobQueue(now: { "2026-01-01T00:00:00.000Z" })
+        func backup(_ id: String) -> JobRecord {
+            JobRecord(id: id, kind: .backup, store: "A", entity: nil, author: "test")
+        }
+        #expect(Self.started(try queue.submit(Self.job("a1", "A"))) == ["a1"])
+        #expect(Self.started(try queue.submit(Self.job("a2", "A"))) == [])
+        #expect(Self.started(try queue.submit(backup("k1"))) == ["k1"])
+        #expect(Self.started(try queue.submit(backup("k2"))) == [])
+        // The import's end starts the next import, not the waiting backup.
+        #expect(Self.started(queue.finished("a1", .succeeded(queue.records["a1"]!))) == ["a2"])
+        #expect(Self.started(queue.finished("k1", .succeeded(queue.records["k1"]!))) == ["k2"])
+        // A waiting backup is cancelled from its own lane.
+        #expect(Self.started(try queue.submit(backup("k3"))) == [])
+        #expect(Self.ended(try queue.cancel("k3")).map(\.id) == ["k3"])
+        #expect(Self.started(queue.finished("k2", .succeeded(queue.records["k2"]!))) == [])
+    }
+
     @Test("one job at a time per store, in FIFO order; stores in parallel; timestamps from the clock")
     func fifoPerStore() throws {
         let clock = ManualClock()

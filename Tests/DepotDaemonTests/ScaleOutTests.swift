@@ -83,6 +83,20 @@ struct ScaleOutTests {
         return f.date(from: timestamp)
     }
 
+    @Test("a backup job on a PostgreSQL store is refused, naming PostgreSQL's own backups (DESIGN §20)")
+    func backupRefused() async throws {
+        try await Self.withSchema { schema, shared in
+            let host = try DaemonProcess(config: Self.config(schema: schema, shared: shared))
+            defer { host.stop() }
+            let r = try host.request("POST", "/v1/jobs", body: #"{"kind":"backup","store":"travel"}"#)
+            #expect(r.status == 400)
+            #expect(r.body.contains("is on PostgreSQL, which backs it up"), "\(r.body)")
+            let ctl = try Ctl.run(["backup", "travel"], socket: host.socket)
+            #expect(ctl.status == 1)
+            #expect(ctl.err.contains("base backups and WAL archiving"), "\(ctl.err)")
+        }
+    }
+
     @Test("a live fetch on host B hears a commit made through host A, by NOTIFY: the best of five within 50 ms")
     func liveAcrossHosts() async throws {
         try await Self.withSchema { schema, shared in

@@ -31,6 +31,10 @@ struct WireAgreementTests {
         job.rejects = "/var/lib/depot/rejects/j1.ndjson"
         job.heldBackBy = .init(consumer: "indexer", token: "41")
         job.lostConsumers = ["old"]
+        job.backup = BackupManifest(
+            store: "travel", file: "travel-20261129T081500123Z.sqlite", token: "41", time: "2026-11-29T08:15:00.120Z",
+            depotVersion: "0.9.0", systemVersion: 9, entities: ["Trip": 3], bytes: 4096, sha256: "9f8e",
+            verified: true, job: "j1")
         return job
     }
 
@@ -61,6 +65,7 @@ struct WireAgreementTests {
         s.keep = "keep-first"
         s.before = "41"
         s.olderThan = "7d"
+        s.verify = true
         return s
     }
 

@@ -347,6 +347,9 @@ extension ControlRoutes {
             spec = spec.with(path: try checkImportPath(path, readBy: context.peer))
         case .export(_, _, _, let path?, _):
             spec = spec.with(path: try checkImportPath(path, readBy: nil))
+        case .backup(let path, _):
+            guard store is Store else { throw JobExecutor.postgresBackup(name) }
+            spec = spec.with(path: try backupPath(path, store: name))
         default:
             break
         }
@@ -460,6 +463,52 @@ extension ControlRoutes {
                     + "it for them; make it readable to them, or upload it (depotctl import FILE)")
         }
         return candidate
+    }
+
+    /// Where a backup of `store` goes (DESIGN §20): `backup_dir` when the
+    /// request names no path; else the file named, or a new file in the
+    /// folder named, which must be under `backup_dir` or an import root once
+    /// resolved (the daemon writes only where it may read), and must not
+    /// exist: a backup never overwrites.
+    func backupPath(_ path: String?, store: String) throws -> String {
+        guard let path else { return Self.newBackupPath(folder: config.backupDir, store: store) }
+        let name = String(Self.newBackupPath(folder: "", store: store).dropFirst())
+        guard path.hasPrefix("/") else {
+            throw APIError(.invalidArgument, "a backup's path must be absolute: \(path)")
+        }
+        var isFolder: ObjCBool = false
+        var target = path
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) {
+            guard isFolder.boolValue else {
+                throw APIError(.conflict, "\(path) exists: a backup never overwrites a file; choose another name")
+            }
+            target = (path.hasSuffix("/") ? path : path + "/") + name
+        } else if (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil {
+            throw APIError(.forbidden, "\(path) is a symbolic link to nothing; name a new file")
+        }
+        let url = URL(fileURLWithPath: target)
+        guard let folder = Self.realPath(url.deletingLastPathComponent().path) else {
+            throw APIError(
+                .invalidArgument, "\(url.deletingLastPathComponent().path) is not a folder: a backup goes into one")
+        }
+        let candidate = (folder == "/" ? "" : folder) + "/" + url.lastPathComponent
+        let roots = ([config.backupDir] + config.importRoots).map {
+            Self.realPath($0) ?? URL(fileURLWithPath: $0).standardizedFileURL.path
+        }
+        guard roots.contains(where: { candidate.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
+            throw APIError(
+                .forbidden,
+                "\(path) is not under backup_dir (\(config.backupDir)) or an import root"
+                    + (config.importRoots.isEmpty ? "" : " (" + config.importRoots.joined(separator: ", ") + ")")
+                    + "; leave the path out for backup_dir")
+        }
+        return candidate
+    }
+
+    /// A new backup's file in `folder`: `STORE-TIME.sqlite`, the time in
+    /// compact UTC to the millisecond (`travel-20261129T081500123Z.sqlite`).
+    static func newBackupPath(folder: String, store: String) -> String {
+        folder + "/\(store)-" + Timestamp.now().filter { $0 != "-" && $0 != ":" && $0 != "." } + ".sqlite"
     }
 
     /// `path` with every link and `.`/`..` resolved, or `nil` (errno set)

@@ -84,7 +84,7 @@ struct ConfigReader {
         unknownKeys(
             daemon,
             [
-                "state_dir", "socket", "socket_mode", "socket_group", "import_roots", "log_level",
+                "state_dir", "socket", "socket_mode", "socket_group", "import_roots", "backup_dir", "log_level",
                 "max_upload_bytes", "max_request_bytes", "idle_timeout", "stream_write_timeout",
                 "body_timeout", "max_connections", "max_connections_per_client"
             ],
@@ -103,6 +103,8 @@ struct ConfigReader {
         }
         let socketGroup = string(daemon, "socket_group", at: "daemon.socket_group")
         let roots = (strings(daemon, "import_roots", at: "daemon.import_roots") ?? []).map { resolve($0) }
+        // Where backups go unless a job names a path (DESIGN §20).
+        let backupDir = resolve(string(daemon, "backup_dir", at: "daemon.backup_dir") ?? stateDir + "/backups")
         let logLevel = string(daemon, "log_level", at: "daemon.log_level") ?? "info"
         let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
         if !levels.contains(logLevel) {
@@ -231,7 +233,7 @@ struct ConfigReader {
         guard problems.isEmpty else { return nil }
         return DaemonConfig(
             file: file, stateDir: stateDir, socket: socket, socketMode: socketMode,
-            socketGroup: socketGroup, importRoots: roots, logLevel: logLevel,
+            socketGroup: socketGroup, importRoots: roots, backupDir: backupDir, logLevel: logLevel,
             maxUploadBytes: Int64(maxUpload), maxRequestBytes: maxRequest, idleTimeout: idle,
             streamWriteTimeout: streamWrite, bodyTimeout: bodyTimeout,
             maxConnections: maxConnections, maxConnectionsPerClient: perClient,
@@ -379,7 +381,7 @@ struct ConfigReader {
             [
                 "name", "path", "save_every", "save_interval", "history_retention", "history_max_retention",
                 "cache_mb", "durability", "entity", "backend", "url", "schema", "password_file", "lease",
-                "max_save_changes", "idempotency_retention"
+                "max_save_changes", "idempotency_retention", "backup"
             ],
             at: key)
         guard let name = string(table, "name", at: "\(key).name"), !name.isEmpty else {
@@ -551,6 +553,7 @@ struct ConfigReader {
         if let mb = int(table, "cache_mb", at: "\(key).cache_mb", in: 1...65_536) {
             config.writerCacheBytes = mb << 20
         }
+        config.backupSchedule = readBackupSchedule(table, at: key, onPostgreSQL: config.postgres != nil)
         if let text = string(table, "durability", at: "\(key).durability") {
             if let durability = StoreConfiguration.Durability(rawValue: text) {
                 config.durability = durability
@@ -562,6 +565,32 @@ struct ConfigReader {
             }
         }
         return config
+    }
+
+    /// A store's `[store.backup]` (DESIGN §20): `every` (from 1s to 365d)
+    /// and `keep` (from 1 to 10,000, default 7); nil when the table is not there.
+    mutating func readBackupSchedule(_ table: TOMLTable, at key: String, onPostgreSQL: Bool)
+        -> StoreConfiguration.BackupSchedule?
+    {
+        guard let value = table["backup"] else { return nil }
+        let bkey = "\(key).backup"
+        guard let backup = value.tomlValue.table else {
+            problem(bkey, "must be a table ([store.backup])")
+            return nil
+        }
+        unknownKeys(backup, ["every", "keep"], at: bkey)
+        if onPostgreSQL {
+            problem(bkey, "is for an SQLite store; PostgreSQL backs up a store on it (base backups, WAL archiving)")
+            return nil
+        }
+        guard backup["every"] != nil else {
+            problem("\(bkey).every", "is required: how often to back the store up, such as \"24h\"")
+            return nil
+        }
+        guard let every = duration(backup, "every", at: "\(bkey).every", in: .seconds(1)...(.seconds(365 * 86_400)))
+        else { return nil }
+        let keep = int(backup, "keep", at: "\(bkey).keep", in: 1...10_000) ?? 7
+        return StoreConfiguration.BackupSchedule(every: every, keep: keep)
     }
 
     /// A store's backend (DESIGN §15): nil for SQLite (the default), or

@@ -34,6 +34,9 @@ package struct DaemonConfig: Sendable {
     package var socketMode: UInt16
     package var socketGroup: String?
     package var importRoots: [String]
+    /// Where a backup goes unless its job names a path (`backup_dir`,
+    /// `STATE_DIR/backups` by default; DESIGN §20).
+    package var backupDir: String
     package var logLevel: String
     /// The largest upload a client may send, in bytes.
     package var maxUploadBytes: Int64

@@ -1,4 +1,5 @@
 import DepotEngine
+import DepotVersion
 import DepotWire
 import Foundation
 
@@ -124,7 +125,31 @@ struct JobExecutor {
             record.apply(try await store.pruneHistory(olderThan: age))
         case .export(let entity, let predicate, let format, let path, let prefetch):
             try await export(&record, entity: entity, where: predicate, format: format, path: path, prefetch: prefetch)
+        case .backup(let path, let verify):
+            guard let sqlite = store as? Store else { throw Self.postgresBackup(store.name) }
+            guard let path else { throw DepotError(.invalidArgument, "job \(record.id) names no file for its backup") }
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            record.backup = try await sqlite.backup(
+                to: path, depotVersion: DepotVersion.current, job: record.id, verify: verify
+            ) {
+                done, total in
+                var r = snapshot
+                r.counters.bytesRead = Int64(done)
+                r.counters.bytesTotal = Int64(total)
+                progress(r)
+            }
+            record.counters.bytesRead = record.backup?.bytes ?? 0
+            record.counters.bytesTotal = record.backup?.bytes ?? 0
         }
+    }
+
+    /// The refusal of a backup job on a PostgreSQL store, which PostgreSQL backs up (DESIGN §20).
+    static func postgresBackup(_ store: String) -> DepotError {
+        DepotError(
+            .invalidArgument,
+            "store \(JSONText.quoted(store)) is on PostgreSQL, which backs it up: base backups and WAL archiving "
+                + "(docs/postgresql.md, \"Backups\"); a backup job copies an SQLite store")
     }
 
     /// Runs a write job whose refused records go to the job's rejects file

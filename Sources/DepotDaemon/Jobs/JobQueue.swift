@@ -4,7 +4,9 @@ import DepotWire
 /// The job queue as a pure state machine: the jobs the daemon knows, in the
 /// order it learnt them; one running job per store, the others of that store
 /// waiting in FIFO order, stores in parallel; cancellation; resumption of the
-/// jobs a previous run left unfinished; shutdown.
+/// jobs a previous run left unfinished; shutdown. A backup waits in a lane
+/// of its own beside its store's other jobs: it copies a snapshot while
+/// they write (DESIGN §20), and a long import does not hold it back.
 ///
 /// It does no I/O and reads no clock of its own: each transition returns the
 /// ``Effect``s for ``JobManager`` to carry out (start a job, interrupt one,
@@ -44,6 +46,12 @@ struct JobQueue {
         self.now = now
     }
 
+    /// The lane a job waits and runs in: its store's, or its store's
+    /// backups' (``lane(_:)`` of a backup).
+    static func lane(_ record: JobRecord) -> String {
+        record.kind == .backup ? record.store + "\u{0}backup" : record.store
+    }
+
     /// The job running on `store`, if any.
     func running(on store: String) -> String? { running[store] }
     /// The jobs waiting on `store`, first to run first.
@@ -57,8 +65,8 @@ struct JobQueue {
         var record = record
         record.state = .queued
         remember(record)
-        waiting[record.store, default: []].append(record.id)
-        return next(on: record.store)
+        waiting[Self.lane(record), default: []].append(record.id)
+        return next(on: Self.lane(record))
     }
 
     /// A job found in its store at start: an unfinished one waits to run
@@ -71,10 +79,11 @@ struct JobQueue {
         }
         record.state = .queued
         remember(record)
-        if !(waiting[record.store] ?? []).contains(record.id) && running[record.store] != record.id {
-            waiting[record.store, default: []].append(record.id)
+        let lane = Self.lane(record)
+        if !(waiting[lane] ?? []).contains(record.id) && running[lane] != record.id {
+            waiting[lane, default: []].append(record.id)
         }
-        return next(on: record.store)
+        return next(on: lane)
     }
 
     /// Cancels a job: a waiting one ends at once, a running one is
@@ -85,7 +94,7 @@ struct JobQueue {
         }
         switch record.state {
         case .queued:
-            waiting[record.store]?.removeAll { $0 == id }
+            waiting[Self.lane(record)]?.removeAll { $0 == id }
             record.state = .cancelled
             record.finished = now()
             records[id] = record
@@ -113,7 +122,7 @@ struct JobQueue {
     /// unfinished (`nil` outcome) for the next start to resume.
     mutating func finished(_ id: String, _ outcome: Outcome?) -> [Effect] {
         guard var record = records[id], record.state == .running else { return [] }
-        let store = record.store
+        let store = Self.lane(record)
         if running[store] == id { running[store] = nil }
         cancelling.remove(id)
         var effects: [Effect] = []

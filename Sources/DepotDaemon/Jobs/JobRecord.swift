@@ -9,7 +9,7 @@ import Foundation
 @dynamicMemberLookup
 package struct JobRecord: Codable, Sendable, Hashable {
     package enum Kind: String, Codable, Sendable, CaseIterable {
-        case `import`, delete, update, dedupe, export, prune, revert, migrate
+        case `import`, delete, update, dedupe, export, prune, revert, migrate, backup
 
         /// The kind `text` names, or the error that lists them.
         static func read(_ text: String) throws -> Kind {
@@ -57,6 +57,8 @@ package struct JobRecord: Codable, Sendable, Hashable {
     package var lostConsumers: [String]?
     /// The rejects file, when the job rejected records.
     package var rejects: String?
+    /// A backup's manifest, once its copy is in place.
+    package var backup: BackupManifest?
 
     /// An import's input or an export's output.
     package var path: String? { spec?.path }
@@ -99,6 +101,7 @@ package struct JobRecord: Codable, Sendable, Hashable {
         job.rejects = rejects
         job.heldBackBy = heldBackBy
         job.lostConsumers = lostConsumers
+        job.backup = backup
         return job
     }
 
@@ -128,6 +131,7 @@ package struct JobRecord: Codable, Sendable, Hashable {
         rejects = job.rejects
         heldBackBy = job.heldBackBy
         lostConsumers = job.lostConsumers
+        backup = job.backup
     }
 
     package init(from decoder: any Decoder) throws {

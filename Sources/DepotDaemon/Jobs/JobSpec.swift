@@ -32,6 +32,11 @@ package enum JobSpec: Sendable, Hashable {
     case revert(RevertTarget, onConflict: RevertConflictPolicy)
     /// Converts an entity to its configured shape (DESIGN §18).
     case migrate(entity: String)
+    /// A consistent copy of an SQLite store, with its manifest (DESIGN
+    /// §20): to `path`, chosen when the job is submitted (`backup_dir`
+    /// when the request names none); `verify` checks the copy before it
+    /// is renamed into place.
+    case backup(path: String?, verify: Bool)
 
     /// The records a job selects: its `where` and the values of that
     /// predicate's `$name` placeholders (`arguments`), as a fetch takes them.
@@ -106,6 +111,7 @@ package enum JobSpec: Sendable, Hashable {
         case .prune: .prune
         case .revert: .revert
         case .migrate: .migrate
+        case .backup: .backup
         }
     }
 
@@ -114,16 +120,17 @@ package enum JobSpec: Sendable, Hashable {
         case .importFile(let entity, _, _), .delete(let entity, _), .update(let entity, _, _, _),
             .dedupe(let entity, _, _, _), .export(let entity, _, _, _, _), .migrate(let entity):
             entity
-        case .prune, .revert:
+        case .prune, .revert, .backup:
             nil
         }
     }
 
-    /// An import's input or an export's output.
+    /// An import's input, an export's output or a backup's copy.
     package var path: String? {
         switch self {
         case .importFile(_, let path, _): path
         case .export(_, _, _, let path, _): path
+        case .backup(let path, _): path
         default: nil
         }
     }
@@ -135,6 +142,7 @@ package enum JobSpec: Sendable, Hashable {
         case .importFile(let entity, _, let options): .importFile(entity: entity, path: path, options: options)
         case .export(let entity, let predicate, let format, _, let prefetch):
             .export(entity: entity, where: predicate, format: format, path: path, prefetch: prefetch)
+        case .backup(_, let verify): .backup(path: path, verify: verify)
         default: self
         }
     }
@@ -161,7 +169,7 @@ package enum JobSpec: Sendable, Hashable {
             try reader.check(descriptor)
         case .migrate(let entity):
             _ = try reader.entity(entity)
-        case .prune, .revert:
+        case .prune, .revert, .backup:
             break
         }
     }
@@ -247,6 +255,12 @@ extension JobSpec {
             }
         case .migrate:
             self = .migrate(entity: try entityName())
+        case .backup:
+            if let path = settings.path, path.isEmpty {
+                throw DepotError(
+                    .invalidArgument, "a backup's path is empty: name a file, or leave it out for backup_dir")
+            }
+            self = .backup(path: settings.path, verify: settings.verify ?? false)
         }
     }
 
@@ -288,6 +302,9 @@ extension JobSpec {
             s.onConflict = policy.rawValue
         case .migrate:
             break
+        case .backup(let path, let verify):
+            s.path = path
+            s.verify = verify
         }
         return s
     }

@@ -33,6 +33,20 @@ public struct StoreConfiguration: Sendable {
     public var adaptiveSaves = false
     /// History older than this is pruned; `nil` keeps it all.
     public var historyRetention: Duration?
+    /// The store's own backups (`[store.backup]`, DESIGN §20): one every
+    /// `every` into `backup_dir`, the newest `keep` of them kept; nil for none.
+    public var backupSchedule: BackupSchedule?
+
+    /// A store's schedule of backups (`[store.backup] every = "24h", keep = 7`).
+    public struct BackupSchedule: Sendable, Hashable {
+        public var every: Duration
+        public var keep: Int
+
+        public init(every: Duration, keep: Int) {
+            self.every = every
+            self.keep = keep
+        }
+    }
     /// The most changes one save holds (`max_save_changes`, DESIGN §16).
     public var maxSaveChanges = 10_000
     /// How long a save's idempotency key is kept (`idempotency_retention`).
