@@ -125,6 +125,7 @@ let package = Package(
                 "DepotDaemon",
                 "DepotVersion",
                 "DepotEngine",
+                "DepotWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ],
             swiftSettings: swiftSettings

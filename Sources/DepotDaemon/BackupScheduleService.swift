@@ -27,7 +27,7 @@ struct BackupScheduleService: Service {
                 guard let schedule = store.backupSchedule, runtime.jobs.stores.store(store.name) != nil else {
                     continue
                 }
-                let kept = Self.backups(of: store.name, in: config.backupDir)
+                let kept = BackupRestore.backups(in: config.backupDir, store: store.name)
                 let newest = kept.first.flatMap { Timestamp.date($0.manifest.time) }
                 var due = newest.map { $0.addingTimeInterval(Self.seconds(schedule.every)) } ?? .distantPast
                 if let failure = failed[store.name] {
@@ -83,9 +83,9 @@ struct BackupScheduleService: Service {
                     ])
                 return false
             }
-            for old in Self.backups(of: store, in: folder).dropFirst(keep) {
-                unlink(old.manifestPath)
-                unlink(URL(fileURLWithPath: folder).appendingPathComponent(old.manifest.file).path)
+            for old in BackupRestore.backups(in: folder, store: store).dropFirst(keep) {
+                unlink(Store.manifestPath(for: old.path))
+                unlink(old.path)
                 logger.info(
                     "an old backup removed (keep)",
                     metadata: [LogKey.store: "\(store)", LogKey.path: "\(old.manifest.file)"])
@@ -96,21 +96,6 @@ struct BackupScheduleService: Service {
                 "a scheduled backup cannot start", metadata: [LogKey.store: "\(store)", LogKey.error: "\(error)"])
             return false
         }
-    }
-
-    /// The backups of `store` in `folder`, by their manifests, newest first.
-    static func backups(of store: String, in folder: String) -> [(manifest: BackupManifest, manifestPath: String)] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        var found: [(manifest: BackupManifest, manifestPath: String)] = []
-        for name in names where name.hasSuffix(".json") {
-            let path = folder + "/" + name
-            guard let data = FileManager.default.contents(atPath: path),
-                let manifest = try? JSONDecoder().decode(BackupManifest.self, from: data), manifest.store == store
-            else { continue }
-            found.append((manifest, path))
-        }
-        // Canonical timestamps order as text; the file name breaks a tie.
-        return found.sorted { ($0.manifest.time, $0.manifest.file) > ($1.manifest.time, $1.manifest.file) }
     }
 
     static func seconds(_ d: Duration) -> Double {

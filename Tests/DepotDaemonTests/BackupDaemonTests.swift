@@ -131,7 +131,7 @@ struct BackupDaemonTests {
             return fourth != nil
         }
         let folder = d.folder.appendingPathComponent("state/backups").path
-        let kept = BackupScheduleService.backups(of: "travel", in: folder)
+        let kept = BackupRestore.backups(in: folder, store: "travel")
         #expect(kept.count == 2, "\(kept.map(\.manifest.file))")
         let copies = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".sqlite") }
         #expect(Set(copies) == Set(kept.map(\.manifest.file)), "\(copies)")
@@ -218,5 +218,61 @@ struct BackupDaemonTests {
         #expect(left.filter { $0.hasSuffix(".partial") || $0.hasSuffix("-journal") }.isEmpty, "\(left)")
         #expect(left.filter { $0.hasSuffix(".sqlite") }.count == 2, "\(left)")
         d.stop()
+    }
+
+    /// Runs `depotd restore ARGS`: its exit status, stdout and stderr.
+    static func restore(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        let p = Process()
+        p.executableURL = DaemonProcess.executable
+        p.arguments = ["restore"] + args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let said = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let complained = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return (p.terminationStatus, said, complained)
+    }
+
+    @Test("depotd restore puts the latest backup back with the daemon stopped; refused while it runs or over a file")
+    func restoreWhileStopped() throws {
+        let d = try DaemonProcess()
+        defer { d.stop(); try? FileManager.default.removeItem(at: d.folder) }
+        let config = d.folder.appendingPathComponent("depot.toml").path
+        let backups = d.folder.appendingPathComponent("state/backups").path
+        let imported = try d.request("POST", "/v1/stores/travel/entities/Trip/import?format=csv", body: tripsCSV(300))
+        _ = try d.jobEnded(imported.object["id"] as? String ?? "")
+        let job = try Ctl.run(["backup", "travel", "--json"], socket: d.socket)
+        #expect(job.status == 0, "\(job.err)")
+        let token = try #require((job.json["backup"] as? [String: Any])?["token"] as? String)
+        // A wrong job after the backup: every trip deleted.
+        let deleted = try d.request("POST", "/v1/jobs", body: #"{"kind":"delete","store":"travel","entity":"Trip"}"#)
+        #expect(try d.jobEnded(deleted.object["id"] as? String ?? "")["deleted"] as? Int == 300)
+        // Never while the daemon serves the store.
+        let running = try Self.restore(["--config", config, "--from", backups, "--latest", "--force"])
+        #expect(running.status == 1)
+        #expect(running.err.contains("depotd is running"), "\(running.err)")
+        #expect(d.stop() == 0)
+        // Not over the store's file without --force; not to a token no backup holds; not to a time yet.
+        let over = try Self.restore(["--config", config, "--from", backups, "--latest"])
+        #expect(over.status == 1)
+        #expect(over.err.contains("--force replaces it"), "\(over.err)")
+        let missing = try Self.restore(["--config", config, "--from", backups, "--to-token", "99999", "--force"])
+        #expect(missing.status == 1)
+        #expect(missing.err.contains("no backup of travel at token 99999") && missing.err.contains("latest \(token)"))
+        let at = try Self.restore(["--config", config, "--from", backups, "--at", "2026-11-29T08:00:00Z"])
+        #expect(at.status != 0)
+        #expect(at.err.contains("need the store's archive"), "\(at.err)")
+        // The backup back in place: its records, and its token is the store's last.
+        let done = try Self.restore(["--config", config, "--from", backups, "--to-token", token, "--force"])
+        #expect(done.status == 0, "\(done.err)")
+        #expect(done.out.contains("restored travel at token \(token)"), "\(done.out)")
+        let again = try DaemonProcess(folder: d.folder)
+        defer { again.stop() }
+        let count = try again.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#)
+        #expect(count.object["count"] as? Int == 300)
+        let store = try again.request("GET", "/v1/stores/travel").object
+        #expect(store["token"] as? String == token)
     }
 }

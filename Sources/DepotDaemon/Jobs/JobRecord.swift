@@ -194,6 +194,9 @@ package struct JobRecord: Codable, Sendable, Hashable {
                 s += " (\(Int(done * 100))%)"
             }
             s += ", \(rate.isFinite && rate >= 0 && rate < 1e15 ? Int(rate) : 0) rows/s"
+        } else if kind == .backup, counters.bytesTotal > 0 {
+            let done = min(max(Double(counters.bytesRead) / Double(counters.bytesTotal), 0), 1)
+            s += ": \(Int(done * 100))% copied"
         }
         return s
     }

@@ -14,10 +14,11 @@ struct DepotD: AsyncParsableCommand {
             Runs until SIGTERM or SIGINT; SIGHUP re-reads the configuration.
             Example: depotd --config config/depot.toml
             """,
-        version: DepotVersion.current)
+        version: DepotVersion.current,
+        subcommands: [Restore.self])
 
-    @Option(name: .long, help: "The configuration file (TOML).")
-    var config = "/etc/depot/depot.toml"
+    @OptionGroup var options: ConfigOption
+    var config: String { options.config }
 
     @Flag(name: .customLong("check-config"), help: "Check the configuration, print what it declares and exit.")
     var checkConfig = false
@@ -56,4 +57,10 @@ struct DepotD: AsyncParsableCommand {
             throw ExitCode(1)
         }
     }
+}
+
+/// `--config FILE`: the daemon's, and its subcommands' (`depotd restore`).
+struct ConfigOption: ParsableArguments {
+    @Option(name: .long, help: "The configuration file (TOML).")
+    var config = "/etc/depot/depot.toml"
 }
