@@ -13,10 +13,10 @@ struct Restore: AsyncParsableCommand {
         discussion: """
             --from names a backup (its manifest NAME.json beside it) or a folder of backups, \
             from which --latest or --to-token picks one of the store's. The copy is checked \
-            against its manifest (size, SHA-256) as it is read, then with SQLite's integrity \
-            check and the records counted, before it takes the store's name; a damaged backup \
+            against its manifest (size, SHA-256) as it is read, then its records are counted (and \
+            with --verify SQLite's integrity check runs), before it takes the store's name; a damaged backup \
             is named and nothing is written. The store's file (from the configuration, or \
-            --into) is replaced only with --force, and never while depotd answers on its socket. \
+            --into) is replaced only with --force, and never while a process (depotd) has it open. \
             Restoring to a time or to before a job needs the store's archive, which is not \
             built yet.
 
@@ -26,7 +26,7 @@ struct Restore: AsyncParsableCommand {
               depotd restore --from /var/lib/depot/backups --store travel --to-token 1042 --into /tmp/t.sqlite
             """)
 
-    /// The configuration, which names the store's file and the socket.
+    /// The configuration, which names the store's file.
     @OptionGroup var options: ConfigOption
     var config: String { options.config }
     @Option(name: .customLong("from"), help: "A backup, or a folder of backups.")
@@ -47,6 +47,8 @@ struct Restore: AsyncParsableCommand {
     var into: String?
     @Flag(help: "Replace the file if it exists (the store must not be open).")
     var force = false
+    @Flag(help: "Also run SQLite's integrity check on the restored file (it reads every page again).")
+    var verify = false
 
     func validate() throws {
         if at != nil || beforeJob != nil {
@@ -61,12 +63,21 @@ struct Restore: AsyncParsableCommand {
         do {
             let (path, manifest) = try pick()
             let target = try into ?? storeFile(of: manifest.store)
+            // Never under a process that has the file open: it would go on with its own pages.
+            if let holder = Self.holders(of: target).first {
+                throw DepotError(
+                    .conflict,
+                    "\(target) is open in process \(holder.pid) (\(holder.name)): stop it first "
+                        + "(systemctl stop depotd; with socket activation, systemctl stop depotd.socket depotd.service, "
+                        + "or a connection starts it again), or restore into another file with --into")
+            }
             let restored = try await BackupRestore.restore(
                 from: path, into: target, store: manifest.store, force: force)
             let counts = restored.entities.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
             print(
                 "restored \(restored.store) at token \(restored.token ?? "none") from \(path) into \(target): "
-                    + counts.joined(separator: ", ") + "; checked: size, SHA-256, integrity, counts")
+                    + counts.joined(separator: ", ") + "; checked: size, SHA-256, "
+                    + (verify ? "integrity, " : "") + "counts")
         } catch let error as DepotError {
             FileHandle.standardError.write(Data("depotd restore: \(error.message)\n".utf8))
             throw ExitCode(1)
@@ -116,7 +127,7 @@ struct Restore: AsyncParsableCommand {
         return (found.path, found.manifest)
     }
 
-    /// The file of store `name` in the configuration; refused while depotd answers on its socket.
+    /// The file of store `name` in the configuration.
     private func storeFile(of name: String) throws -> String {
         let daemon: DaemonConfig
         do {
@@ -131,31 +142,32 @@ struct Restore: AsyncParsableCommand {
             throw DepotError(
                 .invalidArgument, "store \(name) is on PostgreSQL, which restores it (docs/postgresql.md)")
         }
-        if Self.answers(daemon.socket) {
-            throw DepotError(
-                .conflict,
-                "depotd is running (it answers on \(daemon.socket)): stop it first (systemctl stop depotd), "
-                    + "or restore into another file with --into")
-        }
         return store.path
     }
 
-    /// Whether a process accepts connections on the Unix socket at `path`.
-    static func answers(_ path: String) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in bytes.enumerated() { raw[i] = b }
-        }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+    /// The processes that hold the file at `path`, or its WAL, open (read
+    /// from /proc, so that asking starts nothing: a connection to a socket
+    /// systemd holds would start depotd), each its pid and name.
+    static func holders(of path: String) -> [(pid: Int32, name: String)] {
+        let real =
+            realpath(path, nil).map { p -> String in
+                defer { free(p) }
+                return String(cString: p)
+            } ?? path
+        let files: Set<String> = [real, real + "-wal", real + "-shm"]
+        var found: [(pid: Int32, name: String)] = []
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry), pid != getpid(),
+                let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(entry)/fd")
+            else { continue }
+            let holds = fds.contains {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(entry)/fd/\($0)"))
+                    .map(files.contains) ?? false
             }
+            guard holds else { continue }
+            let name = (try? String(contentsOfFile: "/proc/\(entry)/comm", encoding: .utf8)) ?? "?"
+            found.append((pid, name.trimmingCharacters(in: .whitespacesAndNewlines)))
         }
+        return found
     }
 }

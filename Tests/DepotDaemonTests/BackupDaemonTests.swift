@@ -89,6 +89,22 @@ struct BackupDaemonTests {
             atPath: inbox.appendingPathComponent("away").path, withDestinationPath: "/tmp")
         let linked = try submit(#"{"kind":"backup","store":"travel","path":"\#(inbox.path)/away/x.sqlite"}"#)
         #expect(linked.status == 403)
+        // Never beside the daemon's stores, even under an import root that holds them
+        // (the api fuzzing's configuration has one: it found a backup aimed at a store's file).
+        let rooted = try DaemonProcess(
+            config: DaemonProcess.config().replacingOccurrences(
+                of: "import_roots = [\"inbox\"]", with: "import_roots = [\".\"]"))
+        defer { rooted.stop(); try? FileManager.default.removeItem(at: rooted.folder) }
+        let journal = rooted.folder.appendingPathComponent("state/travel.sqlite-journal").path
+        let beside = try rooted.request(
+            "POST", "/v1/jobs", body: #"{"kind":"backup","store":"travel","path":"\#(journal)"}"#)
+        #expect(beside.status == 403, "\(beside.body)")
+        #expect(beside.body.contains("is in the daemon's state_dir"), "\(beside.body)")
+        #expect(!FileManager.default.fileExists(atPath: journal))
+        let store = rooted.folder.appendingPathComponent("state/travel.sqlite").path
+        #expect(
+            try rooted.request("POST", "/v1/jobs", body: #"{"kind":"backup","store":"travel","path":"\#(store)"}"#)
+                .status == 409)
         // Never over a file.
         let existing = inbox.appendingPathComponent("keep.sqlite")
         try Data("keep".utf8).write(to: existing)
@@ -139,6 +155,13 @@ struct BackupDaemonTests {
         let jobs = try succeeded.suffix(2).map { try d.request("GET", "/v1/jobs/\($0)").object }
         let files = jobs.compactMap { ($0["backup"] as? [String: Any])?["file"] as? String }
         #expect(Set(files) == Set(kept.map(\.manifest.file)))
+    }
+
+    @Test("backups named in the same millisecond get names of their own")
+    func namesOfTheirOwn() {
+        let names = (0..<50).map { _ in ControlRoutes.newBackupPath(folder: "/b", store: "travel") }
+        #expect(Set(names).count == 50, "\(names)")
+        #expect(names.allSatisfy { $0.hasPrefix("/b/travel-") && $0.hasSuffix(".sqlite") })
     }
 
     @Test("[store.backup] mistakes are named at their keys")
@@ -252,7 +275,7 @@ struct BackupDaemonTests {
         // Never while the daemon serves the store.
         let running = try Self.restore(["--config", config, "--from", backups, "--latest", "--force"])
         #expect(running.status == 1)
-        #expect(running.err.contains("depotd is running"), "\(running.err)")
+        #expect(running.err.contains("is open in process \(d.process.processIdentifier) (depotd)"), "\(running.err)")
         #expect(d.stop() == 0)
         // Not over the store's file without --force; not to a token no backup holds; not to a time yet.
         let over = try Self.restore(["--config", config, "--from", backups, "--latest"])
@@ -265,9 +288,10 @@ struct BackupDaemonTests {
         #expect(at.status != 0)
         #expect(at.err.contains("need the store's archive"), "\(at.err)")
         // The backup back in place: its records, and its token is the store's last.
-        let done = try Self.restore(["--config", config, "--from", backups, "--to-token", token, "--force"])
+        let done = try Self.restore(["--config", config, "--from", backups, "--to-token", token, "--force", "--verify"])
         #expect(done.status == 0, "\(done.err)")
         #expect(done.out.contains("restored travel at token \(token)"), "\(done.out)")
+        #expect(done.out.contains("checked: size, SHA-256, integrity, counts"), "\(done.out)")
         let again = try DaemonProcess(folder: d.folder)
         defer { again.stop() }
         let count = try again.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#)

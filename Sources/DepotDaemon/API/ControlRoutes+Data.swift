@@ -468,8 +468,9 @@ extension ControlRoutes {
     /// Where a backup of `store` goes (DESIGN §20): `backup_dir` when the
     /// request names no path; else the file named, or a new file in the
     /// folder named, which must be under `backup_dir` or an import root once
-    /// resolved (the daemon writes only where it may read), and must not
-    /// exist: a backup never overwrites.
+    /// resolved (the daemon writes only where it may read), not in
+    /// `state_dir` outside `backup_dir`, and must not exist: a backup never
+    /// overwrites.
     func backupPath(_ path: String?, store: String) throws -> String {
         guard let path else { return Self.newBackupPath(folder: config.backupDir, store: store) }
         let name = String(Self.newBackupPath(folder: "", store: store).dropFirst())
@@ -492,10 +493,21 @@ extension ControlRoutes {
                 .invalidArgument, "\(url.deletingLastPathComponent().path) is not a folder: a backup goes into one")
         }
         let candidate = (folder == "/" ? "" : folder) + "/" + url.lastPathComponent
-        let roots = ([config.backupDir] + config.importRoots).map {
-            Self.realPath($0) ?? URL(fileURLWithPath: $0).standardizedFileURL.path
+        func resolved(_ root: String) -> String {
+            let path = Self.realPath(root) ?? URL(fileURLWithPath: root).standardizedFileURL.path
+            return path.hasSuffix("/") ? path : path + "/"
         }
-        guard roots.contains(where: { candidate.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
+        // Never among the daemon's own files (its stores, their journals,
+        // its job records), even under an import root that holds them: a
+        // file named like a store's journal would be read as one.
+        if candidate.hasPrefix(resolved(config.stateDir)) && !candidate.hasPrefix(resolved(config.backupDir)) {
+            throw APIError(
+                .forbidden,
+                "\(path) is in the daemon's state_dir (\(config.stateDir)), beside its stores; "
+                    + "leave the path out for backup_dir")
+        }
+        let roots = ([config.backupDir] + config.importRoots).map(resolved)
+        guard roots.contains(where: { candidate.hasPrefix($0) }) else {
             throw APIError(
                 .forbidden,
                 "\(path) is not under backup_dir (\(config.backupDir)) or an import root"
@@ -506,10 +518,21 @@ extension ControlRoutes {
     }
 
     /// A new backup's file in `folder`: `STORE-TIME.sqlite`, the time in
-    /// compact UTC to the millisecond (`travel-20261129T081500123Z.sqlite`).
+    /// compact UTC to the millisecond (`travel-20261129T081500123Z.sqlite`);
+    /// a second name in the same millisecond gets `-2`, `-3`… (the API
+    /// fuzzing submitted backups that fast, and the later ones failed on a
+    /// name taken).
     static func newBackupPath(folder: String, store: String) -> String {
-        folder + "/\(store)-" + Timestamp.now().filter { $0 != "-" && $0 != ":" && $0 != "." } + ".sqlite"
+        let time = Timestamp.now().filter { $0 != "-" && $0 != ":" && $0 != "." }
+        let n = lastBackupName.withLock { last -> Int in
+            last = last.time == time ? (time, last.n + 1) : (time, 1)
+            return last.n
+        }
+        return folder + "/\(store)-" + time + (n > 1 ? "-\(n)" : "") + ".sqlite"
     }
+
+    /// The time of the last backup name given, and how many were given in it.
+    private static let lastBackupName = Mutex<(time: String, n: Int)>(("", 0))
 
     /// `path` with every link and `.`/`..` resolved, or `nil` (errno set)
     /// when some part of it does not exist.

@@ -4,8 +4,10 @@ import Foundation
 import GRDB
 
 /// Putting a backup back (DESIGN §20): the copy checked against its
-/// manifest (size and SHA-256, as it is read), then SQLite's integrity
-/// check and the counts on the new file, before it takes the store's name.
+/// manifest (size and SHA-256, as it is read), then the counts (and, with
+/// `verify`, SQLite's integrity check) on the new file, before it takes the
+/// store's name. The SHA-256 says the bytes are the ones the backup wrote
+/// from one consistent snapshot; the integrity check reads every page again.
 /// A damaged backup (a flipped byte, a copy cut short, a manifest of
 /// another store) is named and nothing is written under the final name.
 ///
@@ -56,6 +58,7 @@ public enum BackupRestore {
     ///   - store: when given, the store the backup must be of.
     ///   - force: replaces an existing `into` (with the journal files
     ///     beside it, which belong to the file replaced).
+    ///   - verify: runs SQLite's integrity check on the new file too.
     /// - Returns: the backup's manifest.
     /// - Throws: ``DepotError/Code/conflict`` when `into` exists and
     ///   `force` is not set; ``DepotError/Code/invalidArgument`` naming a
@@ -63,7 +66,9 @@ public enum BackupRestore {
     ///   ``DepotError/Code/io`` or ``DepotError/Code/diskFull``. Nothing is
     ///   written under `into`'s name unless the restore succeeds.
     @discardableResult
-    public static func restore(from path: String, into: String, store: String? = nil, force: Bool = false) async throws
+    public static func restore(
+        from path: String, into: String, store: String? = nil, force: Bool = false, verify: Bool = false
+    ) async throws
         -> BackupManifest
     {
         let manifest = try manifest(of: path)
@@ -79,7 +84,7 @@ public enum BackupRestore {
         unlink(partial)
         do {
             try copyChecking(path, manifest: manifest, to: partial)
-            try await check(partial, manifest: manifest, named: path)
+            try await check(partial, manifest: manifest, named: path, integrity: verify)
             // The journal beside the file replaced is that file's: left, SQLite would play it over the backup.
             for stale in ["-wal", "-shm", "-journal"] { unlink(into + stale) }
             guard rename(partial, into) == 0 else {
@@ -132,10 +137,12 @@ public enum BackupRestore {
         try out.synchronize()
     }
 
-    /// SQLite's integrity check and the counts of the restored file against the manifest's.
-    private static func check(_ file: String, manifest: BackupManifest, named path: String) async throws {
+    /// The counts of the restored file against the manifest's, after SQLite's integrity check when asked.
+    private static func check(_ file: String, manifest: BackupManifest, named path: String, integrity: Bool)
+        async throws
+    {
         do {
-            try await Store.verify(file, counts: manifest.entities)
+            try await Store.verify(file, counts: manifest.entities, integrity: integrity)
         } catch let error as DepotError {
             throw DepotError(.invalidArgument, "\(path) does not restore: \(error.message); nothing was restored")
         }

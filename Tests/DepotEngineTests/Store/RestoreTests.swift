@@ -29,7 +29,8 @@ struct RestoreTests {
             try await BackupRestore.restore(from: backup, into: t.path, store: "travel")
         }
         #expect(refused?.code == .conflict)
-        let restored = try await BackupRestore.restore(from: backup, into: t.path, store: "travel", force: true)
+        let restored = try await BackupRestore.restore(
+            from: backup, into: t.path, store: "travel", force: true, verify: true)
         #expect(restored == manifest)
         #expect(!FileManager.default.fileExists(atPath: t.path + "-wal"))
         #expect(!FileManager.default.fileExists(atPath: t.path + ".partial"))
