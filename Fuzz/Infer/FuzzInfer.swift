@@ -39,7 +39,8 @@ func fuzzInfer(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
     do {
         let again = try SchemaInference.infer(path: path, options: options)
-        if again.json(toml: true) != json { Fuzz.fail("inferred twice, differently") }
+        let second = again.json(toml: true)
+        if second != json { Fuzz.fail("inferred twice, differently:\n\(json)\n\(second)") }
     } catch {
         Fuzz.fail("a second inference threw: \(error)")
     }

@@ -42,7 +42,7 @@ public final class ChildProcess {
 
     public func kill() {
         Foundation.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.waitForExit()
     }
 }
 
@@ -57,6 +57,38 @@ public func say(_ text: String) {
             let n = write(1, buf.baseAddress! + done, buf.count - done)
             if n <= 0 { exit(3) }
             done += n
+        }
+    }
+}
+
+extension Process {
+    /// Waits for the child to end; its exit status, or the number of the
+    /// signal that ended it (what `terminationStatus` says).
+    ///
+    /// Asks the kernel (`waitid` with `WNOWAIT`, which leaves the child for
+    /// Foundation to reap) rather than `waitUntilExit`: Foundation learns of
+    /// a child's end from a socket the child inherits, and once in a whole
+    /// suite's run `waitUntilExit` spun for ever over a `depotctl --help`
+    /// that had ended long before (a zombie nobody reaped).
+    @discardableResult
+    public func waitForExit() -> Int32 { ended().status }
+
+    /// How the child ended (``waitForExit()``), waiting for it if it has not.
+    public var exitStatus: Int32 { ended().status }
+
+    /// Whether a signal ended the child (``waitForExit()``), waiting for it if it has not.
+    public var endedBySignal: Bool { ended().bySignal }
+
+    private func ended() -> (status: Int32, bySignal: Bool) {
+        var info = siginfo_t()
+        while true {
+            if waitid(P_PID, id_t(processIdentifier), &info, WEXITED | WNOWAIT) == 0 {
+                return (info._sifields._sigchld.si_status, info.si_code != CLD_EXITED)
+            }
+            if errno == EINTR { continue }
+            // ECHILD: Foundation reaped it already, and knows how it ended.
+            waitUntilExit()
+            return (terminationStatus, terminationReason == .uncaughtSignal)
         }
     }
 }

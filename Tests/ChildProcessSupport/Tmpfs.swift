@@ -37,7 +37,7 @@ public enum Tmpfs {
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         guard (try? p.run()) != nil else { return -1 }
-        p.waitUntilExit()
-        return p.terminationStatus
+        p.waitForExit()
+        return p.exitStatus
     }
 }

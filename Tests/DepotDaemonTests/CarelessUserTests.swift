@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import Foundation
 import Testing
 
@@ -214,7 +215,7 @@ struct CarelessUserTests {
         let health = try d.request("GET", "/v1/health")
         let writer = open(release, O_WRONLY | O_CLOEXEC)
         close(writer)
-        holder.waitUntilExit()
+        holder.waitForExit()
         let stores = health.object["stores"] as? [[String: Any]] ?? []
         #expect(health.status == 200 && stores.first?["ok"] as? Bool == true, "\(health.body)")
     }

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import DepotEngine
 import Foundation
 import Testing
@@ -47,7 +48,7 @@ struct ComputeCrashTests {
             }
             #expect(reached, "the job ended before \(target) records")
             kill(d.process.processIdentifier, SIGKILL)
-            d.process.waitUntilExit()
+            d.process.waitForExit()
             d = try DaemonProcess(folder: folder, config: config)
         }
         let end = try d.jobEnded(id)

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import Foundation
 import Testing
 
@@ -58,7 +59,7 @@ struct ConnectionTests {
         p.standardOutput = out
         p.standardInput = input
         try p.run()
-        defer { try? input.fileHandleForWriting.close(); p.waitUntilExit() }
+        defer { try? input.fileHandleForWriting.close(); p.waitForExit() }
         var line = Data()
         while !line.contains(0x0A) {
             let chunk = out.fileHandleForReading.availableData

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import Foundation
 import Testing
 
@@ -87,8 +88,8 @@ struct CtlTests {
                 check.executableURL = URL(fileURLWithPath: "/bin/bash")
                 check.arguments = ["-n", file.path]
                 try check.run()
-                check.waitUntilExit()
-                #expect(check.terminationStatus == 0)
+                check.waitForExit()
+                #expect(check.exitStatus == 0)
             }
         }
     }
@@ -304,8 +305,8 @@ struct CtlTests {
         p.standardOutput = FileHandle.nullDevice
         try p.run()
         let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 1)
+        p.waitForExit()
+        #expect(p.exitStatus == 1)
         #expect(text.hasPrefix("depotctl: "))
         #expect(text.contains("write"))
         #expect(text.split(separator: "\n").count == 1)

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import DepotEngine
 import Foundation
 import Testing
@@ -648,7 +649,7 @@ struct DaemonAPITests {
         let err = Pipe()
         p.standardError = err
         try p.run()
-        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() } }
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitForExit() } }
         // systemd-socket-activate says when it listens; the first connection execs depotd.
         var said = ""
         while !said.contains("Listening on") {
@@ -661,8 +662,8 @@ struct DaemonAPITests {
         #expect(health.status == 200)
         #expect(notify.waitFor(prefix: "READY=1", timeout: 10) != nil)
         kill(p.processIdentifier, SIGTERM)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
+        p.waitForExit()
+        #expect(p.exitStatus == 0)
         #expect(FileIdentity.status(atPath: socket)?.isSocket == true, "the adopted socket file is left in place")
     }
 
@@ -704,8 +705,8 @@ struct UnitTests {
             p.standardError = out
             try p.run()
             let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            p.waitUntilExit()
-            return (p.terminationStatus, text)
+            p.waitForExit()
+            return (p.exitStatus, text)
         }
         let (verify, text) = try run([
             "verify", "--man=no", "--recursive-errors=yes",

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import DepotClient
 import Foundation
 import Testing
@@ -484,8 +485,8 @@ struct ClientExampleTests {
             out.append(chunk)
             for line in String(decoding: chunk, as: UTF8.self).split(separator: "\n") { onLine(String(line)) }
         }
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self))
+        process.waitForExit()
+        return (process.exitStatus, String(decoding: out, as: UTF8.self))
     }
 
     // Three minutes: under the whole suite (2 cores, many daemons) a daemon, an import

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import DepotEngine
 import Foundation
 import Testing
@@ -273,8 +274,8 @@ struct HostileInputTests {
             p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
             p.arguments = [store, sql]
             try p.run()
-            p.waitUntilExit()
-            #expect(p.terminationStatus == 0)
+            p.waitForExit()
+            #expect(p.exitStatus == 0)
         }
         for start in 1...2 {
             d = try DaemonProcess(folder: folder)

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import Foundation
 import Testing
 
@@ -17,8 +18,8 @@ struct JobEndTests {
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["cc", "-shared", "-fPIC", "-O1", "-o", output, source.path, "-ldl"]
         guard (try? p.run()) != nil else { return nil }
-        p.waitUntilExit()
-        return p.terminationStatus == 0 ? output : nil
+        p.waitForExit()
+        return p.exitStatus == 0 ? output : nil
     }()
 
     static func config() -> String { DaemonProcess.config(saveEvery: 2_000) }
@@ -61,7 +62,7 @@ struct JobEndTests {
         #expect(ended["state"] as? String == "failed")
         #expect((ended["error"] as? String ?? "").contains("I/O"), "\(ended)")
         kill(d.process.processIdentifier, SIGKILL)
-        d.process.waitUntilExit()
+        d.process.waitForExit()
         try FileManager.default.removeItem(atPath: trigger)
         d = try DaemonProcess(folder: folder)
         defer { d.stop() }
@@ -127,7 +128,7 @@ struct JobEndTests {
         let consumer = try d.request("POST", "/v1/stores/travel/consumers", body: #"{"name":"indexer"}"#)
         #expect(consumer.status == 507 && ChangeFeedTests.code(consumer) == "disk_full", "\(consumer.body)")
         kill(d.process.processIdentifier, SIGKILL)
-        d.process.waitUntilExit()
+        d.process.waitForExit()
         try FileManager.default.removeItem(atPath: trigger)
         d = try DaemonProcess(folder: folder)
         var record = try d.request("GET", "/v1/jobs/\(id)").object
@@ -161,7 +162,7 @@ struct JobEndTests {
         #expect(updated["state"] as? String == "succeeded" && updated["updated"] as? Int == 20)
         #expect(d.log.contains("the end of a job is recorded in its store at last"))
         kill(d.process.processIdentifier, SIGKILL)
-        d.process.waitUntilExit()
+        d.process.waitForExit()
         d = try DaemonProcess(folder: folder)
         defer { d.stop() }
         record = try d.request("GET", "/v1/jobs/\(secondID)").object

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import DepotClient
 import DepotEngine
 import DepotWire
@@ -19,8 +20,8 @@ struct JobRecordTests {
         p.standardOutput = out
         try p.run()
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "sqlite3 \(sql)")
+        p.waitForExit()
+        #expect(p.exitStatus == 0, "sqlite3 \(sql)")
         return text
     }
 

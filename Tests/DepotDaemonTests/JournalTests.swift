@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import Foundation
 import Testing
 
@@ -57,7 +58,7 @@ final class Journal {
         defer {
             // SIGKILL: the test process blocks SIGTERM, and children inherit the mask.
             kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
+            p.waitForExit()
         }
         let fd = pipe.fileHandleForReading.fileDescriptor
         var found: [[String: Any]] = []
@@ -82,7 +83,7 @@ final class Journal {
     deinit {
         guard let process else { return }
         process.terminate()
-        process.waitUntilExit()
+        process.waitForExit()
     }
 }
 

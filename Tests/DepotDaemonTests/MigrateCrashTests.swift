@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import DepotEngine
 import Foundation
 import Testing
@@ -56,7 +57,7 @@ struct MigrateCrashTests {
             if !reached { break }
             Foundation.kill(d.process.processIdentifier, SIGKILL)
             killed += 1
-            d.process.waitUntilExit()
+            d.process.waitForExit()
             d = try DaemonProcess(folder: folder)
             // Still served as the store holds it: a double, until the switch.
             let k = Int.random(in: 0..<Self.records)

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import DepotWire
 import Foundation
 import Testing
@@ -152,7 +153,7 @@ struct SaveDurabilityTests {
             sender.start()
             usleep(UInt32(Double.random(in: 0...(length * 1.5)) * 1_000_000))  // the kill point, not a wait
             kill(d.process.processIdentifier, SIGKILL)
-            d.process.waitUntilExit()
+            d.process.waitForExit()
             d = try DaemonProcess(folder: folder)
             let found = try held(d, round)
             #expect(

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import DepotEngine
 import DepotPostgres
 import Foundation
@@ -276,7 +277,7 @@ struct ScaleOutTests {
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
         try p.run()
-        p.waitUntilExit()
+        p.waitForExit()
         return ((try? String(contentsOfFile: answer, encoding: .utf8)) ?? "").trimmingCharacters(
             in: .whitespacesAndNewlines)
     }
@@ -489,7 +490,7 @@ struct ScaleOutTests {
                 savesAtKill = saves
                 return true
             }
-            a.process.waitUntilExit()
+            a.process.waitForExit()
             #expect(savesAtKill >= 2, "A finished before it could be killed: raise DEPOT_SCALEOUT_ROWS")
             // B knows the job (it shows in B's systemd status), then runs it to its end.
             #expect(b.notify.waitFor(prefix: "STATUS=import \(id)", timeout: 120) != nil, "\(b.log)")

@@ -480,10 +480,10 @@ extension ControlRoutes {
         var isFolder: ObjCBool = false
         var target = path
         if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) {
-            guard isFolder.boolValue else {
-                throw APIError(.conflict, "\(path) exists: a backup never overwrites a file; choose another name")
-            }
-            target = (path.hasSuffix("/") ? path : path + "/") + name
+            // A file there is a conflict, told only once the place is
+            // allowed (below): a 409 elsewhere would tell any client which
+            // files exist where it may not read.
+            if isFolder.boolValue { target = (path.hasSuffix("/") ? path : path + "/") + name }
         } else if (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil {
             throw APIError(.forbidden, "\(path) is a symbolic link to nothing; name a new file")
         }
@@ -513,6 +513,9 @@ extension ControlRoutes {
                 "\(path) is not under backup_dir (\(config.backupDir)) or an import root"
                     + (config.importRoots.isEmpty ? "" : " (" + config.importRoots.joined(separator: ", ") + ")")
                     + "; leave the path out for backup_dir")
+        }
+        if FileManager.default.fileExists(atPath: candidate) {
+            throw APIError(.conflict, "\(path) exists: a backup never overwrites a file; choose another name")
         }
         return candidate
     }

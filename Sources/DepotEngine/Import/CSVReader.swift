@@ -95,7 +95,7 @@ final class CSVReader {
         self.skipInitialSpace = skipInitialSpace
         self.lenientQuotes = lenientQuotes
         self.maxRecordBytes = maxRecordBytes
-        buffer = .allocate(byteCount: bufferSize, alignment: 16)
+        buffer = InputFile.allocate(bufferSize)
         bufferOffset = offset
         self.offset = offset
         self.line = line

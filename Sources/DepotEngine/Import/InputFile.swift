@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A file read sequentially in large chunks from a byte offset.
 ///
@@ -68,7 +69,7 @@ final class InputFile {
             begin = 0
         }
         if end == buffer.count {
-            let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 16)
+            let bigger = InputFile.allocate(buffer.count * 2)
             bigger.baseAddress!.copyMemory(from: buffer.baseAddress!, byteCount: end)
             buffer.deallocate()
             buffer = bigger
@@ -77,6 +78,24 @@ final class InputFile {
         end += n
         return n == 0
     }
+
+    /// A reader's buffer. In debug and fuzzing builds its bytes are filled
+    /// with a value that changes with every buffer, so that a reader that
+    /// looks at bytes it never read (past `end`, before a refill) reads
+    /// differently each time, and a fuzz target's "the same twice"
+    /// invariant shows it (CI's FuzzInfer finding of 2026-11-29: one file
+    /// inferred twice, differently).
+    static func allocate(_ count: Int) -> UnsafeMutableRawBufferPointer {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 16)
+        #if DEBUG || FUZZING
+        buffer.initializeMemory(as: UInt8.self, repeating: poison.wrappingAdd(37, ordering: .relaxed).newValue)
+        #endif
+        return buffer
+    }
+
+    #if DEBUG || FUZZING
+    private static let poison = Atomic<UInt8>(0)
+    #endif
 
     /// A byte count as people read it: "64 MiB", "1 KiB", "100 bytes".
     static func size(_ bytes: Int) -> String {

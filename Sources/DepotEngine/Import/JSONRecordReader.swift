@@ -114,7 +114,7 @@ final class JSONRecordReader {
         }
         layout = first == 0x5B ? .array : .lines
         file = try InputFile(path: path, offset: offset)
-        buffer = .allocate(byteCount: bufferSize, alignment: 16)
+        buffer = InputFile.allocate(bufferSize)
         bufferOffset = offset
         self.offset = offset
         self.line = line

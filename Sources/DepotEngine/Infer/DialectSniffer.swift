@@ -141,7 +141,11 @@ enum DialectSniffer {
         var counts: [Int: Int] = [:]
         for r in rows { counts[r.count, default: 0] += 1 }
         var score = 0.0
-        for (length, count) in counts {
+        // In the lengths' order: a sum of doubles in a dictionary's order
+        // (which differs between two dictionaries of the same entries) told
+        // one file's escape differently on a second inference (CI's
+        // FuzzInfer finding of 2026-11-29).
+        for (length, count) in counts.sorted(by: { $0.key < $1.key }) {
             let weight = length == 1 ? 0.001 : Double(length - 1) / Double(length)
             score += Double(count) * weight
         }

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import Foundation
 
 /// Runs the built `depotctl` as a subprocess, the way a person or a script does.
@@ -39,9 +40,9 @@ enum Ctl {
             p.standardInput = FileHandle.nullDevice
         }
         try p.run()
-        p.waitUntilExit()
+        p.waitForExit()
         return Result(
-            status: p.terminationStatus,
+            status: p.exitStatus,
             out: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
             err: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
     }
@@ -72,8 +73,8 @@ enum Ctl {
         p.standardInput = FileHandle.nullDevice
         try p.run()
         let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, out: String(decoding: data, as: UTF8.self), err: "")
+        p.waitForExit()
+        return Result(status: p.exitStatus, out: String(decoding: data, as: UTF8.self), err: "")
     }
 
     private static func env(socket: String?, _ extra: [String: String]) -> [String: String] {
@@ -116,7 +117,7 @@ enum Ctl {
             }
         }
         kill(p.processIdentifier, SIGINT)
-        p.waitUntilExit()
-        return (lines, p.terminationStatus)
+        p.waitForExit()
+        return (lines, p.exitStatus)
     }
 }

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import DepotEngine
 import Foundation
 import Synchronization
@@ -149,8 +150,8 @@ final class DaemonProcess {
         p.standardOutput = FileHandle.nullDevice
         try p.run()
         let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        return (p.terminationStatus, said)
+        p.waitForExit()
+        return (p.exitStatus, said)
     }
 
     struct DaemonError: Error, CustomStringConvertible { var message: String; var description: String { message } }
@@ -162,9 +163,9 @@ final class DaemonProcess {
     func stop() -> Int32 {
         if process.isRunning {
             kill(process.processIdentifier, SIGTERM)
-            process.waitUntilExit()
+            process.waitForExit()
         }
-        return process.terminationStatus
+        return process.exitStatus
     }
 
     /// After a stop: what is left beside the Trip store's file (a `-wal` or
@@ -207,7 +208,7 @@ final class DaemonProcess {
     deinit {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.waitForExit()
         }
     }
 }
@@ -391,7 +392,7 @@ enum UnixHTTP {
         p.standardOutput = out
         try p.run()
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
+        p.waitForExit()
         return text
     }
 

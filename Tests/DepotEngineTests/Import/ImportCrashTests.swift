@@ -33,8 +33,8 @@ struct ImportCrashTests {
         while let line = clean.nextLine() {
             if line.hasPrefix("done ") { cleanDone = line }
         }
-        clean.process.waitUntilExit()
-        #expect(clean.process.terminationStatus == 0)
+        clean.process.waitForExit()
+        #expect(clean.process.exitStatus == 0)
 
         // Killed after saves 1, 7 and 18 (each kill lands somewhere in the
         // parse or save of the batch after), then run to its end.
@@ -49,7 +49,7 @@ struct ImportCrashTests {
             }
             #expect(reached)
             child.kill()
-            #expect(child.process.terminationReason == .uncaughtSignal)
+            #expect(child.process.endedBySignal)
         }
         let last = try ChildProcess("ImportChild", arguments: arguments("killed"))
         var resumedDone: String?
@@ -60,8 +60,8 @@ struct ImportCrashTests {
         }
         // The last kill came before the end: the last run resumed after save 18 and had saves left to do.
         #expect(resumedSaves.count > 1 && resumedSaves.first! > 18)
-        last.process.waitUntilExit()
-        #expect(last.process.terminationStatus == 0)
+        last.process.waitForExit()
+        #expect(last.process.exitStatus == 0)
 
         // The counters, the records, the history and the rejects are one clean run's.
         #expect(cleanDone != nil)

@@ -359,4 +359,25 @@ struct InferTests {
         let names = try await t.store.reader.fetchJSON(FetchDescriptor(entity: "Data", sort: [SortDescriptor("n")]))
         #expect(names.contains("café") && names.contains("naïve"), "\(names)")
     }
+    @Test("one file is told the same dialect every time: its escape too (CI's FuzzInfer finding of 2026-11-29)")
+    func sameEveryTime() throws {
+        // Fuzz/Regressions/FuzzInfer/escape-told-in-a-dictionary-order.csv:
+        // the escape was chosen by comparing two sums of doubles taken in a
+        // dictionary's order, which differs between dictionaries.
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../../Fuzz/Regressions/FuzzInfer/escape-told-in-a-dictionary-order.csv")
+        let sample = try [UInt8](Data(contentsOf: file))
+        let first = try #require(DialectSniffer.sniff(sample, complete: true))
+        var told: Set<String> = []
+        // Dictionaries kept alive between the tries, so that each try's
+        // dictionaries stand at other addresses (which seed their order).
+        var kept: [[Int: Int]] = []
+        for k in 0..<2_000 {
+            kept.append(Dictionary(uniqueKeysWithValues: (0..<k % 13).map { ($0, k) }))
+            let d = try #require(DialectSniffer.sniff(sample, complete: true))
+            told.insert("\(d.delimiter) \(d.quote) \(String(describing: d.escape)) \(d.skipInitialSpace)")
+        }
+        #expect(
+            told == ["\(first.delimiter) \(first.quote) \(String(describing: first.escape)) \(first.skipInitialSpace)"])
+    }
 }

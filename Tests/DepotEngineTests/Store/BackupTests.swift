@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import DepotEngine
 import DepotWire
 import Foundation
@@ -23,7 +24,7 @@ struct BackupTests {
         process.standardOutput = out
         try process.run()
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        process.waitForExit()
         return String(text.prefix(while: { $0 != " " }))
     }
 
