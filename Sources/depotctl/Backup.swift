@@ -62,8 +62,8 @@ struct BackupList: AsyncParsableCommand {
         commandName: "list",
         abstract: "List the backups in a folder: store, token, time, size, whether verified.",
         discussion: """
-            Reads the manifests (NAME.json) in the folder, on this machine. A copy missing, or \
-            of another size than its manifest says, is marked.
+            Reads the manifests (NAME.json) in the folder, on this machine, newest first. A copy \
+            missing, of another size than its manifest says, or named outside the folder is marked.
 
             Example:
               depotctl backup list /var/lib/depot/backups
@@ -73,28 +73,15 @@ struct BackupList: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let folder = URL(fileURLWithPath: path)
-        let names: [String]
+        let entries: [BackupFolder.Entry]
         do {
-            names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            entries = try BackupFolder.entries(in: path)
         } catch {
             throw Failure("cannot read the folder \(path): \(error.localizedDescription)")
         }
         var table = Table(["FILE", "STORE", "TOKEN", "TIME", "SIZE", "VERIFIED", "PROBLEM"], rightAligned: [2, 4])
-        for name in names.sorted() where name.hasSuffix(".json") {
-            let url = folder.appendingPathComponent(name)
-            guard let data = try? Data(contentsOf: url),
-                let manifest = try? JSONDecoder().decode(BackupManifest.self, from: data)
-            else { continue }
-            let copy = folder.appendingPathComponent(manifest.file).path
-            let size = (try? FileManager.default.attributesOfItem(atPath: copy))?[.size] as? NSNumber
-            let problem: String? =
-                switch size {
-                case nil: "the copy is missing"
-                case let size? where size.int64Value != manifest.bytes:
-                    "the copy holds \(size.int64Value) bytes, its manifest says \(manifest.bytes)"
-                default: nil
-                }
+        for entry in entries {
+            let (manifest, problem) = (entry.manifest, entry.problem?.description)
             if json {
                 var object =
                     try JSONSerialization.jsonObject(with: JSONEncoder().encode(manifest)) as? [String: Any] ?? [:]

@@ -540,6 +540,27 @@ struct DaemonAPITests {
         // Infer reads: a reader may send a file to it.
         let readerInfers = try UnixHTTP.asUser(65533, d.socket, "POST", "/v1/infer?name=x.csv", body: "a,b\n1,2\n")
         #expect(readerInfers.hasPrefix("HTTP/1.1 200") && readerInfers.contains(#""rows": 1"#), "\(readerInfers)")
+        // Each route's role is its group's (issue 52, item 2): queries in a
+        // body read; the record and entity writes, and every write of a
+        // store, need write, asked before the store is looked up.
+        let readerFetches = try UnixHTTP.asUser(
+            65533, d.socket, "POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"limit": 1}"#)
+        #expect(readerFetches.hasPrefix("HTTP/1.1 200"), "\(readerFetches)")
+        let readerAggregates = try UnixHTTP.asUser(
+            65533, d.socket, "POST", "/v1/stores/travel/entities/Trip/aggregate",
+            body: #"{"field": "budget", "functions": ["count"]}"#)
+        #expect(readerAggregates.hasPrefix("HTTP/1.1 200"), "\(readerAggregates)")
+        for (method, path) in [
+            ("PUT", "/v1/stores/travel/entities/Trip/records/t1"), ("POST", "/v1/stores/travel/save"),
+            ("PUT", "/v1/stores/travel/entities/Thing"), ("POST", "/v1/stores/nowhere/save"),
+            ("POST", "/v1/jobs")
+        ] {
+            let refused = try UnixHTTP.asUser(65533, d.socket, method, path, body: "{}")
+            #expect(refused.hasPrefix("HTTP/1.1 403") && refused.contains("the write role is needed"), "\(path)")
+        }
+        #expect(try asUser(65533, "GET", "/v1/stores/nowhere").contains(#""code":"unknown_store""#))
+        #expect(try asUser(65533, "GET", "/console/").hasPrefix("HTTP/1.1 200"))
+        #expect(try asUser(65534, "GET", "/console/").hasPrefix("HTTP/1.1 403"))
     }
 
     @Test(

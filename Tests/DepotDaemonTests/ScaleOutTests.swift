@@ -295,6 +295,7 @@ struct ScaleOutTests {
             let (a, b) = try Self.twoHosts(schema: schema, shared: shared, saveEvery: 1_000_000)
             defer { a.stop(); b.stop() }
             var ended = 0, kept = 0
+            var failures: [String] = []
             for round in 0..<5 {
                 let file = shared.appendingPathComponent("lost\(round).csv")
                 try Data(tripsCSV(100_000, prefix: "l\(round)-").utf8).write(to: file)
@@ -315,6 +316,7 @@ struct ScaleOutTests {
                 let state = final["state"] as? String
                 if state == "failed" {
                     ended += 1
+                    failures.append("round \(round): \(final["error"] as? String ?? "")")
                     #expect((final["error"] as? String)?.isEmpty == false, "round \(round): \(final)")
                     #expect(final["inserted"] as? Int == 0, "round \(round): \(final)")
                 } else {
@@ -332,7 +334,10 @@ struct ScaleOutTests {
             #expect(after["state"] as? String == "succeeded" && after["inserted"] as? Int == 1_000, "\(after)")
             // The store holds exactly what the jobs that succeeded saved.
             let count = try b.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#)
-            #expect(count.object["count"] as? Int == kept + 1_000, "\(count.body)")
+            #expect(
+                count.object["count"] as? Int == kept + 1_000,
+                "\(count.body); the failed jobs: \(failures.joined(separator: "; "))\nhost A:\n\(a.log.suffix(6000))\nhost B:\n\(b.log.suffix(4000))"
+            )
         }
     }
 
@@ -454,6 +459,9 @@ struct ScaleOutTests {
         "host A is killed (SIGKILL) mid-import; host B takes the job over once A's lease lapses, and store, history and counters equal a clean run's"
     )
     func killedHostResumes() async throws {
+        // Without a server there is nothing to run (withSchema skips, or
+        // records the issue under DEPOT_REQUIRE_POSTGRES).
+        guard Self.url != nil else { return try await Self.withSchema { _, _ in } }
         let rows = ProcessInfo.processInfo.environment["DEPOT_SCALEOUT_ROWS"].flatMap { Int($0) } ?? 100_000
         let csv = Self.awkwardCSV(rows)
         // One clean run, on one host.

@@ -9,6 +9,10 @@ struct APIMiddleware: RouterMiddleware {
     typealias Context = DepotRequestContext
     let metrics: Metrics
     let logger: Logger
+    /// The open stores and the configuration, which each request's context
+    /// carries to the routes that resolve a store (``StoreRequestContext``).
+    let stores: StoreRegistry
+    let settings: LiveSettings
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
@@ -18,6 +22,8 @@ struct APIMiddleware: RouterMiddleware {
         let response: Response
         do {
             context.peer = try await PeerCredentials.read(context.channel)
+            context.stores = stores
+            context.settings = settings
             response = try await next(request, context)
         } catch {
             let api = APIError.answer(to: error)

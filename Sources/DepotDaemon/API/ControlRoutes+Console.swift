@@ -8,7 +8,9 @@ import Hummingbird
 // and GET /v1/me, which tells the console what its user may do.
 extension ControlRoutes {
     func addConsole(to router: Router<DepotRequestContext>) {
-        router.get("console") { request, _ in
+        let console = router.group().add(
+            middleware: RoleMiddleware<DepotRequestContext>(role: .read, settings: settings))
+        console.get("console") { request, _ in
             // "/console" and "/console/" both come here: the files are named
             // relative to the folder, so the first goes to the second.
             guard request.uri.path.hasSuffix("/") else {
@@ -16,7 +18,7 @@ extension ControlRoutes {
             }
             return try ConsoleAssets.shared.response("index.html", request)
         }
-        router.get("console/:file") { request, context in
+        console.get("console/:file") { request, context in
             try ConsoleAssets.shared.response(context.parameters.get("file") ?? "", request)
         }
     }

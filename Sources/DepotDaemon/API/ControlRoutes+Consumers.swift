@@ -26,13 +26,13 @@ extension ControlRoutes {
             lost: p.lost.isEmpty ? nil : p.lost)
     }
 
-    func listConsumers(_ context: DepotRequestContext) async throws -> Response {
-        let consumers = try await store(context).reads.consumers()
+    func listConsumers(_ context: StoreRequestContext) async throws -> Response {
+        let consumers = try await context.store.reads.consumers()
         return try JSONResponse.encode(ConsumerList(consumers: consumers.map(Self.wire)))
     }
 
-    func createConsumer(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func createConsumer(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let body = try await JSONBody.decode(ConsumerBody.self, from: request, limit: config.maxRequestBytes)
         guard let name = body.name else {
             throw APIError(.invalidArgument, "the body must name the consumer: {\"name\": \"indexer\"}")
@@ -41,8 +41,8 @@ extension ControlRoutes {
         return try JSONResponse.encode(Self.wire(consumer), status: .created)
     }
 
-    func acknowledge(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func acknowledge(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let body = try await JSONBody.decode(AckBody.self, from: request, limit: config.maxRequestBytes)
         let consumer = try await store.acknowledge(
             consumer: context.parameters.get("name") ?? "",
@@ -50,16 +50,16 @@ extension ControlRoutes {
         return try JSONResponse.encode(Self.wire(consumer))
     }
 
-    func resetConsumer(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func resetConsumer(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let body = try await JSONBody.decode(ConsumerBody.self, from: request, limit: config.maxRequestBytes)
         let consumer = try await store.resetConsumer(context.parameters.get("name") ?? "", from: try Self.start(body))
         return try JSONResponse.encode(Self.wire(consumer))
     }
 
-    func dropConsumer(_ context: DepotRequestContext) async throws -> Response {
+    func dropConsumer(_ context: StoreRequestContext) async throws -> Response {
         let name = context.parameters.get("name") ?? ""
-        try await store(context).dropConsumer(name)
+        try await context.store.dropConsumer(name)
         return try JSONResponse.encode(DroppedConsumer(dropped: name))
     }
 }

@@ -13,8 +13,8 @@ extension ControlRoutes {
     /// larger one, or one without a limit, streams.
     static let pageInMemory = 10_000
 
-    func fetch(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func fetch(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let body = try await JSONBody.decode(FetchBody.self, from: request, limit: config.maxRequestBytes)
         let entity = context.parameters.get("entity") ?? ""
         _ = try store.reads.entity(entity)
@@ -98,7 +98,7 @@ extension ControlRoutes {
     /// that changed the result, computed from the history.
     func changes(
         _ body: FetchBody, descriptor: FetchDescriptor, result: String, store: any StoreBackend,
-        context: DepotRequestContext
+        context: StoreRequestContext
     ) async throws -> Response {
         guard body.watch == true, body.changes == true else {
             throw APIError(
@@ -177,8 +177,8 @@ extension ControlRoutes {
                     + "this live fetch ends"))
     }
 
-    func aggregate(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func aggregate(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let body = try await JSONBody.decode(AggregateBody.self, from: request, limit: config.maxRequestBytes)
         var functions: [AggregateFunction]?
         if let names = body.functions {
@@ -206,8 +206,8 @@ extension ControlRoutes {
         return try JSONResponse.encode(AggregateAnswer(rows: rows))
     }
 
-    func duplicates(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func duplicates(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let body = try await JSONBody.decode(DuplicatesBody.self, from: request, limit: config.maxRequestBytes)
         let entity = context.parameters.get("entity") ?? ""
         let arguments = try JSONValue.scalars(body.arguments, key: "arguments")
@@ -247,8 +247,8 @@ extension ControlRoutes {
     /// NDJSON, streamed from one read snapshot as the engine writes them
     /// (no job, no file in between); the number of records comes last, in
     /// the `Depot-Records` trailer. A client that hangs up ends the read.
-    func export(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func export(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let body = try await JSONBody.decode(ExportBody.self, from: request, limit: config.maxRequestBytes)
         let entity = context.parameters.get("entity") ?? ""
         _ = try store.reads.entity(entity)
@@ -270,8 +270,8 @@ extension ControlRoutes {
     /// The changes a history page holds at most, unless `max_changes` says.
     static let pageChanges = 10_000
 
-    func history(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func history(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let q = request.uri.queryParameters
         var after = try q.get("after").map { try HistoryToken.parse(String($0)) }
         let entity = q.get("entity").map { String($0) }
@@ -339,7 +339,7 @@ extension ControlRoutes {
     /// The record of a new job, its paths checked against `import_roots`
     /// and its spec against its store as running it would
     /// (``JobSpec/check(against:)``), so that nothing bad is queued.
-    func record(for spec: JobSpec, store name: String, _ context: DepotRequestContext) async throws -> JobRecord {
+    func record(for spec: JobSpec, store name: String, _ context: some ConnectionContext) async throws -> JobRecord {
         let store = try jobs.stores.require(name)
         var spec = spec
         switch spec {
@@ -557,7 +557,7 @@ extension ControlRoutes {
 
     /// Upload import: the body streams to a spool file, synced to disk,
     /// then an import job reads it like any file (durable and resumable).
-    func upload(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
+    func upload(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
         let q = request.uri.queryParameters
         // The settings through the readers of every job's (JobSetting).
         var options = ImportOptions()
@@ -635,10 +635,10 @@ extension ControlRoutes {
     /// exist is created from it over the API; then the file is imported with
     /// the dialect inferred, each setting the query gives taking precedence.
     func uploadCreating(
-        _ request: Request, _ context: DepotRequestContext, explicit: ImportOptions, dialect: JobSettings
+        _ request: Request, _ context: StoreRequestContext, explicit: ImportOptions, dialect: JobSettings
     ) async throws -> Response {
         let q = request.uri.queryParameters
-        let store = try await store(context)
+        let store = context.store
         let name = context.parameters.get("entity") ?? ""
         let spool = config.stateDir + "/spool"
         try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
@@ -674,8 +674,8 @@ extension ControlRoutes {
 
     /// `GET /v1/stores/{store}/check`: the references that point at nothing
     /// (DESIGN §12), counted per to-one, the first `limit` (default 100) listed.
-    func check(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func check(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         var limit = 100
         if let text = request.uri.queryParameters.get("limit") {
             limit = try QueryCount.parse(text, name: "limit", minimum: 0, cap: 10_000)

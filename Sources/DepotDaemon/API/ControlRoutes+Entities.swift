@@ -10,8 +10,8 @@ extension ControlRoutes {
     /// or changes the one created so as a configuration's entity changes
     /// when its store opens (`200`; `200` too when it is as given already).
     /// Answers the entity as `GET /v1/stores/{store}` lists it.
-    func putEntity(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func putEntity(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let name = context.parameters.get("entity") ?? ""
         let bytes = try await JSONBody.read(request, limit: config.maxRequestBytes)
         let entity = try EntityDefinition(json: Array(bytes), name: name).schema()
@@ -28,8 +28,8 @@ extension ControlRoutes {
     /// Refused (`409 conflict`) while a job that is not over works on the
     /// entity, or a processor names it (issue 51: the job failed on a table
     /// gone under it; the processors stayed listed, also after a restart).
-    func dropEntity(_ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func dropEntity(_ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let entity = context.parameters.get("entity") ?? ""
         let quoted = JSONText.quoted(entity)
         if let job = await jobs.all().first(where: {

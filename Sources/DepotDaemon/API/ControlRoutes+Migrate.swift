@@ -21,8 +21,8 @@ extension ControlRoutes {
     /// this store and every record whose conversion would fail, changing
     /// nothing; without, brings the store to it (as a reload does) and
     /// answers the `migrate` jobs queued or running (`202`).
-    func migrate(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func migrate(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let body = try await JSONBody.decode(MigrateBody.self, from: request, limit: config.maxRequestBytes)
         let configured = try freshEntities(of: store.name)
         if body.dryRun ?? false {

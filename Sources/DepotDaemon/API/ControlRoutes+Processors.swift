@@ -18,13 +18,13 @@ extension ControlRoutes {
             state: p.finished ? "finished" : "running")
     }
 
-    func listProcessors(_ context: DepotRequestContext) async throws -> Response {
-        let processors = try await store(context).reads.processors()
+    func listProcessors(_ context: StoreRequestContext) async throws -> Response {
+        let processors = try await context.store.reads.processors()
         return try JSONResponse.encode(ProcessorList(processors: processors.map(Self.wire)))
     }
 
-    func createProcessor(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func createProcessor(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let body = try await JSONBody.decode(ProcessorBody.self, from: request, limit: config.maxRequestBytes)
         let lease = try JobSetting.read("lease", body.lease ?? "30s", JobSetting.lease)
         let info = try await store.createProcessor(
@@ -40,10 +40,10 @@ extension ControlRoutes {
     /// The next batch under a new lease; while every batch left is leased,
     /// waits until one lapses or a commit comes (at most
     /// ``longestNextWait``); `204` once all are committed.
-    func nextBatch(_ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func nextBatch(_ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let name = context.parameters.get("name") ?? ""
-        let saves = try jobs.stores.saves(store.settings.name)
+        let saves = context.saves
         let clock = ContinuousClock()
         let deadline = clock.now + Self.longestNextWait
         while true {
@@ -98,19 +98,19 @@ extension ControlRoutes {
 
     /// The batch's changes and the cursor's move in one save; a lapsed or
     /// replayed lease changes nothing (`409`).
-    func commitBatch(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func commitBatch(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let name = context.parameters.get("name") ?? ""
-        let body = try await JSONBody.decode(ProcessorCommitBody.self, from: request, limit: saveBodyLimit(store))
+        let body = try await JSONBody.decode(ProcessorCommitBody.self, from: request, limit: saveBodyLimit(context))
         let save = SaveBody(author: body.author, merge: body.merge, changes: body.changes ?? [])
         let changeSet = try Self.changeSet(save, reads: store.reads)
         let author = body.author ?? context.peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd"
-        let limit = config.stores.first { $0.name == store.settings.name }?.maxSaveChanges ?? 10_000
+        let limit = context.configuration?.maxSaveChanges ?? 10_000
         var saveRequest = SaveRequest(changeSet, author: author, limit: limit)
         saveRequest.processorLease = ProcessorLease(processor: name, lease: body.lease)
         // The save reads the processor once, in its transaction: an unknown
         // one is its 404, and its progress after the commit is the answer's.
-        let reply = try await jobs.stores.saves(store.settings.name).save(saveRequest)
+        let reply = try await context.saves.save(saveRequest)
         guard let result = reply.result, let processor = reply.processor else {
             throw APIError(.internal, "a processor's commit came back without its processor")
         }
@@ -146,8 +146,8 @@ extension ControlRoutes {
         return Array(out.utf8)
     }
 
-    func dropProcessor(_ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func dropProcessor(_ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let name = context.parameters.get("name") ?? ""
         guard try await store.dropProcessor(name) else {
             throw DepotError(

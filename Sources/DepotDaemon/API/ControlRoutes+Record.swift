@@ -10,8 +10,8 @@ import Hummingbird
 /// concurrency. The writes are one-change saves.
 extension ControlRoutes {
     /// `GET …/records/{id}`: the record as a fetch gives it, its token as the `ETag`.
-    func getRecord(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func getRecord(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let (entity, identifier) = try Self.recordPath(context, reads: store.reads)
         guard let version = try await store.reads.record(entity.name, identifier: identifier) else {
             throw Self.missing(entity, identifier)
@@ -25,8 +25,8 @@ extension ControlRoutes {
     /// history keeps (`limit`, default 100, at most 10,000), old → new, as a
     /// history page whose transactions hold only its changes. A record with
     /// none kept (or none ever) answers an empty list.
-    func recordHistory(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func recordHistory(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let (entity, identifier) = try Self.recordPath(context, reads: store.reads)
         var limit = 100
         if let text = request.uri.queryParameters.get("limit") {
@@ -39,8 +39,8 @@ extension ControlRoutes {
     /// `PUT` (the whole record, replaced or inserted), `PATCH` (the fields
     /// to set) and `DELETE`: a save of one change, answered as a save is,
     /// the record's new token as the `ETag`.
-    func writeRecord(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
+    func writeRecord(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let store = context.store
         let (entity, identifier) = try Self.recordPath(context, reads: store.reads)
         let ifToken = try Self.ifMatch(request)
         var change: SaveChange
@@ -77,7 +77,7 @@ extension ControlRoutes {
         let answer: SaveAnswer
         let result: SaveResult?
         do {
-            (answer, result) = try await save(body, store: store, context: context)
+            (answer, result) = try await save(body, context)
         } catch let refusal as SaveRefusal where refusal.failures.allSatisfy({ $0.code == .notFound }) {
             throw Self.missing(entity, identifier)
         }
@@ -117,7 +117,7 @@ extension ControlRoutes {
     /// The entity and the identifier a record's path names: the identifier's
     /// value as text (a number or boolean as its JSON), a compound one as
     /// its JSON array, URL-encoded.
-    static func recordPath(_ context: DepotRequestContext, reads: any StoreReading) throws
+    static func recordPath(_ context: StoreRequestContext, reads: any StoreReading) throws
         -> (EntitySchema, [DepotEngine.Value])
     {
         let entity = try reads.entity(context.parameters.get("entity") ?? "")

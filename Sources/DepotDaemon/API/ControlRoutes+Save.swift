@@ -6,27 +6,26 @@ import Hummingbird
 /// Saves (DESIGN §16): a change set applied all or nothing.
 extension ControlRoutes {
     /// `POST /v1/stores/{store}/save`.
-    func save(_ request: Request, _ context: DepotRequestContext) async throws -> Response {
-        let store = try await store(context)
-        let body = try await JSONBody.decode(SaveBody.self, from: request, limit: saveBodyLimit(store))
-        return try JSONResponse.encode(try await save(body, store: store, context: context).answer)
+    func save(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
+        let body = try await JSONBody.decode(SaveBody.self, from: request, limit: saveBodyLimit(context))
+        return try JSONResponse.encode(try await save(body, context).answer)
     }
 
     /// The most bytes a save's (or a processor commit's) body may have:
     /// `max_request_bytes`, or 1 KiB a change when `max_save_changes` of
     /// them need more (issue 51: 10,000 of the smallest inserts were more
     /// than 1 MiB, so the store's limit of changes could not be reached).
-    func saveBodyLimit(_ store: any StoreBackend) -> Int {
-        let changes = config.stores.first { $0.name == store.settings.name }?.maxSaveChanges ?? 10_000
+    func saveBodyLimit(_ context: StoreRequestContext) -> Int {
+        let changes = context.configuration?.maxSaveChanges ?? 10_000
         return max(config.maxRequestBytes, changes * 1024)
     }
 
-    /// Applies a save's body to `store`, by its author or the peer; with
+    /// Applies a save's body to the request's store, by its author or the peer; with
     /// an idempotency key, once (a retry answers the first answer, replayed).
     ///
     /// - Returns: the answer, and the engine's result when the save ran now
     ///   (not replayed).
-    func save(_ body: SaveBody, store: any StoreBackend, context: DepotRequestContext) async throws -> (
+    func save(_ body: SaveBody, _ context: StoreRequestContext) async throws -> (
         answer: SaveAnswer, result: SaveResult?
     ) {
         let started = ContinuousClock.now
@@ -34,11 +33,11 @@ extension ControlRoutes {
             let elapsed = (ContinuousClock.now - started).components
             metrics.saveAnswered(seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
         }
-        let changeSet = try Self.changeSet(body, reads: store.reads)
+        let changeSet = try Self.changeSet(body, reads: context.store.reads)
         let author = body.author ?? context.peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd"
-        let settings = config.stores.first { $0.name == store.settings.name }
+        let settings = context.configuration
         let limit = settings?.maxSaveChanges ?? 10_000
-        let saves = try jobs.stores.saves(store.settings.name)
+        let saves = context.saves
         guard let key = body.idempotencyKey else {
             let reply = try await saves.save(SaveRequest(changeSet, author: author, limit: limit))
             return (Self.answer(reply.result!), reply.result)

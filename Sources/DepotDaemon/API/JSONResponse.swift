@@ -52,7 +52,7 @@ enum JSONResponse {
     /// `head`, when given, goes out first, as it is (a line shared by
     /// several streams, ``LiveStarts``), and is not held after.
     static func stream(
-        _ context: DepotRequestContext, head: ByteBuffer? = nil, deadline: StreamDeadline,
+        _ context: some ConnectionContext, head: ByteBuffer? = nil, deadline: StreamDeadline,
         metrics: Metrics,
         _ lines: @escaping @Sendable (_ write: (String) async throws -> Void) async throws -> Void
     ) -> Response {

@@ -15,7 +15,7 @@ struct StreamDeadline: Sendable {
     let metrics: Metrics
     let logger: Logger
 
-    init(_ context: DepotRequestContext, timeout: Duration, metrics: Metrics, logger: Logger) {
+    init(_ context: some ConnectionContext, timeout: Duration, metrics: Metrics, logger: Logger) {
         self.channel = context.channel
         self.timeout = timeout
         self.metrics = metrics

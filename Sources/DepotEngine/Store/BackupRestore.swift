@@ -1,4 +1,3 @@
-import Crypto
 public import DepotWire
 import Foundation
 import GRDB
@@ -20,18 +19,10 @@ public enum BackupRestore {
     /// The backups in `folder`, by their manifests, newest first (by the
     /// snapshot's time, then the file's name); `store` keeps that store's.
     public static func backups(in folder: String, store: String? = nil) -> [(manifest: BackupManifest, path: String)] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        var found: [(manifest: BackupManifest, path: String)] = []
-        for name in names where name.hasSuffix(".json") {
-            guard let data = FileManager.default.contents(atPath: folder + "/" + name),
-                let manifest = try? JSONDecoder().decode(BackupManifest.self, from: data),
-                store == nil || manifest.store == store,
-                // A copy beside its manifest, never a path elsewhere (a hand edit could name one).
-                !manifest.file.contains("/"), manifest.file != "..", manifest.file != "."
-            else { continue }
-            found.append((manifest, folder + "/" + manifest.file))
-        }
-        return found.sorted { ($0.manifest.time, $0.manifest.file) > ($1.manifest.time, $1.manifest.file) }
+        // A copy named outside its folder is never restored; one missing or
+        // cut short is, and is refused naming what is wrong with it.
+        ((try? BackupFolder.entries(in: folder, store: store)) ?? [])
+            .filter { $0.problem != .outsideFolder }.map { ($0.manifest, $0.path) }
     }
 
     /// The manifest beside the backup at `path`.
@@ -109,25 +100,13 @@ public enum BackupRestore {
         let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw DepotError.io("cannot write \(target)", errno: errno) }
         let out = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        var hash = SHA256()
-        var bytes: Int64 = 0
-        while let chunk = try source.read(upToCount: 1 << 20), !chunk.isEmpty {
-            hash.update(data: chunk)
-            bytes += Int64(chunk.count)
-            do {
-                try out.write(contentsOf: chunk)
-            } catch let error as NSError {
-                let code = error.domain == NSPOSIXErrorDomain ? Int32(error.code) : EIO
-                throw DepotError.io("cannot write \(target)", errno: code)
-            }
-        }
+        let (bytes, sha256) = try Store.digest(source, copyingTo: out, copyPath: target)
         guard bytes == manifest.bytes else {
             throw DepotError(
                 .invalidArgument,
                 "\(path) is cut short or grew: \(bytes) bytes where its manifest says \(manifest.bytes); nothing was restored"
             )
         }
-        let sha256 = hash.finalize().map { String(format: "%02x", $0) }.joined()
         guard sha256 == manifest.sha256 else {
             throw DepotError(
                 .invalidArgument,

@@ -163,11 +163,28 @@ extension Store {
         }
         defer { try? handle.close() }
         try handle.synchronize()
+        return try digest(handle)
+    }
+
+    /// Reads `source` to its end a megabyte at a time, writing each chunk to
+    /// `copy` (the file `copyPath`) when one is given: the bytes read and
+    /// their SHA-256 in lowercase hex. A backup's hash and a restore's
+    /// checked copy are this one loop.
+    static func digest(_ source: FileHandle, copyingTo copy: FileHandle? = nil, copyPath: String = "") throws
+        -> (bytes: Int64, sha256: String)
+    {
         var hash = SHA256()
         var bytes: Int64 = 0
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+        while let chunk = try source.read(upToCount: 1 << 20), !chunk.isEmpty {
             hash.update(data: chunk)
             bytes += Int64(chunk.count)
+            guard let copy else { continue }
+            do {
+                try copy.write(contentsOf: chunk)
+            } catch let error as NSError {
+                let code = error.domain == NSPOSIXErrorDomain ? Int32(error.code) : EIO
+                throw DepotError.io("cannot write \(copyPath)", errno: code)
+            }
         }
         return (bytes, hash.finalize().map { String(format: "%02x", $0) }.joined())
     }

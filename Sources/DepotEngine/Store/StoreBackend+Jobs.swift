@@ -28,8 +28,9 @@ extension StoreBackend {
     /// of a PostgreSQL store's `finishJob`).
     package static var finalJobStates: [String] { ["succeeded", "failed", "cancelled", "done"] }
 
+    /// `state NOT IN ('succeeded', …)`: a job not ended, from ``finalJobStates``.
     private static var notFinal: SQLStatement {
-        "state NOT IN ('succeeded', 'failed', 'cancelled', 'done')"
+        "state NOT IN (\(sql: finalJobStates.map { "'\($0)'" }.joined(separator: ", ")))"
     }
 
     /// How often a host looks for jobs it may take over on a store several
