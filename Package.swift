@@ -126,6 +126,7 @@ let package = Package(
                 "DepotVersion",
                 "DepotEngine",
                 "DepotWire",
+                "DepotPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ],
             swiftSettings: swiftSettings

@@ -1,4 +1,4 @@
-import DepotEngine
+package import DepotEngine
 import DepotPostgres
 import Foundation
 import Hummingbird
@@ -89,7 +89,7 @@ package final class DaemonRuntime: Sendable {
     }
 
     /// Opens a store on its backend, not yet serving it.
-    static func openBackend(_ storeConfig: StoreConfiguration) async throws -> any StoreBackend {
+    package static func openBackend(_ storeConfig: StoreConfiguration) async throws -> any StoreBackend {
         let store: any StoreBackend
         if let postgres = storeConfig.postgres {
             var configuration = PostgresStoreConfiguration(

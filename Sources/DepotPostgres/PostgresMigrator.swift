@@ -22,7 +22,11 @@ enum PostgresMigrator {
     /// 4: each record's `depot_token`, the token of its last change (the
     /// records stored before take the last token issued), and the
     /// idempotency keys of saves (DESIGN §16).
-    static let systemVersion = 4
+    /// 5: each history transaction's PostgreSQL transaction id (`xid`, as
+    /// `txid_current()` gives it, with its epoch), which a point-in-time
+    /// recovery to a token names (DESIGN §20; null for the transactions
+    /// written before).
+    static let systemVersion = 5
 
     /// The column of a record's token: new records take the token of the
     /// save's history transaction (PostgresSaveContext.tokenExpression).
@@ -179,7 +183,7 @@ enum PostgresMigrator {
             "CREATE TABLE IF NOT EXISTS \(table("depot_schema"))(entity text PRIMARY KEY, definition text NOT NULL)")
         try await run(
             "CREATE TABLE IF NOT EXISTS \(table("depot_transactions"))(id bigserial PRIMARY KEY, "
-                + "timestamp text NOT NULL, author text NOT NULL, job text)")
+                + "timestamp text NOT NULL, author text NOT NULL, job text, xid bigint DEFAULT txid_current())")
         // Whether the store was there before this open (its system version
         // is read below, once depot_changes has been made if it was not).
         let older =
@@ -249,6 +253,12 @@ enum PostgresMigrator {
                         "ALTER TABLE \(table(name)) ALTER COLUMN depot_token SET DEFAULT \(PostgresSaveContext.tokenExpression)"
                     )
                 }
+            }
+            if let version, let number = Int(version), number < 5 {
+                // The transactions before keep no id (a volatile default
+                // on ADD COLUMN would give each the migration's own).
+                try await run("ALTER TABLE \(table("depot_transactions")) ADD COLUMN IF NOT EXISTS xid bigint")
+                try await run("ALTER TABLE \(table("depot_transactions")) ALTER COLUMN xid SET DEFAULT txid_current()")
             }
             if let version, let number = Int(version), number < systemVersion {
                 try await run(

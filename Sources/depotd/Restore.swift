@@ -1,6 +1,7 @@
 import ArgumentParser
 import DepotDaemon
 import DepotEngine
+import DepotPostgres
 import DepotWire
 import Foundation
 
@@ -20,17 +21,24 @@ struct Restore: AsyncParsableCommand {
             Restoring to a time or to before a job needs the store's archive, which is not \
             built yet.
 
+            A store on PostgreSQL is restored by PostgreSQL (a base backup and its archived WAL): \
+            --store S --to-token T, without --from, prints the recovery target that brings the \
+            cluster back to token T (the PostgreSQL transaction that committed it); it only reads the store.
+
             Example:
               systemctl stop depotd
               depotd restore --from /var/lib/depot/backups --store travel --latest --force
               depotd restore --from /var/lib/depot/backups --store travel --to-token 1042 --into /tmp/t.sqlite
+              depotd restore --store orders --to-token 5230
             """)
 
     /// The configuration, which names the store's file.
     @OptionGroup var options: ConfigOption
     var config: String { options.config }
-    @Option(name: .customLong("from"), help: "A backup, or a folder of backups.")
-    var from: String
+    @Option(
+        name: .customLong("from"),
+        help: "A backup, or a folder of backups (left out for a store on PostgreSQL, which restores it).")
+    var from: String?
     @Option(help: "The store whose backup to restore (needed when the folder holds several stores' backups).")
     var store: String?
     @Flag(help: "The newest backup of the store in the folder.")
@@ -57,11 +65,17 @@ struct Restore: AsyncParsableCommand {
                     + "restore a backup with --latest or --to-token.")
         }
         if latest && toToken != nil { throw ValidationError("give --latest or --to-token, not both.") }
+        if from == nil && (store == nil || toToken == nil) {
+            throw ValidationError(
+                "--from names the backup to restore; without it, --store S --to-token T names a store on "
+                    + "PostgreSQL and the token to recover it to.")
+        }
     }
 
     func run() async throws {
         do {
-            let (path, manifest) = try pick()
+            guard let from else { return try await postgresTarget() }
+            let (path, manifest) = try pick(from)
             let target = try into ?? storeFile(of: manifest.store)
             // Never under a process that has the file open: it would go on with its own pages.
             if let holder = Self.holders(of: target).first {
@@ -85,7 +99,7 @@ struct Restore: AsyncParsableCommand {
     }
 
     /// The backup to restore, and its manifest.
-    private func pick() throws -> (String, BackupManifest) {
+    private func pick(_ from: String) throws -> (String, BackupManifest) {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: from, isDirectory: &isFolder) else {
             throw DepotError(.invalidArgument, "\(from) is not there")
@@ -127,17 +141,65 @@ struct Restore: AsyncParsableCommand {
         return (found.path, found.manifest)
     }
 
-    /// The file of store `name` in the configuration.
-    private func storeFile(of name: String) throws -> String {
+    /// For a store on PostgreSQL: the recovery target of a point-in-time
+    /// recovery of its cluster to `--to-token` (DESIGN §20), printed as the
+    /// settings to give the restored cluster; nothing is changed.
+    private func postgresTarget() async throws {
+        guard let name = store, let text = toToken else { return }
+        guard let token = Int64(text), token > 0 else {
+            throw DepotError(.invalidArgument, "--to-token \(text) is not a token (a whole number from 1)")
+        }
+        let storeConfig = try configuration(of: name, hint: "")
+        guard storeConfig.postgres != nil else {
+            throw DepotError(
+                .invalidArgument,
+                "store \(name) is an SQLite file: restore one of its backups with --from (depotd restore --help)")
+        }
+        let backend = try await DaemonRuntime.openBackend(storeConfig)
+        guard let postgres = backend as? PostgresStore else { return }
+        let target: (xid: Int64, lastToken: Int64)
+        do {
+            target = try await postgres.recoveryTarget(token: token)
+        } catch {
+            await postgres.close()
+            throw error
+        }
+        await postgres.close()
+        let commit =
+            target.lastToken == token
+            ? "token \(token) is the last of its commit"
+            : "its commit holds the tokens after it through \(target.lastToken) (saves that shared one commit); "
+                + "a recovery cannot stop inside a commit, so the store comes back at token \(target.lastToken)"
+        print(
+            """
+            store \(name) (\(postgres.configuration.location.description)) committed token \(token) in PostgreSQL \
+            transaction \(target.xid); \(commit).
+            Recover a base backup of the cluster taken before it, with its archived WAL (restore_command), and:
+              recovery_target_xid = '\(target.xid)'
+              recovery_target_inclusive = on
+              recovery_target_action = 'promote'
+            then create recovery.signal in the restored data folder and start the server (docs/postgresql.md, "Backups").
+            """)
+    }
+
+    /// Store `name`'s `[[store]]` in the configuration; `hint` says what
+    /// else the user may do when it cannot be read or has no such store.
+    private func configuration(of name: String, hint: String) throws -> StoreConfiguration {
         let daemon: DaemonConfig
         do {
             daemon = try DaemonConfig.load(path: config)
         } catch {
-            throw DepotError(.invalidArgument, "\(error) (or name the file to write with --into)")
+            throw DepotError(.invalidArgument, "\(error)" + (hint.isEmpty ? "" : " (or \(hint))"))
         }
         guard let store = daemon.stores.first(where: { $0.name == name }) else {
-            throw DepotError(.invalidArgument, "store \(name) is not in \(config): name the file to write with --into")
+            throw DepotError(.invalidArgument, "store \(name) is not in \(config)" + (hint.isEmpty ? "" : ": \(hint)"))
         }
+        return store
+    }
+
+    /// The file of store `name` in the configuration.
+    private func storeFile(of name: String) throws -> String {
+        let store = try configuration(of: name, hint: "name the file to write with --into")
         guard store.postgres == nil else {
             throw DepotError(
                 .invalidArgument, "store \(name) is on PostgreSQL, which restores it (docs/postgresql.md)")

@@ -40,6 +40,31 @@ public final class ChildProcess {
         }
     }
 
+    /// Runs `executable ARGS` to its end: its exit status (``Foundation/Process/waitForExit()``),
+    /// standard output and standard error. Standard error goes through a
+    /// file, so that a child that writes much of it never waits on a full
+    /// pipe while its output is read.
+    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws
+        -> (status: Int32, out: String, err: String)
+    {
+        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString)")
+        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: errors) }
+        let p = Process()
+        p.executableURL = executable
+        p.arguments = arguments
+        if let environment { p.environment = environment }
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = try FileHandle(forWritingTo: errors)
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let said = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let status = p.waitForExit()
+        let complained = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        return (status, said, complained)
+    }
+
     public func kill() {
         Foundation.kill(process.processIdentifier, SIGKILL)
         process.waitForExit()

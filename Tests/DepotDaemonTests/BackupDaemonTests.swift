@@ -256,17 +256,7 @@ struct BackupDaemonTests {
 
     /// Runs `depotd restore ARGS`: its exit status, stdout and stderr.
     static func restore(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let p = Process()
-        p.executableURL = DaemonProcess.executable
-        p.arguments = ["restore"] + args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let said = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let complained = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitForExit()
-        return (p.exitStatus, said, complained)
+        try ChildProcess.run(DaemonProcess.executable, ["restore"] + args)
     }
 
     @Test("depotd restore puts the latest backup back with the daemon stopped; refused while it runs or over a file")

@@ -14,20 +14,13 @@ struct FuzzReplayTests {
     func replay(_ target: String) throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Fuzz")
             .standardized
-        let p = Process()
-        p.executableURL = DaemonProcess.executable.deletingLastPathComponent().appendingPathComponent(target)
-        p.arguments = [
-            root.appendingPathComponent("Regressions/\(target)").path,
-            root.appendingPathComponent("Seeds/\(target)").path
-        ]
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let said = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let complaint = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitForExit()
-        #expect(p.exitStatus == 0, "\(target): \(complaint)")
+        let (status, said, complaint) = try ChildProcess.run(
+            DaemonProcess.executable.deletingLastPathComponent().appendingPathComponent(target),
+            [
+                root.appendingPathComponent("Regressions/\(target)").path,
+                root.appendingPathComponent("Seeds/\(target)").path
+            ])
+        #expect(status == 0, "\(target): \(complaint)")
         #expect(said.contains("replayed clean"), "\(target): \(said)")
     }
 }

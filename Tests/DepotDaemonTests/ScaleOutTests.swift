@@ -98,6 +98,37 @@ struct ScaleOutTests {
         }
     }
 
+    @Test(
+        "depotd restore --store S --to-token T prints the recovery_target_xid of a token of a store on PostgreSQL; a token never issued, 0, or an SQLite store is refused"
+    )
+    func recoveryTargetOfAToken() async throws {
+        try await Self.withSchema { schema, shared in
+            let host = try DaemonProcess(config: Self.config(schema: schema, shared: shared))
+            defer { host.stop() }
+            let put = try host.request("PUT", RecordTests.path + "T1", body: RecordTests.trip("T1"))
+            #expect(put.status == 200, "\(put.body)")
+            let token = RecordTests.etag(put)
+            let config = host.configPath
+            // With the daemon running: it only reads the store.
+            let named = try BackupDaemonTests.restore(["--config", config, "--store", "travel", "--to-token", token])
+            #expect(named.status == 0, "\(named.err)")
+            #expect(named.out.contains("recovery_target_xid = '"), "\(named.out)")
+            #expect(named.out.contains("token \(token) is the last of its commit"), "\(named.out)")
+            #expect(named.out.contains("schema \(schema)") && !named.out.contains("postgresql://"), "\(named.out)")
+            let never = try BackupDaemonTests.restore(["--config", config, "--store", "travel", "--to-token", "999999"])
+            #expect(never.status == 1 && never.err.contains("999999"), "\(never.err)")
+            let zero = try BackupDaemonTests.restore(["--config", config, "--store", "travel", "--to-token", "0"])
+            #expect(zero.status == 1 && zero.err.contains("not a token"), "\(zero.err)")
+        }
+        // An SQLite store is restored from its backups.
+        let sqlite = try DaemonProcess()
+        defer { sqlite.stop(); try? FileManager.default.removeItem(at: sqlite.folder) }
+        let refused = try BackupDaemonTests.restore([
+            "--config", sqlite.configPath, "--store", "travel", "--to-token", "1"
+        ])
+        #expect(refused.status == 1 && refused.err.contains("restore one of its backups with --from"), "\(refused.err)")
+    }
+
     @Test("a live fetch on host B hears a commit made through host A, by NOTIFY: the best of five within 50 ms")
     func liveAcrossHosts() async throws {
         try await Self.withSchema { schema, shared in
