@@ -70,6 +70,11 @@ struct Restore: AsyncParsableCommand {
                 "--from names the backup to restore; without it, --store S --to-token T names a store on "
                     + "PostgreSQL and the token to recover it to.")
         }
+        if from == nil && (into != nil || force || verify) {
+            throw ValidationError(
+                "--into, --force and --verify are for a backup's file (--from); a store on PostgreSQL is "
+                    + "recovered by PostgreSQL, and --store S --to-token T only names where to stop.")
+        }
     }
 
     func run() async throws {

@@ -127,6 +127,11 @@ struct ScaleOutTests {
             "--config", sqlite.configPath, "--store", "travel", "--to-token", "1"
         ])
         #expect(refused.status == 1 && refused.err.contains("restore one of its backups with --from"), "\(refused.err)")
+        // The options of a backup's file, without one: a usage mistake.
+        let flags = try BackupDaemonTests.restore([
+            "--config", sqlite.configPath, "--store", "travel", "--to-token", "1", "--force"
+        ])
+        #expect(flags.status == 64 && flags.err.contains("are for a backup's file (--from)"), "\(flags.err)")
     }
 
     @Test("a live fetch on host B hears a commit made through host A, by NOTIFY: the best of five within 50 ms")
