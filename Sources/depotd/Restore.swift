@@ -23,7 +23,8 @@ struct Restore: AsyncParsableCommand {
 
             A store on PostgreSQL is restored by PostgreSQL (a base backup and its archived WAL): \
             --store S --to-token T, without --from, prints the recovery target that brings the \
-            cluster back to token T (the PostgreSQL transaction that committed it); it only reads the store.
+            cluster back to token T (the PostgreSQL transaction that committed it). It opens the store as depotd \
+            does (the tables of an older release brought up to this one) and changes no record.
 
             Example:
               systemctl stop depotd
@@ -148,7 +149,9 @@ struct Restore: AsyncParsableCommand {
 
     /// For a store on PostgreSQL: the recovery target of a point-in-time
     /// recovery of its cluster to `--to-token` (DESIGN §20), printed as the
-    /// settings to give the restored cluster; nothing is changed.
+    /// settings to give the restored cluster. The store is opened as depotd
+    /// opens it (an older release's tables brought up to this one); no
+    /// record changes.
     private func postgresTarget() async throws {
         guard let name = store, let text = toToken else { return }
         guard let token = Int64(text), token > 0 else {
