@@ -85,6 +85,34 @@ extension PostgresStore {
         }
     }
 
+    /// The fence of a job's save (last in its transaction): the save commits only
+    /// while this host holds the job, and renews its lease. A host whose
+    /// lease lapsed (a renewal that could not reach the server in time)
+    /// while another host claimed the job and resumed it from its
+    /// checkpoint would otherwise save the same rows a second time beside
+    /// it (issue 51). A job the jobs table does not know (a save given a
+    /// job's name by the engine's own callers) is not fenced.
+    ///
+    /// - Throws: ``DepotError/Code/conflict`` when another host holds the
+    ///   job, or it ended: the save rolls back.
+    nonisolated func fence(job: String, connection: PostgresConnection) async throws {
+        let jobs = table("depot_jobs")
+        let sql =
+            "WITH held AS (UPDATE \(jobs) SET lease_until = clock_timestamp() + $3 * interval '1 millisecond' "
+            + "WHERE id = $1 AND owner = $2 AND state = 'running' RETURNING id) "
+            + "SELECT (SELECT count(*) FROM held)::text, (SELECT count(*) FROM \(jobs) WHERE id = $1)::text"
+        var binds = PostgresBindings()
+        binds.append(job)
+        binds.append(configuration.host)
+        binds.append(Self.milliseconds(configuration.lease))
+        let row = try await PostgresSQL.textRows(connection, sql, binds, logger: logger).first ?? []
+        guard row.count == 2, row[0] == "0", row[1] != "0" else { return }
+        throw DepotError(
+            .conflict,
+            "host \(configuration.host) no longer holds job \(job) of store \(JSONText.quoted(name)): "
+                + "its lease lapsed and another host took the job over, or it ended; this save is not kept")
+    }
+
     /// Ends `host`'s run of `job` with its final record and state (`done`,
     /// `failed`, `cancelled`); nothing changes when another host holds it.
     ///
@@ -142,13 +170,25 @@ extension PostgresStore {
                 // is renewed until the work has stopped: a save under way
                 // ends first, and a lapsed lease would hand the job to
                 // another host while this one still ends it (issue 51).
-                switch try? await renew(job: job, host: host, lease: lease) {
-                case .lost?:
+                let renewal: Renewal
+                do {
+                    renewal = try await renew(job: job, host: host, lease: lease)
+                } catch {
+                    events.warning(
+                        "a job's lease could not be renewed; tried again",
+                        metadata: ["JOB_ID": "\(job)", "STORE": "\(name)", "ERROR": "\(error)"])
+                    continue
+                }
+                switch renewal {
+                case .lost:
+                    events.notice(
+                        "another host took a job over; it stops here",
+                        metadata: ["JOB_ID": "\(job)", "STORE": "\(name)"])
                     work.cancel()
                     return
-                case .cancelRequested?:
+                case .cancelRequested:
                     work.cancel()
-                case .held?, nil:
+                case .held:
                     break
                 }
             }

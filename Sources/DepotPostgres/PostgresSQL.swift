@@ -59,19 +59,7 @@ enum PostgresSQL {
         let copying = Task {
             try await connection.copyFrom(table: table, columns: columns, logger: logger, writeData: write)
         }
-        let lost = connection.closeFuture
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let once = Mutex<CheckedContinuation<Void, any Error>?>(continuation)
-            @Sendable func end(_ result: Result<Void, any Error>) {
-                once.withLock { c -> CheckedContinuation<Void, any Error>? in
-                    defer { c = nil }; return c
-                }?
-                .resume(with: result)
-            }
-            // Unstructured: waits for the COPY on behalf of the continuation.
-            Task { end(await copying.result) }
-            lost.whenComplete { _ in end(.failure(lostInCopy)) }
-        }
+        try await ConnectionWatch.race(copying, on: connection, lost: lostInCopy)
     }
 
     static let lostInCopy = DepotError(
@@ -79,14 +67,37 @@ enum PostgresSQL {
         "the connection to the PostgreSQL server was lost in the middle of a COPY (the server restarted or "
             + "ended it); nothing of that save was kept")
 
+    /// Runs `body`'s statement on `connection`, ending with an error as
+    /// soon as the connection closes.
+    ///
+    /// postgres-nio 1.33 can leave a statement waiting for ever on a
+    /// connection that closes under it: one queued behind a COPY whose
+    /// connection was lost, or sent between the server's error and the
+    /// socket's close (issue 51: the server ended a COPY's backend, and the
+    /// job stayed `running` on its host, lease renewed, with no statement
+    /// left on the server). The statement runs on a task of its own, which
+    /// the caller's cancellation reaches; a stuck one is left behind.
+    static func whileOpen<T: Sendable>(
+        _ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try checkOpen(connection)
+        // Unstructured: see above; cancelled with its caller.
+        let running = Task { try await body() }
+        return try await withTaskCancellationHandler {
+            try await ConnectionWatch.race(running, on: connection, lost: lostConnection)
+        } onCancel: {
+            running.cancel()
+        }
+    }
+
+    static let lostConnection = DepotError(
+        .database, "the connection to the PostgreSQL server was lost; what it was doing was not kept")
+
     /// Refuses a statement on a connection that closed: after a COPY stuck
     /// by its lost connection (``copy(_:into:columns:logger:_:)``), the
     /// connection's next statement, queued behind the COPY, never returned.
     static func checkOpen(_ connection: PostgresConnection) throws {
-        if connection.isClosed {
-            throw DepotError(
-                .database, "the connection to the PostgreSQL server was lost; what it was doing was not kept")
-        }
+        if connection.isClosed { throw lostConnection }
     }
 
     /// A name as PostgresNIO's `copyFrom` wants it: it puts the name
@@ -146,17 +157,18 @@ enum PostgresSQL {
         _ connection: PostgresConnection, _ sql: String, _ binds: PostgresBindings = PostgresBindings(),
         logger: Logger
     ) async throws -> [[String?]] {
-        try checkOpen(connection)
-        let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
-        var out: [[String?]] = []
-        for try await row in rows {
-            var cells: [String?] = []
-            for cell in row {
-                cells.append(cell.bytes.map { String(buffer: $0) })
+        try await whileOpen(connection) {
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            var out: [[String?]] = []
+            for try await row in rows {
+                var cells: [String?] = []
+                for cell in row {
+                    cells.append(cell.bytes.map { String(buffer: $0) })
+                }
+                out.append(cells)
             }
-            out.append(cells)
+            return out
         }
-        return out
     }
 
     /// The first cell of the first row, if there is one and it is not null.
@@ -176,8 +188,9 @@ enum PostgresSQL {
         _ connection: PostgresConnection, _ sql: String, _ binds: PostgresBindings = PostgresBindings(),
         logger: Logger
     ) async throws {
-        try checkOpen(connection)
-        try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        _ = try await whileOpen(connection) {
+            try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        }
     }
 
     /// A server's error in a sentence: its message and SQLSTATE, or the

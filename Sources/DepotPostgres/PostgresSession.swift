@@ -11,16 +11,18 @@ extension PostgresSQL {
         _ connection: PostgresConnection, _ statement: SQLStatement, store: PostgresStore
     ) async throws -> [[Value]] {
         let (sql, arguments) = statement.render(PostgreSQLDialect(), table: store.table, entityTable: store.table)
-        try checkOpen(connection)
-        let rows = try await connection.query(
-            PostgresQuery(unsafeSQL: sql, binds: bindings(arguments)), logger: store.logger)
-        var out: [[Value]] = []
-        for try await row in rows {
-            var values: [Value] = []
-            for cell in row { values.append(try value(of: cell)) }
-            out.append(values)
+        let binds = bindings(arguments)
+        let logger = store.logger
+        return try await whileOpen(connection) {
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            var out: [[Value]] = []
+            for try await row in rows {
+                var values: [Value] = []
+                for cell in row { values.append(try value(of: cell)) }
+                out.append(values)
+            }
+            return out
         }
-        return out
     }
 
     /// A cell as SQLite would give it: integers, doubles, text (a

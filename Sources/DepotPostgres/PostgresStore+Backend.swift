@@ -57,8 +57,15 @@ extension PostgresStore {
         while true {
             try Task.checkCancellation()
             let claimed = try await claimJob(id, host: host, lease: lease) != nil
-            if claimed { return try await withLease(on: id, host: host, lease: lease, body) }
+            if claimed {
+                events.debug("job claimed", metadata: ["JOB_ID": "\(id)", "STORE": "\(name)"])
+                defer { events.debug("job's work ended here", metadata: ["JOB_ID": "\(id)", "STORE": "\(name)"]) }
+                return try await withLease(on: id, host: host, lease: lease, body)
+            }
             guard let now = try await jobClaim(id), !Self.finalStates.contains(now.state) else { return nil }
+            events.debug(
+                "job held by another host; waiting",
+                metadata: ["JOB_ID": "\(id)", "STORE": "\(name)", "OWNER": "\(now.owner ?? "")"])
             try await Task.sleep(for: lease / 3)
         }
     }

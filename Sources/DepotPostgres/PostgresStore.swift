@@ -63,7 +63,11 @@ public struct PostgresStoreConfiguration: Sendable {
 public actor PostgresStore {
     public nonisolated let configuration: PostgresStoreConfiguration
     nonisolated let client: PostgresClient
+    /// PostgresNIO's logger (critical only: it logs every statement).
     nonisolated let logger: Logger
+    /// The store's own events (its jobs' leases), at the level the host's
+    /// logging system gives.
+    nonisolated let events: Logger
     /// The entities, as the engine's fetch compiler reads them: the
     /// configuration's and those created over the API (DESIGN §18), which
     /// change while the store runs.
@@ -98,6 +102,7 @@ public actor PostgresStore {
         self.client = client
         self.runner = runner
         self.logger = logger
+        self.events = Logger(label: "depot.postgres.\(configuration.name).jobs")
         self.box = SchemaBox(StoreSchema(name: configuration.name, entities: configuration.entities))
         self.prefix = PostgresSQL.quote(configuration.location.schema) + "."
     }
@@ -302,6 +307,10 @@ public actor PostgresStore {
                 throw error
             }
             try await context.finish()
+            // Last, just before the COMMIT: the fence locks the job's row
+            // until then, and a renewal waiting on it for a whole save
+            // let other hosts see the lease lapse.
+            if let job { try await fence(job: job, connection: connection) }
             let outcome = SaveOutcome(value: value, token: context.lastTransactionID.map(HistoryToken.init))
             pending.state.withLock { $0.outcome = outcome }
             return outcome
@@ -355,15 +364,15 @@ public actor PostgresStore {
         -> T
     {
         try await client.withConnection { connection in
-            try await connection.query("BEGIN", logger: logger)
+            try await PostgresSQL.execute(connection, "BEGIN", logger: logger)
             do {
                 let value = try await body(connection)
-                try await connection.query("COMMIT", logger: logger)
+                try await PostgresSQL.execute(connection, "COMMIT", logger: logger)
                 return value
             } catch {
-                // Not on a connection that closed: it would never return
-                // (``PostgresSQL/checkOpen(_:)``); the server rolled back.
-                if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
+                // Not on a connection that closed (the server rolled back):
+                // it would never return (``PostgresSQL/whileOpen(_:_:)``).
+                if !connection.isClosed { try? await PostgresSQL.execute(connection, "ROLLBACK", logger: logger) }
                 throw error
             }
         }

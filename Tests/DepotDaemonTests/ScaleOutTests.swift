@@ -275,7 +275,8 @@ struct ScaleOutTests {
                 let id =
                     try a.request("POST", "/v1/jobs", body: Self.importBody(file.path)).object["id"] as? String ?? ""
                 var seen = false
-                while !seen, try a.request("GET", "/v1/jobs/\(id)").object["state"] as? String != "succeeded" {
+                let deadline = ContinuousClock.now + .seconds(300)
+                while !seen, try !a.jobHasEnded(id), ContinuousClock.now < deadline {
                     seen = try Self.copying(into: schema)
                 }
                 let cancelled = try b.request("DELETE", "/v1/jobs/\(id)").status
@@ -338,7 +339,8 @@ struct ScaleOutTests {
                 let id =
                     try a.request("POST", "/v1/jobs", body: Self.importBody(file.path)).object["id"] as? String ?? ""
                 var killed = "0"
-                while killed == "0", try a.request("GET", "/v1/jobs/\(id)").object["state"] as? String != "succeeded" {
+                let deadline = ContinuousClock.now + .seconds(300)
+                while killed == "0", try !a.jobHasEnded(id), ContinuousClock.now < deadline {
                     killed = try Self.psql(
                         "SELECT count(pg_terminate_backend(c.pid)) FROM pg_stat_progress_copy c "
                             + "JOIN pg_class t ON t.oid = c.relid JOIN pg_namespace n ON n.oid = t.relnamespace "

@@ -202,12 +202,13 @@ final class PostgresBackend: Backend {
     let schema: String
 
     /// A store in a schema of its own, dropped by ``close()``.
-    init(entities: [EntitySchema], schema: String? = nil, pruneStep: Int? = nil) async throws {
+    init(entities: [EntitySchema], schema: String? = nil, pruneStep: Int? = nil, host: String? = nil) async throws {
         let schema = schema ?? "t_" + UUID().uuidString.prefix(13).lowercased().replacingOccurrences(of: "-", with: "")
         self.schema = schema
         let location = try PostgresLocation(url: TestServer.url ?? "postgresql://postgres@/depot", schema: schema)
         var configuration = PostgresStoreConfiguration(name: "travel", location: location, entities: entities)
         if let pruneStep { configuration.historyPruneStep = pruneStep }
+        if let host { configuration.host = host }
         store = try await PostgresStore.open(configuration)
     }
 

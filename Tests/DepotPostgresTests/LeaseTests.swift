@@ -61,6 +61,58 @@ struct LeaseTests {
         #expect(try await store.jobClaim(aJob)?.owner == "A")
     }
 
+    /// Issue 51: a host whose renewals could not reach the server in time
+    /// lost its lease while it still ran the job; another host took the job
+    /// over from its checkpoint, and both saved it.
+    @Test(
+        "a host whose lease lapsed and whose job another host took over: its save is refused and keeps nothing, its end is not written; the holder's are"
+    )
+    func fencedSaves() async throws {
+        let a = try await PostgresBackend(entities: [WriteContractTests.trip()], host: "A")
+        let b: PostgresBackend
+        do {
+            b = try await PostgresBackend(entities: [WriteContractTests.trip()], schema: a.schema, host: "B")
+        } catch {
+            await a.close()
+            throw error
+        }
+        func save(_ host: PostgresBackend, job: String?, _ ids: [String]) async throws {
+            let store = host.store
+            _ = try await store.withSave(author: "import", job: job) { save in
+                try await save.write(try store.prepare(SaveContractTests.rows(ids), BatchOptions(policy: .upsert)))
+            }
+        }
+        do {
+            try await a.store.putJob(id: "j", state: "queued", record: Array("{}".utf8))
+            #expect(try await a.store.claimJob("j", host: "A", lease: .seconds(60))?.id == "j")
+            try await save(a, job: "j", ["a1"])
+            // A's lease lapses (a lease of zero standing for the time
+            // passing) and B takes the job over.
+            #expect(try await a.store.renewLease(job: "j", host: "A", lease: .zero))
+            #expect(try await b.store.claimJob("j", host: "B", lease: .seconds(60))?.id == "j")
+            await #expect(throws: DepotError.self) { try await save(a, job: "j", ["a2"]) }
+            try await save(b, job: "j", ["b1"])
+            #expect(try await a.records("Trip").map { $0[0].text } == ["a1", "b1"])
+            #expect(try await a.history().count == 2)
+            // A's end is not written; B's is, and stays.
+            #expect(try await !a.store.putJob(id: "j", state: "failed", record: Array(#"{"a":1}"#.utf8)))
+            #expect(try await b.store.putJob(id: "j", state: "succeeded", record: Array(#"{"b":1}"#.utf8)))
+            #expect(try await !a.store.putJob(id: "j", state: "failed", record: Array(#"{"a":2}"#.utf8)))
+            #expect(try await a.store.job("j") == Array(#"{"b":1}"#.utf8))
+            // An ended job's saves are refused too; a save naming a job the
+            // table does not know is not fenced.
+            await #expect(throws: DepotError.self) { try await save(b, job: "j", ["b2"]) }
+            try await save(a, job: "not-a-job", ["a3"])
+            #expect(try await a.records("Trip").map { $0[0].text } == ["a1", "a3", "b1"])
+        } catch {
+            await a.close()
+            await b.store.close()
+            throw error
+        }
+        await a.close()
+        await b.store.close()
+    }
+
     @Test(
         "a host killed with SIGKILL in an import: another resumes it after the lease lapses; store, history and counters equal a clean run's"
     )
@@ -101,21 +153,24 @@ struct LeaseTests {
             }
             hostA.kill()
             // Host B: the lease is still A's, then it lapses and B claims the job.
-            #expect(try await b.store.claimJob(host: "B", lease: .seconds(30)) == nil)
+            // B claims as the store's host: a job's saves commit only while it holds the job.
+            let hostB = b.store.configuration.host
+            #expect(try await b.store.claimJob(host: hostB, lease: .seconds(30)) == nil)
             #expect(try await b.store.jobClaim("lease-job")?.owner == "A")
             var claimed: ClaimedJob?
             let deadline = ContinuousClock.now + .seconds(30)
             while claimed == nil, ContinuousClock.now < deadline {
-                claimed = try await b.store.claimJob(host: "B", lease: .seconds(30))
+                claimed = try await b.store.claimJob(host: hostB, lease: .seconds(30))
                 if claimed == nil { try await Task.sleep(for: .milliseconds(100)) }
             }
             let job = try #require(claimed)
             #expect(job.id == "lease-job")
             let resumed = request(job.id, rejects: rejects)
-            let result = try await b.store.withLease(on: job.id, host: "B", lease: .seconds(30)) { [store = b.store] in
+            let result = try await b.store.withLease(on: job.id, host: hostB, lease: .seconds(30)) {
+                [store = b.store] in
                 try await Importer.run(resumed, into: store)
             }
-            #expect(try await b.store.finishJob(job.id, host: "B", record: job.record, state: "done"))
+            #expect(try await b.store.finishJob(job.id, host: hostB, record: job.record, state: "done"))
             // Exactly once: the same records, history and counters as the clean run.
             #expect(
                 result.read == cleanResult.read && result.inserted == cleanResult.inserted

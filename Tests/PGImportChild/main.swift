@@ -26,8 +26,11 @@ guard args.count == 5, let leaseMs = Int(args[4]) else {
 do {
     let trip = try TestEntities.trip()
     let location = try PostgresLocation(url: args[1], schema: args[2])
-    let store = try await PostgresStore.open(
-        PostgresStoreConfiguration(name: "travel", location: location, entities: [trip]))
+    // The store's host is the one claiming: a job's saves commit only
+    // while that host holds it (PostgresStore.fence).
+    var configuration = PostgresStoreConfiguration(name: "travel", location: location, entities: [trip])
+    configuration.host = args[3]
+    let store = try await PostgresStore.open(configuration)
     let host = args[3]
     let lease = Duration.milliseconds(leaseMs)
     guard let job = try await store.claimJob(host: host, lease: lease) else {

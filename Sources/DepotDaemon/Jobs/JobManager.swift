@@ -428,6 +428,7 @@ package actor JobManager {
         var endedElsewhere: JobRecord?
         // Whether this host got to run it (claimed it, on a shared store).
         let ranHere = SharedFlag()
+        logger.debug("job starts", metadata: [LogKey.jobID: "\(record.id)", LogKey.store: "\(record.store)"])
         do {
             // Run once this host holds the job (DESIGN §15): at once on an
             // SQLite store; on PostgreSQL after claiming it from the others.
@@ -463,19 +464,7 @@ package actor JobManager {
         reports.finish()
         await reader.value
         if let other = endedElsewhere {
-            logger.info(
-                "job ended on another host",
-                metadata: [
-                    LogKey.jobID: "\(record.id)", LogKey.store: "\(record.store)",
-                    LogKey.state: "\(other.state.rawValue)"
-                ])
-            let outcome: JobQueue.Outcome =
-                switch other.state {
-                case .succeeded: .succeeded(other)
-                case .cancelled: .cancelled(other)
-                default: .failed(other, reason: other.error ?? "the job failed on another host")
-                }
-            await transition(record.id) { $0.finished(record.id, outcome) }
+            await endAsElsewhere(record, other)
             return
         }
         if failure != nil, let latest = queue.records[record.id] {
@@ -492,7 +481,7 @@ package actor JobManager {
             let rejects = JobExecutor.rejectsPath(stateDir, job: record.id)
             if (FileIdentity.status(atPath: rejects)?.size ?? 0) > 0 { record.rejects = rejects }
         }
-        let outcome: JobQueue.Outcome?
+        var outcome: JobQueue.Outcome?
         switch failure {
         case nil:
             outcome = .succeeded(record)
@@ -505,7 +494,41 @@ package actor JobManager {
         case let error?:
             outcome = .failed(record, reason: (error as? DepotError)?.message ?? "\(error)")
         }
+        // On a store several hosts serve, the end is written before it
+        // shows, and only while this host still holds the job: a host whose
+        // lease lapsed (renewals that could not reach the server in time)
+        // while another host took the job over and finished it answered
+        // `failed` for a job the other answered `succeeded` (issue 51).
+        // Refused, the job ends as the host that holds it records.
+        if let ended = outcome, ranHere.isSet, store.jobs.pollInterval != nil {
+            let final = queue.ending(ended)
+            outcome = JobQueue.Outcome(final)
+            if (try? await store.jobs.put(final)) == false {
+                logger.notice(
+                    "another host holds a job this host ran, or ended it; it ends as that host records",
+                    metadata: [LogKey.jobID: "\(record.id)", LogKey.store: "\(record.store)"])
+                if let other = await followElsewhere(record, in: store) {
+                    await endAsElsewhere(record, other)
+                    return
+                }
+                // This daemon stops first: the job is the other host's
+                // to end. (Otherwise no host holds it any more, and this
+                // end is written as it shows.)
+                if queue.isStopping { outcome = nil }
+            }
+        }
         await transition(record.id) { $0.finished(record.id, outcome) }
+    }
+
+    /// Ends job `record` as another host recorded its end, `other`.
+    private func endAsElsewhere(_ record: JobRecord, _ other: JobRecord) async {
+        logger.info(
+            "job ended on another host",
+            metadata: [
+                LogKey.jobID: "\(record.id)", LogKey.store: "\(record.store)",
+                LogKey.state: "\(other.state.rawValue)"
+            ])
+        await transition(record.id) { $0.finished(record.id, JobQueue.Outcome(other)) }
     }
 
     /// The record job `record` ends with on another host, read from the

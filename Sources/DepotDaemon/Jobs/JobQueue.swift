@@ -31,6 +31,16 @@ struct JobQueue {
         /// Cancelled by a client (an interruption after ``stop()`` instead
         /// leaves the job unfinished).
         case cancelled(JobRecord)
+
+        /// The outcome an ended record says (another host's, or one
+        /// already written): any state but succeeded or cancelled failed.
+        init(_ ended: JobRecord) {
+            switch ended.state {
+            case .succeeded: self = .succeeded(ended)
+            case .cancelled: self = .cancelled(ended)
+            default: self = .failed(ended, reason: ended.error ?? "the job failed on another host")
+            }
+        }
     }
 
     private(set) var records: [String: JobRecord] = [:]
@@ -126,10 +136,22 @@ struct JobQueue {
         if running[store] == id { running[store] = nil }
         cancelling.remove(id)
         var effects: [Effect] = []
-        switch outcome {
-        case nil:
+        if let outcome {
+            record = ending(outcome)
+            records[id] = record
+            effects.append(.ended(record))
+        } else {
             record.state = .queued
             records[id] = record
+        }
+        return effects + next(on: store)
+    }
+
+    /// The record `outcome` ends its job with: its state, error and end
+    /// (the time the outcome gives, or now).
+    func ending(_ outcome: Outcome) -> JobRecord {
+        var record: JobRecord
+        switch outcome {
         case .succeeded(let final):
             record = final
             record.state = .succeeded
@@ -142,12 +164,8 @@ struct JobQueue {
             record = final
             record.state = .cancelled
         }
-        if outcome != nil {
-            record.finished = now()
-            records[id] = record
-            effects.append(.ended(record))
-        }
-        return effects + next(on: store)
+        record.finished = record.finished ?? now()
+        return record
     }
 
     /// Stops starting jobs; the running ones are interrupted.

@@ -48,8 +48,10 @@ struct StoredJobs: Sendable {
         try? await read(id)?.get()
     }
 
-    /// Writes `record` and its state (see ``StoreBackend/putJob(id:state:record:)``).
-    func put(_ record: JobRecord) async throws {
+    /// Writes `record` and its state (see ``StoreBackend/putJob(id:state:record:)``);
+    /// false when another host holds the job, or it had ended.
+    @discardableResult
+    func put(_ record: JobRecord) async throws -> Bool {
         try await backend.putJob(
             id: record.id, state: record.state.rawValue, record: Array(JSONEncoder().encode(record)))
     }

@@ -57,10 +57,13 @@ extension StoreBackend {
     /// the job is the claim's to keep (``runJob(_:_:)``): a host that lost
     /// its claim cannot overwrite the new holder's record.
     ///
+    /// - Returns: whether the record was written (false: another host
+    ///   holds the job, or it had ended).
     /// - Throws: ``DepotError/Code/invalidArgument`` for a record that is
     ///   not UTF-8 text (the daemon's are JSON); the store's errors (a full
     ///   disk is ``DepotError/Code/diskFull``).
-    package func putJob(id: String, state: String, record: [UInt8]) async throws {
+    @discardableResult
+    package func putJob(id: String, state: String, record: [UInt8]) async throws -> Bool {
         let text = try utf8(record, of: "job \(id)'s record")
         let statement: SQLStatement
         if let hosting = jobHosting {
@@ -73,15 +76,16 @@ extension StoreBackend {
                 owner = CASE WHEN excluded.state = 'queued' THEN j.owner END, \
                 lease_until = CASE WHEN excluded.state = 'queued' THEN j.lease_until END \
                 WHERE j.\(Self.notFinal) \
-                AND (j.owner IS NULL OR j.owner = \(bind: hosting.host) OR \(secondsSince: "j.lease_until") > 0)
+                AND (j.owner IS NULL OR j.owner = \(bind: hosting.host) OR \(secondsSince: "j.lease_until") > 0) \
+                RETURNING id
                 """
         } else {
             statement = """
                 INSERT INTO \(table: "depot_jobs")(id, record, state) VALUES (\(bind: id), \(bind: text), \(bind: state)) \
-                ON CONFLICT (id) DO UPDATE SET state = excluded.state, record = excluded.record
+                ON CONFLICT (id) DO UPDATE SET state = excluded.state, record = excluded.record RETURNING id
                 """
         }
-        try await withHistory { session in try await session.execute(statement) }
+        return try await withHistory { session in try await !session.rows(statement).isEmpty }
     }
 
     /// The jobs no live host holds: queued ones, and running ones whose

@@ -131,6 +131,11 @@ final class DaemonProcess {
     }
 
     /// Follows job `id`'s events to its end; its last record.
+    /// Whether job `id` has ended, in any state.
+    func jobHasEnded(_ id: String) throws -> Bool {
+        ["succeeded", "failed", "cancelled"].contains(try request("GET", "/v1/jobs/\(id)").object["state"] as? String)
+    }
+
     func jobEnded(_ id: String) throws -> [String: Any] {
         let events = try UnixHTTP.stream(socket: socket, path: "/v1/jobs/\(id)/events") { line in
             let state =
@@ -310,6 +315,11 @@ struct HTTPResult {
 enum UnixHTTP {
     static func connect(_ path: String) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        // A daemon that never answers fails the test after ten minutes
+        // without a byte, instead of hanging the suite past CI's limit
+        // (a read then ends as the peer's close would: the answer is short).
+        var quiet = timeval(tv_sec: 600, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &quiet, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
