@@ -166,17 +166,30 @@ extension Store {
         return try digest(handle)
     }
 
-    /// Reads `source` to its end a megabyte at a time, writing each chunk to
+    /// Reads `source` to its end 4 MiB at a time, writing each chunk to
     /// `copy` (the file `copyPath`) when one is given: the bytes read and
     /// their SHA-256 in lowercase hex. A backup's hash and a restore's
     /// checked copy are this one loop.
+    ///
+    /// A chunk is hashed on another core while it is written and the next
+    /// one read (at most two chunks waiting for the hash): a restore takes
+    /// about as long as a copy, not a copy and a hash one after the other
+    /// (issue 53: 2.18x a synced copy, the target 2x).
     static func digest(_ source: FileHandle, copyingTo copy: FileHandle? = nil, copyPath: String = "") throws
         -> (bytes: Int64, sha256: String)
     {
-        var hash = SHA256()
+        let hash = RunningHash()
+        let hashing = DispatchQueue(label: "depot.digest")
+        let room = DispatchSemaphore(value: 2)
         var bytes: Int64 = 0
-        while let chunk = try source.read(upToCount: 1 << 20), !chunk.isEmpty {
-            hash.update(data: chunk)
+        // Whatever ends the loop, the chunks already given are hashed before it returns.
+        defer { hashing.sync {} }
+        while let chunk = try source.read(upToCount: 4 << 20), !chunk.isEmpty {
+            room.wait()
+            hashing.async {
+                hash.update(chunk)
+                room.signal()
+            }
             bytes += Int64(chunk.count)
             guard let copy else { continue }
             do {
@@ -186,7 +199,8 @@ extension Store {
                 throw DepotError.io("cannot write \(copyPath)", errno: code)
             }
         }
-        return (bytes, hash.finalize().map { String(format: "%02x", $0) }.joined())
+        hashing.sync {}
+        return (bytes, hash.hex)
     }
 
     /// Opens the copy read-only: SQLite's integrity check (unless
@@ -246,4 +260,12 @@ private final class CancelFlag: Sendable {
     private let value = Mutex(false)
     func set() { value.withLock { $0 = true } }
     var isSet: Bool { value.withLock { $0 } }
+}
+
+/// A SHA-256 fed by ``Store/digest(_:copyingTo:copyPath:)``'s hashing queue.
+// @unchecked: updated only on that serial queue, read after it drained (`sync`).
+private final class RunningHash: @unchecked Sendable {
+    private var state = SHA256()
+    func update(_ chunk: Data) { state.update(data: chunk) }
+    var hex: String { state.finalize().map { String(format: "%02x", $0) }.joined() }
 }
