@@ -105,16 +105,18 @@ struct JournalTests {
         _ = try UnixHTTP.stream(socket: d.socket, path: "/v1/jobs/\(id)/events") {
             json($0)["state"] as? String == "succeeded"
         }
-        let entries = try journal.entries(pid: d.process.processIdentifier) { found in
-            found.contains { $0["JOB_ID"] as? String == id }
+        // The job's end, whatever the job logged before it (at debug).
+        func jobFinished(_ entry: [String: Any]) -> Bool {
+            entry["JOB_ID"] as? String == id && entry["MESSAGE"] as? String == "job finished"
         }
+        let entries = try journal.entries(pid: d.process.processIdentifier) { found in found.contains(where: jobFinished) }
         // Constant messages; the data is in the fields.
         let opened = entries.first { $0["MESSAGE"] as? String == "store open" }
         #expect(opened?["STORE"] as? String == "travel")
         #expect((opened?["PATH"] as? String)?.contains("travel") == true)
         #expect(opened?["PRIORITY"] as? String == "6")
         #expect(opened?["SYSLOG_IDENTIFIER"] as? String == "depotd")
-        let finished = entries.first { $0["JOB_ID"] as? String == id }
+        let finished = entries.first(where: jobFinished)
         #expect(finished?["MESSAGE"] as? String == "job finished")
         #expect(finished?["STATE"] as? String == "succeeded")
         #expect(finished?["STORE"] as? String == "travel")

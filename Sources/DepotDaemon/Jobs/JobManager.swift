@@ -428,7 +428,6 @@ package actor JobManager {
         var endedElsewhere: JobRecord?
         // Whether this host got to run it (claimed it, on a shared store).
         let ranHere = SharedFlag()
-        logger.debug("job starts", metadata: [LogKey.jobID: "\(record.id)", LogKey.store: "\(record.store)"])
         do {
             // Run once this host holds the job (DESIGN §15): at once on an
             // SQLite store; on PostgreSQL after claiming it from the others.
