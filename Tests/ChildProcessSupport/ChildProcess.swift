@@ -23,7 +23,7 @@ public final class ChildProcess {
         process.executableURL = Self.executable(name)
         process.arguments = arguments
         process.standardOutput = output
-        try process.run()
+        try process.runClosingFiles()
     }
 
     /// The next line the child wrote; `nil` when it closed its output.
@@ -58,7 +58,7 @@ public final class ChildProcess {
         p.standardOutput = out
         p.standardError = try FileHandle(forWritingTo: errors)
         p.standardInput = FileHandle.nullDevice
-        try p.run()
+        try p.runClosingFiles()
         let said = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let status = p.waitForExit()
         let complained = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
@@ -114,6 +114,26 @@ extension Process {
             // ECHILD: Foundation reaped it already, and knows how it ended.
             waitUntilExit()
             return (terminationStatus, terminationReason == .uncaughtSignal)
+        }
+    }
+}
+
+extension Process {
+    /// Runs the child, then closes this process's copies of the files given
+    /// as its standard input, output and error (the child has its own; a
+    /// `Pipe`'s ends are Foundation's to close, and the shared null device
+    /// and this process's own 0, 1, 2 stay open).
+    ///
+    /// Foundation keeps a child's `Process`, and so the handles given to it,
+    /// for a long while: a whole suite's run held 1,435 descriptors, most of
+    /// them deleted output files of children, and past a thousand
+    /// `Process.run` itself crashes, over-reading the names it lists in
+    /// /proc/self/fd (swift-corelibs-foundation #5472).
+    public func runClosingFiles() throws {
+        try run()
+        for case let handle as FileHandle in [standardInput, standardOutput, standardError]
+        where handle !== FileHandle.nullDevice && handle.fileDescriptor > 2 {
+            try? handle.close()
         }
     }
 }

@@ -203,7 +203,7 @@ struct CarelessUserTests {
         holder.standardInput = FileHandle.nullDevice
         holder.standardOutput = FileHandle.nullDevice
         holder.standardError = FileHandle.nullDevice
-        try holder.run()
+        try holder.runClosingFiles()
         // Opened once the shell opens it: the lock is held from then on.
         let reader = open(locked, O_RDONLY | O_CLOEXEC)
         var said = [UInt8](repeating: 0, count: 16)

@@ -58,7 +58,7 @@ struct ConnectionTests {
         let out = Pipe(), input = Pipe()
         p.standardOutput = out
         p.standardInput = input
-        try p.run()
+        try p.runClosingFiles()
         defer { try? input.fileHandleForWriting.close(); p.waitForExit() }
         var line = Data()
         while !line.contains(0x0A) {

@@ -87,7 +87,7 @@ struct CtlTests {
                 let check = Process()
                 check.executableURL = URL(fileURLWithPath: "/bin/bash")
                 check.arguments = ["-n", file.path]
-                try check.run()
+                try check.runClosingFiles()
                 check.waitForExit()
                 #expect(check.exitStatus == 0)
             }
@@ -303,7 +303,7 @@ struct CtlTests {
         let err = Pipe()
         p.standardError = err
         p.standardOutput = FileHandle.nullDevice
-        try p.run()
+        try p.runClosingFiles()
         let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitForExit()
         #expect(p.exitStatus == 1)

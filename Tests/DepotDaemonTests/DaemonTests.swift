@@ -669,7 +669,7 @@ struct DaemonAPITests {
         ]
         let err = Pipe()
         p.standardError = err
-        try p.run()
+        try p.runClosingFiles()
         defer { if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitForExit() } }
         // systemd-socket-activate says when it listens; the first connection execs depotd.
         var said = ""
@@ -724,7 +724,7 @@ struct UnitTests {
             let out = Pipe()
             p.standardOutput = out
             p.standardError = out
-            try p.run()
+            try p.runClosingFiles()
             let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             p.waitForExit()
             return (p.exitStatus, text)

@@ -477,7 +477,10 @@ struct ClientExampleTests {
         process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
-        try process.run()
+        // Not the test runner's own: a child left behind by a crashed test
+        // process would hold swift test's output open, and it would wait for ever.
+        process.standardError = FileHandle.nullDevice
+        try process.runClosingFiles()
         var out = Data()
         while true {
             let chunk = pipe.fileHandleForReading.availableData

@@ -1,3 +1,4 @@
+import ChildProcessSupport
 import Foundation
 import Synchronization
 import Testing
@@ -296,13 +297,16 @@ struct ExportStreamTests {
         _ = try ChangeFeedTests.importTrips(d, tripsCSV(5_000), name: "some.csv")
         let fetch = "/v1/stores/travel/entities/Trip/fetch"
         func round(_ count: Int, _ comparison: String) throws {
-            var held: [Int32] = []
-            defer { held.forEach { close($0) } }
-            for k in 0..<count {
-                let body =
-                    #"{"where":"budget \#(comparison) \#(k % 1000)","fields":["id","budget"],"watch":true,"changes":true}"#
-                held.append(try Self.post(d, fetch, body, reading: 1))
-            }
+            // Held by a child process: a thousand sockets in the test process
+            // itself took it past a thousand descriptors, where Foundation's
+            // Process.run (of any test running meanwhile) can crash
+            // (swift-corelibs-foundation #5472).
+            let holder = try StreamHolder(socket: d.socket, target: fetch, comparison: comparison, count: count)
+            defer { holder.release() }
+            #expect(holder.held == count)
+            // Each stream counted once the daemon has registered it.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try d.streamsOpen() != count, ContinuousClock.now < deadline {}
             #expect(try d.streamsOpen() == count)
         }
         func settled() throws {
@@ -328,4 +332,53 @@ struct ExportStreamTests {
         #expect(after <= bound, "before \(before) MiB, after 1,000 live fetches closed \(after) MiB")
     }
 
+}
+
+/// `count` live fetches (`budget COMPARISON k`, k counting up to 999) held
+/// open by a Python child until ``release()``: each has had its first bytes.
+final class StreamHolder {
+    let process = Process()
+    private let input = Pipe()
+    private(set) var held = 0
+
+    init(socket: String, target: String, comparison: String, count: Int) throws {
+        let script = """
+            import resource, socket, sys
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            path, target, cmp, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+            held = []
+            for k in range(count):
+                body = ('{"where":"budget %s %d","fields":["id","budget"],"watch":true,"changes":true}' % (cmp, k % 1000)).encode()
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(path)
+                s.sendall(("POST %s HTTP/1.1\\r\\nHost: depot\\r\\nConnection: close\\r\\nContent-Type: application/json\\r\\nContent-Length: %d\\r\\n\\r\\n" % (target, len(body))).encode() + body)
+                if not s.recv(65536):
+                    break
+                held.append(s)
+            print("held", len(held), flush=True)
+            sys.stdin.read()
+            """
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", script, socket, target, comparison, String(count)]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        try process.runClosingFiles()
+        // One line ("held N"); the child keeps its output open until released.
+        var said = Data()
+        while !said.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            said.append(chunk)
+        }
+        let line = String(decoding: said, as: UTF8.self)
+        held = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? -1
+    }
+
+    /// Ends the child: every stream it held closes.
+    func release() {
+        try? input.fileHandleForWriting.close()
+        process.waitForExit()
+    }
 }

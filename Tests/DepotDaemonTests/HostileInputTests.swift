@@ -273,7 +273,7 @@ struct HostileInputTests {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
             p.arguments = [store, sql]
-            try p.run()
+            try p.runClosingFiles()
             p.waitForExit()
             #expect(p.exitStatus == 0)
         }

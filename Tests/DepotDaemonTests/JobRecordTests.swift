@@ -18,7 +18,7 @@ struct JobRecordTests {
         p.arguments = [store, sql]
         let out = Pipe()
         p.standardOutput = out
-        try p.run()
+        try p.runClosingFiles()
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitForExit()
         #expect(p.exitStatus == 0, "sqlite3 \(sql)")

@@ -38,7 +38,7 @@ final class Journal {
         p.executableURL = URL(fileURLWithPath: Self.daemon)
         p.environment = ["NOTIFY_SOCKET": notify.path]
         p.standardError = FileHandle.nullDevice
-        try p.run()
+        try p.runClosingFiles()
         process = p
         guard notify.waitFor(prefix: "READY=1", timeout: 30) != nil else {
             p.terminate()
@@ -54,7 +54,7 @@ final class Journal {
         let pipe = Pipe()
         p.standardOutput = pipe
         p.standardError = FileHandle.nullDevice
-        try p.run()
+        try p.runClosingFiles()
         defer {
             // SIGKILL: the test process blocks SIGTERM, and children inherit the mask.
             kill(p.processIdentifier, SIGKILL)
@@ -109,7 +109,9 @@ struct JournalTests {
         func jobFinished(_ entry: [String: Any]) -> Bool {
             entry["JOB_ID"] as? String == id && entry["MESSAGE"] as? String == "job finished"
         }
-        let entries = try journal.entries(pid: d.process.processIdentifier) { found in found.contains(where: jobFinished) }
+        let entries = try journal.entries(pid: d.process.processIdentifier) { found in
+            found.contains(where: jobFinished)
+        }
         // Constant messages; the data is in the fields.
         let opened = entries.first { $0["MESSAGE"] as? String == "store open" }
         #expect(opened?["STORE"] as? String == "travel")

@@ -313,7 +313,7 @@ struct ScaleOutTests {
         defer { try? out?.close() }
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
-        try p.run()
+        try p.runClosingFiles()
         p.waitForExit()
         return ((try? String(contentsOfFile: answer, encoding: .utf8)) ?? "").trimmingCharacters(
             in: .whitespacesAndNewlines)

@@ -39,7 +39,7 @@ enum Ctl {
         } else {
             p.standardInput = FileHandle.nullDevice
         }
-        try p.run()
+        try p.runClosingFiles()
         p.waitForExit()
         return Result(
             status: p.exitStatus,
@@ -71,7 +71,7 @@ enum Ctl {
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
         p.standardInput = FileHandle.nullDevice
-        try p.run()
+        try p.runClosingFiles()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         p.waitForExit()
         return Result(status: p.exitStatus, out: String(decoding: data, as: UTF8.self), err: "")
@@ -100,7 +100,7 @@ enum Ctl {
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
-        try p.run()
+        try p.runClosingFiles()
         let fd = out.fileHandleForReading.fileDescriptor
         var lines: [String] = []
         var pending = Data()

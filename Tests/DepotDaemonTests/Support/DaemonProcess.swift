@@ -122,7 +122,7 @@ final class DaemonProcess {
         process.environment = env
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        try process.runClosingFiles()
         guard notify.waitFor(prefix: "READY=1", timeout: 60) != nil else {
             let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
             process.terminate()
@@ -153,7 +153,7 @@ final class DaemonProcess {
         let err = Pipe()
         p.standardError = err
         p.standardOutput = FileHandle.nullDevice
-        try p.run()
+        try p.runClosingFiles()
         let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitForExit()
         return (p.exitStatus, said)
@@ -400,7 +400,7 @@ enum UnixHTTP {
             ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", script] + arguments
         let out = Pipe()
         p.standardOutput = out
-        try p.run()
+        try p.runClosingFiles()
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitForExit()
         return text

@@ -22,7 +22,7 @@ struct BackupTests {
         process.arguments = [path]
         let out = Pipe()
         process.standardOutput = out
-        try process.run()
+        try process.runClosingFiles()
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitForExit()
         return String(text.prefix(while: { $0 != " " }))

@@ -91,7 +91,7 @@ func sqlite3(_ path: String, _ sql: String) throws -> String {
     process.arguments = [path, sql]
     let pipe = Pipe()
     process.standardOutput = pipe
-    try process.run()
+    try process.runClosingFiles()
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitForExit()
     return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
