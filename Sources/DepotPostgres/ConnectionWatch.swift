@@ -56,7 +56,8 @@ enum ConnectionWatch {
         }
         if isNew {
             connection.closeFuture.whenComplete { _ in
-                _ = watches.withLock { $0.removeValue(forKey: id) }
+                // This connection's watch only (another may have its address by then).
+                watches.withLock { all in if all[id] === watch { all[id] = nil } }
                 watch.close()
             }
         }

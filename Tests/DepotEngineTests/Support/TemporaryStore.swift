@@ -47,8 +47,17 @@ final class TemporaryStore: Sendable {
         store = try await Store.open(config)
     }
 
+    /// Closes the store, then removes its folder. A store left open holds
+    /// a descriptor for each of its connections' files until it goes: the
+    /// suite's stores held 1,194 at once, and past a thousand Foundation's
+    /// `Process.run` can crash the test process (`runClosingFiles`).
     deinit {
-        try? FileManager.default.removeItem(at: folder)
+        let (store, folder) = (store, folder)
+        // Unstructured: a deinit cannot wait for the close.
+        Task {
+            try? await store.close()
+            try? FileManager.default.removeItem(at: folder)
+        }
     }
 
     /// Upserts `rows` of Trip with every field given, in one save.
