@@ -11,9 +11,10 @@ import Synchronization
 /// begins run one after another in it: one transaction, one dispatch, for
 /// all of them.
 ///
-/// A read always runs in a snapshot that began after it was asked for, so
-/// it sees every commit that happened before: a stream woken by a commit
-/// never reads an older state. Reads asked for while a snapshot is in use
+/// A read always runs in a snapshot that began after it was asked for (the
+/// reads of a snapshot are taken before it is asked for), so it sees every
+/// commit that happened before: a stream woken by a commit never reads an
+/// older state. Reads asked for while a snapshot is in use
 /// wait for the next one, which starts as soon as that one ends.
 final class LiveReads: Sendable {
     private struct State {
@@ -41,14 +42,20 @@ final class LiveReads: Sendable {
 
     /// Starts a snapshot for the reads waiting now, then the next one if
     /// more came meanwhile.
+    ///
+    /// The reads are taken before the snapshot is asked for: GRDB begins a
+    /// read's snapshot before handing it the connection (its schema check
+    /// reads the file), so reads taken inside it could have been asked
+    /// after a commit the snapshot does not hold. A stream woken by that
+    /// commit then read the state before it, and showed the change only
+    /// at the next commit (`ResultFeedTests.manyStreams` timed out once in
+    /// a whole run, 2026-11-29).
     private func next() {
+        let reads = state.withLock { s in
+            defer { s.waiting = [] }
+            return s.waiting
+        }
         pool.asyncRead { [self] database in
-            // Taken here, before the snapshot's first read: each read began
-            // to wait before the snapshot did.
-            let reads = state.withLock { s in
-                defer { s.waiting = [] }
-                return s.waiting
-            }
             for read in reads { read(database) }
             let more = state.withLock { s in
                 if s.waiting.isEmpty { s.running = false }

@@ -47,17 +47,8 @@ final class TemporaryStore: Sendable {
         store = try await Store.open(config)
     }
 
-    /// Closes the store, then removes its folder. A store left open holds
-    /// a descriptor for each of its connections' files until it goes: the
-    /// suite's stores held 1,194 at once, and past a thousand Foundation's
-    /// `Process.run` can crash the test process (`runClosingFiles`).
     deinit {
-        let (store, folder) = (store, folder)
-        // Unstructured: a deinit cannot wait for the close.
-        Task {
-            try? await store.close()
-            try? FileManager.default.removeItem(at: folder)
-        }
+        try? FileManager.default.removeItem(at: folder)
     }
 
     /// Upserts `rows` of Trip with every field given, in one save.
@@ -100,7 +91,7 @@ func sqlite3(_ path: String, _ sql: String) throws -> String {
     process.arguments = [path, sql]
     let pipe = Pipe()
     process.standardOutput = pipe
-    try process.runClosingFiles()
+    try process.run()
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitForExit()
     return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
