@@ -48,8 +48,7 @@ final class LiveReads: Sendable {
     /// reads the file), so reads taken inside it could have been asked
     /// after a commit the snapshot does not hold. A stream woken by that
     /// commit then read the state before it, and showed the change only
-    /// at the next commit (`ResultFeedTests.manyStreams` timed out once in
-    /// a whole run, 2026-11-29).
+    /// at the next commit (found reading this code, 2026-11-29).
     private func next() {
         let reads = state.withLock { s in
             defer { s.waiting = [] }
