@@ -126,8 +126,8 @@ extension Process {
     ///
     /// Foundation keeps a child's `Process`, and so the handles given to it,
     /// for a long while: a whole suite's run held 1,435 descriptors, most of
-    /// them deleted output files of children, and past a thousand
-    /// `Process.run` itself crashes, over-reading the names it lists in
+    /// them deleted output files of children, and with about 1,300 open
+    /// `Process.run` itself can crash, over-reading the names it lists in
     /// /proc/self/fd (swift-corelibs-foundation #5472).
     public func runClosingFiles() throws {
         try run()

@@ -130,12 +130,12 @@ final class DaemonProcess {
         }
     }
 
-    /// Follows job `id`'s events to its end; its last record.
     /// Whether job `id` has ended, in any state.
     func jobHasEnded(_ id: String) throws -> Bool {
         ["succeeded", "failed", "cancelled"].contains(try request("GET", "/v1/jobs/\(id)").object["state"] as? String)
     }
 
+    /// Follows job `id`'s events to its end; its last record.
     func jobEnded(_ id: String) throws -> [String: Any] {
         let events = try UnixHTTP.stream(socket: socket, path: "/v1/jobs/\(id)/events") { line in
             let state =
