@@ -103,6 +103,12 @@ package struct PostgreSQLDialect: SQLDialect {
     }
     package func metaValue(_ sql: String) -> String { "(\(sql))::text" }
     package var changeWeight: String { "coalesce(span, 1)" }
+    package var changeSpan: String { "c.span" }
+    /// A run's identifiers are one a line.
+    package func runNames(_ sql: String) -> String? {
+        "(c.span IS NOT NULL AND strpos(E'\\n' || c.identifier || E'\\n', E'\\n' || \(sql) || E'\\n') > 0)"
+    }
+    package var unlimited: String { "ALL" }
     package func bytes(_ sql: String) -> String { "convert_to(\(sql), 'UTF8')" }
     package func text(ofBytes column: String) -> String { "convert_from(\(column), 'UTF8')" }
     /// As text: a date, a json value and a double come as SQLite gives them.

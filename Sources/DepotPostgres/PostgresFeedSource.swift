@@ -1,52 +1,34 @@
 import DepotEngine
-import PostgresNIO
 
 /// A live fetch's reads of a PostgreSQL store (``ResultFeedSource``): each
-/// call in one repeatable-read transaction, one snapshot, as an SQLite
+/// call in one snapshot (``PostgresReader/snapshot(_:)``), as an SQLite
 /// store's feed reads in one read transaction. The changes are the
 /// history's (`depot_changes`), so a commit through any host shows.
 struct PostgresFeedSource: ResultFeedSource {
-    let store: PostgresStore
+    let reads: PostgresReader
     let query: FetchQuery
 
-    /// Runs `body` in a read-only snapshot, translating errors.
-    private func snapshot<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        do {
-            return try await store.transaction { connection in
-                try await PostgresSQL.execute(
-                    connection, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY",
-                    logger: store.logger)
-                return try await body(connection)
-            }
-        } catch {
-            throw store.translate(error)
-        }
-    }
+    private var storeName: String { reads.store.name }
 
-    /// The query's records, as ``PostgresStore/fetch(_:)`` reads them.
-    private func records(_ connection: PostgresConnection) async throws -> RecordSet {
-        try await store.records(query, on: connection)
-    }
-
-    private func newest(_ connection: PostgresConnection) async throws -> Int64? {
-        PostgresSQL.scalar(
-            try await PostgresSQL.textRows(
-                connection,
-                "SELECT max(id)::text FROM "
-                    + store.table("depot_transactions"), logger: store.logger)
-        ).flatMap { Int64($0) }
+    private func newest(_ session: any SQLSession) async throws -> Int64? {
+        try await session.scalar("SELECT max(id) FROM \(table: "depot_transactions")")?.integer
     }
 
     func start() async throws -> (token: Int64?, issued: Int64, records: RecordSet) {
-        try await snapshot { connection in
-            (try await newest(connection), try await store.lastIssued(connection), try await records(connection))
+        let query = query
+        return try await reads.snapshot { session in
+            (
+                try await newest(session), try await session.lastIssued(),
+                try await query.records(session, PostgreSQLDialect())
+            )
         }
     }
 
     func resume(after: Int64) async throws -> [String] {
-        try await snapshot { connection in
-            try await store.checkHistory(connection, after: after)
-            return try await records(connection).rows.map { row in
+        let (query, store) = (query, storeName)
+        return try await reads.snapshot { session in
+            try await session.checkAfter(after, store: store)
+            return try await query.records(session, PostgreSQLDialect()).rows.map { row in
                 Identifier(query.entity.identifier.map { name in row[query.fields.firstIndex { $0.name == name }!] })
                     .json
             }
@@ -56,50 +38,43 @@ struct PostgresFeedSource: ResultFeedSource {
     func changes(after: Int64, live: Bool) async throws -> (
         token: Int64, touched: ResultFeed.Touched?, whole: RecordSet?
     ) {
-        try await snapshot { connection in
-            try await store.checkHistory(connection, after: after)
-            let token = try await newest(connection) ?? after
-            let logger = store.logger
-            let changes =
-                "SELECT identifier, kind, fields, span::text FROM \(store.table("depot_changes")) "
-                + "WHERE txn > $1 AND entity = $2 ORDER BY txn, id"
+        let (query, store) = (query, storeName)
+        return try await reads.snapshot { session in
+            try await session.checkAfter(after, store: store)
+            let token = try await newest(session) ?? after
+            let dialect = PostgreSQLDialect()
             // A change to a record that a key path reads can change any
             // record's membership or values: the result is read again whole.
             for entity in query.related.sorted() {
-                var binds = PostgresBindings()
-                binds.append(after)
-                binds.append(entity)
-                if !(try await PostgresSQL.textRows(connection, changes + " LIMIT 1", binds, logger: logger)).isEmpty {
-                    return (token, nil, try await records(connection))
-                }
+                let changed = try await session.rows(
+                    "SELECT 1 FROM \(table: "depot_changes") WHERE txn > \(bind: after) AND entity = \(bind: entity) LIMIT 1"
+                )
+                if !changed.isEmpty { return (token, nil, try await query.records(session, dialect)) }
             }
-            var binds = PostgresBindings()
-            binds.append(after)
-            binds.append(query.entity.name)
             var collected = ResultFeed.TouchedChanges()
-            for row in try await PostgresSQL.textRows(connection, changes, binds, logger: logger) {
+            let rows = try await session.rows(
+                "SELECT identifier, kind, fields, span FROM \(table: "depot_changes") WHERE txn > \(bind: after) AND entity = \(bind: query.entity.name) ORDER BY txn, id"
+            )
+            for row in rows {
                 // A run of new records holds their identifiers one a line.
+                let text = row[0].text ?? ""
                 let identifiers =
-                    (row[3].flatMap { Int($0) } ?? 1) > 1
-                    ? (row[0] ?? "").utf8.split(separator: UInt8(ascii: "\n")).map { String(Substring($0)) }
-                    : [row[0] ?? ""]
+                    (row[3].integer ?? 1) > 1
+                    ? text.utf8.split(separator: UInt8(ascii: "\n")).map { String(Substring($0)) } : [text]
                 for identifier in identifiers {
-                    collected.add(identifier: identifier, kind: row[1] ?? "", fields: row[2])
+                    collected.add(identifier: identifier, kind: row[1].text ?? "", fields: row[2].text)
                 }
             }
             // Each touched record looked up again with the predicate, with
             // the records it embeds.
             let entity = query.entity
             let idFields = entity.identifierIndexes.map { entity.fields[$0] }
-            let first = query.predicate.arguments.count + 1
-            let match = idFields.enumerated().map { k, f in "\(PostgresSQL.quote(f.name)) = $\(first + k)" }
-                .joined(separator: " AND ")
             var found = RecordSet(fields: query.fields, rows: [])
             var records: [ResultFeed.TouchedRecord] = []
             for id in collected.order {
                 let identifier = try Identifier(json: id, fieldCount: idFields.count)
                 let values = try zip(identifier.values, idFields).map { try ValueConversion.convert($0, to: $1) }
-                let one = try await store.records(query, where: match, extra: values, on: connection)
+                let one = try await query.records(session, dialect, identifier: values)
                 var position: Int?
                 if !one.rows.isEmpty {
                     position = found.rows.count
@@ -107,8 +82,7 @@ struct PostgresFeedSource: ResultFeedSource {
                 }
                 records.append(
                     ResultFeed.TouchedRecord(
-                        id: id, identifier: identifier, change: collected.changes[id]!,
-                        row: position))
+                        id: id, identifier: identifier, change: collected.changes[id]!, row: position))
             }
             return (token, ResultFeed.Touched(records: records, found: found), nil)
         }

@@ -71,7 +71,8 @@ extension PostgresStore {
     }
 }
 
-/// The reads of a ``PostgresStore`` under the engine's contract.
+/// The reads of a ``PostgresStore`` under the engine's contract: its read
+/// primitives; the reads themselves are written once in the engine.
 struct PostgresReader: StoreReading {
     let store: PostgresStore
 
@@ -79,76 +80,35 @@ struct PostgresReader: StoreReading {
     var dialect: any SQLDialect { PostgreSQLDialect() }
     var signal: CommitSignal { store.signal }
 
-    func count(_ descriptor: FetchDescriptor) async throws -> Int { try await store.count(descriptor) }
-    func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] {
-        try await store.identifiers(descriptor)
-    }
-    func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet { try await store.fetch(descriptor) }
-    func fetchJSONBytes(_ descriptor: FetchDescriptor) async throws -> [UInt8] {
-        Array(try await store.fetch(descriptor).jsonArray().utf8)
-    }
-    func recordHistory(_ entity: String, identifier: [Value], limit: Int) async throws -> [HistoryTransaction] {
-        try await store.recordHistory(entity, identifier: identifier, limit: limit)
-    }
-    func fetchJSON(_ descriptor: FetchDescriptor, write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void)
-        async throws
-    {
-        try await store.fetchJSON(descriptor, write: write)
-    }
-    func resultFeed(_ descriptor: FetchDescriptor) throws -> ResultFeed {
-        try ResultFeed(schema: store.schema, dialect: .postgresql, descriptor) {
-            PostgresFeedSource(store: store, query: $0)
-        }
-    }
-    func export(
-        _ descriptor: FetchDescriptor, as format: RecordFormat,
-        write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,
-        progress: @escaping @Sendable (Int) -> Void
-    ) async throws -> Int {
-        try await store.export(descriptor, as: format, write: write, progress: progress)
-    }
-    /// Pages in the descriptor's order (ties by identifier), `after` being
-    /// the records read so far.
-    func enumerate(_ descriptor: FetchDescriptor, batchSize: Int) -> RecordBatches {
-        let store = store
-        return RecordBatches(batchSize: batchSize) { after, size in
-            var page = descriptor
-            page.limit = size
-            page.offset = Int(after)
-            page.sectionBy = nil
-            let records = try await store.fetch(page)
-            return (records, after + Int64(records.count))
-        }
-    }
-    func aggregate(_ request: AggregateRequest) async throws -> AggregateResult { try await store.aggregate(request) }
-    func duplicates(
-        entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
-        limit: Int?, _ body: @escaping @Sendable (DuplicateGroup) throws -> Void
-    ) async throws {
-        try await store.duplicates(
-            entity: entity, by: fields, where: predicate, arguments: arguments, limit: limit, body)
-    }
-    func danglingReferences(limit: Int) async throws -> ReferenceCheck {
-        try await store.danglingReferences(limit: limit)
-    }
-
     func rows(_ statement: SQLStatement) async throws -> [[Value]] {
         try await store.read { connection in try await PostgresSQL.rows(connection, statement, store: store) }
     }
-    func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
-        -> [HistoryTransaction]
-    {
-        try await store.history(after: token, entity: entity, author: author, limit: limit, maxChanges: maxChanges)
-    }
-    func followHistory(after token: HistoryToken?, entity: String?, author: String?, maxChanges: Int)
-        -> HistoryFollower
-    {
-        let store = store
-        return HistoryFollower(after: token, signal: store.signal) { after, _ in
-            try await store.history(
-                after: after, entity: entity, author: author, limit: 100,
-                maxChanges: min(maxChanges, HistoryFollower.pageChanges))
+
+    /// One repeatable-read, read-only transaction: one snapshot.
+    func snapshot<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T {
+        try await store.snapshot { connection in
+            let session = PostgresSession(store: store, connection: connection)
+            defer { session.end() }
+            return try await body(session)
         }
     }
 
+    func stream(
+        _ statement: SQLStatement, fields: [Field], as form: RowForm, long: Bool,
+        _ body: @escaping @Sendable (RowChunk) throws -> Bool
+    ) async throws {
+        try await store.stream(statement, fields: fields, as: form, body)
+    }
+
+    func history(
+        after token: HistoryToken?, entity: String?, author: String?, limit: Int, maxChanges: Int, live: Bool
+    ) async throws -> [HistoryTransaction] {
+        try await store.history(after: token, entity: entity, author: author, limit: limit, maxChanges: maxChanges)
+    }
+
+    func resultFeed(_ descriptor: FetchDescriptor) throws -> ResultFeed {
+        try ResultFeed(schema: store.schema, dialect: .postgresql, descriptor) {
+            PostgresFeedSource(reads: self, query: $0)
+        }
+    }
 }

@@ -414,71 +414,6 @@ public actor PostgresStore {
         }
     }
 
-    // MARK: - Fetch
-
-    /// The records a descriptor selects, in its order: the same predicates
-    /// (key paths, `[c]`, `[d]`), sorts, limits, fields and embedded
-    /// related records as an SQLite store's fetch, compiled to PostgreSQL's
-    /// SQL with every value bound. Ties of the sort are broken by the
-    /// identifier (an SQLite store breaks them by insertion order).
-    ///
-    /// - Throws: the ``DepotError`` an SQLite store's fetch throws for the
-    ///   same descriptor.
-    public nonisolated func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet {
-        let query = try FetchQuery(descriptor, schema: schema, dialect: .postgresql)
-        let paging = paging(query)
-        guard !query.prefetch.isEmpty else {
-            return try await read { connection in try await records(query, tail: paging, on: connection) }
-        }
-        // The records and those they embed in one snapshot.
-        do {
-            return try await transaction { connection in
-                try await PostgresSQL.execute(
-                    connection, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY",
-                    logger: logger)
-                return try await records(query, tail: paging, on: connection)
-            }
-        } catch {
-            throw translate(error)
-        }
-    }
-
-    /// The number of records a descriptor selects (its limit and offset apply).
-    public nonisolated func count(_ descriptor: FetchDescriptor) async throws -> Int {
-        let query = try FetchQuery(descriptor, schema: schema, dialect: .postgresql)
-        let from = "FROM \(table(query.entity.name)) WHERE \(query.predicate.sql)"
-        let paging = paging(query)
-        let sql =
-            paging.isEmpty
-            ? "SELECT count(*)::text \(from)"
-            : "SELECT count(*)::text FROM (SELECT 1 \(from) ORDER BY \(query.orderBy)\(paging)) AS page"
-        let binds = PostgresSQL.bindings(query.predicate.arguments)
-        return try await read { connection in
-            PostgresSQL.scalar(try await PostgresSQL.textRows(connection, sql, binds, logger: logger)).flatMap {
-                Int($0)
-            } ?? 0
-        }
-    }
-
-    /// The identifiers of the records a descriptor selects, in its order.
-    public nonisolated func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] {
-        let query = try FetchQuery(descriptor, schema: schema, dialect: .postgresql)
-        let idFields = query.entity.identifierIndexes.map { query.entity.fields[$0] }
-        let sql =
-            "SELECT " + idFields.map { PostgresSQL.selectText($0) }.joined(separator: ", ")
-            + " FROM \(table(query.entity.name)) WHERE \(query.predicate.sql) ORDER BY \(query.orderBy)" + paging(query)
-        let binds = PostgresSQL.bindings(query.predicate.arguments)
-        return try await read { connection in
-            try await PostgresSQL.textRows(connection, sql, binds, logger: logger).map { row in
-                Identifier(zip(idFields, row).map { PostgresSQL.value($1, as: $0.type) })
-            }
-        }
-    }
-
-    private nonisolated func paging(_ query: FetchQuery) -> String {
-        (query.limit.map { " LIMIT \($0)" } ?? "") + (query.offset.map { " OFFSET \($0)" } ?? "")
-    }
-
     /// The history after `token` (from the start when nil), oldest first,
     /// at most `limit` transactions; with `entity`, only its changes and
     /// the transactions that have some; with `author`, only theirs.
@@ -549,109 +484,17 @@ public actor PostgresStore {
                         token: HistoryToken(id), timestamp: head[1] ?? "", author: head[2] ?? "",
                         job: head[3], changes: [])
                 }, after: token, skip: skip, maxChanges: maxChanges)
-            var layouts: [Int64: [String]] = [:]
+            var layouts = HistoryLayouts()
+            let session = PostgresSession(store: self, connection: connection)
+            defer { session.end() }
             reading: for row in rows {
                 guard let txn = row[0].flatMap({ Int64($0) }) else { continue }
-                for change in try await self.changes(ofRow: row, connection, layouts: &layouts) {
+                let values = row.map { $0.map(Value.string) ?? .null }
+                for change in try await layouts.changes(ofRow: values, session, store: name) {
                     guard page.add(change, to: txn) else { break reading }
                 }
             }
             return page.result
-        }
-    }
-
-    /// The changes a row of `depot_changes` holds, its columns read as
-    /// `txn, entity, identifier, kind, fields, tombstone, old, new, layout,
-    /// span`: one, or a run of new records' (`span` of them, their
-    /// identifiers and values one a line). Compact values (arrays, an
-    /// insert's) come under their layout's names, as an SQLite store reads
-    /// them.
-    func changes(ofRow row: [String?], _ connection: PostgresConnection, layouts: inout [Int64: [String]])
-        async throws -> [HistoryChange]
-    {
-        guard let txn = row[0].flatMap({ Int64($0) }), let kind = row[3].flatMap(ChangeKind.init(rawValue:)) else {
-            return []
-        }
-        let fields = row[4].flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }
-        var names: [String] = []
-        if let layout = row[8].flatMap({ Int64($0) }) {
-            if layouts[layout] == nil {
-                var binds = PostgresBindings()
-                binds.append(layout)
-                let text = PostgresSQL.scalar(
-                    try await PostgresSQL.textRows(
-                        connection, "SELECT fields FROM \(table("depot_layouts")) WHERE id = $1", binds,
-                        logger: logger))
-                layouts[layout] = text.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
-            }
-            names = layouts[layout] ?? []
-        }
-        func object(_ text: Substring?) -> String? {
-            guard let text else { return nil }
-            return text.utf8.first == UInt8(ascii: "[") && row[8] != nil
-                ? CompactValues.object(String(text), names: names)
-                : String(text)
-        }
-        let span = row[9].flatMap { Int($0) } ?? 1
-        let split = { (text: String?) -> [Substring?] in
-            guard let text else { return Array(repeating: nil, count: span) }
-            return span == 1
-                ? [text[...]]
-                : text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
-                    Substring($0)
-                }
-        }
-        let (identifiers, olds, news) = (split(row[2]), split(row[6]), split(row[7]))
-        guard identifiers.count == span, olds.count == span, news.count == span else {
-            throw DepotError(
-                .database,
-                "store \(JSONText.quoted(name)): a row of history transaction \(txn) "
-                    + "holds \(span) changes but not as many identifiers or values")
-        }
-        return (0..<span).map { k in
-            HistoryChange(
-                entity: row[1] ?? "", identifier: identifiers[k].map(String.init) ?? "", kind: kind, fields: fields,
-                tombstone: row[5], old: object(olds[k]), new: object(news[k]))
-        }
-    }
-
-    /// The newest `limit` changes of one record, oldest first, each in its
-    /// transaction (``StoreReader/recordHistory(_:identifier:limit:)``): a
-    /// row of a run of new records counts when the run names the record.
-    public nonisolated func recordHistory(_ entity: String, identifier: [Value], limit: Int) async throws
-        -> [HistoryTransaction]
-    {
-        let entity = try self.entity(entity)
-        var id = ""
-        Identifier.appendJSON(identifier, to: &id)
-        var binds = PostgresBindings()
-        binds.append(entity.name)
-        binds.append(id)
-        binds.append(Int64(max(1, min(limit, 100_000))))
-        let sql =
-            "SELECT c.txn::text, c.entity, c.identifier, c.kind, c.fields, c.tombstone, c.old, c.new, "
-            + "c.layout::text, c.span::text, t.timestamp, t.author, t.job FROM \(table("depot_changes")) c "
-            + "JOIN \(table("depot_transactions")) t ON t.id = c.txn WHERE c.entity = $1 AND (c.identifier = $2 "
-            + "OR (c.span IS NOT NULL AND strpos(E'\\n' || c.identifier || E'\\n', E'\\n' || $2 || E'\\n') > 0)) "
-            + "ORDER BY c.txn DESC, c.id DESC LIMIT $3"
-        let (key, recordBinds) = (id, binds)
-        return try await read { connection in
-            let rows = try await PostgresSQL.textRows(connection, sql, recordBinds, logger: logger)
-            var layouts: [Int64: [String]] = [:]
-            var transactions: [HistoryTransaction] = []
-            for row in rows.reversed() {
-                guard let txn = row[0].flatMap({ Int64($0) }) else { continue }
-                let mine = try await changes(ofRow: row, connection, layouts: &layouts).filter { $0.identifier == key }
-                if transactions.last?.token.id == txn {
-                    transactions[transactions.count - 1].changes += mine
-                } else {
-                    transactions.append(
-                        HistoryTransaction(
-                            token: HistoryToken(txn), timestamp: row[10] ?? "", author: row[11] ?? "", job: row[12],
-                            changes: mine))
-                }
-            }
-            return transactions
         }
     }
 

@@ -217,10 +217,10 @@ final class PostgresBackend: Backend {
     func records(_ entity: String) async throws -> [[Value]] { try await store.records(entity) }
 
     func history() async throws -> [HistoryTransaction] { try await store.history(limit: 10_000) }
-    func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet { try await store.fetch(descriptor) }
-    func count(_ descriptor: FetchDescriptor) async throws -> Int { try await store.count(descriptor) }
+    func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet { try await store.reads.fetch(descriptor) }
+    func count(_ descriptor: FetchDescriptor) async throws -> Int { try await store.reads.count(descriptor) }
     func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier] {
-        try await store.identifiers(descriptor)
+        try await store.reads.identifiers(descriptor)
     }
 
     func importFile(_ request: ImportRequest, cancelAfter: Int?) async throws -> ImportProgress {

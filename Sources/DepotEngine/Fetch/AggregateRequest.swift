@@ -137,30 +137,3 @@ package struct AggregatePlan: Sendable {
         self.functions = functions
     }
 }
-
-extension StoreReader {
-    /// Computes count, sum, avg, min and max of a field in SQLite, per group.
-    ///
-    /// - Throws: ``DepotError`` for an unknown entity or field, `sum`/`avg`
-    ///   of a field that is not a number, or a bad predicate.
-    public func aggregate(_ request: AggregateRequest) async throws -> AggregateResult {
-        let plan = try AggregatePlan(request, schema: schema)
-        return try await read { db in
-            let preparedStatement = try db.makeStatement(sql: plan.sql)
-            defer { withExtendedLifetime(preparedStatement) {} }
-            let statement = preparedStatement.sqliteStatement
-            for (i, v) in plan.arguments.enumerated() { SQL.bind(v, to: statement, at: Int32(i + 1)) }
-            defer { sqlite3_reset(statement) }
-            var rows: [AggregateResult.Row] = []
-            let (groupFields, types) = (plan.groupFields, plan.types)
-            // SQLite's sum() of integers past the 64-bit range fails here
-            // ("integer overflow"): Store.translate makes it `out_of_range`.
-            while try SQL.step(statement, db) {
-                let groups = groupFields.indices.map { SQL.column(statement, Int32($0), as: groupFields[$0].type) }
-                let values = types.indices.map { SQL.column(statement, Int32(groupFields.count + $0), as: types[$0]) }
-                rows.append(.init(groups: groups, values: values))
-            }
-            return try AggregateResult(plan, groupBy: request.groupBy, rows: rows)
-        }
-    }
-}

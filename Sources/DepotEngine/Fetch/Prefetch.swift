@@ -152,7 +152,60 @@ package struct PrefetchPlan: Sendable {
     }
 
     /// Embeds this relationship's records in `parent`, whose rows hold
-    /// the parent level's selected columns: one query for all of its rows
+    /// the parent level's selected columns: its rows' distinct keys looked
+    /// up a thousand at a time, to-many members in the order of the
+    /// target's identifier, then the nested plans on what it found. The
+    /// parent's rows keep their extra columns; the caller trims them.
+    func embed(into parent: inout RecordSet, _ session: any SQLSession, dialect: any SQLDialect) async throws {
+        let matchFields = matches.map { name in target.fields[target.position(of: name)!] }
+        let columns = matchFields + selected
+        let select = columns.map { dialect.resultColumn(SQL.quote($0.name)) }.joined(separator: ", ")
+        let order =
+            isToMany
+            ? " ORDER BY "
+                + target.identifier.map { name in
+                    dialect.ordered(SQL.quote(name), target.fields[target.position(of: name)!])
+                }.joined(separator: ", ")
+            : ""
+        var found = RecordSet(fields: selected, rows: [])
+        var byKey: [Key: [Int]] = [:]
+        let keyList = distinctKeys(of: parent)
+        var start = 0
+        while start < keyList.count {
+            let chunk = keyList[start..<min(start + 1_000, keyList.count)]
+            start += chunk.count
+            var keyed: SQLStatement
+            if matchFields.count == 1 {
+                keyed = "\(sql: SQL.quote(matches[0])) IN ("
+                for (i, key) in chunk.enumerated() { keyed = keyed + (i > 0 ? ", " : "") + "\(bind: key[0])" }
+            } else {
+                // Row values: SQLite takes them from a subquery only.
+                keyed = "(\(sql: matches.map(SQL.quote).joined(separator: ", "))) IN (VALUES "
+                for (i, key) in chunk.enumerated() {
+                    keyed = keyed + (i > 0 ? ", (" : "(")
+                    for (k, value) in key.enumerated() { keyed = keyed + (k > 0 ? ", " : "") + "\(bind: value)" }
+                    keyed = keyed + ")"
+                }
+            }
+            let rows = try await session.rows(
+                ("SELECT \(sql: select) FROM \(table: target) WHERE " + keyed + ")\(sql: order)").once)
+            for row in rows {
+                let typed = row.indices.map { row[$0].stored(as: columns[$0].type) }
+                // A to-one's column has the type of the target's identifier,
+                // a to-many's inverse that of the parent's: keys compare equal.
+                let key =
+                    matchFields.count == 1 ? Key.one(typed[0]) : Key.many(Array(typed.prefix(matchFields.count)))
+                byKey[key, default: []].append(found.rows.count)
+                found.rows.append(Array(typed.dropFirst(matchFields.count)))
+            }
+        }
+        for child in children { try await child.embed(into: &found, session, dialect: dialect) }
+        attach(found, byKey: byKey, to: &parent)
+    }
+
+    /// ``embed(into:_:dialect:)`` in an SQLite read's closure (a live
+    /// fetch's snapshot shared with the other streams woken by a commit,
+    /// ``SQLiteFeedSource``): one query for all of its rows
     /// (the keys bound as one JSON array), then the nested plans on what it
     /// found, one query each. The parent's rows keep their extra columns;
     /// the caller trims them.

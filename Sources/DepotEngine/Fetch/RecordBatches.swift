@@ -1,28 +1,20 @@
-/// Batches of records, read by key: see ``StoreReader/enumerate(_:batchSize:)``.
+/// Batches of records, read by key: see ``StoreReading/enumerate(_:batchSize:)``.
 public struct RecordBatches: AsyncSequence, Sendable {
     /// A batch of records.
     public typealias Element = RecordSet
 
-    /// Reads the batch after a key: the records and the last one's key.
-    let page: @Sendable (_ after: Int64, _ size: Int) async throws -> (RecordSet, Int64?)
+    /// Reads the batch after a key (nil: from the first record): the
+    /// records and the last one's key (the values of its key's columns).
+    let page: @Sendable (_ after: [Value]?, _ size: Int) async throws -> (RecordSet, [Value]?)
     let batchSize: Int
 
-    /// Batches read by `page`, `batchSize` records at a time; a backend's
-    /// own paging (``StoreReading/enumerate(_:batchSize:)``).
+    /// Batches read by `page`, `batchSize` records at a time.
     package init(
-        batchSize: Int, page: @escaping @Sendable (_ after: Int64, _ size: Int) async throws -> (RecordSet, Int64?)
+        batchSize: Int,
+        page: @escaping @Sendable (_ after: [Value]?, _ size: Int) async throws -> (RecordSet, [Value]?)
     ) {
         self.batchSize = batchSize
         self.page = page
-    }
-
-    /// Batches of `descriptor`'s records from an SQLite store, by rowid.
-    init(reader: StoreReader, descriptor: FetchDescriptor, batchSize: Int) {
-        let unsorted = descriptor.wholeSelection
-        self.init(batchSize: batchSize) { after, size in
-            let q = try FetchQuery(unsorted, schema: reader.schema)
-            return try await reader.read { db in try q.page(db, after: after, limit: size) }
-        }
     }
 
     /// Creates the iterator.
@@ -31,7 +23,7 @@ public struct RecordBatches: AsyncSequence, Sendable {
     /// Reads one batch per call.
     public struct Iterator: AsyncIteratorProtocol {
         let batches: RecordBatches
-        var after: Int64 = 0
+        var after: [Value]? = nil
         var done = false
 
         /// The next batch, or `nil` after the last record.

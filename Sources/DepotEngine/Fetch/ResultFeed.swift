@@ -57,7 +57,7 @@ public final class ResultFeed: @unchecked Sendable {
     /// when it lacks them.
     ///
     /// - Throws: ``DepotError/Code/invalidArgument`` for those;
-    ///   as ``StoreReader/fetch(_:)`` for the rest.
+    ///   as ``StoreReading/fetch(_:)`` for the rest.
     public convenience init(reader: StoreReader, _ descriptor: FetchDescriptor) throws {
         try self.init(schema: reader.schema, dialect: .sqlite, descriptor) {
             SQLiteFeedSource(reader: reader, query: $0)

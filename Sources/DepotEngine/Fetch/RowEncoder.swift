@@ -243,93 +243,10 @@ extension [UInt8] {
     }
 }
 
-/// How ``StoreReader/export(_:as:write:progress:)`` writes records.
+/// How ``StoreReading/export(_:as:write:progress:)`` writes records.
 public enum RecordFormat: String, Sendable, CaseIterable {
     /// A header line of field names, then one line per record (RFC 4180, CRLF).
     case csv
     /// One JSON object per line.
     case ndjson
-}
-
-extension StoreReader {
-    /// Writes the records that a descriptor's predicate selects, in storage
-    /// order, as CSV (a header line first) or NDJSON, in one read snapshot,
-    /// handing `write` about a megabyte at a time, and `progress` the
-    /// number of records written after each.
-    ///
-    /// Memory stays flat whatever the store's size. The descriptor's fields
-    /// apply; its sort, limit and offset do not. A descriptor that embeds
-    /// related records (prefetch or key paths in fields) is refused: those
-    /// go through ``enumerate(_:batchSize:)``.
-    ///
-    /// For example:
-    ///
-    /// ```swift
-    /// let n = try await store.reader.export(FetchDescriptor(entity: "Trip"), as: .csv) { bytes in
-    ///     try file.write(contentsOf: bytes)
-    /// }
-    /// ```
-    ///
-    /// - Returns: the number of records written.
-    /// - Throws: as ``fetch(_:)``, what `write` throws, `CancellationError`
-    ///   when the task is cancelled.
-    @discardableResult
-    public func export(
-        _ descriptor: FetchDescriptor, as format: RecordFormat,
-        write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,
-        progress: @escaping @Sendable (Int) -> Void = { _ in }
-    ) async throws -> Int {
-        let query = try FetchQuery(descriptor.wholeSelection, schema: schema)
-        guard query.prefetch.isEmpty else {
-            throw DepotError(.invalidArgument, "an export that embeds related records is written a batch at a time")
-        }
-        return try await streamRead { db in
-            try query.write(db, format: format, write: write, progress: progress)
-        }
-    }
-}
-
-extension FetchQuery {
-    /// See ``StoreReader/export(_:as:write:progress:)``.
-    func write(
-        _ db: Database, format: RecordFormat, write: (UnsafeRawBufferPointer) throws -> Void,
-        progress: (Int) -> Void
-    ) throws -> Int {
-        let encoder = RowEncoder(fields: fields)
-        let threshold = 1 << 20
-        var out: [UInt8] = []
-        out.reserveCapacity(threshold + 64 * 1024)
-        if format == .csv { encoder.csvHeader(to: &out) }
-        var count = 0
-        func flush() throws {
-            try out.withUnsafeBytes { try write($0) }
-            out.removeAll(keepingCapacity: true)
-            progress(count)
-            try Task.checkCancellation()
-        }
-        let columns = fields.map(column).joined(separator: ", ")
-        let preparedStatement = try db.makeStatement(
-            sql: "SELECT \(columns) FROM \(entity.table) WHERE \(predicate.sql) ORDER BY rowid")
-        defer { withExtendedLifetime(preparedStatement) {} }
-        let statement = preparedStatement.sqliteStatement
-        for (i, v) in predicate.arguments.enumerated() { SQL.bind(v, to: statement, at: Int32(i + 1)) }
-        defer { sqlite3_reset(statement) }
-        do {
-            while try SQL.step(statement, db) {
-                if format == .csv {
-                    encoder.appendCSV(statement, to: &out)
-                } else {
-                    encoder.appendJSON(statement, to: &out)
-                    out.append(0x0A)
-                }
-                count += 1
-                if out.count >= threshold { try flush() }
-            }
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT && Task.isCancelled {
-            // GRDB interrupts the statement when the task is cancelled.
-            throw CancellationError()
-        }
-        try flush()
-        return count
-    }
 }

@@ -87,6 +87,15 @@ package protocol SQLDialect: Sendable {
     /// What a row of `depot_changes` counts for in a prune's step:
     /// PostgreSQL logs a run of new records as one row of `span` records.
     var changeWeight: String { get }
+    /// How many changes a row of `depot_changes` (alias `c`) holds, null
+    /// for one: SQLite logs each change in a row of its own.
+    var changeSpan: String { get }
+    /// Whether a row of `depot_changes` (alias `c`) holding a run of
+    /// changes names the identifier bound at `sql`; nil where no row holds
+    /// a run (SQLite).
+    func runNames(_ sql: String) -> String?
+    /// What stands for no limit before an `OFFSET`.
+    var unlimited: String { get }
     /// A bound text (`sql`) written to a column of bytes as its UTF-8
     /// (SQLite's `BLOB`, PostgreSQL's `bytea`): a job's checkpoint.
     func bytes(_ sql: String) -> String
@@ -194,6 +203,9 @@ package struct SQLiteDialect: SQLDialect {
     package func secondsSince(_ column: String) -> String { "((julianday('now') - julianday(\(column))) * 86400.0)" }
     package func metaValue(_ sql: String) -> String { sql }
     package var changeWeight: String { "1" }
+    package var changeSpan: String { "NULL" }
+    package func runNames(_ sql: String) -> String? { nil }
+    package var unlimited: String { "-1" }
     package func bytes(_ sql: String) -> String { "CAST(\(sql) AS BLOB)" }
     package func text(ofBytes column: String) -> String { "CAST(\(column) AS TEXT)" }
     package func selectField(_ column: String, _ field: Field) -> String { column }

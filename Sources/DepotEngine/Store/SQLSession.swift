@@ -70,9 +70,30 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
         case recordKeyOrder(EntitySchema)
         /// The stored record of an entity with this key: `column = value AND …`.
         case recordKeyMatch(EntitySchema, [Value])
+        /// Values bound by placeholders the text before holds already (a
+        /// compiled fragment's): numbered ones (`$n`) count from the
+        /// statement's first value, so such a fragment binds first.
+        case arguments([Value])
+        /// How many changes a row of `depot_changes` (alias `c`) holds, null
+        /// for one (``SQLDialect/changeSpan``).
+        case changeSpan
+        /// Whether a row of `depot_changes` (alias `c`) holding a run of
+        /// changes names this identifier (``SQLDialect/runNames(_:)``).
+        case runNames(String)
     }
 
     package private(set) var parts: [Part]
+    /// Whether its text recurs, so that a backend keeps it prepared (a
+    /// system table's statement); false for a user's predicate's, whose
+    /// every text would stay in the cache.
+    package private(set) var recurs = true
+
+    /// The statement, marked as written for one request (not kept prepared).
+    package var once: SQLStatement {
+        var out = self
+        out.recurs = false
+        return out
+    }
 
     package init(stringLiteral value: String) { parts = [.text(value)] }
 
@@ -125,6 +146,17 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
         package mutating func appendInterpolation(recordOf entity: EntitySchema, key: [Value]) {
             parts.append(.recordKeyMatch(entity, key))
         }
+        /// A compiled fragment (a predicate), its values bound where its text
+        /// names them; one with numbered placeholders comes before any
+        /// other bound value.
+        package mutating func appendInterpolation(fragment: SQLFragment) {
+            parts.append(.sql(fragment.sql))
+            parts.append(.arguments(fragment.arguments))
+        }
+        /// Values bound by the placeholders of the text before (see ``Part/arguments(_:)``).
+        package mutating func appendInterpolation(arguments: [Value]) { parts.append(.arguments(arguments)) }
+        package mutating func appendInterpolation(changeSpan: Void) { parts.append(.changeSpan) }
+        package mutating func appendInterpolation(runNames identifier: String) { parts.append(.runNames(identifier)) }
         /// A text column ordered by its bytes, as SQLite orders text.
         package mutating func appendInterpolation(byteOrder column: String) {
             parts.append(.text(column))
@@ -177,6 +209,19 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
                     arguments.append(k < key.count ? key[k] : .null)
                     sql += (k > 0 ? " AND " : "") + column + " = " + dialect.placeholder(arguments.count)
                 }
+            case .arguments(let values):
+                precondition(
+                    arguments.isEmpty || dialect.placeholder(1) == dialect.placeholder(2),
+                    "a fragment with numbered placeholders binds first")
+                arguments += values
+            case .changeSpan: sql += dialect.changeSpan
+            case .runNames(let identifier):
+                if let test = dialect.runNames(dialect.placeholder(arguments.count + 1)) {
+                    arguments.append(.string(identifier))
+                    sql += test
+                } else {
+                    sql += dialect.falseLiteral
+                }
             }
         }
         return (sql, arguments)
@@ -198,6 +243,7 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
     package static func + (lhs: SQLStatement, rhs: SQLStatement) -> SQLStatement {
         var out = lhs
         out.parts += rhs.parts
+        out.recurs = lhs.recurs && rhs.recurs
         return out
     }
 }

@@ -13,8 +13,10 @@ enum SQLiteSession {
         // version, a reference's check). Through GRDB's arguments and rows,
         // the saves measured 13-15% slower once; this way, no slower than
         // before they were written once (BENCHMARKS.md, "Saves").
-        let prepared = try db.cachedStatement(sql: sql).sqliteStatement
+        let compiled = try statement.recurs ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
+        let prepared = compiled.sqliteStatement
         defer {
+            withExtendedLifetime(compiled) {}
             sqlite3_reset(prepared)
             sqlite3_clear_bindings(prepared)
         }

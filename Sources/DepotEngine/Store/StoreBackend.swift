@@ -95,7 +95,11 @@ package protocol StoreBackend: Sendable {
     func runJob<T: Sendable>(_ id: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T?
 }
 
-/// The reads of a store, whatever holds it (see ``StoreBackend``).
+/// The reads of a store, whatever holds it (see ``StoreBackend``): the
+/// primitives below, each "run this SQL on a read snapshot"; fetches,
+/// counts, exports, aggregates, duplicates, the references check and a
+/// record's history are written once above them
+/// (`Store/StoreReading+Reads.swift`), as SQL in the store's dialect.
 package protocol StoreReading: Sendable {
     /// The store's schema now (entities created over the API, a
     /// migration's switch change it).
@@ -105,72 +109,62 @@ package protocol StoreReading: Sendable {
     /// The store's commits, heard from any host.
     var signal: CommitSignal { get }
 
-    // Fetch.
-    func count(_ descriptor: FetchDescriptor) async throws -> Int
-    func identifiers(_ descriptor: FetchDescriptor) async throws -> [Identifier]
-    func fetch(_ descriptor: FetchDescriptor) async throws -> RecordSet
-    func fetchJSONBytes(_ descriptor: FetchDescriptor) async throws -> [UInt8]
-    /// The records as one JSON array, handed to `write` in chunks as they
-    /// are read: memory holds a chunk, whatever the answer's size.
-    func fetchJSON(_ descriptor: FetchDescriptor, write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void)
-        async throws
+    /// The rows of `statement`, read in one snapshot of the store.
+    func rows(_ statement: SQLStatement) async throws -> [[Value]]
+    /// Runs `body` in one read snapshot: its statements all see the store
+    /// as one commit left it.
+    func snapshot<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T
+    /// The rows of `statement`, read as `fields`, handed to `body` a chunk
+    /// at a time as they are read (``RowChunk``), as values or encoded
+    /// (`form`); in one snapshot, on a connection of its own when `long`
+    /// (the read lasts as long as its caller takes: no reader of a pool is
+    /// held). `body` returns false to stop the read. Cancellation ends it
+    /// between chunks.
+    func stream(
+        _ statement: SQLStatement, fields: [Field], as form: RowForm, long: Bool,
+        _ body: @escaping @Sendable (RowChunk) throws -> Bool
+    ) async throws
+
+    /// The change feed: at most `limit` transactions and `maxChanges`
+    /// changes after `token` (a transaction larger than that is read in
+    /// parts: ``HistoryPage``). `live`: a follower's read just after a
+    /// commit, which may share its snapshot with the other followers woken
+    /// by it.
+    ///
+    /// - Throws: ``DepotError/Code/historyExpired`` when transactions after
+    ///   `token` were pruned; ``DepotError/Code/invalidToken`` for a token
+    ///   the store never issued; ``DepotError/Code/unknownEntity``.
+    func history(
+        after token: HistoryToken?, entity: String?, author: String?, limit: Int, maxChanges: Int, live: Bool
+    ) async throws -> [HistoryTransaction]
     /// A fetch's result kept current from the history (live changes, DESIGN §11).
     func resultFeed(_ descriptor: FetchDescriptor) throws -> ResultFeed
-    func export(
-        _ descriptor: FetchDescriptor, as format: RecordFormat,
-        write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void,
-        progress: @escaping @Sendable (Int) -> Void
-    ) async throws -> Int
-    func enumerate(_ descriptor: FetchDescriptor, batchSize: Int) -> RecordBatches
-    func aggregate(_ request: AggregateRequest) async throws -> AggregateResult
-    func duplicates(
-        entity: String, by fields: [String], where predicate: String?, arguments: [String: Value],
-        limit: Int?, _ body: @escaping @Sendable (DuplicateGroup) throws -> Void) async throws
-    func danglingReferences(limit: Int) async throws -> ReferenceCheck
-
-    // Commits and history.
-    /// At most `limit` transactions and `maxChanges` changes after `token`
-    /// (a transaction larger than that is read in parts: ``HistoryPage``).
-    func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int, maxChanges: Int) async throws
-        -> [HistoryTransaction]
-    /// The transactions after `token`, then each as it commits; one larger
-    /// than `maxChanges` comes in parts (``HistoryTransaction/continues``).
-    func followHistory(after token: HistoryToken?, entity: String?, author: String?, maxChanges: Int)
-        -> HistoryFollower
-    /// The newest `limit` changes of one record kept in the history, oldest
-    /// first, each in its transaction (with only that record's changes).
-    func recordHistory(_ entity: String, identifier: [Value], limit: Int) async throws -> [HistoryTransaction]
-    /// The rows of `statement`, read in one snapshot of the store (its
-    /// system tables: processors, consumers, jobs).
-    func rows(_ statement: SQLStatement) async throws -> [[Value]]
 }
 
-extension StoreReading {
-    /// ``export(_:as:write:progress:)`` without progress reports.
-    public func export(
-        _ descriptor: FetchDescriptor, as format: RecordFormat,
-        write: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void
-    ) async throws -> Int {
-        try await export(descriptor, as: format, write: write, progress: { _ in })
-    }
+/// How ``StoreReading/stream(_:fields:as:long:_:)`` hands out its rows.
+package enum RowForm: Sendable, Hashable {
+    /// Each row's values, as its fields' (``RowChunk/values``).
+    case values
+    /// Each row a JSON object, after a comma but the first of the read:
+    /// the elements of one JSON array (``RowChunk/bytes``).
+    case json
+    /// Each row a line of `format` (no CSV header).
+    case lines(RecordFormat)
+}
 
-    /// ``enumerate(_:batchSize:)`` 5,000 records at a time.
-    public func enumerate(_ descriptor: FetchDescriptor) -> RecordBatches { enumerate(descriptor, batchSize: 5_000) }
+/// A chunk of ``StoreReading/stream(_:fields:as:long:_:)``'s rows: about a
+/// megabyte of text, or 8,192 rows of values.
+package struct RowChunk: Sendable {
+    /// How many rows it holds.
+    package var count: Int
+    /// The rows' values (``RowForm/values``).
+    package var values: [[Value]]
+    /// The rows encoded (``RowForm/json``, ``RowForm/lines(_:)``).
+    package var bytes: [UInt8]
 
-    /// ``fetchJSONBytes(_:)`` as text.
-    public func fetchJSON(_ descriptor: FetchDescriptor) async throws -> String {
-        String(decoding: try await fetchJSONBytes(descriptor), as: UTF8.self)
-    }
-
-    /// Transactions as they commit, a part at most ``HistoryFollower/pageChanges`` changes.
-    public func followHistory(after token: HistoryToken?, entity: String?, author: String?) -> HistoryFollower {
-        followHistory(after: token, entity: entity, author: author, maxChanges: HistoryFollower.pageChanges)
-    }
-
-    /// Whole transactions, whatever their number of changes.
-    public func history(after token: HistoryToken?, entity: String?, author: String?, limit: Int) async throws
-        -> [HistoryTransaction]
-    {
-        try await history(after: token, entity: entity, author: author, limit: limit, maxChanges: .max)
+    package init(count: Int, values: [[Value]] = [], bytes: [UInt8] = []) {
+        self.count = count
+        self.values = values
+        self.bytes = bytes
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import GRDB
 import Synchronization
 
 /// The executor of one SQLite save's async body: the store's write
@@ -16,9 +17,12 @@ import Synchronization
 /// thread, with no hop; only a real wait (the next batch not ready) lets the
 /// thread sleep until the body's task is resumed here.
 ///
+/// A read snapshot whose body is async (``StoreReading/snapshot(_:)``)
+/// borrows a reader connection the same way (``ReaderPump``).
+///
 /// Written by hand: GRDB offers no transaction whose body is async (its
 /// connections are bound to their queue), and the store contract needs one.
-final class WriterPump: TaskExecutor, Sendable {
+final class ConnectionPump<Context: AnyObject>: TaskExecutor, Sendable {
     private enum Item: @unchecked Sendable {
         // @unchecked: a job is handed from the thread that enqueues it to the one that runs it, once.
         case job(UnownedJob)
@@ -29,8 +33,8 @@ final class WriterPump: TaskExecutor, Sendable {
     private struct State: @unchecked Sendable {
         // @unchecked: the items' jobs (above); used under the mutex only.
         var items: [Item] = []
-        /// The save's context, while the transaction's closure serves the body.
-        var context: SaveContext?
+        /// The save's context (a read's connection), while the transaction's closure serves the body.
+        var context: Context?
         /// The thread serving, while it serves.
         var serving: pthread_t?
         /// The transaction's closure has returned (or never ran).
@@ -43,7 +47,7 @@ final class WriterPump: TaskExecutor, Sendable {
     /// Runs the body's jobs on this (the writer's) thread, in the save's
     /// transaction, until the body ends the save; throws the body's error,
     /// which rolls the transaction back.
-    func serve(_ context: SaveContext) throws {
+    func serve(_ context: Context) throws {
         state.withLock {
             $0.context = context
             $0.serving = pthread_self()
@@ -86,8 +90,8 @@ final class WriterPump: TaskExecutor, Sendable {
     /// - Throws: ``DepotError/Code/database`` when the transaction is over
     ///   (it could not begin, or it ended), or when called from another
     ///   thread (a task that does not prefer this executor).
-    func context() throws -> SaveContext {
-        let context = state.withLock { state -> SaveContext? in
+    func context() throws -> Context {
+        let context = state.withLock { state -> Context? in
             guard let serving = state.serving, pthread_equal(serving, pthread_self()) != 0 else { return nil }
             return state.context
         }
@@ -117,6 +121,14 @@ final class WriterPump: TaskExecutor, Sendable {
     /// the transaction was over.
     static func isEnded(_ error: any Error) -> Bool { (error as? DepotError) == ended }
 
-    private static let ended = DepotError(
-        .database, "the save's transaction is over (it could not begin, or it ended); nothing of this write was kept")
+    private static var ended: DepotError {
+        DepotError(
+            .database,
+            "the save's transaction is over (it could not begin, or it ended); nothing of this write was kept")
+    }
 }
+
+/// The executor of one SQLite save's async body (``ConnectionPump``).
+typealias WriterPump = ConnectionPump<SaveContext>
+/// The executor of one SQLite read snapshot's async body (``ConnectionPump``).
+typealias ReaderPump = ConnectionPump<Database>

@@ -49,7 +49,7 @@ public final class SaveContext {
     ///   in-file ``WriteCounts/duplicates`` (see ``ImportCheckpoint``).
     /// - Parameter deferReferences: keep references to records that do not
     ///   exist (yet) instead of rejecting their rows (`references = "defer"`,
-    ///   DESIGN §12); ``StoreReader/danglingReferences(limit:)`` lists them.
+    ///   DESIGN §12); ``StoreReading/danglingReferences(limit:)`` lists them.
     public func write(
         _ batch: RecordBatch, policy: ConflictPolicy, sourceRowidFloor: Int64? = nil,
         deferReferences: Bool = false

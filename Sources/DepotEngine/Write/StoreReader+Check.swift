@@ -22,7 +22,7 @@ public struct DanglingReference: Sendable, Hashable {
     }
 }
 
-/// What ``StoreReader/danglingReferences(limit:)`` found.
+/// What ``StoreReading/danglingReferences(limit:)`` found.
 public struct ReferenceCheck: Sendable, Hashable {
     /// One per to-one of the store, in configuration order, with how many
     /// records of its entity name a missing record.
@@ -75,55 +75,5 @@ public struct ReferenceCheck: Sendable, Hashable {
                     referenceFields: columns.map { entity.fields[entity.position(of: $0)!] }))
         }
         return out
-    }
-}
-
-extension StoreReader {
-    /// The references that point at nothing, in one snapshot: for each to-one
-    /// of the store, how many records name a target identifier that no
-    /// record has, and the first of them (at most `limit` in all).
-    ///
-    /// For example:
-    ///
-    /// ```swift
-    /// let check = try await store.reader.danglingReferences()
-    /// for d in check.dangling { print("\(d.entity) \(d.identifier) -> no \(d.target) \(d.reference)") }
-    /// ```
-    public func danglingReferences(limit: Int = 1_000) async throws -> ReferenceCheck {
-        guard limit >= 0 else { throw DepotError(.invalidArgument, "limit cannot be negative") }
-        let entities = self.entities
-        let schema = self.schema
-        return try await read { db in
-            var check = ReferenceCheck()
-            for entity in entities {
-                for probe in try ReferenceCheck.probes(entity, schema: schema) {
-                    let (r, missing) = (probe.relationship, probe.missing)
-                    let count =
-                        try Int.fetchOne(db, sql: "SELECT count(*) FROM \(entity.table) AS e WHERE \(missing)") ?? 0
-                    check.count(entity: entity.name, relationship: r, dangling: count)
-                    let room = limit - check.dangling.count
-                    guard count > 0, room > 0 else { continue }
-                    let (idFields, refFields) = (probe.identifierFields, probe.referenceFields)
-                    let sql =
-                        "SELECT " + (idFields + refFields).map { "e.\(SQL.quote($0.name))" }.joined(separator: ", ")
-                        + " FROM \(entity.table) AS e WHERE \(missing) ORDER BY e.rowid LIMIT \(room)"
-                    let statement = try db.makeStatement(sql: sql)
-                    let s = statement.sqliteStatement
-                    defer { sqlite3_reset(s) }
-                    while try SQL.step(s, db) {
-                        let id = idFields.indices.map { SQL.column(s, Int32($0), as: idFields[$0].type) }
-                        let ref = refFields.indices.map {
-                            SQL.column(s, Int32(idFields.count + $0), as: refFields[$0].type)
-                        }
-                        check.dangling.append(
-                            DanglingReference(
-                                entity: entity.name, identifier: Identifier(id),
-                                relationship: r.name, target: r.target,
-                                reference: Identifier(ref)))
-                    }
-                }
-            }
-            return check
-        }
     }
 }
