@@ -32,31 +32,6 @@ extension PostgresSaveContext {
         }
     }
 
-    public func keys(_ selection: RowSelection, limit: Int) async throws -> [[Value]] {
-        let entity = selection.entity
-        let ids = Self.identifierColumns(entity)
-        let order = Self.identifierOrder(entity)
-        switch selection.kind {
-        case .matching(let filter):
-            return try await identifiers(
-                entity,
-                "SELECT \(ids) FROM \(store.table(entity.name)) WHERE \(filter.sql) ORDER BY \(order) LIMIT \(limit)",
-                PostgresSQL.bindings(filter.arguments))
-        case .redundant(let query, let keep):
-            // The one kept of a group: the smallest identifier (keepFirst) or the largest.
-            let plain = entity.identifier.map(PostgresSQL.quote).joined(separator: ", ")
-            let groups = query.fields.map { f in
-                f.type == .json ? "\(PostgresSQL.quote(f.name))::text" : PostgresSQL.quote(f.name)
-            }.joined(separator: ", ")
-            return try await identifiers(
-                entity,
-                "SELECT \(ids) FROM (SELECT \(plain), row_number() OVER (PARTITION BY \(groups) ORDER BY \(order)) "
-                    + "AS n, count(*) OVER (PARTITION BY \(groups)) AS members FROM \(store.table(entity.name)) "
-                    + "WHERE \(query.filter.sql)) AS g WHERE " + (keep == .keepFirst ? "n > 1" : "n < members")
-                    + " ORDER BY \(order) LIMIT \(limit)", PostgresSQL.bindings(query.filter.arguments))
-        }
-    }
-
     public func records(_ selection: RowSelection, positions: [Int], after cursor: RowCursor, limit: Int)
         async throws -> (records: [StoredRecord<[Value]>], cursor: RowCursor)
     {

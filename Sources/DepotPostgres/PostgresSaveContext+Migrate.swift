@@ -104,8 +104,4 @@ extension PostgresSaveContext {
         try await PostgresMigrator.keep(connection, store: store, plan.target)
         return []
     }
-
-    public func clearRetired(_ entity: EntitySchema, columns: [String], after cursor: RowCursor, limit: Int)
-        async throws -> RowCursor?
-    { nil }
 }

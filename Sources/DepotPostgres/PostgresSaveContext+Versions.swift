@@ -18,42 +18,6 @@ extension PostgresSaveContext {
     // the store's save lock from its start (PostgresStore.withSave), so a
     // save on another host reads the record only after this one committed,
     // and merges with it exactly once.
-
-    public func history(of entity: EntitySchema, identifier: [Value], after token: Int64, through: Int64)
-        async throws -> RecordHistory
-    {
-        var id = ""
-        Identifier.appendJSON(identifier, to: &id)
-        var changes: [HistoryChange] = []
-        if through > token {
-            var binds = PostgresBindings()
-            binds.append(token)
-            binds.append(through)
-            binds.append(entity.name)
-            binds.append(id)
-            // A row that holds a run of new records (span) names them one a line.
-            let rows = try await PostgresSQL.textRows(
-                connection,
-                "SELECT kind, fields, tombstone, old, new FROM \(store.table("depot_changes")) "
-                    + "WHERE txn > $1 AND txn <= $2 AND entity = $3 AND (identifier = $4 OR (span IS NOT NULL "
-                    + "AND strpos(E'\\n' || identifier || E'\\n', E'\\n' || $4 || E'\\n') > 0)) ORDER BY txn, id",
-                binds, logger: store.logger)
-            for row in rows {
-                let kind = row[0].flatMap(ChangeKind.init(rawValue:)) ?? .update
-                let fields = row[1].flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }
-                // An update's or a delete's values are objects; an insert's
-                // (compact, in runs) are not needed: it changed every field.
-                func object(_ text: String?) -> String? { text?.utf8.first == UInt8(ascii: "{") ? text : nil }
-                changes.append(
-                    HistoryChange(
-                        entity: entity.name, identifier: id, kind: kind, fields: fields, tombstone: row[2],
-                        old: kind == .insert ? nil : object(row[3]), new: kind == .insert ? nil : object(row[4])))
-            }
-        }
-        return RecordHistory(
-            changes: changes, lastIssued: try await store.lastIssued(connection),
-            prunedThrough: try await store.prunedThrough(connection))
-    }
 }
 
 extension PostgresSaveContext {

@@ -12,7 +12,7 @@ extension PostgresStore: StoreBackend {
             historyRetention: configuration.historyRetention, saveEvery: configuration.saveEvery,
             saveInterval: configuration.saveInterval, adaptiveSaves: false,
             historyMaxRetention: configuration.historyMaxRetention, historyPruneStep: configuration.historyPruneStep,
-            importBatches: .perSave(Self.importBatch), schema: schema, dialect: .postgresql, demand: demand)
+            importBatches: .perSave(Self.importBatch), schemaBox: box, dialect: .postgresql, demand: demand)
     }
 
     /// Records to a batch of an import, about: each batch costs a few round
@@ -22,11 +22,6 @@ extension PostgresStore: StoreBackend {
     static let importBatch = 65_536
 
     package nonisolated var reads: any StoreReading { PostgresReader(store: self) }
-
-    public nonisolated var schemaBox: SchemaBox { box }
-
-    /// Every record of a PostgreSQL store may be an import's: no floor.
-    public nonisolated func sourceFloor(of entity: EntitySchema) async throws -> Int64 { 0 }
 
     public nonisolated func ping() async throws {
         _ = try await read { connection in try await PostgresSQL.textRows(connection, "SELECT 1::text", logger: logger)
@@ -107,8 +102,6 @@ struct PostgresReader: StoreReading {
     }
 
     func resultFeed(_ descriptor: FetchDescriptor) throws -> ResultFeed {
-        try ResultFeed(schema: store.schema, dialect: .postgresql, descriptor) {
-            PostgresFeedSource(reads: self, query: $0)
-        }
+        try ResultFeed(reads: self, descriptor)
     }
 }

@@ -6,6 +6,8 @@ package struct DuplicateQuery: Sendable {
     package let entity: EntitySchema
     package let fields: [Field]
     package let filter: SQLFragment
+    /// The fields as a group compares them, in the dialect (a JSON value by its text).
+    package let groups: [String]
 
     package init(
         entity: EntitySchema, schema: StoreSchema, by names: [String], predicate: String?,
@@ -16,22 +18,11 @@ package struct DuplicateQuery: Sendable {
         }
         self.entity = entity
         self.fields = try names.map { try entity.field(named: $0) }
+        self.groups = fields.map { dialect.comparable(SQL.quote($0.name), $0) }
         let compiled = try PredicateCompiler.compile(
             predicate, entity: entity, schema: schema, arguments: arguments,
             dialect: dialect)
         let notNull = fields.map { "\(SQL.quote($0.name)) IS NOT NULL" }.joined(separator: " AND ")
         self.filter = SQLFragment(sql: "(\(notNull) AND \(compiled.sql))", arguments: compiled.arguments)
-    }
-
-    private var columns: String { fields.map { SQL.quote($0.name) }.joined(separator: ", ") }
-
-    /// The rowids of the records a resolution deletes: every member of a
-    /// group but its first (or last) stored.
-    func redundantRowids(keep: DuplicateResolution) -> SQLFragment {
-        let kept = keep == .keepFirst ? "min(rowid)" : "max(rowid)"
-        return SQLFragment(
-            sql: "SELECT rowid FROM \(entity.table) WHERE \(filter.sql) AND rowid NOT IN "
-                + "(SELECT \(kept) FROM \(entity.table) WHERE \(filter.sql) GROUP BY \(columns)) ORDER BY rowid",
-            arguments: filter.arguments + filter.arguments)
     }
 }

@@ -64,6 +64,13 @@ public final class ResultFeed: @unchecked Sendable {
         }
     }
 
+    /// A feed of `descriptor` read in snapshots of `reads` (``SnapshotFeedSource``).
+    package convenience init(reads: any StoreReading, _ descriptor: FetchDescriptor) throws {
+        try self.init(schema: reads.schema, dialect: reads.dialect, descriptor) {
+            SnapshotFeedSource(reads: reads, query: $0)
+        }
+    }
+
     /// A feed of `descriptor` compiled for `dialect`, reading through the
     /// source `source` makes for the compiled query.
     package init(

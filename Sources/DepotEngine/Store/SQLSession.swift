@@ -68,6 +68,8 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
         case recordKey(EntitySchema)
         /// `ORDER BY` the columns naming a stored record.
         case recordKeyOrder(EntitySchema)
+        /// The columns naming a stored record, as they are (``RecordKeyColumns/match``).
+        case recordKeyColumns(EntitySchema)
         /// The stored record of an entity with this key: `column = value AND …`.
         case recordKeyMatch(EntitySchema, [Value])
         /// Values bound by placeholders the text before holds already (a
@@ -143,6 +145,9 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
         package mutating func appendInterpolation(recordKeyOrder entity: EntitySchema) {
             parts.append(.recordKeyOrder(entity))
         }
+        package mutating func appendInterpolation(recordKeyColumns entity: EntitySchema) {
+            parts.append(.recordKeyColumns(entity))
+        }
         package mutating func appendInterpolation(recordOf entity: EntitySchema, key: [Value]) {
             parts.append(.recordKeyMatch(entity, key))
         }
@@ -204,6 +209,7 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
                 sql += dialect.bindField(dialect.placeholder(arguments.count), field)
             case .recordKey(let entity): sql += dialect.recordKey(entity).select.joined(separator: ", ")
             case .recordKeyOrder(let entity): sql += dialect.recordKey(entity).order
+            case .recordKeyColumns(let entity): sql += dialect.recordKey(entity).match.joined(separator: ", ")
             case .recordKeyMatch(let entity, let key):
                 for (k, column) in dialect.recordKey(entity).match.enumerated() {
                     arguments.append(k < key.count ? key[k] : .null)

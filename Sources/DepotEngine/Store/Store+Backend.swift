@@ -15,7 +15,7 @@ extension Store: StoreBackend {
             historyRetention: configuration.historyRetention, saveEvery: configuration.saveEvery,
             saveInterval: configuration.saveInterval, adaptiveSaves: configuration.adaptiveSaves,
             historyMaxRetention: configuration.historyMaxRetention, historyPruneStep: configuration.historyPruneStep,
-            importBatches: .rows(Self.importBatch), schema: schema, dialect: .sqlite, demand: demand)
+            importBatches: .rows(Self.importBatch), schemaBox: box, dialect: .sqlite, demand: demand)
     }
 
     /// Records per batch of an import. In-file duplicates within one batch
@@ -26,18 +26,8 @@ extension Store: StoreBackend {
 
     package nonisolated var reads: any StoreReading { reader }
 
-    public nonisolated var schemaBox: SchemaBox { box }
-
     public nonisolated func prepare(_ batch: RecordBatch, _ options: BatchOptions) throws -> Prepared {
         Prepared(batch: batch, options: options)
-    }
-
-    /// The greatest rowid of `entity`: what a new import writes comes after it.
-    public nonisolated func sourceFloor(of entity: EntitySchema) async throws -> Int64 {
-        let table = entity.table
-        return try await reader.read { db in
-            try Int64.fetchOne(db, sql: "SELECT max(rowid) FROM \(table)") ?? 0
-        }
     }
 
     /// Runs one save whose body is async: the body runs on the write
@@ -127,22 +117,12 @@ public final class SQLiteWriteContext: WriteContext {
             deferReferences: batch.options.deferReferences)
     }
 
-    public func keys(_ selection: RowSelection, limit: Int) async throws -> [Int64] {
-        try pump.context().rowids(selection, limit: limit)
-    }
-
     public func records(_ selection: RowSelection, positions: [Int], after cursor: RowCursor, limit: Int)
         async throws -> (records: [StoredRecord<Int64>], cursor: RowCursor)
     {
         let after: Int64 = if case .rowid(let rowid) = cursor { rowid } else { 0 }
         let found = try pump.context().records(selection, positions: positions, after: after, limit: limit)
         return (found, found.last.map { .rowid($0.key) } ?? cursor)
-    }
-
-    public func history(of entity: EntitySchema, identifier: [Value], after token: Int64, through: Int64)
-        async throws -> RecordHistory
-    {
-        try pump.context().history(of: entity, identifier: identifier, after: token, through: through)
     }
 
     public func remove(_ key: Int64, of entity: EntitySchema, returning positions: [Int]) async throws -> [Value]? {
@@ -182,14 +162,6 @@ public final class SQLiteWriteContext: WriteContext {
 
     public func switchMigration(_ plan: MigrationPlan, retiring suffix: String) async throws -> [String] {
         try pump.context().switchMigration(plan, retiring: suffix)
-    }
-
-    public func clearRetired(_ entity: EntitySchema, columns: [String], after cursor: RowCursor, limit: Int)
-        async throws -> RowCursor?
-    {
-        let after: Int64 = if case .rowid(let rowid) = cursor { rowid } else { 0 }
-        return try pump.context().clearRetired(entity, columns: columns, after: after, limit: limit).map(
-            RowCursor.rowid)
     }
 
     public func beginHistoryTransaction(author: String) async throws {

@@ -25,8 +25,6 @@ package protocol StoreBackend: Sendable {
     var settings: StoreSettings { get }
     /// The store's reads.
     var reads: any StoreReading { get }
-    /// The store's schema now, which a migration's switch replaces.
-    var schemaBox: SchemaBox { get }
 
     /// Checks that the store answers (the watchdog's probe).
     func ping() async throws
@@ -48,8 +46,6 @@ package protocol StoreBackend: Sendable {
     /// - Throws: ``DepotError/Code/unknownEntity`` or
     ///   ``DepotError/Code/unknownField`` for a batch that does not fit the schema.
     func prepare(_ batch: RecordBatch, _ options: BatchOptions) throws -> Context.Prepared
-    /// The floor of a new import's records in `entity` (``ImportSource/floor``).
-    func sourceFloor(of entity: EntitySchema) async throws -> Int64
 
     /// Creates entity `entity` over the API (DESIGN §18), kept in the store
     /// across restarts; or changes the one created so, as a configuration's
@@ -166,5 +162,16 @@ package struct RowChunk: Sendable {
         self.count = count
         self.values = values
         self.bytes = bytes
+    }
+}
+
+extension StoreBackend {
+    /// The floor of a new import's records in `entity` (``ImportSource/floor``):
+    /// where records are kept in the order they are written (SQLite's
+    /// rowid), the greatest key, which a new import writes after; 0 where
+    /// they are not (PostgreSQL), every record then being maybe an import's.
+    package func sourceFloor(of entity: EntitySchema) async throws -> Int64 {
+        guard settings.dialect.recordKey(entity).match == ["rowid"] else { return 0 }
+        return try await reads.rows("SELECT max(rowid) FROM \(table: entity)").first?.first?.integer ?? 0
     }
 }

@@ -580,7 +580,7 @@ package struct HistoryLayouts {
         guard identifiers.count == span, olds.count == span, news.count == span else {
             throw DepotError(
                 .database,
-                "store \(JSONText.quoted(store)): a row of history transaction \(txn) "
+                (store.isEmpty ? "" : "store \(JSONText.quoted(store)): ") + "a row of history transaction \(txn) "
                     + "holds \(span) changes but not as many identifiers or values")
         }
         return (0..<span).map { k in

@@ -52,33 +52,30 @@ extension RecordVersion {
     }
 }
 
-extension SaveContext {
-
-    /// The changes of the record of `identifier` in the transactions after
-    /// `token` through `through`, with the history's bounds.
-    func history(of entity: EntitySchema, identifier: [Value], after token: Int64, through: Int64) throws
-        -> RecordHistory
+extension WriteContext {
+    /// The changes of the record of `identifier` logged in the transactions
+    /// after `token` through `through` (none asked when `through` is not
+    /// after `token`), oldest first, with the history's bounds: what a save
+    /// merges with (``MergePolicy``). A row of a run of new records
+    /// (PostgreSQL's) counts when the run names the record.
+    package func history(of entity: EntitySchema, identifier: [Value], after token: Int64, through: Int64)
+        async throws -> RecordHistory
     {
-        var id = ""
-        Identifier.appendJSON(identifier, to: &id)
+        var text = ""
+        Identifier.appendJSON(identifier, to: &text)
+        let key = text
         var changes: [HistoryChange] = []
-        var layouts: [Int64: [String]] = [:]
         if through > token {
-            let rows = try Row.fetchCursor(
-                db.cachedStatement(
-                    sql: "SELECT kind, fields, tombstone, old, new, layout FROM depot_changes "
-                        + "WHERE txn > ? AND txn <= ? AND entity = ? AND identifier = ? ORDER BY txn, id"),
-                arguments: [token, through, entity.name, id])
-            while let row = try rows.next() {
-                changes.append(
-                    try CompactValues.change(
-                        db, entity: entity.name, identifier: id, kind: row[0], fields: row[1], tombstone: row[2],
-                        old: row[3], new: row[4], layout: row[5], layouts: &layouts))
+            let rows = try await rows(
+                "SELECT c.txn, c.entity, c.identifier, c.kind, c.fields, c.tombstone, c.old, c.new, c.layout, \(changeSpan: ()) FROM \(table: "depot_changes") c WHERE c.txn > \(bind: token) AND c.txn <= \(bind: through) AND c.entity = \(bind: entity.name) AND (c.identifier = \(bind: key) OR \(runNames: key)) ORDER BY c.txn, c.id"
+            )
+            var layouts = HistoryLayouts()
+            for row in rows {
+                changes += try await layouts.changes(ofRow: row, self, store: "").filter { $0.identifier == key }
             }
         }
         return RecordHistory(
-            changes: changes, lastIssued: try HistoryQuery.lastIssued(db),
-            prunedThrough: try HistoryQuery.prunedThrough(db))
+            changes: changes, lastIssued: try await lastIssued(), prunedThrough: try await prunedThrough())
     }
 }
 

@@ -4,25 +4,6 @@ import GRDBSQLite
 /// The record primitives of an SQLite store's save (``WriteContext``): rows
 /// named by their rowid, taken in storage order.
 extension SaveContext {
-    /// The rowids of the first `limit` records of `selection`.
-    func rowids(_ selection: RowSelection, limit: Int) throws -> [Int64] {
-        let entity = selection.entity
-        let query: SQLFragment
-        switch selection.kind {
-        case .matching(let filter):
-            query = SQLFragment(
-                sql: "SELECT rowid FROM \(entity.table) WHERE \(filter.sql) ORDER BY rowid",
-                arguments: filter.arguments, recurs: filter.recurs)
-        case .redundant(let duplicates, let keep):
-            query = duplicates.redundantRowids(keep: keep)
-        }
-        var rowids: [Int64] = []
-        try select(query.sql + " LIMIT \(limit)", query.arguments, cached: query.recurs) {
-            rowids.append(sqlite3_column_int64($0, 0))
-        }
-        return rowids
-    }
-
     /// The records of `selection` with a rowid above `after`, at most
     /// `limit`, in rowid order, each with its identifier and the values of
     /// the fields at `positions`.

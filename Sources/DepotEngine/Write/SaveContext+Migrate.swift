@@ -91,17 +91,4 @@ extension SaveContext {
         try SchemaMigrator.keep(db, target)
         return []
     }
-
-    func clearRetired(_ entity: EntitySchema, columns: [String], after: Int64, limit: Int) throws -> Int64? {
-        guard !columns.isEmpty,
-            let last = try Int64.fetchOne(
-                db,
-                sql: "SELECT max(rowid) FROM (SELECT rowid FROM \(entity.table) WHERE rowid > ? "
-                    + "ORDER BY rowid LIMIT \(limit))", arguments: [after])
-        else { return nil }
-        try db.execute(
-            sql: "UPDATE \(entity.table) SET " + columns.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ")
-                + " WHERE rowid > ? AND rowid <= ?", arguments: [after, last])
-        return last
-    }
 }

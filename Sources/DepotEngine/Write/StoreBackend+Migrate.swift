@@ -114,7 +114,7 @@ extension StoreBackend {
             progress?(total)
         }
         // The switch, in one save.
-        let before = schemaBox.value
+        let before = settings.schemaBox.value
         let switched: MigrateCheckpoint
         let converted = state
         do {
@@ -154,11 +154,11 @@ extension StoreBackend {
                 state.keep(.start)
                 if let job { try await save.setCheckpoint(job: job, data: try state.encoded()) }
                 // Served as configured from this commit on.
-                self.schemaBox.set(before.switched(to: plan.target))
+                self.settings.schemaBox.set(before.switched(to: plan.target))
                 return state
             }.value
         } catch {
-            schemaBox.set(before)
+            settings.schemaBox.set(before)
             throw error
         }
         total.counters = switched.counters
@@ -592,5 +592,28 @@ extension WriteContext {
             cursor = next
         }
         return lines
+    }
+}
+
+extension WriteContext {
+    /// Empties `columns` of at most `limit` records of `entity` after
+    /// `cursor`; the cursor after them, nil when none is left. Only a
+    /// backend whose switch renames the columns it retires (SQLite:
+    /// dropping a column rewrites the table) retires any, and it names its
+    /// records by rowid.
+    func clearRetired(_ entity: EntitySchema, columns: [String], after cursor: RowCursor, limit: Int) async throws
+        -> RowCursor?
+    {
+        guard !columns.isEmpty else { return nil }
+        let after: Int64 = if case .rowid(let rowid) = cursor { rowid } else { 0 }
+        guard
+            let last = try await scalar(
+                "SELECT max(rowid) FROM (SELECT rowid FROM \(table: entity) WHERE rowid > \(bind: after) ORDER BY rowid LIMIT \(bind: limit))"
+            )?.integer
+        else { return nil }
+        let cleared = columns.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ")
+        try await execute(
+            "UPDATE \(table: entity) SET \(sql: cleared) WHERE rowid > \(bind: after) AND rowid <= \(bind: last)")
+        return .rowid(last)
     }
 }

@@ -14,6 +14,27 @@ extension WriteContext {
     ///   that a job's counters agree with its history (DESIGN §3).
     /// - Throws: ``DepotError/Code/conflict`` for a `deny` rule with
     ///   records still referring (the whole save rolls back).
+    /// The keys of the first `limit` records of `selection`, in the
+    /// backend's order; of groups of duplicates, every member but the one
+    /// a resolution keeps (the first or the last in that order).
+    func keys(_ selection: RowSelection, limit: Int) async throws -> [RecordKey] {
+        let entity = selection.entity
+        let statement: SQLStatement
+        switch selection.kind {
+        case .matching(let filter):
+            let select: SQLStatement =
+                "SELECT \(recordKey: entity) FROM \(table: entity) WHERE \(fragment: filter) ORDER BY \(recordKeyOrder: entity) LIMIT \(bind: limit)"
+            statement = filter.recurs ? select : select.once
+        case .redundant(let query, let keep):
+            // Each record numbered in its group in the backend's order.
+            let groups = query.groups.joined(separator: ", ")
+            let select: SQLStatement =
+                "SELECT \(recordKey: entity) FROM (SELECT \(recordKeyColumns: entity), row_number() OVER (PARTITION BY \(sql: groups) ORDER BY \(recordKeyOrder: entity)) AS depot_n, count(*) OVER (PARTITION BY \(sql: groups)) AS depot_members FROM \(table: entity) WHERE \(fragment: query.filter)) AS g WHERE \(sql: keep == .keepFirst ? "depot_n > 1" : "depot_n < depot_members") ORDER BY \(recordKeyOrder: entity) LIMIT \(bind: limit)"
+            statement = select.once
+        }
+        return try await rows(statement).map { RecordKey(row: $0[...], of: entity) }
+    }
+
     public func deleteRows(_ selection: RowSelection, limit: Int) async throws -> (rows: Int, counts: WriteCounts) {
         let found = try await keys(selection, limit: limit)
         var counts = WriteCounts()

@@ -20,8 +20,6 @@ package protocol WriteContext: SQLSession {
     ///   when a record exists (the whole save rolls back).
     func write(_ batch: Prepared) async throws -> WriteCounts
 
-    /// The keys of the first `limit` records of `selection`, in the backend's order.
-    func keys(_ selection: RowSelection, limit: Int) async throws -> [RecordKey]
     /// The records of `selection` after `cursor`, at most `limit`, in the
     /// backend's order: each its key, identifier, the values of the fields
     /// at entity `positions` and those the selection computes; and the
@@ -29,11 +27,6 @@ package protocol WriteContext: SQLSession {
     /// comes as a double.
     func records(_ selection: RowSelection, positions: [Int], after cursor: RowCursor, limit: Int) async throws
         -> (records: [StoredRecord<RecordKey>], cursor: RowCursor)
-    /// The changes of the record of `identifier` logged in the transactions
-    /// after `token` through `through` (none asked when `through` is not
-    /// after `token`), oldest first, with the history's bounds.
-    func history(of entity: EntitySchema, identifier: [Value], after token: Int64, through: Int64) async throws
-        -> RecordHistory
     /// Deletes record `key` of `entity`, giving the values it held in the
     /// fields at entity `positions`; nil when it is gone already (the end
     /// of a cycle of cascades).
@@ -97,10 +90,6 @@ package protocol WriteContext: SQLSession {
     /// - Returns: the columns retired and left to empty (an SQLite store
     ///   keeps them, renamed with `suffix`: dropping a column rewrites the table).
     func switchMigration(_ plan: MigrationPlan, retiring suffix: String) async throws -> [String]
-    /// Empties `columns` of at most `limit` records of `entity` after
-    /// `cursor`; the cursor after them, nil when none is left.
-    func clearRetired(_ entity: EntitySchema, columns: [String], after cursor: RowCursor, limit: Int) async throws
-        -> RowCursor?
 }
 
 /// A stored record as ``WriteContext/records(_:positions:after:limit:)`` gives it.
@@ -138,7 +127,10 @@ public struct StoreSettings: Sendable {
     public var historyPruneStep: Int
     /// How an import cuts its saves into batches.
     public var importBatches: ImportBatches
-    package var schema: StoreSchema
+    /// The store's schema now, which a migration's switch replaces.
+    package var schemaBox: SchemaBox
+    /// The store's schema now (``schemaBox``'s).
+    package var schema: StoreSchema { schemaBox.value }
     package var dialect: any SQLDialect
     /// The saves waiting for the store's writer (its jobs' saves yield to them).
     package var demand: WriteDemand
@@ -146,7 +138,7 @@ public struct StoreSettings: Sendable {
     package init(
         name: String, location: String, historyRetention: Duration?, saveEvery: Int, saveInterval: Duration,
         adaptiveSaves: Bool, historyMaxRetention: Duration?, historyPruneStep: Int, importBatches: ImportBatches,
-        schema: StoreSchema, dialect: any SQLDialect, demand: WriteDemand
+        schemaBox: SchemaBox, dialect: any SQLDialect, demand: WriteDemand
     ) {
         self.name = name
         self.location = location
@@ -157,7 +149,7 @@ public struct StoreSettings: Sendable {
         self.historyMaxRetention = historyMaxRetention
         self.historyPruneStep = historyPruneStep
         self.importBatches = importBatches
-        self.schema = schema
+        self.schemaBox = schemaBox
         self.dialect = dialect
         self.demand = demand
     }

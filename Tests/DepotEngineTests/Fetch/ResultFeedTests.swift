@@ -13,12 +13,22 @@ struct ResultFeedTests {
         set.rows.map { if case .string(let s) = $0[0] { s } else { "?" } }
     }
 
-    @Test("records enter and leave by updates of the predicate's field, by inserts and by deletes")
-    func enterAndLeave() async throws {
+    /// A feed of `descriptor` on `reader`: an SQLite store's own source,
+    /// which shares the snapshots a commit wakes (``SQLiteFeedSource``), or
+    /// the source written once over any store's snapshots, which a
+    /// PostgreSQL store's feeds use (``SnapshotFeedSource``).
+    static func feed(_ reader: StoreReader, _ descriptor: FetchDescriptor, snapshots: Bool) throws -> ResultFeed {
+        snapshots ? try ResultFeed(reads: reader, descriptor) : try ResultFeed(reader: reader, descriptor)
+    }
+
+    @Test(
+        "records enter and leave by updates of the predicate's field, by inserts and by deletes",
+        arguments: [false, true])
+    func enterAndLeave(snapshots: Bool) async throws {
         let t = try await TemporaryStore()
         try await t.insertTrips([trip("a"), trip("b"), trip("c", destination: "Oslo")])
-        let feed = try ResultFeed(
-            reader: t.store.reader, FetchDescriptor(entity: "Trip", where: "destination == 'Rome'"))
+        let feed = try Self.feed(
+            t.store.reader, FetchDescriptor(entity: "Trip", where: "destination == 'Rome'"), snapshots: snapshots)
         let (token, records) = try await feed.start()
         #expect(ids(records) == ["a", "b"])
         #expect(token == (try await t.store.reader.latestToken()))
@@ -197,14 +207,16 @@ struct ResultFeedTests {
         #expect(changes.deleted.isEmpty)
     }
 
-    @Test("since resumes after a token: the changes after it, no result; an expired or unknown token is refused")
-    func since() async throws {
+    @Test(
+        "since resumes after a token: the changes after it, no result; an expired or unknown token is refused",
+        arguments: [false, true])
+    func since(snapshots: Bool) async throws {
         let t = try await TemporaryStore()
         try await t.insertTrips([trip("a"), trip("b"), trip("c", destination: "Oslo")])
         let seen = try #require(try await t.store.reader.latestToken())
         try await t.insertTrips([trip("a", destination: "Oslo"), trip("b", budget: 1), trip("d"), trip("c")])
-        let feed = try ResultFeed(
-            reader: t.store.reader, FetchDescriptor(entity: "Trip", where: "destination == 'Rome'"))
+        let feed = try Self.feed(
+            t.store.reader, FetchDescriptor(entity: "Trip", where: "destination == 'Rome'"), snapshots: snapshots)
         try await feed.resume(after: seen)
         var changes = try await feed.changes()
         #expect(ids(changes.inserted) == ["d"])
@@ -218,11 +230,12 @@ struct ResultFeedTests {
 
         try await t.store.pruneHistory(before: try #require(try await t.store.reader.latestToken()))
         let expired = await #expect(throws: DepotError.self) {
-            try await ResultFeed(reader: t.store.reader, FetchDescriptor(entity: "Trip")).resume(after: seen)
+            try await Self.feed(t.store.reader, FetchDescriptor(entity: "Trip"), snapshots: snapshots).resume(
+                after: seen)
         }
         #expect(expired?.code == .historyExpired)
         let unknown = await #expect(throws: DepotError.self) {
-            try await ResultFeed(reader: t.store.reader, FetchDescriptor(entity: "Trip")).resume(
+            try await Self.feed(t.store.reader, FetchDescriptor(entity: "Trip"), snapshots: snapshots).resume(
                 after: HistoryToken("999")!)
         }
         #expect(unknown?.code == .invalidToken)

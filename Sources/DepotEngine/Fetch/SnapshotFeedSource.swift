@@ -1,34 +1,34 @@
-import DepotEngine
-
-/// A live fetch's reads of a PostgreSQL store (``ResultFeedSource``): each
-/// call in one snapshot (``PostgresReader/snapshot(_:)``), as an SQLite
-/// store's feed reads in one read transaction. The changes are the
-/// history's (`depot_changes`), so a commit through any host shows.
-struct PostgresFeedSource: ResultFeedSource {
-    let reads: PostgresReader
+/// A live fetch's reads of any store (``ResultFeedSource``), written once
+/// over its read primitives: each call in one snapshot
+/// (``StoreReading/snapshot(_:)``). The changes are the history's
+/// (`depot_changes`), so a commit through any host shows. A PostgreSQL
+/// store's feeds read this way; an SQLite store's share one snapshot among
+/// the streams a commit wakes (``SQLiteFeedSource``).
+struct SnapshotFeedSource: ResultFeedSource {
+    let reads: any StoreReading
     let query: FetchQuery
 
-    private var storeName: String { reads.store.name }
+    private var storeName: String { reads.schema.name }
 
     private func newest(_ session: any SQLSession) async throws -> Int64? {
         try await session.scalar("SELECT max(id) FROM \(table: "depot_transactions")")?.integer
     }
 
     func start() async throws -> (token: Int64?, issued: Int64, records: RecordSet) {
-        let query = query
+        let (query, dialect) = (query, reads.dialect)
         return try await reads.snapshot { session in
             (
                 try await newest(session), try await session.lastIssued(),
-                try await query.records(session, PostgreSQLDialect())
+                try await query.records(session, dialect)
             )
         }
     }
 
     func resume(after: Int64) async throws -> [String] {
-        let (query, store) = (query, storeName)
+        let (query, store, dialect) = (query, storeName, reads.dialect)
         return try await reads.snapshot { session in
             try await session.checkAfter(after, store: store)
-            return try await query.records(session, PostgreSQLDialect()).rows.map { row in
+            return try await query.records(session, dialect).rows.map { row in
                 Identifier(query.entity.identifier.map { name in row[query.fields.firstIndex { $0.name == name }!] })
                     .json
             }
@@ -38,11 +38,10 @@ struct PostgresFeedSource: ResultFeedSource {
     func changes(after: Int64, live: Bool) async throws -> (
         token: Int64, touched: ResultFeed.Touched?, whole: RecordSet?
     ) {
-        let (query, store) = (query, storeName)
+        let (query, store, dialect) = (query, storeName, reads.dialect)
         return try await reads.snapshot { session in
             try await session.checkAfter(after, store: store)
             let token = try await newest(session) ?? after
-            let dialect = PostgreSQLDialect()
             // A change to a record that a key path reads can change any
             // record's membership or values: the result is read again whole.
             for entity in query.related.sorted() {
@@ -53,7 +52,7 @@ struct PostgresFeedSource: ResultFeedSource {
             }
             var collected = ResultFeed.TouchedChanges()
             let rows = try await session.rows(
-                "SELECT identifier, kind, fields, span FROM \(table: "depot_changes") WHERE txn > \(bind: after) AND entity = \(bind: query.entity.name) ORDER BY txn, id"
+                "SELECT c.identifier, c.kind, c.fields, \(changeSpan: ()) FROM \(table: "depot_changes") c WHERE c.txn > \(bind: after) AND c.entity = \(bind: query.entity.name) ORDER BY c.txn, c.id"
             )
             for row in rows {
                 // A run of new records holds their identifiers one a line.
