@@ -128,17 +128,17 @@ extension StoreReading {
                 key.match == ["rowid"]
                 ? [Field(name: "rowid", type: .int)]
                 : query.entity.identifierIndexes.map { query.entity.fields[$0] }
-            let found = Self.typed(try await reads.rows(statement.once), as: keyFields + query.selected)
-            var set = RecordSet(fields: query.fields, rows: found.map { Array($0.dropFirst(keyFields.count)) })
-            if !query.prefetch.isEmpty {
-                let snapshotSet = set
-                set = try await reads.snapshot { session in
-                    var set = snapshotSet
-                    for plan in query.prefetch { try await plan.embed(into: &set, session, dialect: dialect) }
-                    return set
-                }
+            let page = statement.once
+            // A page and the records it embeds in one snapshot.
+            let read: @Sendable (any SQLSession) async throws -> (RecordSet, [[Value]]) = { session in
+                let found = Self.typed(try await session.rows(page), as: keyFields + query.selected)
+                var set = RecordSet(fields: query.fields, rows: found.map { Array($0.dropFirst(keyFields.count)) })
+                for plan in query.prefetch { try await plan.embed(into: &set, session, dialect: dialect) }
+                set.trim(to: query.fields.count)
+                return (set, found)
             }
-            set.trim(to: query.fields.count)
+            let (set, found) =
+                query.prefetch.isEmpty ? try await read(OneRead(reads)) : try await reads.snapshot(read)
             return (set, found.last.map { Array($0.prefix(keyFields.count)) })
         }
     }
