@@ -1,5 +1,3 @@
-import GRDB
-
 /// The history of a store as it grows: an `AsyncSequence` of transactions.
 public struct HistoryFollower: AsyncSequence, Sendable {
     /// A transaction, or a part of one (``HistoryTransaction/continues``).
@@ -25,18 +23,6 @@ public struct HistoryFollower: AsyncSequence, Sendable {
         self.after = after
         self.signal = signal
         self.page = page
-    }
-
-    /// A follower of an SQLite store's history.
-    init(reader: StoreReader, after: HistoryToken?, entity: String?, author: String?, maxChanges: Int) {
-        self.init(after: after, signal: reader.signal) { after, caughtUp in
-            let read: @Sendable (Database) throws -> [HistoryTransaction] = { db in
-                try HistoryQuery.transactions(
-                    db, store: reader.storeName, after: after, entity: entity,
-                    author: author, limit: 100, maxChanges: Swift.min(maxChanges, Self.pageChanges))
-            }
-            return try await caughtUp ? reader.liveRead(read) : reader.read(read)
-        }
     }
 
     /// Creates the iterator.
