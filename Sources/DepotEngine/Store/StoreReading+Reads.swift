@@ -32,16 +32,16 @@ extension StoreReading {
     package func fetchJSONBytes(_ descriptor: FetchDescriptor) async throws -> [UInt8] {
         let query = try FetchQuery(descriptor, schema: schema, dialect: dialect)
         guard query.prefetch.isEmpty else { return Array(try await fetch(descriptor).jsonArray().utf8) }
-        let out = Chunks()
-        out.append(UInt8(ascii: "["))
+        let out = Gathered<UInt8>()
+        out.append([UInt8(ascii: "[")])
         try await stream(
             query.statement(dialect, selecting: query.fields), fields: query.fields, as: .json, long: false
         ) { chunk in
-            out.append(contentsOf: chunk.bytes)
+            out.append(chunk.bytes)
             return true
         }
-        out.append(UInt8(ascii: "]"))
-        return out.take()
+        out.append([UInt8(ascii: "]")])
+        return out.value
     }
 
     /// ``fetchJSONBytes(_:)``'s text.
@@ -91,7 +91,7 @@ extension StoreReading {
         let columns = idFields.map { dialect.resultColumn(SQL.quote($0.name)) }.joined(separator: ", ")
         let statement: SQLStatement =
             "SELECT \(sql: columns) FROM \(table: query.entity) WHERE \(fragment: query.filter(dialect)) ORDER BY \(sql: query.orderBy)\(sql: query.pagingClause(dialect))"
-        return Self.typed(try await rows(statement.once), as: idFields).map(Identifier.init)
+        return typed(try await rows(statement.once), as: idFields).map(Identifier.init)
     }
 
     // MARK: - Walks and exports
@@ -131,7 +131,7 @@ extension StoreReading {
             let page = statement.once
             // A page and the records it embeds in one snapshot.
             let read: @Sendable (any SQLSession) async throws -> (RecordSet, [[Value]]) = { session in
-                let found = Self.typed(try await session.rows(page), as: keyFields + query.selected)
+                let found = typed(try await session.rows(page), as: keyFields + query.selected)
                 var set = RecordSet(fields: query.fields, rows: found.map { Array($0.dropFirst(keyFields.count)) })
                 for plan in query.prefetch { try await plan.embed(into: &set, session, dialect: dialect) }
                 set.trim(to: query.fields.count)
@@ -261,11 +261,11 @@ extension StoreReading {
         entity name: String, by fields: [String], where predicate: String? = nil,
         arguments: [String: Value] = [:], limit: Int? = nil
     ) async throws -> [DuplicateGroup] {
-        let found = GroupList()
+        let found = Gathered<DuplicateGroup>()
         try await duplicates(entity: name, by: fields, where: predicate, arguments: arguments, limit: limit) {
-            found.append($0)
+            found.append([$0])
         }
-        return found.groups
+        return found.value
     }
 
     /// The references that point at nothing, in one snapshot: for each
@@ -292,7 +292,7 @@ extension StoreReading {
                     let (ids, refs) = (probe.identifierFields, probe.referenceFields)
                     let columns = (ids + refs).map { dialect.resultColumn("e." + SQL.quote($0.name)) }
                     let order = dialect.tieBreak(entity).map { $0 == "rowid" ? "e.rowid" : $0 }
-                    let found = Self.typed(
+                    let found = typed(
                         try await session.rows(
                             "SELECT \(sql: columns.joined(separator: ", ")) " + from
                                 + " ORDER BY \(sql: order.joined(separator: ", ")) LIMIT \(bind: room)"),
@@ -386,8 +386,6 @@ extension StoreReading {
 
     // MARK: - Helpers
 
-    static func typed(_ rows: [[Value]], as fields: [Field]) -> [[Value]] { DepotEngine.typed(rows, as: fields) }
-
     /// The records after `after` (the values of `key`'s columns) in the
     /// order of `order` (the same columns, each as it sorts).
     static func keyset(_ key: RecordKeyColumns, _ order: [String], after: [Value]) -> SQLStatement {
@@ -457,13 +455,12 @@ extension FetchQuery {
     }
 }
 
-/// Bytes gathered from a stream's chunks.
-private final class Chunks: Sendable {
-    private let bytes = Mutex<[UInt8]>([])
+/// Elements gathered by a stream's `@Sendable` callbacks.
+private final class Gathered<Element: Sendable>: Sendable {
+    private let elements = Mutex<[Element]>([])
 
-    func append(_ byte: UInt8) { bytes.withLock { $0.append(byte) } }
-    func append(contentsOf more: [UInt8]) { bytes.withLock { $0 += more } }
-    func take() -> [UInt8] { bytes.withLock { $0 } }
+    func append(_ more: [Element]) { elements.withLock { $0 += more } }
+    var value: [Element] { elements.withLock { $0 } }
 }
 
 /// Rows counted across a stream's chunks.
@@ -515,14 +512,6 @@ private final class GroupRun: Sendable {
             return s.current
         }
     }
-}
-
-/// The groups handed out, gathered.
-private final class GroupList: Sendable {
-    private let found = Mutex<[DuplicateGroup]>([])
-
-    func append(_ group: DuplicateGroup) { found.withLock { $0.append(group) } }
-    var groups: [DuplicateGroup] { found.withLock { $0 } }
 }
 
 /// The changes of rows of `depot_changes`, with the names of the layouts
