@@ -75,13 +75,13 @@ enum ConnectionWatch {
             let once = Once(continuation)
             let key = watch.add {
                 // Unstructured: a grace for the statement's own answer, off the event loop.
-                Task {
+                Task(executorPreference: LeaseExecutor.current) {
                     try? await Task.sleep(for: .milliseconds(100))
                     once.end(.failure(lost))
                 }
             }
             // Unstructured: waits for the statement on behalf of the continuation.
-            Task {
+            Task(executorPreference: LeaseExecutor.current) {
                 let result = await task.result
                 if let key { watch.remove(key) }
                 once.end(result)

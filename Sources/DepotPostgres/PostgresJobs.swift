@@ -86,25 +86,30 @@ extension PostgresStore {
     }
 
     /// The fence of a job's save (last in its transaction): the save commits only
-    /// while this host holds the job, and renews its lease. A host whose
-    /// lease lapsed (a renewal that could not reach the server in time)
-    /// while another host claimed the job and resumed it from its
-    /// checkpoint would otherwise save the same rows a second time beside
-    /// it (issue 51). A job the jobs table does not know (a save given a
-    /// job's name by the engine's own callers) is not fenced.
+    /// while this host holds the job. A host whose lease lapsed (a renewal
+    /// that could not reach the server in time) while another host claimed
+    /// the job and resumed it from its checkpoint would otherwise save the
+    /// same rows a second time beside it (issue 51). A job the jobs table
+    /// does not know (a save given a job's name by the engine's own
+    /// callers) is not fenced.
+    ///
+    /// The job's row is locked `FOR KEY SHARE` until the save commits: a
+    /// claim (`FOR UPDATE`) cannot take the job meanwhile, while the
+    /// lease's renewals (updates of no key) go on. The fence renewed the
+    /// lease itself, and so locked the row against them: a renewal then
+    /// waited for the save's COMMIT (3 s for a 100,000-row save on a busy
+    /// machine), and the lease lapsed under a host that was saving.
     ///
     /// - Throws: ``DepotError/Code/conflict`` when another host holds the
     ///   job, or it ended: the save rolls back.
     nonisolated func fence(job: String, connection: PostgresConnection) async throws {
         let jobs = table("depot_jobs")
         let sql =
-            "WITH held AS (UPDATE \(jobs) SET lease_until = clock_timestamp() + $3 * interval '1 millisecond' "
-            + "WHERE id = $1 AND owner = $2 AND state = 'running' RETURNING id) "
-            + "SELECT (SELECT count(*) FROM held)::text, (SELECT count(*) FROM \(jobs) WHERE id = $1)::text"
+            "SELECT (SELECT count(*) FROM (SELECT 1 FROM \(jobs) WHERE id = $1 AND owner = $2 AND state = 'running' "
+            + "FOR KEY SHARE) held)::text, (SELECT count(*) FROM \(jobs) WHERE id = $1)::text"
         var binds = PostgresBindings()
         binds.append(job)
         binds.append(configuration.host)
-        binds.append(Self.milliseconds(configuration.lease))
         let row = try await PostgresSQL.textRows(connection, sql, binds, logger: logger).first ?? []
         guard row.count == 2, row[0] == "0", row[1] != "0" else { return }
         throw DepotError(
@@ -154,16 +159,29 @@ extension PostgresStore {
     /// Runs `body` while renewing `host`'s lease on `job` every third of
     /// `lease`; when a renewal finds the job held by another host, `body`'s
     /// task is cancelled (the other host resumes it from its checkpoint).
+    ///
+    /// The renewals run on a thread of their own (``LeaseExecutor``), not
+    /// on Swift's shared pool: a host whose job kept both of the pool's
+    /// threads busy for seconds (a 100,000-row batch judged and its history
+    /// made) woke its renewer 3 s late, its 2 s lease lapsed, and the job
+    /// went back and forth between the hosts (issue 51).
+    ///
+    /// - Throws: ``JobHandedOver`` when `body` stopped and this host no
+    ///   longer holds the job (another host took it over, or ended it): the
+    ///   job is not this host's to end; otherwise what `body` threw.
     public nonisolated func withLease<T: Sendable>(
         on job: String, host: String, lease: Duration,
         _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         // Unstructured: the work and its lease renewal race; whichever fails first cancels the other.
         let work = Task { try await body() }
-        let renewer = Task {
+        @Sendable func renewLease() async {
+            let clock = ContinuousClock()
+            var renewed = clock.now
             while !Task.isCancelled {
-                try? await Task.sleep(for: lease / 3)
+                await LeaseExecutor.shared.sleep(for: lease / 3)
                 if Task.isCancelled { return }
+                let asked = clock.now
                 // A renewal that fails to reach the server is tried again;
                 // one that finds the job gone, or a cancel asked through
                 // any host, stops the work (at its next save). The lease
@@ -179,6 +197,18 @@ extension PostgresStore {
                         metadata: ["JOB_ID": "\(job)", "STORE": "\(name)", "ERROR": "\(error)"])
                     continue
                 }
+                let now = clock.now
+                if now - renewed > lease / 2 {
+                    events.warning(
+                        "a job's lease was renewed late",
+                        metadata: [
+                            "JOB_ID": "\(job)", "STORE": "\(name)",
+                            "SINCE_LAST_MS": "\(Self.milliseconds(now - renewed))",
+                            "WOKE_LATE_MS": "\(Self.milliseconds(asked - renewed - lease / 3))",
+                            "QUERY_MS": "\(Self.milliseconds(now - asked))"
+                        ])
+                }
+                renewed = now
                 switch renewal {
                 case .lost:
                     events.notice(
@@ -193,11 +223,66 @@ extension PostgresStore {
                 }
             }
         }
+        let renewer = Task(executorPreference: LeaseExecutor.shared) { [self] in
+            await LeaseExecutor.$current.withValue(LeaseExecutor.shared) { await renewLease() }
+        }
         defer { renewer.cancel() }
-        return try await withTaskCancellationHandler {
-            try await work.value
-        } onCancel: {
-            work.cancel()
+        do {
+            return try await withTaskCancellationHandler {
+                try await work.value
+            } onCancel: {
+                work.cancel()
+            }
+        } catch {
+            // Stopped because the job is no longer this host's (a renewal
+            // found it taken, a save's fence refused): the host that holds
+            // it ends it. A host that ended it "cancelled" here recorded a
+            // cancel nobody asked for (issue 51).
+            // Unstructured: this task may be cancelled (a cancel asked), the question must be asked anyway.
+            let claim = await Task { () -> (state: String, owner: String?, lapsed: Bool)? in
+                do {
+                    return try await jobClaim(job)
+                } catch let claimError {
+                    events.warning(
+                        "whether this host still holds a job cannot be read",
+                        metadata: ["JOB_ID": "\(job)", "STORE": "\(name)", "ERROR": "\(claimError)"])
+                    return nil
+                }
+            }.value
+            if let claim, claim.owner != host || claim.state != "running" {
+                throw JobHandedOver(job: job)
+            }
+            throw error
+        }
+    }
+}
+
+/// The thread the leases of a host's jobs are renewed on: a serial queue
+/// of its own, so that a renewal never waits for Swift's shared pool,
+/// which a job's work may keep busy (its threads are as many as the
+/// cores). Written here: neither SwiftNIO nor postgres-nio gives a task
+/// executor.
+final class LeaseExecutor: TaskExecutor {
+    static let shared = LeaseExecutor()
+    private let queue = DispatchQueue(label: "depot.job-leases")
+
+    /// The executor a task asked its statements to run on: the tasks a
+    /// statement starts on its caller's behalf (``PostgresSQL/whileOpen(_:_:)``)
+    /// take it, as unstructured tasks do not inherit an executor preference
+    /// (a renewal's statement waited 8 s for the shared pool).
+    @TaskLocal static var current: (any TaskExecutor)?
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+
+    /// Waits `duration`, woken by this queue (a sleep woken by the shared
+    /// pool would wait for it too).
+    func sleep(for duration: Duration) async {
+        let nanoseconds = Int(PostgresStore.milliseconds(duration)) * 1_000_000
+        await withCheckedContinuation { (resume: CheckedContinuation<Void, Never>) in
+            queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { resume.resume() }
         }
     }
 }

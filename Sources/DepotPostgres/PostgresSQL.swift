@@ -81,8 +81,9 @@ enum PostgresSQL {
         _ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         try checkOpen(connection)
-        // Unstructured: see above; cancelled with its caller.
-        let running = Task { try await body() }
+        // Unstructured: see above; cancelled with its caller, and run where
+        // its caller asked (a lease's renewal, on its own thread).
+        let running = Task(executorPreference: LeaseExecutor.current) { try await body() }
         return try await withTaskCancellationHandler {
             try await ConnectionWatch.race(running, on: connection, lost: lostConnection)
         } onCancel: {

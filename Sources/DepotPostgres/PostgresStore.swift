@@ -307,9 +307,8 @@ public actor PostgresStore {
                 throw error
             }
             try await context.finish()
-            // Last, just before the COMMIT: the fence locks the job's row
-            // until then, and a renewal waiting on it for a whole save
-            // let other hosts see the lease lapse.
+            // Last, just before the COMMIT: the fence keeps the job's row
+            // from being claimed until then (its renewals go on).
             if let job { try await fence(job: job, connection: connection) }
             let outcome = SaveOutcome(value: value, token: context.lastTransactionID.map(HistoryToken.init))
             pending.state.withLock { $0.outcome = outcome }

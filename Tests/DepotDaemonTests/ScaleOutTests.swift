@@ -286,12 +286,15 @@ struct ScaleOutTests {
                 let state = final["state"] as? String
                 #expect(
                     (state == "cancelled" && cancelled == 200) || state == "succeeded",
-                    "round \(round): \(final), cancel answered \(cancelled)")
+                    "round \(round): \(final), cancel answered \(cancelled)\nA: \(a.log.suffix(4000))\nB: \(b.log.suffix(4000))"
+                )
                 #expect(try a.request("GET", "/v1/health").status == 200, "round \(round)")
                 if seen && cancelled == 200 { cancelledDuringCopy += 1 }
                 let onB = try b.jobEnded(id)
 
-                #expect(onB["state"] as? String == state, "round \(round): A \(final), B \(onB)")
+                #expect(
+                    onB["state"] as? String == state,
+                    "round \(round): A \(final), B \(onB)\nA: \(a.log.suffix(4000))\nB: \(b.log.suffix(4000))")
             }
             // The cancels were asked while COPYs were under way (the job then
             // ends cancelled, or succeeded when its one save committed first).
@@ -550,6 +553,51 @@ struct ScaleOutTests {
             #expect(changes.count == clean.changes.count)
             #expect(changes == clean.changes, "the history differs from a clean run's")
             #expect(b.log.contains("job resumes"), "\(b.log)")
+        }
+    }
+
+    /// A host whose lease lapsed while it lived (here stopped by SIGSTOP,
+    /// as a long pause or a lost network would) and that then wakes: the
+    /// other host took the job over, and the woken host neither saves
+    /// beside it nor ends the job itself. Before, it recorded the job
+    /// `cancelled` or `failed` (its refused save) while the other ran it
+    /// (issue 51, seen under load in the cancel tests).
+    @Test("host A paused past its lease mid-import: B takes the job over, and A, woken, shows the end B records")
+    func pausedHostHandsOver() async throws {
+        try await Self.withSchema { schema, shared in
+            let file = shared.appendingPathComponent("paused.csv")
+            try Data(tripsCSV(100_000, prefix: "p-").utf8).write(to: file)
+            let (a, b) = try Self.twoHosts(schema: schema, shared: shared)
+            defer {
+                kill(a.process.processIdentifier, SIGCONT)
+                a.stop()
+                b.stop()
+            }
+            let id = try a.request("POST", "/v1/jobs", body: Self.importBody(file.path)).object["id"] as? String ?? ""
+            var paused = false
+            _ = try UnixHTTP.stream(socket: a.socket, path: "/v1/jobs/\(id)/events") { line in
+                let record = json(line)
+                guard record["state"] as? String == "running", (record["saves"] as? Int ?? 0) >= 1 else {
+                    return ["succeeded", "failed", "cancelled"].contains(record["state"] as? String ?? "")
+                }
+                paused = kill(a.process.processIdentifier, SIGSTOP) == 0
+                return true
+            }
+            #expect(paused, "A finished before it could be paused")
+            // B takes the job over once A's lease lapsed (it shows in B's systemd status).
+            #expect(b.notify.waitFor(prefix: "STATUS=import \(id)", timeout: 120) != nil, "\(b.log)")
+            kill(a.process.processIdentifier, SIGCONT)
+            let onB = try b.jobEnded(id)
+            let onA = try a.jobEnded(id)
+            #expect(onB["state"] as? String == "succeeded", "\(onB)")
+            #expect(onA["state"] as? String == "succeeded", "A \(onA)\nB \(onB)\nA: \(a.log.suffix(4000))")
+            #expect(onA["inserted"] as? Int == onB["inserted"] as? Int, "A \(onA)\nB \(onB)")
+            // Every row once in the store, and once in its history.
+            let count = try b.request("POST", "/v1/stores/travel/entities/Trip/fetch", body: #"{"result":"count"}"#)
+            #expect(count.object["count"] as? Int == 100_000, "\(count.body)")
+            let (_, changes) = try Self.contents(b)
+            #expect(changes.count == 100_000)
+            #expect(a.log.contains("another host holds a job this host ran"), "\(a.log.suffix(4000))")
         }
     }
 }

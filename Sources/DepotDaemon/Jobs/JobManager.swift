@@ -396,17 +396,7 @@ package actor JobManager {
 
     /// A job's run: its work, stopped early when it is interrupted.
     private nonisolated func execute(_ launch: Launch) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.work(launch.record, store: launch.store) }
-            group.addTask {
-                var waiting = launch.interrupted.makeAsyncIterator()
-                _ = await waiting.next()
-            }
-            // Whichever ends first: the work (the waiting ends), or an
-            // interruption (the work is cancelled and ends at its next save).
-            await group.next()
-            group.cancelAll()
-        }
+        await work(launch.record, store: launch.store, interrupted: launch.interrupted)
         await dropInterrupt(launch.record.id)
     }
 
@@ -414,7 +404,7 @@ package actor JobManager {
         interrupts.removeValue(forKey: id)?.finish()
     }
 
-    private func work(_ start: JobRecord, store: any StoreBackend) async {
+    private func work(_ start: JobRecord, store: any StoreBackend, interrupted: AsyncStream<Void>) async {
         var record = start
         // Progress flows through one stream, read in order by one task; the
         // newest report replaces one not yet read. The job's end waits for
@@ -428,37 +418,80 @@ package actor JobManager {
         var endedElsewhere: JobRecord?
         // Whether this host got to run it (claimed it, on a shared store).
         let ranHere = SharedFlag()
-        do {
-            // Run once this host holds the job (DESIGN §15): at once on an
-            // SQLite store; on PostgreSQL after claiming it from the others.
-            let (stateDir, metrics) = (stateDir, metrics)
-            let ran = try await store.jobs.run(record.id) { [record, ranHere] in
-                ranHere.set()
-                var running = record
-                try await self.persist(running, in: store)
-                try await JobExecutor(stateDir: stateDir, store: store, metrics: metrics) { report in
-                    reports.yield(report)
-                }.run(&running)
-                return running
+        let interruption = Interruption()
+        // Unstructured: it waits for the interruption while the job runs, and goes with it.
+        let interrupter = Task {
+            var waiting = interrupted.makeAsyncIterator()
+            if await waiting.next() != nil { interruption.interrupt() }
+        }
+        defer { interrupter.cancel() }
+        runs: while true {
+            do {
+                // Run once this host holds the job (DESIGN §15): at once on an
+                // SQLite store; on PostgreSQL after claiming it from the others.
+                let (stateDir, metrics) = (stateDir, metrics)
+                // Unstructured: an interruption (a cancel, the shutdown)
+                // cancels the job's run, not what follows it here: the
+                // end is read and written in a task not cancelled. (Ended
+                // in the cancelled task, the store's calls threw at once,
+                // and a host that had lost the job wrote its own end.)
+                let run = Task { [record, ranHere] in
+                    try await store.jobs.run(record.id) {
+                        ranHere.set()
+                        var running = record
+                        try await self.persist(running, in: store)
+                        try await JobExecutor(stateDir: stateDir, store: store, metrics: metrics) { report in
+                            reports.yield(report)
+                        }.run(&running)
+                        return running
+                    }
+                }
+                interruption.started(run)
+                let ran: JobRecord?
+                do {
+                    ran = try await run.value
+                } catch {
+                    wasCancelled = run.isCancelled
+                    throw error
+                }
+                if let ran {
+                    record = ran
+                } else if let ended = try await store.jobs.read(record.id) {
+                    endedElsewhere = try ended.mapError(\.error).get()
+                }
+            } catch is JobHandedOver {
+                // Another host took the job over (this host's lease
+                // lapsed), or ended it: it ends as that host records. A
+                // host that ended it here recorded it cancelled, or failed
+                // on its refused save, while the other ran it (issue 51).
+                // When no host holds it any more (the other's lease lapsed
+                // too), this host runs it again, from its checkpoint.
+                logger.notice(
+                    "another host holds a job this host ran, or ended it; it ends as that host records",
+                    metadata: [LogKey.jobID: "\(record.id)", LogKey.store: "\(record.store)"])
+                if let other = await followElsewhere(record, in: store) {
+                    endedElsewhere = other
+                } else if queue.isStopping {
+                    // Left unfinished: its holder, or this host's next start, resumes it.
+                    failure = CancellationError()
+                } else {
+                    if let stored = try? await store.jobs.record(record.id), !stored.state.isFinal { record = stored }
+                    continue runs
+                }
+            } catch {
+                failure = error
+                // Cancelled here before this host held the job, while another
+                // host runs it (a shared store): the cancel went to that host
+                // through the store, and the job ends as that host records it
+                // (issue 51: this host showed it cancelled while the other
+                // finished it).
+                if wasCancelled, !ranHere.isSet, store.jobs.pollInterval != nil,
+                    (try? await store.jobs.record(record.id))?.state == .running
+                {
+                    endedElsewhere = await followElsewhere(record, in: store)
+                }
             }
-            if let ran {
-                record = ran
-            } else if let ended = try await store.jobs.read(record.id) {
-                endedElsewhere = try ended.mapError(\.error).get()
-            }
-        } catch {
-            failure = error
-            wasCancelled = Task.isCancelled
-            // Cancelled here before this host held the job, while another
-            // host runs it (a shared store): the cancel went to that host
-            // through the store, and the job ends as that host records it
-            // (issue 51: this host showed it cancelled while the other
-            // finished it).
-            if wasCancelled, !ranHere.isSet, store.jobs.pollInterval != nil,
-                (try? await store.jobs.record(record.id))?.state == .running
-            {
-                endedElsewhere = await followElsewhere(record, in: store)
-            }
+            break
         }
         reports.finish()
         await reader.value
@@ -502,7 +535,18 @@ package actor JobManager {
         if let ended = outcome, ranHere.isSet, store.jobs.pollInterval != nil {
             let final = queue.ending(ended)
             outcome = JobQueue.Outcome(final)
-            if (try? await store.jobs.put(final)) == false {
+            let written: Bool?
+            do {
+                written = try await store.jobs.put(final)
+            } catch {
+                // Unknown: shown as this host ended it, and written again
+                // as any end its store could not record (announceEnd).
+                logger.warning(
+                    "the end of a job this host ran could not be written to its store",
+                    metadata: [LogKey.jobID: "\(record.id)", LogKey.store: "\(record.store)", LogKey.error: "\(error)"])
+                written = nil
+            }
+            if written == false {
                 logger.notice(
                     "another host holds a job this host ran, or ended it; it ends as that host records",
                     metadata: [LogKey.jobID: "\(record.id)", LogKey.store: "\(record.store)"])
@@ -630,6 +674,27 @@ package actor JobManager {
                 return
             }
         }
+    }
+}
+
+/// A job's interruption (a cancel, the shutdown): it cancels the job's
+/// run under way, or the next one at once.
+final class Interruption: Sendable {
+    private let state = Mutex<(run: Task<JobRecord?, any Error>?, interrupted: Bool)>((nil, false))
+
+    func started(_ run: Task<JobRecord?, any Error>) {
+        let interrupted = state.withLock {
+            $0.run = run
+            return $0.interrupted
+        }
+        if interrupted { run.cancel() }
+    }
+
+    func interrupt() {
+        state.withLock {
+            $0.interrupted = true
+            return $0.run
+        }?.cancel()
     }
 }
 

@@ -12,6 +12,16 @@ package struct JobHosting: Sendable, Hashable {
     }
 }
 
+/// A job's run stopped because this host no longer holds the job: its
+/// lease lapsed and another host took it over (resuming it from its
+/// checkpoint), or another host ended it. The job is not this host's to
+/// end: it ends as the host that holds it records.
+package struct JobHandedOver: Error, Sendable {
+    package var job: String
+
+    package init(job: String) { self.job = job }
+}
+
 /// The records the daemon keeps with a store, sharing its fate: its jobs
 /// (in submission order, `depot_jobs`), the checkpoint of each job under
 /// way (`depot_checkpoints`, written in the job's saves) and the content
