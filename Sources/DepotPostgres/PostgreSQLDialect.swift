@@ -8,6 +8,14 @@ package struct PostgreSQLDialect: SQLDialect {
     package init() {}
 
     package func placeholder(_ n: Int) -> String { "$\(n)" }
+    /// The type a field's column is stored in (``columnType(_:)``, static,
+    /// is the one its values compare in).
+    package func columnType(_ type: FieldType) -> String { PostgresSQL.type(type) }
+    package var dropsColumnsCheaply: Bool { true }
+    package func columnNames(name: String, placed: String) -> String {
+        "SELECT attname::text FROM pg_attribute WHERE attrelid = \(PostgresSQL.literal(placed))::regclass "
+            + "AND attnum > 0 AND NOT attisdropped"
+    }
     package var trueLiteral: String { "TRUE" }
     package var falseLiteral: String { "FALSE" }
     package var isDistinctFrom: String { "IS DISTINCT FROM" }

@@ -5,19 +5,6 @@ import PostgresNIO
 
 /// The migration primitives of a PostgreSQL store's save (``WriteContext``).
 extension PostgresSaveContext {
-    public func prepareMigration(_ plan: MigrationPlan) async throws {
-        var columns = plan.changes.map { ($0.shadow, PostgresSQL.type($0.to.type)) }
-        columns.append((MigrationPlan.rejectColumn, "text"))
-        // Dropped and added again: empty, whatever a migration that did
-        // not finish left (a column's drop and add take no time here).
-        try await PostgresSQL.execute(
-            try connection,
-            "ALTER TABLE \(store.table(plan.serving.name)) "
-                + columns.map { "DROP COLUMN IF EXISTS \(PostgresSQL.quote($0.0))" }.joined(separator: ", ") + ", "
-                + columns.map { "ADD COLUMN \(PostgresSQL.quote($0.0)) \($0.1)" }.joined(separator: ", "),
-            logger: store.logger)
-    }
-
     /// One statement for the whole batch: the rows as a JSON array of
     /// text, cast to each column's type.
     public func writeConverted(_ rows: [ConvertedRow<[Value]>], plan: MigrationPlan) async throws {

@@ -21,7 +21,7 @@ extension PostgresSaveContext {
 }
 
 extension PostgresSaveContext {
-    public func transaction() async throws -> Int64? { transactionID }
-
-    public func changeToken() async throws -> Int64 { try await historyTransaction() }
+    public func historyToken(issue: Bool) async throws -> Int64? {
+        issue ? try await historyTransaction() : transactionID
+    }
 }

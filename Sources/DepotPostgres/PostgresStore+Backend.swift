@@ -12,7 +12,8 @@ extension PostgresStore: StoreBackend {
             historyRetention: configuration.historyRetention, saveEvery: configuration.saveEvery,
             saveInterval: configuration.saveInterval, adaptiveSaves: false,
             historyMaxRetention: configuration.historyMaxRetention, historyPruneStep: configuration.historyPruneStep,
-            importBatches: .perSave(Self.importBatch), schemaBox: box, dialect: .postgresql, demand: demand)
+            importBatches: .perSave(Self.importBatch), schemaBox: box, dialect: .postgresql, demand: demand,
+            jobHosting: JobHosting(host: configuration.host, lease: configuration.lease))
     }
 
     /// Records to a batch of an import, about: each batch costs a few round
@@ -35,10 +36,6 @@ extension PostgresStore: StoreBackend {
 /// (`PostgresJobs.swift`); the jobs' SQL is written once
 /// (`Store/StoreBackend+Jobs.swift` of the engine).
 extension PostgresStore {
-    package nonisolated var jobHosting: JobHosting? {
-        JobHosting(host: configuration.host, lease: configuration.lease)
-    }
-
     /// States of a job's record that end it (the daemon's, and `done` of ``finishJob(_:host:record:state:)``).
     static let finalStates = Set(finalJobStates)
 

@@ -113,6 +113,14 @@ package protocol SQLDialect: Sendable {
     /// The columns that name a stored record of `entity` in a save
     /// (``WriteContext/RecordKey``): SQLite's rowid, PostgreSQL's identifier.
     func recordKey(_ entity: EntitySchema) -> RecordKeyColumns
+    /// A column's SQL type for values of `type`.
+    func columnType(_ type: FieldType) -> String
+    /// A query of the names of the columns of table `name` (the entity's
+    /// name), `placed` as statements name it: one row each.
+    func columnNames(name: String, placed: String) -> String
+    /// Whether dropping a column takes no time (PostgreSQL marks it
+    /// dropped; SQLite rewrites the table).
+    var dropsColumnsCheaply: Bool { get }
 }
 
 /// The columns that name a stored record (``SQLDialect/recordKey(_:)``).
@@ -149,6 +157,11 @@ package struct SQLiteDialect: SQLDialect {
     static let maxPattern = 50_000
 
     package func placeholder(_ n: Int) -> String { "?" }
+    package func columnType(_ type: FieldType) -> String { type.sqlType }
+    package var dropsColumnsCheaply: Bool { false }
+    package func columnNames(name: String, placed: String) -> String {
+        "SELECT name FROM pragma_table_info('\(name.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''"))')"
+    }
     package var trueLiteral: String { "1" }
     package var falseLiteral: String { "0" }
     package var isDistinctFrom: String { "IS NOT" }

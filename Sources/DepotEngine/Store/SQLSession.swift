@@ -82,6 +82,10 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
         /// Whether a row of `depot_changes` (alias `c`) holding a run of
         /// changes names this identifier (``SQLDialect/runNames(_:)``).
         case runNames(String)
+        /// The statement listing the columns of an entity's table (by its name).
+        case columnNames(String)
+        /// A column's type for values of a field type.
+        case columnType(FieldType)
     }
 
     package private(set) var parts: [Part]
@@ -162,6 +166,10 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
         package mutating func appendInterpolation(arguments: [Value]) { parts.append(.arguments(arguments)) }
         package mutating func appendInterpolation(changeSpan: Void) { parts.append(.changeSpan) }
         package mutating func appendInterpolation(runNames identifier: String) { parts.append(.runNames(identifier)) }
+        package mutating func appendInterpolation(columnNamesOf entity: EntitySchema) {
+            parts.append(.columnNames(entity.name))
+        }
+        package mutating func appendInterpolation(columnType type: FieldType) { parts.append(.columnType(type)) }
         /// A text column ordered by its bytes, as SQLite orders text.
         package mutating func appendInterpolation(byteOrder column: String) {
             parts.append(.text(column))
@@ -228,6 +236,8 @@ package struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
                 } else {
                     sql += dialect.falseLiteral
                 }
+            case .columnNames(let name): sql += dialect.columnNames(name: name, placed: entityTable(name))
+            case .columnType(let type): sql += dialect.columnType(type)
             }
         }
         return (sql, arguments)

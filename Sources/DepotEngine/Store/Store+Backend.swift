@@ -150,11 +150,9 @@ public final class SQLiteWriteContext: WriteContext {
         try pump.context().bulkRevert(transaction: transaction, skip: skip, after: after, limit: limit, newest: newest)
     }
 
-    public func changeToken() async throws -> Int64 { try pump.context().nextToken() }
-
-    public func transaction() async throws -> Int64? { try pump.context().transactionID }
-
-    public func prepareMigration(_ plan: MigrationPlan) async throws { try pump.context().prepareMigration(plan) }
+    public func historyToken(issue: Bool) async throws -> Int64? {
+        issue ? try pump.context().nextToken() : try pump.context().transactionID
+    }
 
     public func writeConverted(_ rows: [ConvertedRow<Int64>], plan: MigrationPlan) async throws {
         try pump.context().writeConverted(rows, plan: plan)

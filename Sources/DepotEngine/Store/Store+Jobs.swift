@@ -5,9 +5,6 @@ import GRDB
 /// runs at once and none is taken over (the jobs' SQL is written once,
 /// `Store/StoreBackend+Jobs.swift`).
 extension Store {
-    /// Only this host serves an SQLite store.
-    package nonisolated var jobHosting: JobHosting? { nil }
-
     /// Only this host serves an SQLite store: the job runs at once.
     public nonisolated func runJob<T: Sendable>(_ id: String, _ body: @escaping @Sendable () async throws -> T)
         async throws -> T?

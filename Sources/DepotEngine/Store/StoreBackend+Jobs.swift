@@ -34,6 +34,11 @@ package struct JobHandedOver: Error, Sendable {
 /// let records = try await store.jobs()
 /// ```
 extension StoreBackend {
+    /// The hosts that serve the store together (``StoreSettings/jobHosting``);
+    /// nil when only this host serves it (an SQLite store). How a host
+    /// claims a job is the backend's (``runJob(_:_:)``).
+    package var jobHosting: JobHosting? { settings.jobHosting }
+
     /// The states of a job's record that end it (the daemon's, and `done`
     /// of a PostgreSQL store's `finishJob`).
     package static var finalJobStates: [String] { ["succeeded", "failed", "cancelled", "done"] }

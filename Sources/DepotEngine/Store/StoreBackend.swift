@@ -76,10 +76,6 @@ package protocol StoreBackend: Sendable {
     /// at a time.
     func withHistory<T: Sendable>(_ body: @Sendable (History) async throws -> T) async throws -> T
 
-    /// The hosts that serve the store together; nil when only this host
-    /// serves it (an SQLite store). The jobs' SQL is written once
-    /// (`Store/StoreBackend+Jobs.swift`); how a host claims a job is the backend's.
-    var jobHosting: JobHosting? { get }
     /// Runs job `id`'s work once this host holds the job: at once on a store
     /// only this host serves; on a store several hosts serve (PostgreSQL,
     /// DESIGN §15), after claiming it, waiting while another host holds it

@@ -4,27 +4,6 @@ import GRDBSQLite
 
 /// The migration primitives of an SQLite store's save (``WriteContext``).
 extension SaveContext {
-    func prepareMigration(_ plan: MigrationPlan) throws {
-        let table = plan.serving.table
-        let existing = Set(try Row.fetchAll(db, sql: "PRAGMA table_info(\(table))").map { $0["name"] as String })
-        var columns = plan.changes.map { ($0.shadow, $0.to.type.sqlType) }
-        columns.append((MigrationPlan.rejectColumn, "TEXT"))
-        var emptied: [String] = []
-        for (name, type) in columns {
-            if existing.contains(name) {
-                emptied.append(name)
-            } else {
-                try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(SQL.quote(name)) \(type)")
-            }
-        }
-        // Left by a migration that did not finish, or by one done before.
-        if !emptied.isEmpty {
-            try db.execute(
-                sql: "UPDATE \(table) SET " + emptied.map { "\(SQL.quote($0)) = NULL" }.joined(separator: ", ")
-                    + " WHERE " + emptied.map { "\(SQL.quote($0)) IS NOT NULL" }.joined(separator: " OR "))
-        }
-    }
-
     func writeConverted(_ rows: [ConvertedRow<Int64>], plan: MigrationPlan) throws {
         let converted =
             plan.changes.map { "\(SQL.quote($0.shadow)) = ?" }

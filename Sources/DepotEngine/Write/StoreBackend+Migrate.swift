@@ -73,7 +73,7 @@ extension StoreBackend {
         if resumed == nil {
             let first = state
             _ = try await withSave(author: author, job: job) { save in
-                try await save.prepareMigration(plan)
+                try await save.prepareMigration(plan, dialect: settings.dialect)
                 if let job { try await save.setCheckpoint(job: job, data: try first.encoded()) }
             }
         }
@@ -615,5 +615,40 @@ extension WriteContext {
         try await execute(
             "UPDATE \(table: entity) SET \(sql: cleared) WHERE rowid > \(bind: after) AND rowid <= \(bind: last)")
         return .rowid(last)
+    }
+}
+
+extension WriteContext {
+    /// Adds the columns `plan` writes to until its switch (each change's
+    /// ``FieldChange/shadow`` and ``MigrationPlan/rejectColumn``), empty:
+    /// those a migration that did not finish left (a job that starts over)
+    /// are dropped and added again where the dialect drops a column in no
+    /// time (so they take the type this plan writes), else emptied (only
+    /// the records it converted hold values). Written once, in the dialect.
+    package func prepareMigration(_ plan: MigrationPlan, dialect: any SQLDialect) async throws {
+        let entity = plan.serving
+        let listing: SQLStatement = "\(columnNamesOf: entity)"
+        let existing = Set(try await rows(listing.once).compactMap { $0.first?.text })
+        var columns = plan.changes.map { (name: $0.shadow, type: $0.to.type) }
+        columns.append((MigrationPlan.rejectColumn, .string))
+        var emptied: [String] = []
+        for column in columns {
+            let name = SQL.quote(column.name)
+            if existing.contains(column.name) {
+                guard dialect.dropsColumnsCheaply else {
+                    emptied.append(name)
+                    continue
+                }
+                let drop: SQLStatement = "ALTER TABLE \(table: entity) DROP COLUMN \(sql: name)"
+                try await execute(drop.once)
+            }
+            let add: SQLStatement = "ALTER TABLE \(table: entity) ADD COLUMN \(sql: name) \(columnType: column.type)"
+            try await execute(add.once)
+        }
+        guard !emptied.isEmpty else { return }
+        let sets = emptied.map { "\($0) = NULL" }.joined(separator: ", ")
+        let held = emptied.map { "\($0) IS NOT NULL" }.joined(separator: " OR ")
+        let empty: SQLStatement = "UPDATE \(table: entity) SET \(sql: sets) WHERE \(sql: held)"
+        try await execute(empty.once)
     }
 }

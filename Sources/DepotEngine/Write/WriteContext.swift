@@ -58,13 +58,13 @@ package protocol WriteContext: SQLSession {
     /// records is not stored or comes twice (the caller goes change by
     /// change, which names the failure).
     func bulkSet(_ entity: EntitySchema, fields: [Int], rows: [[Value]]) async throws -> [Bool]?
-    /// The token a record changed in this save takes (its `depot_token`):
-    /// the save's history transaction's, whether or not it is logged yet.
-    func changeToken() async throws -> Int64
+    /// The save's history transaction: with `issue`, the token a record
+    /// changed in this save takes (its `depot_token`), the transaction's
+    /// whether or not it is logged yet; without, the transaction's id, nil
+    /// while the save changed nothing (``changeToken()``, ``transaction()``).
+    func historyToken(issue: Bool) async throws -> Int64?
     /// Logs one change in the save's history transaction (created on the first).
     func log(_ change: HistoryChange) async throws
-    /// The id of this save's history transaction; nil while it changed nothing.
-    func transaction() async throws -> Int64?
     /// Ends this save's history transaction: the changes after it go to a
     /// new one by `author`, under a token of its own (the next save of a
     /// group sharing one commit).
@@ -73,12 +73,8 @@ package protocol WriteContext: SQLSession {
     /// the history transaction it began) is undone, and the rest of the
     /// save is kept.
     func withSavepoint<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T
-    // Migrations (DESIGN §18).
+    // Migrations (DESIGN §18); their preparation is written once (``prepareMigration(_:)``).
 
-    /// Adds the columns `plan` writes to until its switch (each change's
-    /// ``FieldChange/shadow`` and ``MigrationPlan/rejectColumn``), those not
-    /// there yet, and empties them (a job that starts over).
-    func prepareMigration(_ plan: MigrationPlan) async throws
     /// Writes converted records: each one's values in its changes' columns
     /// (or why it is rejected). The record's own token is kept, so that a
     /// change made after the conversion shows (a token past the one issued
@@ -90,6 +86,20 @@ package protocol WriteContext: SQLSession {
     /// - Returns: the columns retired and left to empty (an SQLite store
     ///   keeps them, renamed with `suffix`: dropping a column rewrites the table).
     func switchMigration(_ plan: MigrationPlan, retiring suffix: String) async throws -> [String]
+}
+
+extension WriteContext {
+    /// The token a record changed in this save takes (its `depot_token`):
+    /// the save's history transaction's, whether or not it is logged yet.
+    package func changeToken() async throws -> Int64 {
+        guard let token = try await historyToken(issue: true) else {
+            throw DepotError(.database, "the save's history transaction issued no token")
+        }
+        return token
+    }
+
+    /// The id of this save's history transaction; nil while it changed nothing.
+    package func transaction() async throws -> Int64? { try await historyToken(issue: false) }
 }
 
 /// A stored record as ``WriteContext/records(_:positions:after:limit:)`` gives it.
@@ -134,12 +144,17 @@ public struct StoreSettings: Sendable {
     package var dialect: any SQLDialect
     /// The saves waiting for the store's writer (its jobs' saves yield to them).
     package var demand: WriteDemand
+    /// The hosts that serve the store together (a PostgreSQL store, DESIGN
+    /// §15): this host's name and its lease on a job; nil when only this
+    /// host serves the store.
+    package var jobHosting: JobHosting?
 
     package init(
         name: String, location: String, historyRetention: Duration?, saveEvery: Int, saveInterval: Duration,
         adaptiveSaves: Bool, historyMaxRetention: Duration?, historyPruneStep: Int, importBatches: ImportBatches,
-        schemaBox: SchemaBox, dialect: any SQLDialect, demand: WriteDemand
+        schemaBox: SchemaBox, dialect: any SQLDialect, demand: WriteDemand, jobHosting: JobHosting? = nil
     ) {
+        self.jobHosting = jobHosting
         self.name = name
         self.location = location
         self.historyRetention = historyRetention
