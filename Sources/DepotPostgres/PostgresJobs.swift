@@ -97,8 +97,8 @@ extension PostgresStore {
     /// claim (`FOR UPDATE`) cannot take the job meanwhile, while the
     /// lease's renewals (updates of no key) go on. The fence renewed the
     /// lease itself, and so locked the row against them: a renewal then
-    /// waited for the save's COMMIT (3 s for a 100,000-row save on a busy
-    /// machine), and the lease lapsed under a host that was saving.
+    /// waited for the save's COMMIT, and a commit slower than the lease let
+    /// it lapse under a host that was saving.
     ///
     /// - Throws: ``DepotError/Code/conflict`` when another host holds the
     ///   job, or it ended: the save rolls back.
@@ -161,9 +161,9 @@ extension PostgresStore {
     /// task is cancelled (the other host resumes it from its checkpoint).
     ///
     /// The renewals run on a thread of their own (``LeaseExecutor``), not
-    /// on Swift's shared pool: a host whose job kept both of the pool's
-    /// threads busy for seconds (a 100,000-row batch judged and its history
-    /// made) woke its renewer 3 s late, its 2 s lease lapsed, and the job
+    /// on Swift's shared pool: a host whose job's work kept both of the
+    /// pool's threads busy (two hosts importing 100,000 rows a save on two
+    /// cores) woke its renewer 3 s late, its 2 s lease lapsed, and the job
     /// went back and forth between the hosts (issue 51).
     ///
     /// - Throws: ``JobHandedOver`` when `body` stopped and this host no

@@ -449,7 +449,12 @@ package actor JobManager {
                 interruption.started(run)
                 let ran: JobRecord?
                 do {
-                    ran = try await run.value
+                    // This task cancelled (the job manager's own end) cancels the run too.
+                    ran = try await withTaskCancellationHandler {
+                        try await run.value
+                    } onCancel: {
+                        run.cancel()
+                    }
                 } catch {
                     wasCancelled = run.isCancelled
                     throw error
