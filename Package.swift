@@ -1,11 +1,29 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-let swiftSettings: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("MemberImportVisibility"),
-    .enableUpcomingFeature("InternalImportsByDefault")
-]
+// scripts/fuzz builds DepotFuzz with DEPOT_FUZZ_BUILD=1 in the release
+// build's folder (.build-deb): the project's own modules take libFuzzer's
+// coverage, AddressSanitizer and -enable-testing (for @testable), while the
+// libraries they use keep the release build's objects, which CI would
+// otherwise build a second time with the sanitizers. Without the variable
+// (every other build, and every package that depends on this one) the
+// manifest has no unsafe flag.
+let fuzzing: [SwiftSetting] =
+    Context.environment["DEPOT_FUZZ_BUILD"] == "1"
+    ? [
+        .define("FUZZING"),
+        .unsafeFlags([
+            "-sanitize=address", "-sanitize-coverage=edge,trace-cmp,inline-8bit-counters,pc-table",
+            "-enable-testing"
+        ])
+    ] : []
+
+let swiftSettings: [SwiftSetting] =
+    [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+        .enableUpcomingFeature("InternalImportsByDefault")
+    ] + fuzzing
 
 let package = Package(
     name: "Depot",
@@ -184,7 +202,7 @@ let package = Package(
             name: "ChildProcessSupport", dependencies: ["DepotEngine"], path: "Tests/ChildProcessSupport",
             swiftSettings: swiftSettings),
         // A host in a process of its own, which the lease test kills
-        // (Tests/DepotPostgresTests/LeaseTests.swift).
+        // (Tests/StoreContractTests/PostgreSQL/LeaseTests.swift).
         .executableTarget(
             name: "PGImportChild",
             dependencies: ["DepotEngine", "DepotPostgres", "ChildProcessSupport"],
@@ -198,27 +216,36 @@ let package = Package(
             path: "Tests/ImportChild",
             swiftSettings: swiftSettings
         ),
-        // Fuzz targets (scripts/fuzz): libFuzzer entry points that replay
-        // files through the same checks in a normal build.
+        // Fuzz targets (scripts/fuzz): libFuzzer entry points, one module
+        // each, run by name from one executable (DepotFuzz: one build, one
+        // link), which replays files through the same checks in a normal build.
         .target(name: "FuzzSupport", path: "Fuzz/Support", swiftSettings: swiftSettings),
-        .executableTarget(
+        .target(
             name: "FuzzPredicate", dependencies: ["DepotEngine", "FuzzSupport"],
             path: "Fuzz/Predicate", swiftSettings: swiftSettings),
-        .executableTarget(
+        .target(
             name: "FuzzCSV", dependencies: ["DepotEngine", "FuzzSupport"],
             path: "Fuzz/CSV", swiftSettings: swiftSettings),
-        .executableTarget(
+        .target(
             name: "FuzzInfer", dependencies: ["DepotEngine", "FuzzSupport"],
             path: "Fuzz/Infer", swiftSettings: swiftSettings),
-        .executableTarget(
+        .target(
             name: "FuzzJSON", dependencies: ["DepotEngine", "FuzzSupport"],
             path: "Fuzz/JSON", swiftSettings: swiftSettings),
-        .executableTarget(
+        .target(
             name: "FuzzConfig", dependencies: ["DepotDaemon", "DepotEngine", "FuzzSupport"],
             path: "Fuzz/Config", swiftSettings: swiftSettings),
-        .executableTarget(
+        .target(
             name: "FuzzAPIBody", dependencies: ["DepotDaemon", "DepotEngine", "DepotWire", "FuzzSupport"],
             path: "Fuzz/APIBody", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "DepotFuzz",
+            dependencies: [
+                "FuzzSupport", "FuzzPredicate", "FuzzCSV", "FuzzInfer", "FuzzJSON", "FuzzConfig", "FuzzAPIBody"
+            ],
+            path: "Fuzz/Main", swiftSettings: swiftSettings,
+            // (The driver then links AddressSanitizer's runtime.)
+            linkerSettings: fuzzing.isEmpty ? [] : [.unsafeFlags(["-sanitize=address"])]),
         .testTarget(
             name: "DepotEngineTests",
             dependencies: [
@@ -229,11 +256,14 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
-        // The engine's write contract run against both backends: an SQLite
-        // file and a schema of a private PostgreSQL cluster
-        // (scripts/pg-cluster; DEPOT_TEST_POSTGRES_URL).
+        // The store contract (StoreBackend and what is written once above
+        // it) run against both backends as @Test(arguments:): an SQLite file
+        // and a schema of a private PostgreSQL cluster (scripts/pg-cluster;
+        // DEPOT_TEST_POSTGRES_URL); PostgreSQL/ holds what only a server
+        // has (several hosts, leases, recovery targets, a commit's cut
+        // connection).
         .testTarget(
-            name: "DepotPostgresTests",
+            name: "StoreContractTests",
             dependencies: [
                 "DepotPostgres", "DepotEngine", "ChildProcessSupport", .product(name: "GRDB", package: "GRDB.swift")
             ],

@@ -1,14 +1,14 @@
 // Built for testing only: in a debug build (the suite replays the kept
 // inputs through it) or by scripts/fuzz (-enable-testing -DFUZZING). A plain
-// release build (`swift build -c release`, which builds every target) gets a
-// stub instead, since @testable imports need modules compiled for testing:
+// release build (`swift build -c release`, which builds every target) compiles
+// it empty (DepotFuzz then says so), since @testable imports need modules compiled for testing:
 // that is what made release builds of a fresh clone fail (issue #13).
 #if DEBUG || FUZZING
 @testable import DepotDaemon
 import DepotEngine
 import DepotWire
 import Foundation
-import FuzzSupport
+public import FuzzSupport
 
 /// Any bytes as the JSON body of a fetch, an aggregate, a duplicates
 /// request, a job or a save (the first byte chooses), read and checked as the
@@ -173,11 +173,11 @@ func fuzzAPIBody(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-@main
-enum Main {
+/// The target as `DepotFuzz FuzzAPIBody` runs it.
+public enum FuzzAPIBodyEntry {
 
     /// Each body kind (the first byte), with deep nesting up to 1 MB.
-    static let seeds: [[UInt8]] = [
+    public static let seeds: [[UInt8]] = [
         [0]
             + Array(
                 #"{"where": "budget > $b", "arguments": {"b": 1}, "sort": ["-budget"], "limit": 5, "fields": ["id"]}"#
@@ -216,18 +216,7 @@ enum Main {
                     + #"{"delete": "Trip", "identifier": "t9"}]}"#).utf8),
         [4] + Array(#"{"changes": [{"upsert": "Trip", "record": {"id": [1, {"a": 2}], "budget": "x"}}]}"#.utf8)
     ]
-    static func main() { Fuzz.main(fuzzAPIBody, seeds: seeds) }
+    public static let body: Fuzz.Body = fuzzAPIBody
 }
 
-#else
-import Foundation
-
-@main
-enum FuzzAPIBodyUnavailable {
-    static func main() {
-        FileHandle.standardError.write(
-            Data("FuzzAPIBody runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
-        exit(64)
-    }
-}
 #endif

@@ -1,11 +1,11 @@
 // Built for testing only: in a debug build (the suite replays the kept
 // inputs through it) or by scripts/fuzz (-enable-testing -DFUZZING). A plain
-// release build (`swift build -c release`, which builds every target) gets a
-// stub instead, since @testable imports need modules compiled for testing:
+// release build (`swift build -c release`, which builds every target) compiles
+// it empty (DepotFuzz then says so), since @testable imports need modules compiled for testing:
 // that is what made release builds of a fresh clone fail (issue #13).
 #if DEBUG || FUZZING
 @testable import DepotEngine
-import FuzzSupport
+public import FuzzSupport
 
 /// Any bytes read as CSV: the same records and errors through a 1 MiB and a
 /// 7-byte buffer, `line` following every error, and a reader resumed at a
@@ -67,11 +67,11 @@ func fuzzCSV(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-@main
-enum Main {
+/// The target as `DepotFuzz FuzzCSV` runs it.
+public enum FuzzCSVEntry {
 
     /// Long and unbalanced input, up to 1 MB.
-    static let seeds: [[UInt8]] = [
+    public static let seeds: [[UInt8]] = [
         "a,b\n" + Fuzz.repeated("\"", 1) + Fuzz.repeated("x,\n", 250_000),
         "a,b\n" + Fuzz.repeated("x", 1_000_000),
         Fuzz.repeated("\"\"", 500_000),
@@ -81,18 +81,7 @@ enum Main {
         "id,name\n1,\"H. \\\"B\\\" E\"\n2,\"a \\\\ b\",\"\\\n\"\n3,\"end\\",
         Fuzz.repeated("\"\\\"", 300_000)
     ].map { Array($0.utf8) }
-    static func main() { Fuzz.main(fuzzCSV, seeds: seeds) }
+    public static let body: Fuzz.Body = fuzzCSV
 }
 
-#else
-import Foundation
-
-@main
-enum FuzzCSVUnavailable {
-    static func main() {
-        FileHandle.standardError.write(
-            Data("FuzzCSV runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
-        exit(64)
-    }
-}
 #endif

@@ -1,12 +1,12 @@
 // Built for testing only: in a debug build (the suite replays the kept
 // inputs through it) or by scripts/fuzz (-enable-testing -DFUZZING). A plain
-// release build (`swift build -c release`, which builds every target) gets a
-// stub instead, since @testable imports need modules compiled for testing:
+// release build (`swift build -c release`, which builds every target) compiles
+// it empty (DepotFuzz then says so), since @testable imports need modules compiled for testing:
 // that is what made release builds of a fresh clone fail (issue #13).
 #if DEBUG || FUZZING
 @testable import DepotDaemon
 import DepotEngine
-import FuzzSupport
+public import FuzzSupport
 
 /// Any text read as depotd's configuration: either a configuration whose
 /// every number, duration and size lies in its range, or problems that each
@@ -35,11 +35,11 @@ func fuzzConfig(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-@main
-enum Main {
+/// The target as `DepotFuzz FuzzConfig` runs it.
+public enum FuzzConfigEntry {
 
     /// Deep nesting and out-of-range values.
-    static let seeds: [[UInt8]] = [
+    public static let seeds: [[UInt8]] = [
         "a = " + Fuzz.repeated("[", 100_000) + Fuzz.repeated("]", 100_000),
         "a = " + Fuzz.repeated("{b = ", 10_000) + "1" + Fuzz.repeated("}", 10_000),
         Fuzz.repeated("[x]\n", 50_000),
@@ -47,18 +47,7 @@ enum Main {
             + "[[store]]\nname = \"s\"\nsave_interval = \"1e300s\"\nhistory_retention = \"99999999999999d\"\n"
             + "cache_mb = 9223372036854775807\nsave_every = 0\n"
     ].map { Array($0.utf8) }
-    static func main() { Fuzz.main(fuzzConfig, seeds: seeds) }
+    public static let body: Fuzz.Body = fuzzConfig
 }
 
-#else
-import Foundation
-
-@main
-enum FuzzConfigUnavailable {
-    static func main() {
-        FileHandle.standardError.write(
-            Data("FuzzConfig runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
-        exit(64)
-    }
-}
 #endif

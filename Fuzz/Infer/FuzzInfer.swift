@@ -2,7 +2,7 @@
 #if DEBUG || FUZZING
 @testable import DepotEngine
 import Foundation
-import FuzzSupport
+public import FuzzSupport
 
 /// Any bytes inferred (DESIGN §18): either a clear refusal (a DepotError) or
 /// an inference whose document is valid JSON, whose field names are valid
@@ -111,10 +111,10 @@ func fuzzInfer(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-@main
-enum Main {
+/// The target as `DepotFuzz FuzzInfer` runs it.
+public enum FuzzInferEntry {
     /// Wide, long, late-changing and ragged inputs.
-    static let seeds: [[UInt8]] = [
+    public static let seeds: [[UInt8]] = [
         "id,v\n" + (0..<20_000).map { "\($0),\($0 % 7)\n" }.joined() + "x,1.5\n",
         "a;b;c\n" + (0..<5_000).map { "\($0 % 100);\($0 / 100);NA\n" }.joined(),
         (0..<2_000).map { "{\"k\": \($0), \"s\": \"\($0 % 3)\", \"j\": [\($0)]}\n" }.joined(),
@@ -122,18 +122,7 @@ enum Main {
         Fuzz.repeated(",", 100_000) + "\n" + Fuzz.repeated(",", 100_000),
         "a,b\n1,2\n3\n4,5,6\n'x, y',\"z\"\n"
     ].map { Array($0.utf8) }
-    static func main() { Fuzz.main(fuzzInfer, seeds: seeds) }
+    public static let body: Fuzz.Body = fuzzInfer
 }
 
-#else
-import Foundation
-
-@main
-enum FuzzInferUnavailable {
-    static func main() {
-        FileHandle.standardError.write(
-            Data("FuzzInfer runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
-        exit(64)
-    }
-}
 #endif

@@ -1,11 +1,11 @@
 // Built for testing only: in a debug build (the suite replays the kept
 // inputs through it) or by scripts/fuzz (-enable-testing -DFUZZING). A plain
-// release build (`swift build -c release`, which builds every target) gets a
-// stub instead, since @testable imports need modules compiled for testing:
+// release build (`swift build -c release`, which builds every target) compiles
+// it empty (DepotFuzz then says so), since @testable imports need modules compiled for testing:
 // that is what made release builds of a fresh clone fail (issue #13).
 #if DEBUG || FUZZING
 @testable import DepotEngine
-import FuzzSupport
+public import FuzzSupport
 
 /// Any bytes read as JSON records (NDJSON or an array, up to 1 MB and nested
 /// without bound): the same records and errors through a 1 MiB and a 7-byte
@@ -76,11 +76,11 @@ func fuzzJSON(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-@main
-enum Main {
+/// The target as `DepotFuzz FuzzJSON` runs it.
+public enum FuzzJSONEntry {
 
     /// Deep nesting and long input, up to 1 MB.
-    static let seeds: [[UInt8]] = [
+    public static let seeds: [[UInt8]] = [
         Fuzz.repeated("[", 1_000_000),
         "[" + Fuzz.repeated("{\"a\":", 150_000) + "1" + Fuzz.repeated("}", 150_000) + "]",
         "{\"a\":" + Fuzz.repeated("[", 500_000) + Fuzz.repeated("]", 500_000) + "}",
@@ -89,18 +89,7 @@ enum Main {
         Fuzz.repeated("{\"a\": \"\\u00e9\"}\n", 50_000),
         "\u{FEFF}[{\"a\": 1},\n {\"a\": tru},\n 42,\n]junk"
     ].map { Array($0.utf8) }
-    static func main() { Fuzz.main(fuzzJSON, seeds: seeds) }
+    public static let body: Fuzz.Body = fuzzJSON
 }
 
-#else
-import Foundation
-
-@main
-enum FuzzJSONUnavailable {
-    static func main() {
-        FileHandle.standardError.write(
-            Data("FuzzJSON runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
-        exit(64)
-    }
-}
 #endif

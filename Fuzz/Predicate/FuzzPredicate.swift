@@ -1,12 +1,12 @@
 // Built for testing only: in a debug build (the suite replays the kept
 // inputs through it) or by scripts/fuzz (-enable-testing -DFUZZING). A plain
-// release build (`swift build -c release`, which builds every target) gets a
-// stub instead, since @testable imports need modules compiled for testing:
+// release build (`swift build -c release`, which builds every target) compiles
+// it empty (DepotFuzz then says so), since @testable imports need modules compiled for testing:
 // that is what made release builds of a fresh clone fail (issue #13).
 #if DEBUG || FUZZING
 @testable import DepotEngine
 import Foundation
-import FuzzSupport
+public import FuzzSupport
 
 /// Predicates as a user may write them (up to 1 MB, nested or chained
 /// without bound) must compile or be refused with a position inside the
@@ -146,11 +146,11 @@ func fuzzPredicate(_ input: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-@main
-enum Main {
+/// The target as `DepotFuzz FuzzPredicate` runs it.
+public enum FuzzPredicateEntry {
 
     /// Deep nesting and long chains, up to about 1 MB: the class of input that overflowed the stack.
-    static let seeds: [[UInt8]] =
+    public static let seeds: [[UInt8]] =
         ([
             Fuzz.repeated("!", 50_000) + "budget > 1",
             Fuzz.repeated("(", 50_000) + "budget > 1" + Fuzz.repeated(")", 50_000),
@@ -192,18 +192,7 @@ enum Main {
         return text
     }
 
-    static func main() { Fuzz.main(fuzzPredicate, seeds: seeds) }
+    public static let body: Fuzz.Body = fuzzPredicate
 }
 
-#else
-import Foundation
-
-@main
-enum FuzzPredicateUnavailable {
-    static func main() {
-        FileHandle.standardError.write(
-            Data("FuzzPredicate runs in a debug build or from scripts/fuzz, not in a release build\n".utf8))
-        exit(64)
-    }
-}
 #endif

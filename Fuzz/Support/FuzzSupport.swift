@@ -5,14 +5,15 @@ import Synchronization
 /// running async engine calls from libFuzzer's synchronous entry point, and
 /// the way a target reports a broken invariant.
 ///
-/// A fuzz target is an executable whose `LLVMFuzzerTestOneInput` checks one
-/// input. Built by `scripts/fuzz` (with `-sanitize=fuzzer,address` and
-/// `-DFUZZING`), libFuzzer drives it; built by `swift build`, its `main`
-/// replays files through the same entry point, which is how the suite runs
-/// the kept crash inputs and the seeds as regression tests:
+/// A fuzz target is a module whose entry point checks one input; the
+/// executable `DepotFuzz` runs the one its first argument names. Built by
+/// `scripts/fuzz` (with the sanitizers and `-DFUZZING`), libFuzzer drives
+/// it; built by `swift build`, it replays files through the same entry
+/// point, which is how the suite runs the kept crash inputs and the seeds as
+/// regression tests:
 ///
 /// ```sh
-/// .build/debug/FuzzPredicate Fuzz/Regressions/FuzzPredicate Fuzz/Seeds/FuzzPredicate
+/// .build/debug/DepotFuzz FuzzPredicate Fuzz/Regressions/FuzzPredicate Fuzz/Seeds/FuzzPredicate
 /// ```
 public enum Fuzz {
     /// Runs `body` over every file named, or inside a folder named; prints
@@ -40,32 +41,56 @@ public enum Fuzz {
         print("\(files.count) inputs and the generated seeds replayed clean")
     }
 
-    /// The target's `main`: under `-DFUZZING`, libFuzzer's driver with the
-    /// command line (`-max_total_time=60 CORPUS`…); else the replay of the
-    /// files named on it.
+    /// A target's entry point, as libFuzzer calls it.
+    public typealias Body = @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+
+    /// DepotFuzz's `main`: its first argument names the target; then, under
+    /// `-DFUZZING`, libFuzzer's driver with the rest of the command line
+    /// (`-max_total_time=60 CORPUS`…); else the replay of the files named on
+    /// it. All six targets are one executable so that they take one build
+    /// and one link (issue #52).
     ///
-    /// `seeds` are the target's generated inputs (deep nesting, long chains,
-    /// up to 1 MB): `TARGET --write-seeds DIR` writes them as files for a
-    /// corpus, and every replay runs them first.
-    public static func main(_ body: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt, seeds: [[UInt8]]) -> Never {
-        let arguments = Array(CommandLine.arguments.dropFirst())
+    /// `seeds` are a target's generated inputs (deep nesting, long chains,
+    /// up to 1 MB): `DepotFuzz TARGET --write-seeds DIR` writes them as files
+    /// for a corpus, and every replay runs them first.
+    public static func main(targets: [String: (body: Body, seeds: [[UInt8]])]) -> Never {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        guard let name = arguments.first, let target = targets[name] else {
+            // (The names joined here only: a string alive at exit() is a
+            // leak to LeakSanitizer.)
+            FileHandle.standardError.write(
+                Data(
+                    (targets.isEmpty
+                        ? "DepotFuzz runs in a debug build or from scripts/fuzz, not in a release build\n"
+                        : "usage: DepotFuzz TARGET [--write-seeds DIR | FILE-OR-FOLDER...] (TARGET: "
+                            + targets.keys.sorted().joined(separator: ", ") + ")\n")
+                        .utf8))
+            exit(64)
+        }
+        arguments.removeFirst()
         if arguments.first == "--write-seeds", arguments.count == 2 {
             try? FileManager.default.createDirectory(atPath: arguments[1], withIntermediateDirectories: true)
-            for (i, seed) in seeds.enumerated() {
+            for (i, seed) in target.seeds.enumerated() {
                 _ = FileManager.default.createFile(atPath: "\(arguments[1])/generated-\(i)", contents: Data(seed))
             }
-            print("\(seeds.count) seeds written to \(arguments[1])")
+            print("\(target.seeds.count) seeds written to \(arguments[1])")
             exit(0)
         }
         #if FUZZING
-        var argc = CommandLine.argc
-        var argv = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv, body))
+        // libFuzzer reads its flags and corpus folders from argv[1...]: the
+        // target's name is taken out (the C strings live until exit).
+        let kept = [CommandLine.arguments[0]] + arguments
+        let argv = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: kept.count + 1)
+        for (i, argument) in kept.enumerated() { argv[i] = strdup(argument) }
+        argv[kept.count] = nil
+        var argc = CInt(kept.count)
+        var pointer = argv
+        exit(LLVMFuzzerRunDriver(&argc, &pointer, target.body))
         #else
-        for seed in seeds {
-            _ = seed.withUnsafeBufferPointer { body($0.baseAddress, $0.count) }
+        for seed in target.seeds {
+            _ = seed.withUnsafeBufferPointer { target.body($0.baseAddress, $0.count) }
         }
-        replay(arguments) { data, size in body(data, size) }
+        replay(arguments) { data, size in target.body(data, size) }
         exit(0)
         #endif
     }

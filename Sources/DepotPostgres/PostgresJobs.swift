@@ -175,7 +175,7 @@ extension PostgresStore {
     ) async throws -> T {
         // Unstructured: the work and its lease renewal race; whichever fails first cancels the other.
         let work = Task { try await body() }
-        @Sendable func renewLease() async {
+        @Sendable func keepRenewing() async {
             let clock = ContinuousClock()
             var renewed = clock.now
             while !Task.isCancelled {
@@ -224,7 +224,7 @@ extension PostgresStore {
             }
         }
         let renewer = Task(executorPreference: LeaseExecutor.shared) { [self] in
-            await LeaseExecutor.$current.withValue(LeaseExecutor.shared) { await renewLease() }
+            await LeaseExecutor.$current.withValue(LeaseExecutor.shared) { await keepRenewing() }
         }
         defer { renewer.cancel() }
         do {

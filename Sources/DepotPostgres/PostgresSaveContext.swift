@@ -13,7 +13,7 @@ import PostgresNIO
 /// conflict, rejection), and then one `INSERT … SELECT` and one
 /// `UPDATE … FROM` apply the batch and one `COPY` logs its history. The
 /// counters, the rejections' reasons and the history's text are the same
-/// as an SQLite store's for the same batches (DepotPostgresTests checks it).
+/// as an SQLite store's for the same batches (StoreContractTests checks it).
 // @unchecked: used inside one transaction by the task that runs it; Sendable to reach the save's body.
 public final class PostgresSaveContext: WriteContext, @unchecked Sendable {
     // Used by one task at a time: the save's body, then the store.

@@ -453,7 +453,7 @@ struct DepotClientTests {
 @Suite("docs/swift-client.md's program", .serialized)
 struct ClientExampleTests {
     static var executable: URL {
-        DaemonProcess.executable.deletingLastPathComponent().appendingPathComponent("depot-client-example")
+        DaemonProcess.products.appendingPathComponent("depot-client-example")
     }
 
     /// Runs the example with `arguments`; its output lines, as they come, to `onLine`.

@@ -145,6 +145,13 @@ struct SaveTests {
         #expect(patch.status == 200 && again.object["replayed"] as? Bool == true, "\(again.body)")
         #expect(again.headers["etag"] == patch.headers["etag"])
         #expect((try d.request("GET", "/v1/stores/travel/history").object["transactions"] as? [Any])?.count == 2)
+        // The header's key with another change of the record is refused, writing nothing.
+        let otherPatch = try d.request("PATCH", path, body: #"{"budget":2000}"#, headers: ["Idempotency-Key": "p1"])
+        #expect(otherPatch.status == 422 && otherPatch.body.contains("idempotency_key_reused"), "\(otherPatch.body)")
+        let otherDelete = try d.request("DELETE", path, headers: ["Idempotency-Key": "p1"])
+        #expect(otherDelete.status == 422, "\(otherDelete.body)")
+        #expect((try d.request("GET", "/v1/stores/travel/history").object["transactions"] as? [Any])?.count == 2)
+        #expect(try d.request("GET", path).object["budget"] as? Double == 1000)
     }
 
     @Test(

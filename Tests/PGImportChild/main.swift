@@ -1,4 +1,4 @@
-// A host for the lease test (Tests/DepotPostgresTests/LeaseTests.swift): opens
+// A host for the lease test (Tests/StoreContractTests/PostgreSQL/LeaseTests.swift): opens
 // a PostgreSQL store of the tests' Trip entity, claims the next job as HOST
 // under a lease of LEASE_MS (renewed while it runs), and runs the import its
 // record describes, printing "claimed ID", then "save N" after each save so

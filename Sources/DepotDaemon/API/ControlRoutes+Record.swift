@@ -38,46 +38,64 @@ extension ControlRoutes {
 
     /// `PUT` (the whole record, replaced or inserted), `PATCH` (the fields
     /// to set) and `DELETE`: a save of one change, answered as a save is,
-    /// the record's new token as the `ETag`.
+    /// the record's new token as the `ETag`. The engine's change is built
+    /// here from the path's identifier (converted once, to its fields'
+    /// types) and the body's values; the wire's save body is written only
+    /// for an idempotency key's digest, as `POST …/save` of the same change
+    /// would write it.
     func writeRecord(_ request: Request, _ context: StoreRequestContext) async throws -> Response {
         let store = context.store
         let (entity, identifier) = try Self.recordPath(context, reads: store.reads)
         let ifToken = try Self.ifMatch(request)
-        var change: SaveChange
-        let id = JSONValue(Identifier(identifier))
+        let kind: ChangeSet.Kind
+        var fields: [String: JSONValue] = [:]
         switch request.method {
         case .delete:
-            change = SaveChange(.delete, entity: entity.name, identifier: id)
+            kind = .delete
         case .patch:
-            let fields = try await JSONBody.decode(
-                [String: JSONValue].self, from: request, limit: config.maxRequestBytes)
-            change = SaveChange(.update, entity: entity.name, identifier: id, set: fields)
+            kind = .update
+            fields = try await JSONBody.decode([String: JSONValue].self, from: request, limit: config.maxRequestBytes)
         default:
-            var record = try await JSONBody.decode(
-                [String: JSONValue].self, from: request, limit: config.maxRequestBytes)
+            kind = .replace
+            fields = try await JSONBody.decode([String: JSONValue].self, from: request, limit: config.maxRequestBytes)
             // The identifier is the path's; a body that names another is refused.
             for (name, value) in zip(entity.identifier, identifier) {
                 let path = JSONValue(value)
-                if let given = record[name], given != path {
+                if let given = fields[name], given != path {
                     throw APIError(
                         .invalidArgument,
                         "the record's \(JSONText.quoted(name)) is \(given), but the path names \(path); "
                             + "a record's identifier is its path")
                 }
-                record[name] = path
+                fields[name] = path
             }
-            change = SaveChange(.replace, entity: entity.name, record: record)
         }
-        change.ifToken = ifToken?.description
-        let query = request.uri.queryParameters
-        let body = SaveBody(
-            merge: query.get("merge").map { String($0) },
-            idempotencyKey: request.headers[.idempotencyKey],
-            changes: [change])
+        var refused: [SaveRefusal.Failure] = []
+        let values = Self.values(fields, of: entity, change: 0, refused: &refused)
+        if !refused.isEmpty { throw SaveRefusal(failures: refused) }
+        let change = ChangeSet.Change(
+            kind, entity: entity.name, record: kind == .replace ? values : [:],
+            identifier: kind == .replace ? [] : identifier, set: kind == .update ? values : [:], ifToken: ifToken)
+        let merge = request.uri.queryParameters.get("merge").map { String($0) }
+        let key = request.headers[.idempotencyKey]
         let answer: SaveAnswer
         let result: SaveResult?
         do {
-            (answer, result) = try await save(body, context)
+            (answer, result) = try await save(
+                ChangeSet([change], merge: try Self.mergePolicy(merge)), author: nil, idempotencyKey: key, context
+            ) {
+                // The digest of the save body that says the same change.
+                let id = JSONValue(Identifier(identifier))
+                var wire: SaveChange
+                switch kind {
+                case .delete: wire = SaveChange(.delete, entity: entity.name, identifier: id)
+                case .update: wire = SaveChange(.update, entity: entity.name, identifier: id, set: fields)
+                default: wire = SaveChange(.replace, entity: entity.name, record: fields)
+                }
+                wire.ifToken = ifToken?.description
+                let body = SaveBody(merge: merge, changes: [wire])
+                return ContentHash.of(bytes: Array(try WireJSON.encoder.encode(body)))
+            }
         } catch let refusal as SaveRefusal where refusal.failures.allSatisfy({ $0.code == .notFound }) {
             throw Self.missing(entity, identifier)
         }

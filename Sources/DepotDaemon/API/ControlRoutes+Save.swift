@@ -28,33 +28,44 @@ extension ControlRoutes {
     func save(_ body: SaveBody, _ context: StoreRequestContext) async throws -> (
         answer: SaveAnswer, result: SaveResult?
     ) {
+        let changeSet = try Self.changeSet(body, reads: context.store.reads)
+        return try await save(changeSet, author: body.author, idempotencyKey: body.idempotencyKey, context) {
+            // The request's digest: its body written again in one canonical
+            // form (sorted keys), the key itself aside.
+            var canonical = body
+            canonical.idempotencyKey = nil
+            return ContentHash.of(bytes: Array(try WireJSON.encoder.encode(canonical)))
+        }
+    }
+
+    /// Applies the engine's change set (a save's body's, or a record
+    /// route's, built directly) by `author` or the peer; with an idempotency
+    /// key, once, `digest` telling a retry from another request.
+    func save(
+        _ changeSet: ChangeSet, author: String?, idempotencyKey key: String?, _ context: StoreRequestContext,
+        digest: () throws -> String
+    ) async throws -> (answer: SaveAnswer, result: SaveResult?) {
         let started = ContinuousClock.now
         defer {
             let elapsed = (ContinuousClock.now - started).components
             metrics.saveAnswered(seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
         }
-        let changeSet = try Self.changeSet(body, reads: context.store.reads)
-        let author = body.author ?? context.peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd"
+        let author = author ?? context.peer.map { $0.userName ?? "uid:\($0.uid)" } ?? "depotd"
         let settings = context.configuration
         let limit = settings?.maxSaveChanges ?? 10_000
         let saves = context.saves
-        guard let key = body.idempotencyKey else {
+        guard let key else {
             let reply = try await saves.save(SaveRequest(changeSet, author: author, limit: limit))
             return (Self.answer(reply.result!), reply.result)
         }
         guard !key.isEmpty, key.utf8.count <= 255 else {
             throw APIError(.invalidArgument, "an idempotency key is 1 to 255 bytes of text")
         }
-        // The request's digest: its body written again in one canonical form
-        // (sorted keys), the key itself aside.
-        var canonical = body
-        canonical.idempotencyKey = nil
-        let digest = ContentHash.of(bytes: Array(try WireJSON.encoder.encode(canonical)))
         let reply = try await saves.save(
             SaveRequest(
                 changeSet, author: author, limit: limit,
                 idempotency: IdempotencyKey(
-                    key: key, digest: digest, retention: settings?.idempotencyRetention ?? .seconds(86_400))
+                    key: key, digest: try digest(), retention: settings?.idempotencyRetention ?? .seconds(86_400))
             ) { result in
                 String(decoding: try WireJSON.encoder.encode(Self.answer(result)), as: UTF8.self)
             })
@@ -82,21 +93,7 @@ extension ControlRoutes {
                 }
             }
             func values(_ object: [String: JSONValue]?) -> [String: DepotEngine.Value] {
-                var out: [String: DepotEngine.Value] = [:]
-                for (name, value) in object ?? [:] {
-                    if let scalar = value.scalar {
-                        out[name] = scalar
-                    } else if (try? entity.field(named: name))?.type == .json {
-                        out[name] = .string(value.text)
-                    } else {
-                        refused.append(
-                            .init(
-                                index: index, code: .invalidValue, field: name,
-                                message: "field \(JSONText.quoted(name)) of \(entity.name) takes a value, "
-                                    + "not an \(value.array != nil ? "array" : "object")"))
-                    }
-                }
-                return out
+                Self.values(object ?? [:], of: entity, change: index, refused: &refused)
             }
             var identifier: [DepotEngine.Value] = []
             if let given = change.identifier {
@@ -130,17 +127,43 @@ extension ControlRoutes {
                     ifToken: ifToken))
         }
         if !refused.isEmpty { throw SaveRefusal(failures: refused) }
-        var merge = ChangeSet.MergePolicy.error
-        if let name = body.merge {
-            guard let policy = ChangeSet.MergePolicy(rawValue: name) else {
-                throw APIError(
-                    .invalidArgument,
-                    "merge \(JSONText.quoted(name)) is not a merge policy; one of "
-                        + ChangeSet.MergePolicy.allCases.map { JSONText.quoted($0.rawValue) }.joined(separator: ", "))
-            }
-            merge = policy
+        return ChangeSet(changes, merge: try mergePolicy(body.merge))
+    }
+
+    /// The merge policy a save names (`merge`), `error` when it names none.
+    static func mergePolicy(_ name: String?) throws -> ChangeSet.MergePolicy {
+        guard let name else { return .error }
+        guard let policy = ChangeSet.MergePolicy(rawValue: name) else {
+            throw APIError(
+                .invalidArgument,
+                "merge \(JSONText.quoted(name)) is not a merge policy; one of "
+                    + ChangeSet.MergePolicy.allCases.map { JSONText.quoted($0.rawValue) }.joined(separator: ", "))
         }
-        return ChangeSet(changes, merge: merge)
+        return policy
+    }
+
+    /// A change's JSON fields as the engine's values: a scalar as itself,
+    /// an object or array only for a `json` field (as its text); any other
+    /// added to `refused` for change `index`.
+    static func values(
+        _ object: [String: JSONValue], of entity: EntitySchema, change index: Int,
+        refused: inout [SaveRefusal.Failure]
+    ) -> [String: DepotEngine.Value] {
+        var out: [String: DepotEngine.Value] = [:]
+        for (name, value) in object {
+            if let scalar = value.scalar {
+                out[name] = scalar
+            } else if (try? entity.field(named: name))?.type == .json {
+                out[name] = .string(value.text)
+            } else {
+                refused.append(
+                    .init(
+                        index: index, code: .invalidValue, field: name,
+                        message: "field \(JSONText.quoted(name)) of \(entity.name) takes a value, "
+                            + "not an \(value.array != nil ? "array" : "object")"))
+            }
+        }
+        return out
     }
 
     /// The answer of an applied save.

@@ -2,7 +2,7 @@
 /// (``Store``) or a PostgreSQL schema (DESIGN §15, `DepotPostgres`). The
 /// daemon opens a store through its backend's `open` and from then on only
 /// speaks this contract, so that it does not know which backend a store
-/// has; the contract tests (DepotPostgresTests) run the same behaviour on
+/// has; the contract tests (StoreContractTests) run the same behaviour on
 /// both.
 ///
 /// A backend that cannot do one of these things throws

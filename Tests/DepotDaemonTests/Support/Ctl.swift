@@ -4,7 +4,7 @@ import Foundation
 /// Runs the built `depotctl` as a subprocess, the way a person or a script does.
 enum Ctl {
     static var executable: URL {
-        DaemonProcess.executable.deletingLastPathComponent().appendingPathComponent("depotctl")
+        DaemonProcess.products.appendingPathComponent("depotctl")
     }
 
     struct Result {

@@ -11,7 +11,7 @@ import Testing
 /// PostgreSQL transaction id that committed it.
 @Suite("PostgreSQL: the recovery target of a token", .enabled(if: TestServer.available), .serialized)
 struct RecoveryTargetTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../..")
         .standardized
 
     /// `scripts/pg-cluster ARGS`: what it printed; a failure throws what it said.
